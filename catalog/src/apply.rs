@@ -1,0 +1,489 @@
+//! Checking and applying operations inside one write transaction of the embedded store.
+//! `check` runs for every operation of a transaction before any is applied, so a
+//! transaction either applies whole or not at all; `apply` is deterministic, which is
+//! what lets recovery replay the log into the same state.
+
+use redb::{ReadableTable, WriteTransaction};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use storage::BlobMeta;
+
+use crate::error::{CatalogError, CatalogResult};
+use crate::model::{BucketRecord, ObjectVersion, PartitionState, TopicRecord};
+use crate::tables::{self, *};
+use crate::txn::{Op, OpOutcome};
+
+type RedbTable<'t> = redb::Table<'t, &'static [u8], &'static [u8]>;
+
+/// Longest S3 key, in bytes.
+pub const MAX_KEY_LEN: usize = 1024;
+
+/// Encodes a record.
+pub fn enc<T: Serialize>(v: &T) -> CatalogResult<Vec<u8>> {
+    Ok(postcard::to_stdvec(v)?)
+}
+
+/// Decodes a record.
+pub fn dec<T: DeserializeOwned>(b: &[u8]) -> CatalogResult<T> {
+    Ok(postcard::from_bytes(b)?)
+}
+
+/// Every table, open for writing for the length of one group commit.
+pub struct Tables<'t> {
+    meta: RedbTable<'t>,
+    buckets: RedbTable<'t>,
+    objects: RedbTable<'t>,
+    versions: RedbTable<'t>,
+    topics: RedbTable<'t>,
+    topic_ids: RedbTable<'t>,
+    partitions: RedbTable<'t>,
+    batches: RedbTable<'t>,
+    groups: RedbTable<'t>,
+    offsets: RedbTable<'t>,
+}
+
+/// Side effects to carry out once the commit is durable.
+#[derive(Debug, Default)]
+pub struct Effects {
+    /// Blobs no longer referenced.
+    pub freed_blobs: Vec<BlobMeta>,
+}
+
+fn get<T: DeserializeOwned>(t: &RedbTable<'_>, key: &[u8]) -> CatalogResult<Option<T>> {
+    t.get(key)?.map(|v| dec(v.value())).transpose()
+}
+
+fn put<T: Serialize>(t: &mut RedbTable<'_>, key: &[u8], v: &T) -> CatalogResult<()> {
+    t.insert(key, enc(v)?.as_slice())?;
+    Ok(())
+}
+
+fn has_prefix(t: &RedbTable<'_>, prefix: &[u8]) -> CatalogResult<bool> {
+    let first = match prefix_end(prefix) {
+        Some(end) => t.range(prefix..end.as_slice())?.next(),
+        None => t.range(prefix..)?.next(),
+    };
+    Ok(first.transpose()?.is_some())
+}
+
+/// Removes every key starting with `prefix`, calling `each` on the values.
+fn remove_prefix(
+    t: &mut RedbTable<'_>,
+    prefix: &[u8],
+    mut each: impl FnMut(&[u8]) -> CatalogResult<()>,
+) -> CatalogResult<()> {
+    let end = prefix_end(prefix);
+    let keys: Vec<Vec<u8>> = {
+        let range = match &end {
+            Some(end) => t.range(prefix..end.as_slice())?,
+            None => t.range(prefix..)?,
+        };
+        let mut keys = Vec::new();
+        for e in range {
+            let (k, v) = e?;
+            each(v.value())?;
+            keys.push(k.value().to_vec());
+        }
+        keys
+    };
+    for k in keys {
+        t.remove(k.as_slice())?;
+    }
+    Ok(())
+}
+
+/// All versions of one key, newest first, with their table keys.
+fn versions_of(
+    t: &RedbTable<'_>,
+    bucket: &str,
+    key: &str,
+) -> CatalogResult<Vec<(Vec<u8>, ObjectVersion)>> {
+    let prefix = versions_prefix(bucket, key);
+    let end = prefix_end(&prefix).unwrap_or_default();
+    let mut out = Vec::new();
+    for e in t.range(prefix.as_slice()..end.as_slice())? {
+        let (k, v) = e?;
+        out.push((k.value().to_vec(), dec(v.value())?));
+    }
+    Ok(out)
+}
+
+fn find_version(
+    t: &RedbTable<'_>,
+    bucket: &str,
+    key: &str,
+    version_id: Option<&str>,
+) -> CatalogResult<Option<(Vec<u8>, ObjectVersion)>> {
+    let versions = versions_of(t, bucket, key)?;
+    Ok(match version_id {
+        Some(id) => versions.into_iter().find(|(_, v)| v.version_id == id),
+        None => versions.into_iter().next().filter(|(_, v)| !v.delete_marker),
+    })
+}
+
+fn no_such_key(bucket: &str, key: &str) -> CatalogError {
+    CatalogError::NoSuchKey {
+        bucket: bucket.into(),
+        key: key.into(),
+    }
+}
+
+impl<'t> Tables<'t> {
+    /// Opens every table in `w`.
+    pub fn open(w: &'t WriteTransaction) -> CatalogResult<Self> {
+        Ok(Self {
+            meta: w.open_table(META)?,
+            buckets: w.open_table(BUCKETS)?,
+            objects: w.open_table(OBJECTS)?,
+            versions: w.open_table(VERSIONS)?,
+            topics: w.open_table(TOPICS)?,
+            topic_ids: w.open_table(TOPIC_IDS)?,
+            partitions: w.open_table(PARTITIONS)?,
+            batches: w.open_table(BATCHES)?,
+            groups: w.open_table(GROUPS)?,
+            offsets: w.open_table(OFFSETS)?,
+        })
+    }
+
+    /// Reads a meta counter.
+    pub fn counter(&self, name: &[u8]) -> CatalogResult<u64> {
+        Ok(self
+            .meta
+            .get(name)?
+            .and_then(|v| v.value().try_into().ok().map(u64::from_be_bytes))
+            .unwrap_or(0))
+    }
+
+    /// Sets a meta counter.
+    pub fn set_counter(&mut self, name: &[u8], value: u64) -> CatalogResult<()> {
+        self.meta.insert(name, value.to_be_bytes().as_slice())?;
+        Ok(())
+    }
+
+    fn bucket(&self, name: &str) -> CatalogResult<Option<BucketRecord>> {
+        get(&self.buckets, name.as_bytes())
+    }
+
+    fn topic(&self, name: &str) -> CatalogResult<Option<TopicRecord>> {
+        get(&self.topics, name.as_bytes())
+    }
+
+    fn partition(&self, topic_id: u128, p: u32) -> CatalogResult<Option<PartitionState>> {
+        get(&self.partitions, &partition_key(topic_id, p))
+    }
+
+    fn require_bucket(&self, name: &str) -> CatalogResult<()> {
+        match self.bucket(name)? {
+            Some(_) => Ok(()),
+            None => Err(CatalogError::NoSuchBucket(name.into())),
+        }
+    }
+
+    fn require_partition(&self, topic_id: u128, p: u32) -> CatalogResult<PartitionState> {
+        self.partition(topic_id, p)?
+            .ok_or_else(|| CatalogError::UnknownPartition {
+                topic: format!("{topic_id:032x}"),
+                partition: p,
+            })
+    }
+
+    /// Checks that `op` can apply to the current state.
+    pub fn check(&self, op: &Op) -> CatalogResult<()> {
+        match op {
+            Op::CreateBucket(b) => {
+                if b.name.is_empty() || b.name.len() > 255 {
+                    return Err(CatalogError::Invalid(format!("bucket name {:?}", b.name)));
+                }
+                if self.bucket(&b.name)?.is_some() {
+                    return Err(CatalogError::BucketExists(b.name.clone()));
+                }
+            }
+            Op::UpdateBucket(b) => self.require_bucket(&b.name)?,
+            Op::DeleteBucket { name } => {
+                self.require_bucket(name)?;
+                if has_prefix(&self.versions, &bucket_prefix(name))? {
+                    return Err(CatalogError::BucketNotEmpty(name.clone()));
+                }
+            }
+            Op::PutObject { bucket, key, .. } => {
+                self.require_bucket(bucket)?;
+                if key.is_empty() || key.len() > MAX_KEY_LEN || key.contains('\0') {
+                    return Err(CatalogError::InvalidKey(key.clone()));
+                }
+            }
+            Op::SetObjectTags {
+                bucket,
+                key,
+                version_id,
+                ..
+            } => {
+                self.require_bucket(bucket)?;
+                if find_version(&self.versions, bucket, key, version_id.as_deref())?
+                    .is_none_or(|(_, v)| v.delete_marker)
+                {
+                    return Err(no_such_key(bucket, key));
+                }
+            }
+            Op::DeleteObjectVersion {
+                bucket,
+                key,
+                version_id,
+            } => {
+                self.require_bucket(bucket)?;
+                if find_version(&self.versions, bucket, key, Some(version_id))?.is_none() {
+                    return Err(no_such_key(bucket, key));
+                }
+            }
+            Op::ExpectEtag { bucket, key, etag } => {
+                self.require_bucket(bucket)?;
+                let current: Option<ObjectVersion> =
+                    get(&self.objects, &object_key(bucket, key))?;
+                let actual = current.as_ref().map(|v| v.etag.as_str());
+                if actual != etag.as_deref() {
+                    return Err(CatalogError::PreconditionFailed(format!(
+                        "{bucket}/{key}: etag is {actual:?}, expected {etag:?}"
+                    )));
+                }
+            }
+            Op::CreateTopic(t) => {
+                if t.name.is_empty() || t.partitions == 0 {
+                    return Err(CatalogError::Invalid(format!(
+                        "topic {:?} with {} partitions",
+                        t.name, t.partitions
+                    )));
+                }
+                if self.topic(&t.name)?.is_some()
+                    || self.topic_ids.get(t.id.to_be_bytes().as_slice())?.is_some()
+                {
+                    return Err(CatalogError::TopicExists(t.name.clone()));
+                }
+            }
+            Op::UpdateTopic(t) => match self.topic(&t.name)? {
+                Some(old) if old.id == t.id && t.partitions >= old.partitions => {}
+                Some(old) if old.id == t.id => {
+                    return Err(CatalogError::Invalid(format!(
+                        "topic {} cannot shrink from {} to {} partitions",
+                        t.name, old.partitions, t.partitions
+                    )));
+                }
+                _ => return Err(CatalogError::UnknownTopic(t.name.clone())),
+            },
+            Op::DeleteTopic { name } => {
+                if self.topic(name)?.is_none() {
+                    return Err(CatalogError::UnknownTopic(name.clone()));
+                }
+            }
+            Op::Append {
+                topic_id,
+                partition,
+                offset_count,
+                batch,
+                ..
+            } => {
+                self.require_partition(*topic_id, *partition)?;
+                if batch.len() < 8 || *offset_count == 0 {
+                    return Err(CatalogError::Invalid("empty record batch".into()));
+                }
+            }
+            Op::TruncateBefore {
+                topic_id,
+                partition,
+                offset,
+            } => {
+                let st = self.require_partition(*topic_id, *partition)?;
+                if *offset > st.next_offset {
+                    return Err(CatalogError::Invalid(format!(
+                        "offset {offset} is past the end {}",
+                        st.next_offset
+                    )));
+                }
+            }
+            Op::CommitOffset { .. }
+            | Op::DeleteOffset { .. }
+            | Op::PutGroup(_)
+            | Op::DeleteGroup { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// Applies an operation that passed [`Tables::check`].
+    pub fn apply(&mut self, op: &Op, effects: &mut Effects) -> CatalogResult<OpOutcome> {
+        match op {
+            Op::CreateBucket(b) | Op::UpdateBucket(b) => {
+                put(&mut self.buckets, b.name.as_bytes(), b)?;
+            }
+            Op::DeleteBucket { name } => {
+                self.buckets.remove(name.as_bytes())?;
+            }
+            Op::PutObject {
+                bucket,
+                key,
+                version,
+                replace_null,
+            } => {
+                if *replace_null
+                    && let Some((vk, old)) =
+                        find_version(&self.versions, bucket, key, Some("null"))?
+                {
+                    self.versions.remove(vk.as_slice())?;
+                    effects.freed_blobs.extend_from_slice(old.data.blobs());
+                }
+                let seq = self.counter(VERSION_SEQ)? + 1;
+                self.set_counter(VERSION_SEQ, seq)?;
+                put(&mut self.versions, &version_key(bucket, key, seq), version)?;
+                let ok = object_key(bucket, key);
+                if version.delete_marker {
+                    self.objects.remove(ok.as_slice())?;
+                } else {
+                    put(&mut self.objects, &ok, version)?;
+                }
+            }
+            Op::SetObjectTags {
+                bucket,
+                key,
+                version_id,
+                tags,
+            } => {
+                if let Some((vk, mut v)) =
+                    find_version(&self.versions, bucket, key, version_id.as_deref())?
+                {
+                    v.tags = tags.clone();
+                    put(&mut self.versions, &vk, &v)?;
+                    self.refresh_current(bucket, key)?;
+                }
+            }
+            Op::DeleteObjectVersion {
+                bucket,
+                key,
+                version_id,
+            } => {
+                if let Some((vk, old)) =
+                    find_version(&self.versions, bucket, key, Some(version_id))?
+                {
+                    self.versions.remove(vk.as_slice())?;
+                    effects.freed_blobs.extend_from_slice(old.data.blobs());
+                    self.refresh_current(bucket, key)?;
+                }
+            }
+            Op::ExpectEtag { .. } => {}
+            Op::CreateTopic(t) => {
+                put(&mut self.topics, t.name.as_bytes(), t)?;
+                self.topic_ids
+                    .insert(t.id.to_be_bytes().as_slice(), t.name.as_bytes())?;
+                for p in 0..t.partitions {
+                    put(
+                        &mut self.partitions,
+                        &partition_key(t.id, p),
+                        &PartitionState::default(),
+                    )?;
+                }
+            }
+            Op::UpdateTopic(t) => {
+                let old = self.topic(&t.name)?.map(|o| o.partitions).unwrap_or(0);
+                put(&mut self.topics, t.name.as_bytes(), t)?;
+                for p in old..t.partitions {
+                    put(
+                        &mut self.partitions,
+                        &partition_key(t.id, p),
+                        &PartitionState::default(),
+                    )?;
+                }
+            }
+            Op::DeleteTopic { name } => {
+                if let Some(t) = self.topic(name)? {
+                    self.topics.remove(name.as_bytes())?;
+                    self.topic_ids.remove(t.id.to_be_bytes().as_slice())?;
+                    let prefix = t.id.to_be_bytes();
+                    remove_prefix(&mut self.partitions, &prefix, |_| Ok(()))?;
+                    remove_prefix(&mut self.batches, &prefix, |_| Ok(()))?;
+                }
+            }
+            Op::Append {
+                topic_id,
+                partition,
+                offset_count,
+                max_timestamp,
+                batch,
+            } => {
+                let pk = partition_key(*topic_id, *partition);
+                let mut st: PartitionState = get(&self.partitions, &pk)?.unwrap_or_default();
+                let base = st.next_offset;
+                let last = base + u64::from(*offset_count) - 1;
+                let mut value = tables::batch_value(last, *max_timestamp, batch);
+                value[16..24].copy_from_slice(&(base as i64).to_be_bytes());
+                self.batches.insert(
+                    batch_key(*topic_id, *partition, base).as_slice(),
+                    value.as_slice(),
+                )?;
+                st.next_offset = last + 1;
+                st.bytes += batch.len() as u64;
+                put(&mut self.partitions, &pk, &st)?;
+                return Ok(OpOutcome::Appended { base_offset: base });
+            }
+            Op::TruncateBefore {
+                topic_id,
+                partition,
+                offset,
+            } => {
+                let pk = partition_key(*topic_id, *partition);
+                let mut st: PartitionState = get(&self.partitions, &pk)?.unwrap_or_default();
+                if *offset > st.log_start_offset {
+                    st.log_start_offset = *offset;
+                    let from = batch_key(*topic_id, *partition, 0);
+                    let to = batch_key(*topic_id, *partition, *offset);
+                    let mut doomed = Vec::new();
+                    for e in self.batches.range(from.as_slice()..to.as_slice())? {
+                        let (k, v) = e?;
+                        if let Some((last, _, bytes)) = tables::parse_batch_value(v.value())
+                            && last < *offset
+                        {
+                            doomed.push((k.value().to_vec(), bytes.len() as u64));
+                        }
+                    }
+                    for (k, len) in doomed {
+                        self.batches.remove(k.as_slice())?;
+                        st.bytes = st.bytes.saturating_sub(len);
+                    }
+                    put(&mut self.partitions, &pk, &st)?;
+                }
+            }
+            Op::CommitOffset {
+                group,
+                topic,
+                partition,
+                offset,
+            } => put(
+                &mut self.offsets,
+                &offset_key(group, topic, *partition),
+                offset,
+            )?,
+            Op::DeleteOffset {
+                group,
+                topic,
+                partition,
+            } => {
+                self.offsets
+                    .remove(offset_key(group, topic, *partition).as_slice())?;
+            }
+            Op::PutGroup(g) => put(&mut self.groups, g.name.as_bytes(), g)?,
+            Op::DeleteGroup { name } => {
+                self.groups.remove(name.as_bytes())?;
+                remove_prefix(&mut self.offsets, &group_prefix(name), |_| Ok(()))?;
+            }
+        }
+        Ok(OpOutcome::Done)
+    }
+
+    /// Makes `OBJECTS` show the newest version of a key, or nothing when that is a delete
+    /// marker or no version is left.
+    fn refresh_current(&mut self, bucket: &str, key: &str) -> CatalogResult<()> {
+        let ok = object_key(bucket, key);
+        match versions_of(&self.versions, bucket, key)?.into_iter().next() {
+            Some((_, v)) if !v.delete_marker => put(&mut self.objects, &ok, &v)?,
+            _ => {
+                self.objects.remove(ok.as_slice())?;
+            }
+        }
+        Ok(())
+    }
+}

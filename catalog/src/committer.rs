@@ -1,0 +1,215 @@
+//! The group committer: the one thread that writes. Transactions that arrive while a
+//! commit is in flight queue up and go into the next one together: one log record, one
+//! round of fsyncs, one store commit for all of them.
+//!
+//! Order within a group commit: check and apply every transaction to a store write
+//! transaction (not yet visible), append the accepted ones to the log (durable), then
+//! commit the store transaction (visible) and answer. So a reader never sees a change
+//! before it is durable, and a change that failed its checks never reaches the log.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use redb::{Database, Durability};
+use storage::{BlobStore, Wal};
+use tokio::sync::{oneshot, watch};
+
+use crate::apply::{Effects, Tables};
+use crate::error::{CatalogError, CatalogResult};
+use crate::metrics::CatalogMetrics;
+use crate::tables::APPLIED_LSN;
+use crate::txn::{CommitOutcome, Transaction};
+
+/// Upper bound on the transaction bytes gathered into one group commit.
+pub const MAX_GROUP_BYTES: usize = 64 << 20;
+
+/// A request to the committer thread.
+pub(crate) enum Msg {
+    Commit {
+        txn: Transaction,
+        reply: oneshot::Sender<CatalogResult<CommitOutcome>>,
+        queued: Instant,
+    },
+    /// Make the store durable (an fsync'd commit) and report the applied LSN.
+    Flush(oneshot::Sender<CatalogResult<u64>>),
+    /// Delete log segments below this LSN (covered by a checkpoint).
+    TrimLog(u64),
+    /// Finish what is queued, flush, and stop.
+    Shutdown,
+}
+
+/// State shared between the committer and its callers.
+pub(crate) struct Shared {
+    pub applied: watch::Sender<u64>,
+    pub log_bytes_since_checkpoint: AtomicU64,
+    pub failed: AtomicBool,
+    pub metrics: CatalogMetrics,
+}
+
+pub(crate) struct Committer {
+    pub db: Arc<Database>,
+    pub wal: Wal,
+    pub blobs: BlobStore,
+    pub rx: Receiver<Msg>,
+    pub shared: Arc<Shared>,
+}
+
+type Pending = (
+    Transaction,
+    oneshot::Sender<CatalogResult<CommitOutcome>>,
+    Instant,
+);
+
+impl Committer {
+    pub fn run(mut self) {
+        let mut stopping = false;
+        loop {
+            let first = if stopping {
+                match self.rx.try_recv() {
+                    Ok(m) => m,
+                    Err(_) => break,
+                }
+            } else {
+                match self.rx.recv_timeout(Duration::from_secs(3600)) {
+                    Ok(m) => m,
+                    Err(RecvTimeoutError::Timeout) => continue,
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
+            };
+            let mut group: Vec<Pending> = Vec::new();
+            let mut bytes = 0usize;
+            let mut next = Some(first);
+            let mut after = Vec::new();
+            while let Some(m) = next.take() {
+                match m {
+                    Msg::Commit { txn, reply, queued } => {
+                        bytes += txn.approx_bytes();
+                        group.push((txn, reply, queued));
+                    }
+                    Msg::Shutdown => stopping = true,
+                    other => after.push(other),
+                }
+                if bytes < MAX_GROUP_BYTES {
+                    next = self.rx.try_recv().ok();
+                }
+            }
+            if !group.is_empty() {
+                self.commit_group(group);
+            }
+            for m in after {
+                match m {
+                    Msg::Flush(reply) => {
+                        let _ = reply.send(self.flush());
+                    }
+                    Msg::TrimLog(lsn) => match self.wal.remove_before(lsn) {
+                        Ok(n) if n > 0 => tracing::debug!(segments = n, lsn, "trimmed log"),
+                        Ok(_) => {}
+                        Err(e) => tracing::warn!(error = %e, "log trim failed"),
+                    },
+                    Msg::Commit { .. } | Msg::Shutdown => {}
+                }
+            }
+        }
+        if let Err(e) = self.flush() {
+            tracing::error!(error = %e, "final flush failed; the log will be replayed at start");
+        }
+    }
+
+    /// An fsync'd empty commit: everything applied so far survives without the log.
+    fn flush(&self) -> CatalogResult<u64> {
+        let mut w = self.db.begin_write()?;
+        w.set_durability(Durability::Immediate)?;
+        w.commit()?;
+        Ok(*self.shared.applied.borrow())
+    }
+
+    fn fail_all(&self, group: Vec<Pending>, why: &str) {
+        self.shared.failed.store(true, Ordering::SeqCst);
+        tracing::error!(why, "group commit failed; the catalog refuses writes until restart");
+        for (_, reply, _) in group {
+            let _ = reply.send(Err(CatalogError::Closed));
+        }
+    }
+
+    fn commit_group(&mut self, group: Vec<Pending>) {
+        if self.shared.failed.load(Ordering::SeqCst) {
+            return self.fail_all(group, "earlier failure");
+        }
+        let started = Instant::now();
+        let lsn = self.wal.next_lsn();
+        let mut effects = Effects::default();
+        let mut accepted: Vec<(Pending, Vec<crate::txn::OpOutcome>)> = Vec::new();
+        let mut w = match self.db.begin_write() {
+            Ok(w) => w,
+            Err(e) => return self.fail_all(group, &e.to_string()),
+        };
+        if let Err(e) = w.set_durability(Durability::None) {
+            return self.fail_all(group, &e.to_string());
+        }
+        let applied: CatalogResult<()> = (|| {
+            let mut t = Tables::open(&w)?;
+            for (txn, reply, queued) in group {
+                if let Err(e) = txn.ops.iter().try_for_each(|op| t.check(op)) {
+                    let _ = reply.send(Err(e));
+                    continue;
+                }
+                let mut outcomes = Vec::with_capacity(txn.ops.len());
+                for op in &txn.ops {
+                    outcomes.push(t.apply(op, &mut effects)?);
+                }
+                accepted.push(((txn, reply, queued), outcomes));
+            }
+            t.set_counter(APPLIED_LSN, lsn)
+        })();
+        if let Err(e) = applied {
+            let _ = w.abort();
+            let group = accepted.into_iter().map(|(p, _)| p).collect();
+            return self.fail_all(group, &e.to_string());
+        }
+        if accepted.is_empty() {
+            let _ = w.abort();
+            return;
+        }
+        let txns: Vec<&Transaction> = accepted.iter().map(|((t, _, _), _)| t).collect();
+        let payload = match postcard::to_stdvec(&txns) {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = w.abort();
+                let group = accepted.into_iter().map(|(p, _)| p).collect();
+                return self.fail_all(group, &e.to_string());
+            }
+        };
+        if let Err(e) = self.wal.append(&payload) {
+            let _ = w.abort();
+            let group = accepted.into_iter().map(|(p, _)| p).collect();
+            return self.fail_all(group, &e.to_string());
+        }
+        if let Err(e) = w.commit() {
+            // Durable in the log but not applied here: a restart replays it.
+            let group = accepted.into_iter().map(|(p, _)| p).collect();
+            return self.fail_all(group, &e.to_string());
+        }
+        self.shared.applied.send_replace(lsn);
+        self.shared
+            .log_bytes_since_checkpoint
+            .fetch_add(payload.len() as u64, Ordering::Relaxed);
+        let m = &self.shared.metrics;
+        m.group_commits.inc();
+        m.log_bytes.inc_by(payload.len() as u64);
+        m.group_size.observe(accepted.len() as f64);
+        m.commit_seconds.observe(started.elapsed().as_secs_f64());
+        for ((_, reply, queued), ops) in accepted {
+            m.transactions.inc();
+            m.transaction_seconds
+                .observe(queued.elapsed().as_secs_f64());
+            let _ = reply.send(Ok(CommitOutcome { lsn, ops }));
+        }
+        for blob in effects.freed_blobs {
+            if let Err(e) = self.blobs.delete(blob.id) {
+                tracing::warn!(blob = %blob.id, error = %e, "could not delete a freed blob");
+            }
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! Catalog errors. Front ends map these to their protocol's codes in one place each
+//! (the broker to Kafka error codes, the S3 gateway to S3 error XML).
+
+/// Result of a catalog operation.
+pub type CatalogResult<T> = Result<T, CatalogError>;
+
+/// What can go wrong in the catalog.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    /// The bucket does not exist.
+    #[error("no such bucket: {0}")]
+    NoSuchBucket(String),
+    /// The bucket exists already.
+    #[error("bucket already exists: {0}")]
+    BucketExists(String),
+    /// The bucket still holds objects or versions.
+    #[error("bucket is not empty: {0}")]
+    BucketNotEmpty(String),
+    /// The object or version does not exist.
+    #[error("no such object: {bucket}/{key}")]
+    NoSuchKey {
+        /// Bucket.
+        bucket: String,
+        /// Key.
+        key: String,
+    },
+    /// A key the catalog cannot store.
+    #[error("invalid key: {0}")]
+    InvalidKey(String),
+    /// A transaction precondition did not hold.
+    #[error("precondition failed: {0}")]
+    PreconditionFailed(String),
+    /// The topic does not exist.
+    #[error("unknown topic: {0}")]
+    UnknownTopic(String),
+    /// The topic exists already.
+    #[error("topic already exists: {0}")]
+    TopicExists(String),
+    /// The partition does not exist.
+    #[error("unknown partition {partition} of topic {topic}")]
+    UnknownPartition {
+        /// Topic name or id.
+        topic: String,
+        /// Partition.
+        partition: u32,
+    },
+    /// A request the catalog refuses as malformed.
+    #[error("invalid request: {0}")]
+    Invalid(String),
+    /// The storage under the catalog failed.
+    #[error(transparent)]
+    Storage(#[from] storage::StorageError),
+    /// The embedded store failed.
+    #[error("embedded store: {0}")]
+    Store(String),
+    /// A stored record does not decode.
+    #[error("corrupt catalog record: {0}")]
+    Corrupt(String),
+    /// The catalog is shutting down or its log failed; the process must restart.
+    #[error("catalog is closed")]
+    Closed,
+}
+
+macro_rules! store_error {
+    ($($t:ty),*) => {$(
+        impl From<$t> for CatalogError {
+            fn from(e: $t) -> Self {
+                Self::Store(e.to_string())
+            }
+        }
+    )*};
+}
+store_error!(
+    redb::Error,
+    redb::DatabaseError,
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError,
+    redb::SetDurabilityError
+);
+
+impl From<postcard::Error> for CatalogError {
+    fn from(e: postcard::Error) -> Self {
+        Self::Corrupt(e.to_string())
+    }
+}

@@ -1,0 +1,530 @@
+//! Eddy's catalog: the one transactional metadata store. Buckets, objects and their
+//! versions, topics, partitions with their batches, consumer groups and committed offsets
+//! all change through [`Catalog::commit`], one transaction at a time, group-committed to
+//! the erasure-coded write-ahead log and materialized in an embedded store (redb).
+//!
+//! The [`Catalog`] trait is the seam for other backends (PostgreSQL for scale-out);
+//! [`EmbeddedCatalog`] is the single-process one.
+
+pub mod apply;
+pub mod checkpoint;
+mod committer;
+pub mod error;
+pub mod metrics;
+pub mod model;
+mod read;
+pub mod tables;
+pub mod txn;
+
+use std::fs::File;
+use std::future::Future;
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use redb::{Database, Durability};
+use storage::{BlobStore, DriveSet, DriveSetConfig, Wal, WalConfig};
+use tokio::sync::{oneshot, watch};
+
+pub use error::{CatalogError, CatalogResult};
+pub use metrics::CatalogMetrics;
+pub use model::*;
+pub use txn::{CommitOutcome, Op, OpOutcome, Transaction};
+
+use committer::{Committer, Msg, Shared};
+
+/// A commit in flight; resolves once the transaction is durable and visible.
+pub type CommitFuture = Pin<Box<dyn Future<Output = CatalogResult<CommitOutcome>> + Send>>;
+
+/// The catalog's operations. Reads see only committed (durable) state.
+pub trait Catalog: Send + Sync {
+    /// Commits a transaction: all of its operations or none.
+    fn commit(&self, txn: Transaction) -> CommitFuture;
+    /// Watches the last applied log sequence number (changes after every commit), so
+    /// long-polling readers wake on commits rather than on a timer.
+    fn subscribe(&self) -> watch::Receiver<u64>;
+    /// The blob store that object data lives in.
+    fn blobs(&self) -> &BlobStore;
+
+    /// One bucket.
+    fn bucket(&self, name: &str) -> CatalogResult<Option<BucketRecord>>;
+    /// Every bucket, by name.
+    fn buckets(&self) -> CatalogResult<Vec<BucketRecord>>;
+    /// The current version of an object (none when deleted or behind a delete marker).
+    fn object(&self, bucket: &str, key: &str) -> CatalogResult<Option<ObjectVersion>>;
+    /// One version of an object, delete markers included.
+    fn object_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: &str,
+    ) -> CatalogResult<Option<ObjectVersion>>;
+    /// Up to `limit` current objects whose keys start with `prefix` and sort after
+    /// `start_after`, in byte order. Cost grows with `limit`, not with the bucket.
+    fn list_objects(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        start_after: Option<&str>,
+        limit: usize,
+    ) -> CatalogResult<Vec<(String, ObjectVersion)>>;
+    /// Up to `limit` versions (newest first within a key) of keys starting with `prefix`,
+    /// from key `start_key` (inclusive) on.
+    fn list_versions(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        start_key: Option<&str>,
+        limit: usize,
+    ) -> CatalogResult<Vec<(String, ObjectVersion)>>;
+
+    /// One topic by name.
+    fn topic(&self, name: &str) -> CatalogResult<Option<TopicRecord>>;
+    /// One topic by id.
+    fn topic_by_id(&self, id: u128) -> CatalogResult<Option<TopicRecord>>;
+    /// Every topic, by name.
+    fn topics(&self) -> CatalogResult<Vec<TopicRecord>>;
+    /// One partition's state.
+    fn partition(&self, topic_id: u128, partition: u32) -> CatalogResult<Option<PartitionState>>;
+    /// Batches from the one holding `from_offset` on, until `max_bytes` is reached (at
+    /// least one batch is returned when any exists).
+    fn read_batches(
+        &self,
+        topic_id: u128,
+        partition: u32,
+        from_offset: u64,
+        max_bytes: usize,
+    ) -> CatalogResult<Vec<StoredBatch>>;
+
+    /// A committed offset.
+    fn offset(
+        &self,
+        group: &str,
+        topic: &str,
+        partition: u32,
+    ) -> CatalogResult<Option<OffsetRecord>>;
+    /// Every committed offset of a group as (topic, partition, offset).
+    fn offsets(&self, group: &str) -> CatalogResult<Vec<(String, u32, OffsetRecord)>>;
+    /// A group's stored state.
+    fn group(&self, name: &str) -> CatalogResult<Option<GroupRecord>>;
+    /// Every stored group.
+    fn groups(&self) -> CatalogResult<Vec<GroupRecord>>;
+}
+
+/// How to open an [`EmbeddedCatalog`].
+#[derive(Debug, Clone)]
+pub struct CatalogConfig {
+    /// The drives and the erasure code.
+    pub drives: DriveSetConfig,
+    /// Directory of the embedded store's file; default: `catalog/` on the first drive
+    /// that is online.
+    pub meta_dir: Option<PathBuf>,
+    /// Log tuning.
+    pub wal: WalConfig,
+    /// Bytes per shard in a full blob stripe.
+    pub shard_size: usize,
+    /// Log bytes after which a checkpoint is written.
+    pub checkpoint_bytes: u64,
+    /// Longest time between checkpoints while anything changes.
+    pub checkpoint_interval: Duration,
+}
+
+impl CatalogConfig {
+    /// Defaults for these drives.
+    pub fn new(drives: DriveSetConfig) -> Self {
+        Self {
+            drives,
+            meta_dir: None,
+            wal: WalConfig::default(),
+            shard_size: storage::blob::DEFAULT_SHARD_SIZE,
+            checkpoint_bytes: 256 << 20,
+            checkpoint_interval: Duration::from_secs(600),
+        }
+    }
+}
+
+/// The embedded, single-process catalog.
+pub struct EmbeddedCatalog {
+    db: Arc<Database>,
+    blobs: BlobStore,
+    tx: Mutex<Option<mpsc::Sender<Msg>>>,
+    shared: Arc<Shared>,
+    committer: Mutex<Option<JoinHandle<()>>>,
+    checkpointer: Mutex<Option<(mpsc::Sender<()>, JoinHandle<()>)>>,
+    checkpoint_lock: Mutex<()>,
+    _locks: Vec<File>,
+}
+
+fn lock_drives(set: &DriveSet) -> CatalogResult<Vec<File>> {
+    let mut locks = Vec::new();
+    for d in set.drives().iter().filter(|d| d.is_online()) {
+        let path = d.join(".lock");
+        let f = File::create(&path).map_err(|e| storage::StorageError::io("create", &path, e))?;
+        // SAFETY: flock on a descriptor we own; no memory is shared with the call.
+        let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc != 0 {
+            return Err(CatalogError::Invalid(format!(
+                "{} is in use by another Eddy process",
+                d.path.display()
+            )));
+        }
+        locks.push(f);
+    }
+    Ok(locks)
+}
+
+impl EmbeddedCatalog {
+    /// Opens (or creates) the catalog: opens the drives, restores the store from the
+    /// newest checkpoint if its file is missing or behind, replays the log, and starts
+    /// the committer and checkpointer threads.
+    pub fn open(config: CatalogConfig) -> CatalogResult<Arc<Self>> {
+        let set = Arc::new(DriveSet::open(&config.drives)?);
+        let locks = lock_drives(&set)?;
+        let blobs = BlobStore::new(set.clone(), config.shard_size)?;
+        let meta_dir = match &config.meta_dir {
+            Some(d) => d.clone(),
+            None => set
+                .drives()
+                .iter()
+                .find(|d| d.is_online())
+                .map(|d| d.join("catalog"))
+                .ok_or_else(|| CatalogError::Invalid("no drive is online".into()))?,
+        };
+        std::fs::create_dir_all(&meta_dir)
+            .map_err(|e| storage::StorageError::io("create dir", &meta_dir, e))?;
+        let path = meta_dir.join("catalog.redb");
+        let ptr = checkpoint::pointer(&blobs)?;
+        let mut db = match Database::create(&path) {
+            Ok(db) => Some(db),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "catalog store unreadable; rebuilding");
+                let _ = std::fs::rename(&path, path.with_extension("corrupt"));
+                None
+            }
+        };
+        let behind = match (&db, &ptr) {
+            (Some(db), Some(p)) => checkpoint::applied_lsn(db)? < p.lsn,
+            (None, _) => true,
+            (Some(_), None) => false,
+        };
+        if behind {
+            drop(db.take());
+            if let Some(p) = &ptr {
+                checkpoint::restore(&path, &blobs, p)?;
+            }
+            db = Some(Database::create(&path)?);
+        }
+        let db = Arc::new(db.ok_or(CatalogError::Closed)?);
+        let from = checkpoint::applied_lsn(&db)? + 1;
+        let started = Instant::now();
+        let mut replayed = 0u64;
+        let wal = Wal::open(set.clone(), config.wal, from, |record| {
+            replay(&db, record.lsn, &record.payload)
+                .map_err(|e| storage::StorageError::Log(format!("replay {}: {e}", record.lsn)))?;
+            replayed += 1;
+            Ok(())
+        })?;
+        let mut w = db.begin_write()?;
+        w.set_durability(Durability::Immediate)?;
+        w.commit()?;
+        let applied_lsn = checkpoint::applied_lsn(&db)?;
+        tracing::info!(
+            records = replayed,
+            applied_lsn,
+            seconds = started.elapsed().as_secs_f64(),
+            "catalog recovered"
+        );
+        let (applied, _) = watch::channel(applied_lsn);
+        let shared = Arc::new(Shared {
+            applied,
+            log_bytes_since_checkpoint: AtomicU64::new(0),
+            failed: AtomicBool::new(false),
+            metrics: CatalogMetrics::default(),
+        });
+        let (tx, rx) = mpsc::channel();
+        let committer = Committer {
+            db: db.clone(),
+            wal,
+            blobs: blobs.clone(),
+            rx,
+            shared: shared.clone(),
+        };
+        let handle = std::thread::Builder::new()
+            .name("catalog-committer".into())
+            .spawn(move || committer.run())
+            .map_err(|e| CatalogError::Store(format!("spawn committer: {e}")))?;
+        let catalog = Arc::new(Self {
+            db,
+            blobs,
+            tx: Mutex::new(Some(tx)),
+            shared,
+            committer: Mutex::new(Some(handle)),
+            checkpointer: Mutex::new(None),
+            checkpoint_lock: Mutex::new(()),
+            _locks: locks,
+        });
+        catalog.start_checkpointer(config.checkpoint_bytes, config.checkpoint_interval)?;
+        Ok(catalog)
+    }
+
+    fn start_checkpointer(self: &Arc<Self>, bytes: u64, interval: Duration) -> CatalogResult<()> {
+        let (stop_tx, stop_rx) = mpsc::channel::<()>();
+        let weak = Arc::downgrade(self);
+        let handle = std::thread::Builder::new()
+            .name("catalog-checkpointer".into())
+            .spawn(move || {
+                let mut last = Instant::now();
+                let mut last_lsn = None;
+                while let Err(mpsc::RecvTimeoutError::Timeout) =
+                    stop_rx.recv_timeout(Duration::from_secs(1))
+                {
+                    let Some(cat) = weak.upgrade() else { break };
+                    let lsn = *cat.shared.applied.borrow();
+                    let due = cat.shared.log_bytes_since_checkpoint.load(Ordering::Relaxed)
+                        >= bytes
+                        || (last.elapsed() >= interval && last_lsn != Some(lsn));
+                    if due {
+                        match cat.checkpoint() {
+                            Ok(_) => {
+                                last = Instant::now();
+                                last_lsn = Some(lsn);
+                            }
+                            Err(e) => tracing::error!(error = %e, "checkpoint failed"),
+                        }
+                    }
+                }
+            })
+            .map_err(|e| CatalogError::Store(format!("spawn checkpointer: {e}")))?;
+        *self.checkpointer.lock().unwrap_or_else(|p| p.into_inner()) = Some((stop_tx, handle));
+        Ok(())
+    }
+
+    fn send(&self, msg: Msg) -> CatalogResult<()> {
+        let tx = self.tx.lock().unwrap_or_else(|p| p.into_inner());
+        tx.as_ref()
+            .ok_or(CatalogError::Closed)?
+            .send(msg)
+            .map_err(|_| CatalogError::Closed)
+    }
+
+    /// Writes a checkpoint now and trims the log it covers; returns its LSN.
+    pub fn checkpoint(&self) -> CatalogResult<u64> {
+        let _one = self
+            .checkpoint_lock
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let pending = self.shared.log_bytes_since_checkpoint.load(Ordering::Relaxed);
+        let (reply, rx) = oneshot::channel();
+        self.send(Msg::Flush(reply))?;
+        let durable = rx.blocking_recv().map_err(|_| CatalogError::Closed)??;
+        let ptr = checkpoint::write(&self.db, &self.blobs)?;
+        self.send(Msg::TrimLog(durable.min(ptr.lsn) + 1))?;
+        self.shared
+            .log_bytes_since_checkpoint
+            .fetch_sub(pending, Ordering::Relaxed);
+        self.shared.metrics.checkpoints.inc();
+        Ok(ptr.lsn)
+    }
+
+    /// The commit path's metrics.
+    pub fn metrics(&self) -> &CatalogMetrics {
+        &self.shared.metrics
+    }
+
+    /// The drives under the catalog.
+    pub fn drives(&self) -> &Arc<DriveSet> {
+        self.blobs.drives()
+    }
+
+    /// Whether a failed commit has stopped the catalog taking writes.
+    pub fn is_failed(&self) -> bool {
+        self.shared.failed.load(Ordering::SeqCst)
+    }
+
+    /// Finishes the commits already queued, makes the store durable and stops the
+    /// threads. Commits submitted afterwards fail with [`CatalogError::Closed`].
+    pub fn shutdown(&self) {
+        if let Some(tx) = self.tx.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = tx.send(Msg::Shutdown);
+        }
+        if let Some(h) = self
+            .committer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            let _ = h.join();
+        }
+        if let Some((stop, h)) = self
+            .checkpointer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            drop(stop);
+            if h.thread().id() != std::thread::current().id() {
+                let _ = h.join();
+            }
+        }
+    }
+}
+
+impl Drop for EmbeddedCatalog {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Applies one log record during recovery.
+fn replay(db: &Database, lsn: u64, payload: &[u8]) -> CatalogResult<()> {
+    let txns: Vec<Transaction> = postcard::from_bytes(payload)?;
+    let mut w = db.begin_write()?;
+    w.set_durability(Durability::None)?;
+    {
+        let mut t = apply::Tables::open(&w)?;
+        let mut effects = apply::Effects::default();
+        for txn in &txns {
+            for op in &txn.ops {
+                t.apply(op, &mut effects)?;
+            }
+        }
+        t.set_counter(tables::APPLIED_LSN, lsn)?;
+    }
+    w.commit()?;
+    Ok(())
+}
+
+impl Catalog for EmbeddedCatalog {
+    fn commit(&self, txn: Transaction) -> CommitFuture {
+        let (reply, rx) = oneshot::channel();
+        let sent = self.send(Msg::Commit {
+            txn,
+            reply,
+            queued: Instant::now(),
+        });
+        Box::pin(async move {
+            sent?;
+            rx.await.map_err(|_| CatalogError::Closed)?
+        })
+    }
+
+    fn subscribe(&self) -> watch::Receiver<u64> {
+        self.shared.applied.subscribe()
+    }
+
+    fn blobs(&self) -> &BlobStore {
+        &self.blobs
+    }
+
+    fn bucket(&self, name: &str) -> CatalogResult<Option<BucketRecord>> {
+        read::get(&self.db, tables::BUCKETS, name.as_bytes())
+    }
+
+    fn buckets(&self) -> CatalogResult<Vec<BucketRecord>> {
+        read::scan(&self.db, tables::BUCKETS, b"", usize::MAX)
+            .map(|v| v.into_iter().map(|(_, b)| b).collect())
+    }
+
+    fn object(&self, bucket: &str, key: &str) -> CatalogResult<Option<ObjectVersion>> {
+        read::get(&self.db, tables::OBJECTS, &tables::object_key(bucket, key))
+    }
+
+    fn object_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: &str,
+    ) -> CatalogResult<Option<ObjectVersion>> {
+        let prefix = tables::versions_prefix(bucket, key);
+        let versions: Vec<(Vec<u8>, ObjectVersion)> =
+            read::scan(&self.db, tables::VERSIONS, &prefix, usize::MAX)?;
+        Ok(versions
+            .into_iter()
+            .map(|(_, v)| v)
+            .find(|v| v.version_id == version_id))
+    }
+
+    fn list_objects(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        start_after: Option<&str>,
+        limit: usize,
+    ) -> CatalogResult<Vec<(String, ObjectVersion)>> {
+        read::list_objects(&self.db, bucket, prefix, start_after, limit)
+    }
+
+    fn list_versions(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        start_key: Option<&str>,
+        limit: usize,
+    ) -> CatalogResult<Vec<(String, ObjectVersion)>> {
+        read::list_versions(&self.db, bucket, prefix, start_key, limit)
+    }
+
+    fn topic(&self, name: &str) -> CatalogResult<Option<TopicRecord>> {
+        read::get(&self.db, tables::TOPICS, name.as_bytes())
+    }
+
+    fn topic_by_id(&self, id: u128) -> CatalogResult<Option<TopicRecord>> {
+        match read::get_raw(&self.db, tables::TOPIC_IDS, &id.to_be_bytes())? {
+            Some(name) => self.topic(&String::from_utf8_lossy(&name)),
+            None => Ok(None),
+        }
+    }
+
+    fn topics(&self) -> CatalogResult<Vec<TopicRecord>> {
+        read::scan(&self.db, tables::TOPICS, b"", usize::MAX)
+            .map(|v| v.into_iter().map(|(_, t)| t).collect())
+    }
+
+    fn partition(&self, topic_id: u128, partition: u32) -> CatalogResult<Option<PartitionState>> {
+        read::get(
+            &self.db,
+            tables::PARTITIONS,
+            &tables::partition_key(topic_id, partition),
+        )
+    }
+
+    fn read_batches(
+        &self,
+        topic_id: u128,
+        partition: u32,
+        from_offset: u64,
+        max_bytes: usize,
+    ) -> CatalogResult<Vec<StoredBatch>> {
+        read::read_batches(&self.db, topic_id, partition, from_offset, max_bytes)
+    }
+
+    fn offset(
+        &self,
+        group: &str,
+        topic: &str,
+        partition: u32,
+    ) -> CatalogResult<Option<OffsetRecord>> {
+        read::get(
+            &self.db,
+            tables::OFFSETS,
+            &tables::offset_key(group, topic, partition),
+        )
+    }
+
+    fn offsets(&self, group: &str) -> CatalogResult<Vec<(String, u32, OffsetRecord)>> {
+        read::offsets(&self.db, group)
+    }
+
+    fn group(&self, name: &str) -> CatalogResult<Option<GroupRecord>> {
+        read::get(&self.db, tables::GROUPS, name.as_bytes())
+    }
+
+    fn groups(&self) -> CatalogResult<Vec<GroupRecord>> {
+        read::scan(&self.db, tables::GROUPS, b"", usize::MAX)
+            .map(|v| v.into_iter().map(|(_, g)| g).collect())
+    }
+}

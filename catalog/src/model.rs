@@ -1,0 +1,141 @@
+//! The records the catalog stores.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use storage::BlobMeta;
+
+/// A bucket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BucketRecord {
+    /// Bucket name.
+    pub name: String,
+    /// Access key of the user who created it.
+    pub owner: String,
+    /// Creation time, ms since the epoch.
+    pub created_ms: i64,
+    /// Versioning state.
+    pub versioning: Versioning,
+    /// Bucket tags.
+    pub tags: BTreeMap<String, String>,
+    /// Other bucket settings (notification configuration, ...) by name, owned by the
+    /// front end that defines them.
+    pub settings: BTreeMap<String, Vec<u8>>,
+}
+
+/// S3 bucket versioning state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum Versioning {
+    /// Never enabled: every write replaces the `null` version.
+    #[default]
+    Unversioned,
+    /// Every write makes a new version.
+    Enabled,
+    /// Writes replace the `null` version; older versions are kept.
+    Suspended,
+}
+
+/// Where an object's bytes are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ObjectData {
+    /// Small bodies live in the catalog record itself.
+    Inline(Vec<u8>),
+    /// Erasure-coded blobs, concatenated in order (one per multipart part).
+    Blobs(Vec<BlobMeta>),
+}
+
+impl ObjectData {
+    /// The blobs this data references.
+    pub fn blobs(&self) -> &[BlobMeta] {
+        match self {
+            ObjectData::Inline(_) => &[],
+            ObjectData::Blobs(b) => b,
+        }
+    }
+}
+
+/// One version of an object, or a delete marker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectVersion {
+    /// Version id (`null` for writes to an unversioned or suspended bucket).
+    pub version_id: String,
+    /// A delete marker rather than data.
+    pub delete_marker: bool,
+    /// Size in bytes.
+    pub size: u64,
+    /// Entity tag, without quotes.
+    pub etag: String,
+    /// Last-Modified, ms since the epoch.
+    pub last_modified_ms: i64,
+    /// The bytes.
+    pub data: ObjectData,
+    /// Content headers and user metadata.
+    pub metadata: BTreeMap<String, String>,
+    /// Object tags.
+    pub tags: BTreeMap<String, String>,
+    /// Checksums by algorithm name.
+    pub checksums: BTreeMap<String, String>,
+    /// Part sizes for multipart objects (empty for single-part).
+    pub parts: Vec<u64>,
+}
+
+/// A topic.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicRecord {
+    /// Topic name.
+    pub name: String,
+    /// Stable topic id (Kafka's topic UUID).
+    pub id: u128,
+    /// Partition count.
+    pub partitions: u32,
+    /// Topic configs that differ from the defaults.
+    pub configs: BTreeMap<String, String>,
+    /// Creation time, ms since the epoch.
+    pub created_ms: i64,
+}
+
+/// The state of one partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct PartitionState {
+    /// The offset the next record gets (= high watermark: only committed data exists).
+    pub next_offset: u64,
+    /// The first offset still readable.
+    pub log_start_offset: u64,
+    /// Bytes of stored batches.
+    pub bytes: u64,
+}
+
+/// A stored Kafka record batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredBatch {
+    /// Offset of its first record.
+    pub base_offset: u64,
+    /// Offset of its last record.
+    pub last_offset: u64,
+    /// Its largest timestamp.
+    pub max_timestamp: i64,
+    /// The batch as stored (base offset field rewritten).
+    pub bytes: bytes::Bytes,
+}
+
+/// A committed consumer-group offset.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OffsetRecord {
+    /// Next offset to consume.
+    pub offset: i64,
+    /// Leader epoch the client saw (-1 when unknown).
+    pub leader_epoch: i32,
+    /// Client metadata, returned as committed.
+    pub metadata: Option<String>,
+    /// Commit time, ms since the epoch.
+    pub commit_ms: i64,
+}
+
+/// A consumer group's durable state, owned by the broker's group coordinator.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupRecord {
+    /// Group id.
+    pub name: String,
+    /// Encoded coordinator state.
+    pub state: Vec<u8>,
+}

@@ -1,0 +1,186 @@
+//! Reads over a snapshot of the embedded store. A read transaction sees every commit
+//! the committer made visible, which it does only after the log record is durable.
+
+use redb::{Database, ReadableDatabase, TableError};
+use serde::de::DeserializeOwned;
+
+use crate::apply::dec;
+use crate::error::{CatalogError, CatalogResult};
+use crate::model::{ObjectVersion, OffsetRecord, StoredBatch};
+use crate::tables::{self, Table, prefix_end};
+
+fn open(
+    r: &redb::ReadTransaction,
+    def: Table,
+) -> CatalogResult<Option<redb::ReadOnlyTable<&'static [u8], &'static [u8]>>> {
+    match r.open_table(def) {
+        Ok(t) => Ok(Some(t)),
+        Err(TableError::TableDoesNotExist(_)) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// One raw value.
+pub fn get_raw(db: &Database, def: Table, key: &[u8]) -> CatalogResult<Option<Vec<u8>>> {
+    let r = db.begin_read()?;
+    let Some(t) = open(&r, def)? else {
+        return Ok(None);
+    };
+    Ok(t.get(key)?.map(|v| v.value().to_vec()))
+}
+
+/// One decoded value.
+pub fn get<T: DeserializeOwned>(db: &Database, def: Table, key: &[u8]) -> CatalogResult<Option<T>> {
+    get_raw(db, def, key)?.map(|v| dec(&v)).transpose()
+}
+
+/// Up to `limit` decoded entries whose keys start with `prefix`.
+pub fn scan<T: DeserializeOwned>(
+    db: &Database,
+    def: Table,
+    prefix: &[u8],
+    limit: usize,
+) -> CatalogResult<Vec<(Vec<u8>, T)>> {
+    let r = db.begin_read()?;
+    let Some(t) = open(&r, def)? else {
+        return Ok(Vec::new());
+    };
+    let range = match prefix_end(prefix) {
+        Some(end) => t.range(prefix..end.as_slice())?,
+        None => t.range(prefix..)?,
+    };
+    let mut out = Vec::new();
+    for e in range.take(limit) {
+        let (k, v) = e?;
+        out.push((k.value().to_vec(), dec(v.value())?));
+    }
+    Ok(out)
+}
+
+fn key_of(bucket: &str, table_key: &[u8]) -> CatalogResult<String> {
+    let start = 1 + bucket.len();
+    String::from_utf8(table_key.get(start..).unwrap_or_default().to_vec())
+        .map_err(|e| CatalogError::Corrupt(e.to_string()))
+}
+
+/// Current objects in byte order after `start_after`, within `prefix`.
+pub fn list_objects(
+    db: &Database,
+    bucket: &str,
+    prefix: &str,
+    start_after: Option<&str>,
+    limit: usize,
+) -> CatalogResult<Vec<(String, ObjectVersion)>> {
+    let r = db.begin_read()?;
+    let Some(t) = open(&r, tables::OBJECTS)? else {
+        return Ok(Vec::new());
+    };
+    let lo = tables::object_key(bucket, prefix);
+    let hi = prefix_end(&lo).unwrap_or_default();
+    let mut out = Vec::new();
+    let after = start_after.map(|s| tables::object_key(bucket, s));
+    let range = match &after {
+        Some(a) if a.as_slice() >= lo.as_slice() => t.range::<&[u8]>((
+            std::ops::Bound::Excluded(a.as_slice()),
+            std::ops::Bound::Excluded(hi.as_slice()),
+        ))?,
+        _ => t.range(lo.as_slice()..hi.as_slice())?,
+    };
+    for e in range.take(limit) {
+        let (k, v) = e?;
+        out.push((key_of(bucket, k.value())?, dec(v.value())?));
+    }
+    Ok(out)
+}
+
+/// Versions in key order (newest first within a key) from `start_key` on.
+pub fn list_versions(
+    db: &Database,
+    bucket: &str,
+    prefix: &str,
+    start_key: Option<&str>,
+    limit: usize,
+) -> CatalogResult<Vec<(String, ObjectVersion)>> {
+    let r = db.begin_read()?;
+    let Some(t) = open(&r, tables::VERSIONS)? else {
+        return Ok(Vec::new());
+    };
+    let lo = tables::object_key(bucket, prefix);
+    let hi = prefix_end(&lo).unwrap_or_default();
+    let from = match start_key {
+        Some(k) if tables::object_key(bucket, k) > lo => tables::object_key(bucket, k),
+        _ => lo,
+    };
+    let mut out = Vec::new();
+    for e in t.range(from.as_slice()..hi.as_slice())?.take(limit) {
+        let (k, v) = e?;
+        let full = k.value();
+        // Strip the NUL separator and the 8-byte sequence.
+        let key_part = &full[..full.len().saturating_sub(9)];
+        out.push((key_of(bucket, key_part)?, dec(v.value())?));
+    }
+    Ok(out)
+}
+
+/// Batches from the one containing `from_offset`, up to `max_bytes` (at least one).
+pub fn read_batches(
+    db: &Database,
+    topic_id: u128,
+    partition: u32,
+    from_offset: u64,
+    max_bytes: usize,
+) -> CatalogResult<Vec<StoredBatch>> {
+    let r = db.begin_read()?;
+    let Some(t) = open(&r, tables::BATCHES)? else {
+        return Ok(Vec::new());
+    };
+    let lo = tables::batch_key(topic_id, partition, 0);
+    let at = tables::batch_key(topic_id, partition, from_offset);
+    let hi = tables::batch_key(topic_id, partition, u64::MAX);
+    // The batch holding `from_offset` may start before it.
+    let start = match t.range(lo.as_slice()..=at.as_slice())?.next_back() {
+        Some(e) => e?.0.value().to_vec(),
+        None => at.to_vec(),
+    };
+    let mut out = Vec::new();
+    let mut total = 0usize;
+    for e in t.range(start.as_slice()..=hi.as_slice())? {
+        let (k, v) = e?;
+        let base = u64::from_be_bytes(k.value()[20..28].try_into().unwrap_or_default());
+        let (last, max_ts, bytes) = tables::parse_batch_value(v.value())
+            .ok_or_else(|| CatalogError::Corrupt("batch value".into()))?;
+        if last < from_offset {
+            continue;
+        }
+        if !out.is_empty() && total + bytes.len() > max_bytes {
+            break;
+        }
+        total += bytes.len();
+        out.push(StoredBatch {
+            base_offset: base,
+            last_offset: last,
+            max_timestamp: max_ts,
+            bytes: bytes::Bytes::copy_from_slice(bytes),
+        });
+        if total >= max_bytes {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// Every committed offset of a group.
+pub fn offsets(db: &Database, group: &str) -> CatalogResult<Vec<(String, u32, OffsetRecord)>> {
+    let prefix = tables::group_prefix(group);
+    let entries: Vec<(Vec<u8>, OffsetRecord)> = scan(db, tables::OFFSETS, &prefix, usize::MAX)?;
+    entries
+        .into_iter()
+        .map(|(k, v)| {
+            let rest = &k[prefix.len()..];
+            let tlen = u16::from_be_bytes([rest[0], rest[1]]) as usize;
+            let topic = String::from_utf8_lossy(&rest[2..2 + tlen]).into_owned();
+            let p = u32::from_be_bytes(rest[2 + tlen..6 + tlen].try_into().unwrap_or_default());
+            Ok((topic, p, v))
+        })
+        .collect()
+}

@@ -1,0 +1,142 @@
+//! The embedded store's tables and their key encodings. Every table maps bytes to bytes
+//! with keys built so that byte order is the order readers need (S3 lists keys in byte
+//! order; a partition's batches by offset), which also lets checkpoints dump and restore
+//! every table the same way.
+
+use redb::TableDefinition;
+
+/// A table of the catalog.
+pub type Table = TableDefinition<'static, &'static [u8], &'static [u8]>;
+
+/// Counters: applied LSN, version sequence.
+pub const META: Table = TableDefinition::new("meta");
+/// Bucket name -> `BucketRecord`.
+pub const BUCKETS: Table = TableDefinition::new("buckets");
+/// `object_key` -> current `ObjectVersion` (absent when the newest is a delete marker).
+pub const OBJECTS: Table = TableDefinition::new("objects");
+/// `version_key` -> `ObjectVersion`, newest first within a key.
+pub const VERSIONS: Table = TableDefinition::new("versions");
+/// Topic name -> `TopicRecord`.
+pub const TOPICS: Table = TableDefinition::new("topics");
+/// Topic id (16 bytes, big-endian) -> topic name.
+pub const TOPIC_IDS: Table = TableDefinition::new("topic_ids");
+/// `partition_key` -> `PartitionState`.
+pub const PARTITIONS: Table = TableDefinition::new("partitions");
+/// `batch_key` -> `batch_value`.
+pub const BATCHES: Table = TableDefinition::new("batches");
+/// Group id -> `GroupRecord`.
+pub const GROUPS: Table = TableDefinition::new("groups");
+/// `offset_key` -> `OffsetRecord`.
+pub const OFFSETS: Table = TableDefinition::new("offsets");
+
+/// Every table, with the tag checkpoints use for it.
+pub const ALL: [(u8, Table); 10] = [
+    (1, META),
+    (2, BUCKETS),
+    (3, OBJECTS),
+    (4, VERSIONS),
+    (5, TOPICS),
+    (6, TOPIC_IDS),
+    (7, PARTITIONS),
+    (8, BATCHES),
+    (9, GROUPS),
+    (10, OFFSETS),
+];
+
+/// Meta key of the last applied log record.
+pub const APPLIED_LSN: &[u8] = b"applied_lsn";
+/// Meta key of the object version sequence.
+pub const VERSION_SEQ: &[u8] = b"version_seq";
+
+/// Prefix of every key of one bucket: its length, then its name.
+pub fn bucket_prefix(bucket: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(1 + bucket.len());
+    k.push(bucket.len() as u8);
+    k.extend_from_slice(bucket.as_bytes());
+    k
+}
+
+/// Key of an object in `OBJECTS`.
+pub fn object_key(bucket: &str, key: &str) -> Vec<u8> {
+    let mut k = bucket_prefix(bucket);
+    k.extend_from_slice(key.as_bytes());
+    k
+}
+
+/// Prefix of every version of one key in `VERSIONS` (keys never hold a NUL byte).
+pub fn versions_prefix(bucket: &str, key: &str) -> Vec<u8> {
+    let mut k = object_key(bucket, key);
+    k.push(0);
+    k
+}
+
+/// Key of one version: newest (highest sequence) first.
+pub fn version_key(bucket: &str, key: &str, seq: u64) -> Vec<u8> {
+    let mut k = versions_prefix(bucket, key);
+    k.extend_from_slice(&(!seq).to_be_bytes());
+    k
+}
+
+/// Key of a partition.
+pub fn partition_key(topic_id: u128, partition: u32) -> [u8; 20] {
+    let mut k = [0u8; 20];
+    k[..16].copy_from_slice(&topic_id.to_be_bytes());
+    k[16..].copy_from_slice(&partition.to_be_bytes());
+    k
+}
+
+/// Key of a batch by its base offset.
+pub fn batch_key(topic_id: u128, partition: u32, base_offset: u64) -> [u8; 28] {
+    let mut k = [0u8; 28];
+    k[..20].copy_from_slice(&partition_key(topic_id, partition));
+    k[20..].copy_from_slice(&base_offset.to_be_bytes());
+    k
+}
+
+/// Batch value: last offset, max timestamp, then the batch bytes.
+pub fn batch_value(last_offset: u64, max_timestamp: i64, batch: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(16 + batch.len());
+    v.extend_from_slice(&last_offset.to_be_bytes());
+    v.extend_from_slice(&max_timestamp.to_be_bytes());
+    v.extend_from_slice(batch);
+    v
+}
+
+/// Splits a batch value into last offset, max timestamp and bytes.
+pub fn parse_batch_value(v: &[u8]) -> Option<(u64, i64, &[u8])> {
+    if v.len() < 16 {
+        return None;
+    }
+    let last = u64::from_be_bytes(v[..8].try_into().ok()?);
+    let ts = i64::from_be_bytes(v[8..16].try_into().ok()?);
+    Some((last, ts, &v[16..]))
+}
+
+/// Prefix of one group's offsets.
+pub fn group_prefix(group: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(2 + group.len());
+    k.extend_from_slice(&(group.len() as u16).to_be_bytes());
+    k.extend_from_slice(group.as_bytes());
+    k
+}
+
+/// Key of a committed offset.
+pub fn offset_key(group: &str, topic: &str, partition: u32) -> Vec<u8> {
+    let mut k = group_prefix(group);
+    k.extend_from_slice(&(topic.len() as u16).to_be_bytes());
+    k.extend_from_slice(topic.as_bytes());
+    k.extend_from_slice(&partition.to_be_bytes());
+    k
+}
+
+/// The smallest key greater than every key starting with `prefix`, if any.
+pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}

@@ -1,0 +1,172 @@
+//! Transactions: lists of operations that commit all together or not at all.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{BucketRecord, GroupRecord, ObjectVersion, OffsetRecord, TopicRecord};
+
+/// One change. Operations in a transaction are checked against the state before the
+/// transaction, then applied in order; an operation cannot depend on an earlier one in
+/// the same transaction (create a topic, then append to it, in two transactions).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Op {
+    /// Creates a bucket (fails if it exists).
+    CreateBucket(BucketRecord),
+    /// Replaces an existing bucket's record (tags, versioning, settings).
+    UpdateBucket(BucketRecord),
+    /// Deletes an empty bucket.
+    DeleteBucket {
+        /// Bucket.
+        name: String,
+    },
+    /// Adds a version (or delete marker) and makes it current. With `replace_null`, the
+    /// existing `null` version is removed first (unversioned and suspended buckets).
+    PutObject {
+        /// Bucket.
+        bucket: String,
+        /// Key.
+        key: String,
+        /// The new version.
+        version: ObjectVersion,
+        /// Remove the existing `null` version.
+        replace_null: bool,
+    },
+    /// Replaces the tags of one version (the current one when `version_id` is `None`).
+    SetObjectTags {
+        /// Bucket.
+        bucket: String,
+        /// Key.
+        key: String,
+        /// Version, or the current one.
+        version_id: Option<String>,
+        /// The new tags.
+        tags: std::collections::BTreeMap<String, String>,
+    },
+    /// Permanently removes one version; the newest remaining one becomes current.
+    DeleteObjectVersion {
+        /// Bucket.
+        bucket: String,
+        /// Key.
+        key: String,
+        /// Version id.
+        version_id: String,
+    },
+    /// Fails the transaction unless the object's current version has this ETag
+    /// (`None`: unless the key has no current version).
+    ExpectEtag {
+        /// Bucket.
+        bucket: String,
+        /// Key.
+        key: String,
+        /// Expected ETag.
+        etag: Option<String>,
+    },
+    /// Creates a topic.
+    CreateTopic(TopicRecord),
+    /// Replaces a topic's configs or grows its partitions.
+    UpdateTopic(TopicRecord),
+    /// Deletes a topic and all its data.
+    DeleteTopic {
+        /// Topic name.
+        name: String,
+    },
+    /// Appends a Kafka record batch; its first 8 bytes (the base offset field) are
+    /// overwritten with the offset assigned at commit.
+    Append {
+        /// Topic id.
+        topic_id: u128,
+        /// Partition.
+        partition: u32,
+        /// Number of offsets the batch covers (last offset delta + 1).
+        offset_count: u32,
+        /// Largest timestamp in the batch.
+        max_timestamp: i64,
+        /// The batch bytes.
+        batch: bytes::Bytes,
+    },
+    /// Moves a partition's log start offset forward, deleting the batches wholly before it.
+    TruncateBefore {
+        /// Topic id.
+        topic_id: u128,
+        /// Partition.
+        partition: u32,
+        /// New log start offset.
+        offset: u64,
+    },
+    /// Commits a consumer group offset.
+    CommitOffset {
+        /// Group id.
+        group: String,
+        /// Topic name.
+        topic: String,
+        /// Partition.
+        partition: u32,
+        /// The offset.
+        offset: OffsetRecord,
+    },
+    /// Deletes a committed offset.
+    DeleteOffset {
+        /// Group id.
+        group: String,
+        /// Topic name.
+        topic: String,
+        /// Partition.
+        partition: u32,
+    },
+    /// Stores a group's coordinator state.
+    PutGroup(GroupRecord),
+    /// Deletes a group and its committed offsets.
+    DeleteGroup {
+        /// Group id.
+        name: String,
+    },
+}
+
+/// Operations that commit together.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Transaction {
+    /// In order.
+    pub ops: Vec<Op>,
+}
+
+impl Transaction {
+    /// A transaction of these operations.
+    pub fn new(ops: Vec<Op>) -> Self {
+        Self { ops }
+    }
+
+    /// Approximate size, for batching.
+    pub fn approx_bytes(&self) -> usize {
+        self.ops
+            .iter()
+            .map(|op| match op {
+                Op::Append { batch, .. } => batch.len() + 64,
+                Op::PutObject { version, .. } => match &version.data {
+                    crate::model::ObjectData::Inline(d) => d.len() + 256,
+                    _ => 256,
+                },
+                _ => 128,
+            })
+            .sum()
+    }
+}
+
+/// What one operation produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpOutcome {
+    /// Nothing to report.
+    Done,
+    /// A batch was appended at this base offset.
+    Appended {
+        /// Offset of its first record.
+        base_offset: u64,
+    },
+}
+
+/// What a committed transaction produced, one outcome per operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitOutcome {
+    /// The log record that holds it.
+    pub lsn: u64,
+    /// Per operation, in order.
+    pub ops: Vec<OpOutcome>,
+}

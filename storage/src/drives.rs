@@ -1,0 +1,329 @@
+//! The drive set: `k+m` directories, one shard of every stripe on each. A drive carries a
+//! small format file naming its set and position, so a drive that is missing, empty or in
+//! the wrong slot is told apart from a healthy one.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use crate::erasure::{ErasureCode, ReedSolomon};
+use crate::error::{StorageError, StorageResult};
+
+const FORMAT_FILE: &str = ".eddy-drive.json";
+
+/// Which drives and which code.
+#[derive(Debug, Clone)]
+pub struct DriveSetConfig {
+    /// One directory per drive, in shard order.
+    pub drives: Vec<PathBuf>,
+    /// Data shards per stripe.
+    pub k: usize,
+    /// Parity shards per stripe.
+    pub m: usize,
+}
+
+impl DriveSetConfig {
+    /// `k+m` drive directories `drive-0`, `drive-1`, ... under `data_dir`.
+    pub fn under(data_dir: &Path, k: usize, m: usize) -> Self {
+        Self {
+            drives: (0..k + m)
+                .map(|i| data_dir.join(format!("drive-{i}")))
+                .collect(),
+            k,
+            m,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+struct DriveFormat {
+    format: u32,
+    set: String,
+    index: usize,
+    k: usize,
+    m: usize,
+}
+
+/// One drive of the set.
+#[derive(Debug)]
+pub struct Drive {
+    /// Position in the set (= shard index).
+    pub index: usize,
+    /// Root directory.
+    pub path: PathBuf,
+    online: AtomicBool,
+    errors: AtomicU64,
+}
+
+impl Drive {
+    /// Whether the drive is formatted and usable.
+    pub fn is_online(&self) -> bool {
+        self.online.load(Ordering::Relaxed)
+    }
+
+    /// I/O errors seen on this drive since start.
+    pub fn errors(&self) -> u64 {
+        self.errors.load(Ordering::Relaxed)
+    }
+
+    /// Records an I/O error; a drive that fails a write is taken offline until healed.
+    pub fn record_error(&self, write: bool) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        if write {
+            self.online.store(false, Ordering::Relaxed);
+        }
+    }
+
+    /// A path on this drive.
+    pub fn join(&self, rel: impl AsRef<Path>) -> PathBuf {
+        self.path.join(rel)
+    }
+}
+
+/// The drives and the erasure code over them.
+pub struct DriveSet {
+    drives: Vec<Drive>,
+    code: Arc<dyn ErasureCode>,
+    set_id: String,
+}
+
+/// Health of one drive, for metrics and reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct DriveHealth {
+    /// Position in the set.
+    pub index: usize,
+    /// Root directory.
+    pub path: PathBuf,
+    /// Formatted and usable.
+    pub online: bool,
+    /// I/O errors since start.
+    pub errors: u64,
+}
+
+impl DriveSet {
+    /// Opens the set, formatting every drive if none is formatted yet. Drives that are
+    /// missing or unformatted in an existing set are reported and left offline; opening
+    /// fails if more than `m` are.
+    pub fn open(config: &DriveSetConfig) -> StorageResult<Self> {
+        let (k, m) = (config.k, config.m);
+        if config.drives.len() != k + m {
+            return Err(StorageError::Config(format!(
+                "{} drives given for a {k}+{m} code",
+                config.drives.len()
+            )));
+        }
+        let code = Arc::new(ReedSolomon::new(k, m)?);
+        let formats: Vec<Option<DriveFormat>> =
+            config.drives.iter().map(|p| read_format(p)).collect();
+        let set_id = match formats.iter().flatten().next() {
+            Some(f) => f.set.clone(),
+            None => {
+                let set = format!("{:032x}", rand::random::<u128>());
+                for (index, path) in config.drives.iter().enumerate() {
+                    write_format(path, &set, index, k, m)?;
+                }
+                tracing::info!(drives = k + m, k, m, "formatted a new drive set");
+                set
+            }
+        };
+        let mut drives = Vec::with_capacity(k + m);
+        for (index, path) in config.drives.iter().enumerate() {
+            let format = match &formats[index] {
+                Some(f) => Some(f),
+                // Formatted just now.
+                None if formats.iter().all(Option::is_none) => None,
+                None => {
+                    tracing::warn!(drive = index, path = %path.display(), "drive is missing or unformatted; running degraded until `eddy heal`");
+                    drives.push(Drive {
+                        index,
+                        path: path.clone(),
+                        online: AtomicBool::new(false),
+                        errors: AtomicU64::new(0),
+                    });
+                    continue;
+                }
+            };
+            if let Some(f) = format
+                && (f.set != set_id || f.index != index || f.k != k || f.m != m)
+            {
+                return Err(StorageError::Config(format!(
+                    "{} belongs to set {} as drive {} of {}+{}; expected drive {index} of set {set_id} ({k}+{m})",
+                    path.display(),
+                    f.set,
+                    f.index,
+                    f.k,
+                    f.m
+                )));
+            }
+            drives.push(Drive {
+                index,
+                path: path.clone(),
+                online: AtomicBool::new(true),
+                errors: AtomicU64::new(0),
+            });
+        }
+        let set = Self {
+            drives,
+            code,
+            set_id,
+        };
+        let missing = set.offline_count();
+        if missing > m {
+            return Err(StorageError::TooManyDrivesMissing {
+                missing,
+                total: k + m,
+                tolerated: m,
+            });
+        }
+        Ok(set)
+    }
+
+    /// Formats drives that are offline (missing or empty) so heal can rebuild onto them;
+    /// returns the indexes it formatted.
+    pub fn format_missing(&self) -> StorageResult<Vec<usize>> {
+        let mut formatted = Vec::new();
+        for d in &self.drives {
+            if !d.is_online() || read_format(&d.path).is_none() {
+                write_format(&d.path, &self.set_id, d.index, self.k(), self.m())?;
+                d.online.store(true, Ordering::Relaxed);
+                formatted.push(d.index);
+            }
+        }
+        Ok(formatted)
+    }
+
+    /// Data shards per stripe.
+    pub fn k(&self) -> usize {
+        self.code.data_shards()
+    }
+
+    /// Parity shards per stripe.
+    pub fn m(&self) -> usize {
+        self.code.parity_shards()
+    }
+
+    /// The erasure code.
+    pub fn code(&self) -> &dyn ErasureCode {
+        self.code.as_ref()
+    }
+
+    /// All drives, in shard order.
+    pub fn drives(&self) -> &[Drive] {
+        &self.drives
+    }
+
+    /// Drives currently unusable.
+    pub fn offline_count(&self) -> usize {
+        self.drives.iter().filter(|d| !d.is_online()).count()
+    }
+
+    /// Per-drive health.
+    pub fn health(&self) -> Vec<DriveHealth> {
+        self.drives
+            .iter()
+            .map(|d| DriveHealth {
+                index: d.index,
+                path: d.path.clone(),
+                online: d.is_online(),
+                errors: d.errors(),
+            })
+            .collect()
+    }
+}
+
+fn read_format(path: &Path) -> Option<DriveFormat> {
+    let bytes = fs::read(path.join(FORMAT_FILE)).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+fn write_format(path: &Path, set: &str, index: usize, k: usize, m: usize) -> StorageResult<()> {
+    fs::create_dir_all(path).map_err(|e| StorageError::io("create drive", path, e))?;
+    let format = DriveFormat {
+        format: 1,
+        set: set.to_string(),
+        index,
+        k,
+        m,
+    };
+    let bytes = serde_json::to_vec_pretty(&format)
+        .map_err(|e| StorageError::Config(format!("drive format: {e}")))?;
+    write_durable(&path.join(FORMAT_FILE), &bytes)
+}
+
+/// Writes a whole file so that after a crash it holds either its old content or `bytes`:
+/// a temporary file, fsync'd, renamed over, and the directory fsync'd.
+pub fn write_durable(path: &Path, bytes: &[u8]) -> StorageResult<()> {
+    let dir = path
+        .parent()
+        .ok_or_else(|| StorageError::Config(format!("{} has no parent", path.display())))?;
+    fs::create_dir_all(dir).map_err(|e| StorageError::io("create dir", dir, e))?;
+    let tmp = path.with_extension(format!("tmp-{:x}", rand::random::<u64>()));
+    let result = (|| {
+        let mut f = fs::File::create(&tmp).map_err(|e| StorageError::io("create", &tmp, e))?;
+        f.write_all(bytes)
+            .map_err(|e| StorageError::io("write", &tmp, e))?;
+        f.sync_all().map_err(|e| StorageError::io("fsync", &tmp, e))?;
+        fs::rename(&tmp, path).map_err(|e| StorageError::io("rename", path, e))?;
+        fsync_dir(dir)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// fsyncs a directory, making the names created or removed in it durable.
+pub fn fsync_dir(dir: &Path) -> StorageResult<()> {
+    fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| StorageError::io("fsync dir", dir, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fresh_set_is_formatted_and_reopens() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = DriveSetConfig::under(dir.path(), 4, 2);
+        let set = DriveSet::open(&cfg).unwrap();
+        assert_eq!(set.offline_count(), 0);
+        drop(set);
+        let set = DriveSet::open(&cfg).unwrap();
+        assert_eq!(set.offline_count(), 0);
+    }
+
+    #[test]
+    fn missing_drives_within_m_run_degraded_beyond_fail() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = DriveSetConfig::under(dir.path(), 4, 2);
+        DriveSet::open(&cfg).unwrap();
+        fs::remove_dir_all(&cfg.drives[1]).unwrap();
+        fs::remove_dir_all(&cfg.drives[4]).unwrap();
+        let set = DriveSet::open(&cfg).unwrap();
+        assert_eq!(set.offline_count(), 2);
+        assert_eq!(set.format_missing().unwrap(), vec![1, 4]);
+        drop(set);
+        for i in [0, 2, 5] {
+            fs::remove_dir_all(&cfg.drives[i]).unwrap();
+        }
+        assert!(matches!(
+            DriveSet::open(&cfg),
+            Err(StorageError::TooManyDrivesMissing { missing: 3, .. })
+        ));
+    }
+
+    #[test]
+    fn swapped_drives_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = DriveSetConfig::under(dir.path(), 2, 1);
+        DriveSet::open(&cfg).unwrap();
+        cfg.drives.swap(0, 1);
+        assert!(matches!(DriveSet::open(&cfg), Err(StorageError::Config(_))));
+    }
+}

@@ -1,0 +1,20 @@
+//! Eddy's storage: erasure-coded drives with checksummed blocks, streaming blobs, a
+//! write-ahead log whose every record is erasure-coded and fsync'd, and heal.
+//!
+//! This crate knows nothing of S3 or Kafka: it stores bytes and log records.
+
+pub mod blob;
+pub mod checksum;
+pub mod drives;
+pub mod erasure;
+pub mod error;
+pub mod heal;
+pub mod replicated;
+pub mod wal;
+
+pub use blob::{BlobId, BlobMeta, BlobReader, BlobStore, BlobWriter};
+pub use drives::{DriveHealth, DriveSet, DriveSetConfig};
+pub use erasure::{ErasureCode, ReedSolomon};
+pub use error::{StorageError, StorageResult};
+pub use heal::{HealOptions, HealReport};
+pub use wal::{Record, Wal, WalConfig};
