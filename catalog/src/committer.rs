@@ -33,7 +33,7 @@ pub(crate) enum Msg {
         queued: Instant,
     },
     /// Make the store durable (an fsync'd commit) and report the applied LSN.
-    Flush(oneshot::Sender<CatalogResult<u64>>),
+    Flush(std::sync::mpsc::Sender<CatalogResult<u64>>),
     /// Delete log segments below this LSN (covered by a checkpoint).
     TrimLog(u64),
     /// Finish what is queued, flush, and stop.

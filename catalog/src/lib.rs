@@ -318,9 +318,9 @@ impl EmbeddedCatalog {
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         let pending = self.shared.log_bytes_since_checkpoint.load(Ordering::Relaxed);
-        let (reply, rx) = oneshot::channel();
+        let (reply, rx) = mpsc::channel();
         self.send(Msg::Flush(reply))?;
-        let durable = rx.blocking_recv().map_err(|_| CatalogError::Closed)??;
+        let durable = rx.recv().map_err(|_| CatalogError::Closed)??;
         let ptr = checkpoint::write(&self.db, &self.blobs)?;
         self.send(Msg::TrimLog(durable.min(ptr.lsn) + 1))?;
         self.shared
