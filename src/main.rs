@@ -1,1 +1,60 @@
-fn main() {}
+//! `eddy`: an S3 object store with an integrated Kafka-compatible event broker.
+
+mod config;
+mod heal;
+mod http;
+mod metrics;
+mod scrub;
+mod serve;
+
+use clap::{Parser, Subcommand};
+use tracing_subscriber::EnvFilter;
+
+#[derive(Parser)]
+#[command(name = "eddy", version, about = "S3 object store with an integrated Kafka-compatible event broker")]
+struct Cli {
+    /// Log filter (tracing's EnvFilter syntax), e.g. `info` or `eddy=debug,catalog=debug`.
+    #[arg(long, env = "EDDY_LOG", default_value = "info", global = true)]
+    log: String,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the S3, Kafka and HTTP endpoints over the erasure-coded storage.
+    Serve(config::ServeArgs),
+    /// Verify every block and rebuild missing or corrupt shards (server stopped).
+    Heal {
+        #[command(flatten)]
+        storage: config::StorageArgs,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let filter = EnvFilter::try_new(&cli.log).unwrap_or_else(|_| EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    let result = match cli.command {
+        Command::Serve(args) => args.resolve().and_then(|config| {
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?
+                .block_on(serve::run(config))
+        }),
+        Command::Heal { storage, json } => storage.resolve().and_then(|c| heal::run(&c, json)),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("eddy: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -18,7 +18,6 @@ pub mod txn;
 
 use std::fs::File;
 use std::future::Future;
-use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -159,31 +158,13 @@ pub struct EmbeddedCatalog {
     _locks: Vec<File>,
 }
 
-fn lock_drives(set: &DriveSet) -> CatalogResult<Vec<File>> {
-    let mut locks = Vec::new();
-    for d in set.drives().iter().filter(|d| d.is_online()) {
-        let path = d.join(".lock");
-        let f = File::create(&path).map_err(|e| storage::StorageError::io("create", &path, e))?;
-        // SAFETY: flock on a descriptor we own; no memory is shared with the call.
-        let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc != 0 {
-            return Err(CatalogError::Invalid(format!(
-                "{} is in use by another Eddy process",
-                d.path.display()
-            )));
-        }
-        locks.push(f);
-    }
-    Ok(locks)
-}
-
 impl EmbeddedCatalog {
     /// Opens (or creates) the catalog: opens the drives, restores the store from the
     /// newest checkpoint if its file is missing or behind, replays the log, and starts
     /// the committer and checkpointer threads.
     pub fn open(config: CatalogConfig) -> CatalogResult<Arc<Self>> {
         let set = Arc::new(DriveSet::open(&config.drives)?);
-        let locks = lock_drives(&set)?;
+        let locks = set.lock()?;
         let blobs = BlobStore::new(set.clone(), config.shard_size)?;
         let meta_dir = match &config.meta_dir {
             Some(d) => d.clone(),

@@ -221,6 +221,27 @@ impl DriveSet {
         self.drives.iter().filter(|d| !d.is_online()).count()
     }
 
+    /// Takes an exclusive lock on every online drive, so two processes never write the
+    /// same drives; held until the returned files are dropped.
+    pub fn lock(&self) -> StorageResult<Vec<fs::File>> {
+        use std::os::fd::AsRawFd;
+        let mut locks = Vec::new();
+        for d in self.drives.iter().filter(|d| d.is_online()) {
+            let path = d.join(".lock");
+            let f = fs::File::create(&path).map_err(|e| StorageError::io("create", &path, e))?;
+            // SAFETY: flock on a descriptor we own; no memory is shared with the call.
+            let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+            if rc != 0 {
+                return Err(StorageError::Config(format!(
+                    "{} is in use by another Eddy process",
+                    d.path.display()
+                )));
+            }
+            locks.push(f);
+        }
+        Ok(locks)
+    }
+
     /// Per-drive health.
     pub fn health(&self) -> Vec<DriveHealth> {
         self.drives

@@ -1,0 +1,266 @@
+//! Configuration: command-line flags, `EDDY_*` environment variables and an optional TOML
+//! file, in that order of precedence, over built-in defaults.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use clap::Args;
+use serde::Deserialize;
+
+/// Default S3 access key and secret, printed at start when in use.
+pub const DEFAULT_CREDENTIAL: &str = "eddyadmin";
+
+/// Storage flags shared by `serve` and `heal`.
+#[derive(Debug, Clone, Args, Default)]
+pub struct StorageArgs {
+    /// TOML configuration file.
+    #[arg(long, short = 'c', env = "EDDY_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Data directory; drives default to `drive-0` ... `drive-{k+m-1}` under it.
+    #[arg(long, env = "EDDY_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Drive directories, comma-separated, in shard order (overrides the data dir layout).
+    #[arg(long, env = "EDDY_DRIVES", value_delimiter = ',')]
+    pub drives: Option<Vec<PathBuf>>,
+    /// Data shards per stripe.
+    #[arg(long, short = 'k', env = "EDDY_K")]
+    pub k: Option<usize>,
+    /// Parity shards per stripe (drives that may be lost).
+    #[arg(long, short = 'm', env = "EDDY_M")]
+    pub m: Option<usize>,
+}
+
+/// Listener and credential flags of `serve`.
+#[derive(Debug, Clone, Args, Default)]
+pub struct ServeArgs {
+    /// Storage settings.
+    #[command(flatten)]
+    pub storage: StorageArgs,
+    /// S3 listen address.
+    #[arg(long, env = "EDDY_S3_LISTEN")]
+    pub s3_listen: Option<SocketAddr>,
+    /// Kafka listen addresses, comma-separated; each one is a broker.
+    #[arg(long, env = "EDDY_KAFKA_LISTEN", value_delimiter = ',')]
+    pub kafka_listen: Option<Vec<SocketAddr>>,
+    /// HTTP listen address (Iceberg REST catalog, /metrics, /health).
+    #[arg(long, env = "EDDY_HTTP_LISTEN")]
+    pub http_listen: Option<SocketAddr>,
+    /// Bucket holding the broker's topics.
+    #[arg(long, env = "EDDY_BROKER_BUCKET")]
+    pub broker_bucket: Option<String>,
+}
+
+/// The TOML file's shape (every key optional).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    data_dir: Option<PathBuf>,
+    drives: Option<Vec<PathBuf>>,
+    k: Option<usize>,
+    m: Option<usize>,
+    meta_dir: Option<PathBuf>,
+    s3_listen: Option<SocketAddr>,
+    kafka_listen: Option<Vec<SocketAddr>>,
+    http_listen: Option<SocketAddr>,
+    broker_bucket: Option<String>,
+    checkpoint_mb: Option<u64>,
+    scrub_interval_secs: Option<u64>,
+    #[serde(default)]
+    users: Vec<User>,
+}
+
+/// An S3 user.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct User {
+    /// Access key id.
+    pub access_key: String,
+    /// Secret access key.
+    pub secret_key: String,
+}
+
+/// Resolved storage settings.
+#[derive(Debug, Clone)]
+pub struct StorageConfig {
+    /// Drive directories in shard order.
+    pub drives: Vec<PathBuf>,
+    /// Data shards.
+    pub k: usize,
+    /// Parity shards.
+    pub m: usize,
+    /// Where the embedded store's file lives (default: first online drive).
+    pub meta_dir: Option<PathBuf>,
+    /// Log megabytes between checkpoints.
+    pub checkpoint_mb: u64,
+    /// Seconds between background scrubs.
+    pub scrub_interval_secs: u64,
+}
+
+/// Resolved `serve` settings.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// Storage.
+    pub storage: StorageConfig,
+    /// S3 listener.
+    pub s3_listen: SocketAddr,
+    /// Kafka listeners.
+    pub kafka_listen: Vec<SocketAddr>,
+    /// HTTP listener.
+    pub http_listen: SocketAddr,
+    /// Broker bucket.
+    pub broker_bucket: String,
+    /// S3 users; the first is the administrator.
+    pub users: Vec<User>,
+    /// Whether the administrator uses the default credentials.
+    pub default_credentials: bool,
+}
+
+fn load_file(path: Option<&Path>) -> anyhow::Result<FileConfig> {
+    let Some(path) = path else {
+        return Ok(FileConfig::default());
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading config file {}", path.display()))?;
+    toml::from_str(&text).with_context(|| format!("parsing config file {}", path.display()))
+}
+
+fn resolve_storage(args: &StorageArgs, file: &FileConfig) -> anyhow::Result<StorageConfig> {
+    let k = args.k.or(file.k).unwrap_or(4);
+    let m = args.m.or(file.m).unwrap_or(2);
+    if k == 0 {
+        bail!("k must be at least 1");
+    }
+    let drives = match args.drives.clone().or_else(|| file.drives.clone()) {
+        Some(d) => d,
+        None => {
+            let dir = args
+                .data_dir
+                .clone()
+                .or_else(|| file.data_dir.clone())
+                .unwrap_or_else(|| PathBuf::from("eddy-data"));
+            (0..k + m).map(|i| dir.join(format!("drive-{i}"))).collect()
+        }
+    };
+    if drives.len() != k + m {
+        bail!(
+            "{} drives given, but k + m = {} + {} = {}",
+            drives.len(),
+            k,
+            m,
+            k + m
+        );
+    }
+    Ok(StorageConfig {
+        drives,
+        k,
+        m,
+        meta_dir: file.meta_dir.clone(),
+        checkpoint_mb: file.checkpoint_mb.unwrap_or(256),
+        scrub_interval_secs: file.scrub_interval_secs.unwrap_or(24 * 3600),
+    })
+}
+
+impl StorageArgs {
+    /// Resolves the storage settings.
+    pub fn resolve(&self) -> anyhow::Result<StorageConfig> {
+        resolve_storage(self, &load_file(self.config.as_deref())?)
+    }
+}
+
+impl ServeArgs {
+    /// Resolves every `serve` setting; credentials come from `EDDY_ACCESS_KEY` and
+    /// `EDDY_SECRET_KEY`, then the file's users.
+    pub fn resolve(&self) -> anyhow::Result<ServeConfig> {
+        let file = load_file(self.storage.config.as_deref())?;
+        let storage = resolve_storage(&self.storage, &file)?;
+        let access = std::env::var("EDDY_ACCESS_KEY").ok();
+        let secret = std::env::var("EDDY_SECRET_KEY").ok();
+        if access.is_some() != secret.is_some() {
+            bail!("set both EDDY_ACCESS_KEY and EDDY_SECRET_KEY, or neither");
+        }
+        let default_credentials = access.is_none();
+        let admin = User {
+            access_key: access.unwrap_or_else(|| DEFAULT_CREDENTIAL.into()),
+            secret_key: secret.unwrap_or_else(|| DEFAULT_CREDENTIAL.into()),
+        };
+        let mut users = vec![admin];
+        for u in file.users {
+            if users.iter().any(|x| x.access_key == u.access_key) {
+                bail!("user {} is configured twice", u.access_key);
+            }
+            users.push(u);
+        }
+        let parse = |s: &str| s.parse::<SocketAddr>().expect("built-in address");
+        let broker_bucket = self
+            .broker_bucket
+            .clone()
+            .or(file.broker_bucket)
+            .unwrap_or_else(|| "kafka".into());
+        Ok(ServeConfig {
+            storage,
+            s3_listen: self
+                .s3_listen
+                .or(file.s3_listen)
+                .unwrap_or_else(|| parse("0.0.0.0:9000")),
+            kafka_listen: self
+                .kafka_listen
+                .clone()
+                .or(file.kafka_listen)
+                .unwrap_or_else(|| vec![parse("0.0.0.0:9092")]),
+            http_listen: self
+                .http_listen
+                .or(file.http_listen)
+                .unwrap_or_else(|| parse("0.0.0.0:8181")),
+            broker_bucket,
+            users,
+            default_credentials,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_beat_file_beats_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("eddy.toml");
+        std::fs::write(
+            &path,
+            "data_dir = \"/srv/eddy\"\nk = 2\nm = 1\nhttp_listen = \"127.0.0.1:1\"\n\
+             [[users]]\naccess_key = \"alice\"\nsecret_key = \"alicesecret\"\n",
+        )
+        .unwrap();
+        let args = ServeArgs {
+            storage: StorageArgs {
+                config: Some(path.clone()),
+                k: Some(3),
+                ..StorageArgs::default()
+            },
+            ..ServeArgs::default()
+        };
+        let c = args.resolve().unwrap();
+        assert_eq!(c.storage.k, 3);
+        assert_eq!(c.storage.m, 1);
+        assert_eq!(c.storage.drives.len(), 4);
+        assert_eq!(c.storage.drives[3], PathBuf::from("/srv/eddy/drive-3"));
+        assert_eq!(c.http_listen.port(), 1);
+        assert_eq!(c.s3_listen.port(), 9000);
+        assert_eq!(c.users[1].access_key, "alice");
+
+        std::fs::write(&path, "colour = \"blue\"\n").unwrap();
+        let err = args.resolve().unwrap_err();
+        assert!(format!("{err:#}").contains("unknown field"), "{err:#}");
+    }
+
+    #[test]
+    fn drive_count_must_match_the_code() {
+        let args = StorageArgs {
+            drives: Some(vec!["/a".into(), "/b".into()]),
+            ..StorageArgs::default()
+        };
+        let err = args.resolve().unwrap_err().to_string();
+        assert!(err.contains("2 drives given"), "{err}");
+    }
+}

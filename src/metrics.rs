@@ -1,0 +1,92 @@
+//! The process's Prometheus registry: catalog commit metrics, drive health, and HTTP
+//! request counts per listener.
+
+use std::sync::Mutex;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use storage::DriveSet;
+
+/// Labels of a per-drive metric.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DriveLabels {
+    /// Drive index.
+    pub drive: String,
+    /// Drive path.
+    pub path: String,
+}
+
+/// Labels of an HTTP request count.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    /// Which listener (s3, http).
+    pub listener: String,
+    /// Response status code.
+    pub status: String,
+}
+
+/// Every metric the server exports.
+pub struct Metrics {
+    registry: Mutex<Registry>,
+    drive_online: Family<DriveLabels, Gauge>,
+    drive_errors: Family<DriveLabels, Gauge>,
+    /// HTTP requests by listener and status.
+    pub requests: Family<RequestLabels, Counter>,
+}
+
+impl Metrics {
+    /// Registers the catalog's metrics and the server's own.
+    pub fn new(catalog: &catalog::CatalogMetrics) -> Self {
+        let mut registry = Registry::with_prefix("eddy");
+        catalog.register(registry.sub_registry_with_prefix("catalog"));
+        let drive_online = Family::<DriveLabels, Gauge>::default();
+        let drive_errors = Family::<DriveLabels, Gauge>::default();
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "drive_online",
+            "1 when the drive is formatted and usable",
+            drive_online.clone(),
+        );
+        registry.register(
+            "drive_errors",
+            "I/O errors on the drive since start",
+            drive_errors.clone(),
+        );
+        registry.register(
+            "http_requests",
+            "Requests answered, by listener and status",
+            requests.clone(),
+        );
+        Self {
+            registry: Mutex::new(registry),
+            drive_online,
+            drive_errors,
+            requests,
+        }
+    }
+
+    /// The text exposition, with drive gauges read fresh.
+    pub fn render(&self, drives: &DriveSet) -> String {
+        for h in drives.health() {
+            let labels = DriveLabels {
+                drive: h.index.to_string(),
+                path: h.path.display().to_string(),
+            };
+            self.drive_online
+                .get_or_create(&labels)
+                .set(i64::from(h.online));
+            self.drive_errors
+                .get_or_create(&labels)
+                .set(h.errors as i64);
+        }
+        let mut out = String::new();
+        let registry = self.registry.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &registry) {
+            tracing::warn!(error = %e, "metrics encoding failed");
+        }
+        out
+    }
+}

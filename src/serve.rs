@@ -1,0 +1,158 @@
+//! `eddy serve`: opens the catalog, binds the S3, Kafka and HTTP listeners, runs the
+//! background scrub, and shuts down cleanly on SIGINT or SIGTERM.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use catalog::{BucketRecord, Catalog, CatalogConfig, CatalogError, EmbeddedCatalog, Op, Transaction};
+use hyper::StatusCode;
+use storage::DriveSetConfig;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::config::{DEFAULT_CREDENTIAL, ServeConfig, StorageConfig};
+use crate::http;
+use crate::metrics::Metrics;
+
+/// Catalog settings from the resolved storage settings.
+pub fn catalog_config(s: &StorageConfig) -> CatalogConfig {
+    let mut c = CatalogConfig::new(DriveSetConfig {
+        drives: s.drives.clone(),
+        k: s.k,
+        m: s.m,
+    });
+    c.meta_dir = s.meta_dir.clone();
+    c.checkpoint_bytes = s.checkpoint_mb << 20;
+    c
+}
+
+async fn bind(addr: std::net::SocketAddr, what: &str) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding the {what} listener to {addr}"))
+}
+
+async fn ensure_broker_bucket(catalog: &EmbeddedCatalog, config: &ServeConfig) -> anyhow::Result<()> {
+    let name = &config.broker_bucket;
+    if catalog.bucket(name)?.is_some() {
+        return Ok(());
+    }
+    let record = BucketRecord {
+        name: name.clone(),
+        owner: config.users[0].access_key.clone(),
+        created_ms: now_ms(),
+        versioning: catalog::Versioning::Unversioned,
+        tags: BTreeMap::new(),
+        settings: BTreeMap::new(),
+    };
+    match catalog.commit(Transaction::new(vec![Op::CreateBucket(record)])).await {
+        Ok(_) | Err(CatalogError::BucketExists(_)) => Ok(()),
+        Err(e) => Err(e).context("creating the broker bucket"),
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await
+            }
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received; shutting down"),
+        _ = term => tracing::info!("SIGTERM received; shutting down"),
+    }
+}
+
+/// Runs the server until a shutdown signal.
+pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
+    if config.default_credentials {
+        tracing::warn!(
+            access_key = DEFAULT_CREDENTIAL,
+            secret_key = DEFAULT_CREDENTIAL,
+            "using the default S3 credentials; set EDDY_ACCESS_KEY and EDDY_SECRET_KEY"
+        );
+        println!("S3 credentials: {DEFAULT_CREDENTIAL} / {DEFAULT_CREDENTIAL} (default)");
+    }
+    let cat_config = catalog_config(&config.storage);
+    let catalog = tokio::task::spawn_blocking(move || EmbeddedCatalog::open(cat_config))
+        .await?
+        .context("opening the catalog")?;
+    ensure_broker_bucket(&catalog, &config).await?;
+    let metrics = Arc::new(Metrics::new(catalog.metrics()));
+
+    let s3 = bind(config.s3_listen, "S3").await?;
+    let http_listener = bind(config.http_listen, "HTTP").await?;
+    let mut kafka = Vec::new();
+    for addr in &config.kafka_listen {
+        kafka.push(bind(*addr, "Kafka").await?);
+    }
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut tasks = tokio::task::JoinSet::new();
+    tasks.spawn(http::serve(
+        "s3",
+        s3,
+        metrics.clone(),
+        |req| {
+            http::reply(
+                StatusCode::NOT_IMPLEMENTED,
+                "application/xml",
+                s3gw::not_implemented_xml(req.uri().path()),
+            )
+        },
+        stop_rx.clone(),
+    ));
+    tasks.spawn(http::serve(
+        "http",
+        http_listener,
+        metrics.clone(),
+        http::endpoint(catalog.clone(), metrics.clone()),
+        stop_rx.clone(),
+    ));
+    for l in kafka {
+        tasks.spawn(broker::serve(l, stop_rx.clone()));
+    }
+    let scrub = crate::scrub::spawn(
+        catalog.clone(),
+        Duration::from_secs(config.storage.scrub_interval_secs),
+        stop_rx.clone(),
+    );
+    println!(
+        "eddy ready: s3 http://{} kafka {} http http://{} (data on {} drives, {}+{})",
+        config.s3_listen,
+        config
+            .kafka_listen
+            .iter()
+            .map(|a| a.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+        config.http_listen,
+        config.storage.drives.len(),
+        config.storage.k,
+        config.storage.m,
+    );
+    tracing::info!("eddy ready");
+
+    shutdown_signal().await;
+    let _ = stop_tx.send(true);
+    while tasks.join_next().await.is_some() {}
+    let _ = scrub.await;
+    tokio::task::spawn_blocking(move || catalog.shutdown()).await?;
+    tracing::info!("eddy stopped");
+    Ok(())
+}
