@@ -37,7 +37,9 @@ pub fn run(config: &StorageConfig, json: bool) -> anyhow::Result<()> {
         .map(|h| h.index)
         .collect();
     let set = Arc::new(set);
-    let _locks = set.lock().context("locking the drives (is `eddy serve` running?)")?;
+    let _locks = set
+        .lock()
+        .context("locking the drives (is `eddy serve` running?)")?;
     let blobs = BlobStore::new(set.clone(), storage::blob::DEFAULT_SHARD_SIZE)?;
     let bar = ProgressBar::new(0);
     if json {
@@ -71,7 +73,10 @@ pub fn run(config: &StorageConfig, json: bool) -> anyhow::Result<()> {
             report.blobs_unfinished_removed
         );
         if report.blobs_unrecoverable.is_empty() {
-            println!("full redundancy: every block verifies on all {} drives", set.drives().len());
+            println!(
+                "full redundancy: every block verifies on all {} drives",
+                set.drives().len()
+            );
         }
     }
     if !report.blobs_unrecoverable.is_empty() {

@@ -11,7 +11,11 @@ use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
-#[command(name = "eddy", version, about = "S3 object store with an integrated Kafka-compatible event broker")]
+#[command(
+    name = "eddy",
+    version,
+    about = "S3 object store with an integrated Kafka-compatible event broker"
+)]
 struct Cli {
     /// Log filter (tracing's EnvFilter syntax), e.g. `info` or `eddy=debug,catalog=debug`.
     #[arg(long, env = "EDDY_LOG", default_value = "info", global = true)]

@@ -30,9 +30,10 @@ pub fn spawn(
                 // Blobs being written right now have no trailer yet.
                 keep_unfinished: true,
             };
-            let result =
-                tokio::task::spawn_blocking(move || storage::heal::heal(&blobs, options, &NoProgress))
-                    .await;
+            let result = tokio::task::spawn_blocking(move || {
+                storage::heal::heal(&blobs, options, &NoProgress)
+            })
+            .await;
             match result {
                 Ok(Ok(r)) => tracing::info!(
                     blobs = r.blobs_checked,

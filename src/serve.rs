@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use catalog::{BucketRecord, Catalog, CatalogConfig, CatalogError, EmbeddedCatalog, Op, Transaction};
+use catalog::{
+    BucketRecord, Catalog, CatalogConfig, CatalogError, EmbeddedCatalog, Op, Transaction,
+};
 use hyper::StatusCode;
 use storage::DriveSetConfig;
 use tokio::net::TcpListener;
@@ -34,7 +36,10 @@ async fn bind(addr: std::net::SocketAddr, what: &str) -> anyhow::Result<TcpListe
         .with_context(|| format!("binding the {what} listener to {addr}"))
 }
 
-async fn ensure_broker_bucket(catalog: &EmbeddedCatalog, config: &ServeConfig) -> anyhow::Result<()> {
+async fn ensure_broker_bucket(
+    catalog: &EmbeddedCatalog,
+    config: &ServeConfig,
+) -> anyhow::Result<()> {
     let name = &config.broker_bucket;
     if catalog.bucket(name)?.is_some() {
         return Ok(());
@@ -47,7 +52,10 @@ async fn ensure_broker_bucket(catalog: &EmbeddedCatalog, config: &ServeConfig) -
         tags: BTreeMap::new(),
         settings: BTreeMap::new(),
     };
-    match catalog.commit(Transaction::new(vec![Op::CreateBucket(record)])).await {
+    match catalog
+        .commit(Transaction::new(vec![Op::CreateBucket(record)]))
+        .await
+    {
         Ok(_) | Err(CatalogError::BucketExists(_)) => Ok(()),
         Err(e) => Err(e).context("creating the broker bucket"),
     }

@@ -117,7 +117,10 @@ fn find_version(
     let versions = versions_of(t, bucket, key)?;
     Ok(match version_id {
         Some(id) => versions.into_iter().find(|(_, v)| v.version_id == id),
-        None => versions.into_iter().next().filter(|(_, v)| !v.delete_marker),
+        None => versions
+            .into_iter()
+            .next()
+            .filter(|(_, v)| !v.delete_marker),
     })
 }
 
@@ -236,8 +239,7 @@ impl<'t> Tables<'t> {
             }
             Op::ExpectEtag { bucket, key, etag } => {
                 self.require_bucket(bucket)?;
-                let current: Option<ObjectVersion> =
-                    get(&self.objects, &object_key(bucket, key))?;
+                let current: Option<ObjectVersion> = get(&self.objects, &object_key(bucket, key))?;
                 let actual = current.as_ref().map(|v| v.etag.as_str());
                 if actual != etag.as_deref() {
                     return Err(CatalogError::PreconditionFailed(format!(

@@ -132,7 +132,8 @@ pub fn restore(path: &Path, blobs: &BlobStore, ptr: &CheckpointPointer) -> Catal
             let key = stream.take(klen as usize)?;
             let vlen = u32::from_le_bytes(stream.take(4)?.try_into().unwrap_or_default());
             let value = stream.take(vlen as usize)?;
-            w.open_table(def)?.insert(key.as_slice(), value.as_slice())?;
+            w.open_table(def)?
+                .insert(key.as_slice(), value.as_slice())?;
             n += 1;
         }
         w.commit()?;

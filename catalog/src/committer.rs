@@ -44,6 +44,9 @@ pub(crate) enum Msg {
 pub(crate) struct Shared {
     pub applied: watch::Sender<u64>,
     pub log_bytes_since_checkpoint: AtomicU64,
+    /// Size of the newest checkpoint: the next one waits for at least this much log, so
+    /// checkpointing costs O(1) per logged byte however large the state grows.
+    pub last_checkpoint_bytes: AtomicU64,
     pub failed: AtomicBool,
     pub metrics: CatalogMetrics,
 }
@@ -127,7 +130,10 @@ impl Committer {
 
     fn fail_all(&self, group: Vec<Pending>, why: &str) {
         self.shared.failed.store(true, Ordering::SeqCst);
-        tracing::error!(why, "group commit failed; the catalog refuses writes until restart");
+        tracing::error!(
+            why,
+            "group commit failed; the catalog refuses writes until restart"
+        );
         for (_, reply, _) in group {
             let _ = reply.send(Err(CatalogError::Closed));
         }

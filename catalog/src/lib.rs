@@ -223,6 +223,7 @@ impl EmbeddedCatalog {
         let shared = Arc::new(Shared {
             applied,
             log_bytes_since_checkpoint: AtomicU64::new(0),
+            last_checkpoint_bytes: AtomicU64::new(ptr.as_ref().map_or(0, |p| p.blob.len)),
             failed: AtomicBool::new(false),
             metrics: CatalogMetrics::default(),
         });
@@ -265,8 +266,13 @@ impl EmbeddedCatalog {
                 {
                     let Some(cat) = weak.upgrade() else { break };
                     let lsn = *cat.shared.applied.borrow();
-                    let due = cat.shared.log_bytes_since_checkpoint.load(Ordering::Relaxed)
-                        >= bytes
+                    let threshold =
+                        bytes.max(cat.shared.last_checkpoint_bytes.load(Ordering::Relaxed));
+                    let due = cat
+                        .shared
+                        .log_bytes_since_checkpoint
+                        .load(Ordering::Relaxed)
+                        >= threshold
                         || (last.elapsed() >= interval && last_lsn != Some(lsn));
                     if due {
                         match cat.checkpoint() {
@@ -298,7 +304,10 @@ impl EmbeddedCatalog {
             .checkpoint_lock
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        let pending = self.shared.log_bytes_since_checkpoint.load(Ordering::Relaxed);
+        let pending = self
+            .shared
+            .log_bytes_since_checkpoint
+            .load(Ordering::Relaxed);
         let (reply, rx) = mpsc::channel();
         self.send(Msg::Flush(reply))?;
         let durable = rx.recv().map_err(|_| CatalogError::Closed)??;
@@ -307,6 +316,9 @@ impl EmbeddedCatalog {
         self.shared
             .log_bytes_since_checkpoint
             .fetch_sub(pending, Ordering::Relaxed);
+        self.shared
+            .last_checkpoint_bytes
+            .store(ptr.blob.len, Ordering::Relaxed);
         self.shared.metrics.checkpoints.inc();
         Ok(ptr.lsn)
     }

@@ -70,6 +70,10 @@ impl CatalogMetrics {
             "Seconds from submission to acknowledgement",
             self.transaction_seconds.clone(),
         );
-        registry.register("checkpoints", "Checkpoints written", self.checkpoints.clone());
+        registry.register(
+            "checkpoints",
+            "Checkpoints written",
+            self.checkpoints.clone(),
+        );
     }
 }

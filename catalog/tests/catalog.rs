@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use catalog::{
-    BucketRecord, Catalog, CatalogConfig, CatalogError, EmbeddedCatalog, ObjectData,
-    ObjectVersion, Op, OpOutcome, OffsetRecord, TopicRecord, Transaction, Versioning,
+    BucketRecord, Catalog, CatalogConfig, CatalogError, EmbeddedCatalog, ObjectData, ObjectVersion,
+    OffsetRecord, Op, OpOutcome, TopicRecord, Transaction, Versioning,
 };
 use storage::DriveSetConfig;
 
@@ -76,11 +76,17 @@ async fn commit(c: &EmbeddedCatalog, ops: Vec<Op>) -> Result<catalog::CommitOutc
 async fn transactions_commit_whole_or_not_at_all() {
     let dir = tempfile::tempdir().unwrap();
     let c = open(dir.path());
-    commit(&c, vec![bucket("b"), topic("t", 7, 3)]).await.unwrap();
+    commit(&c, vec![bucket("b"), topic("t", 7, 3)])
+        .await
+        .unwrap();
 
     let out = commit(
         &c,
-        vec![append(7, 0, 2, 1), append(7, 2, 5, 2), object("b", "k", b"hello")],
+        vec![
+            append(7, 0, 2, 1),
+            append(7, 2, 5, 2),
+            object("b", "k", b"hello"),
+        ],
     )
     .await
     .unwrap();
@@ -94,10 +100,20 @@ async fn transactions_commit_whole_or_not_at_all() {
     );
 
     // Partition 9 does not exist: nothing of this transaction may appear.
-    let err = commit(&c, vec![append(7, 1, 1, 3), append(7, 9, 1, 3), object("b", "x", b"no")])
-        .await
-        .unwrap_err();
-    assert!(matches!(err, CatalogError::UnknownPartition { partition: 9, .. }), "{err}");
+    let err = commit(
+        &c,
+        vec![
+            append(7, 1, 1, 3),
+            append(7, 9, 1, 3),
+            object("b", "x", b"no"),
+        ],
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(err, CatalogError::UnknownPartition { partition: 9, .. }),
+        "{err}"
+    );
     assert_eq!(c.partition(7, 1).unwrap().unwrap().next_offset, 0);
     assert!(c.object("b", "x").unwrap().is_none());
 
@@ -106,8 +122,16 @@ async fn transactions_commit_whole_or_not_at_all() {
     let batches = c.read_batches(7, 0, 3, 1 << 20).unwrap();
     assert_eq!(batches.len(), 1, "offset 3 lies inside the second batch");
     assert_eq!((batches[0].base_offset, batches[0].last_offset), (2, 4));
-    assert_eq!(&batches[0].bytes[..8], &2i64.to_be_bytes(), "base offset rewritten");
-    assert_eq!(c.read_batches(7, 0, 0, 1).unwrap().len(), 1, "at least one batch");
+    assert_eq!(
+        &batches[0].bytes[..8],
+        &2i64.to_be_bytes(),
+        "base offset rewritten"
+    );
+    assert_eq!(
+        c.read_batches(7, 0, 0, 1).unwrap().len(),
+        1,
+        "at least one batch"
+    );
     assert_eq!(c.read_batches(7, 0, 0, 1 << 20).unwrap().len(), 2);
 
     assert!(matches!(
@@ -131,7 +155,9 @@ async fn concurrent_transactions_share_group_commits() {
         tasks.push(tokio::spawn(async move {
             let mut offsets = Vec::new();
             for _ in 0..20 {
-                let out = commit(&c, vec![append(1, w % 4, 1, w as u8)]).await.unwrap();
+                let out = commit(&c, vec![append(1, w % 4, 1, w as u8)])
+                    .await
+                    .unwrap();
                 if let OpOutcome::Appended { base_offset } = out.ops[0] {
                     offsets.push(base_offset);
                 }
@@ -147,7 +173,11 @@ async fn concurrent_transactions_share_group_commits() {
     }
     for (p, mut offsets) in per_partition {
         offsets.sort_unstable();
-        assert_eq!(offsets, (0..320).collect::<Vec<_>>(), "partition {p}: no gaps or reuse");
+        assert_eq!(
+            offsets,
+            (0..320).collect::<Vec<_>>(),
+            "partition {p}: no gaps or reuse"
+        );
     }
     let m = c.metrics();
     assert!(
@@ -188,7 +218,10 @@ fn check_state(c: &EmbeddedCatalog, n: u32) {
     assert_eq!(objects.len(), n as usize);
     for (i, (key, v)) in objects.iter().enumerate() {
         assert_eq!(key, &format!("key-{i:04}"));
-        assert_eq!(v.data, ObjectData::Inline((i as u32).to_le_bytes().to_vec()));
+        assert_eq!(
+            v.data,
+            ObjectData::Inline((i as u32).to_le_bytes().to_vec())
+        );
     }
     let total: u64 = (0..2)
         .map(|p| c.partition(5, p).unwrap().unwrap().next_offset)
@@ -203,7 +236,9 @@ fn check_state(c: &EmbeddedCatalog, n: u32) {
 async fn restart_replays_the_log_and_checkpoints_rebuild_a_lost_store() {
     let dir = tempfile::tempdir().unwrap();
     let c = open(dir.path());
-    commit(&c, vec![bucket("b"), topic("t", 5, 2)]).await.unwrap();
+    commit(&c, vec![bucket("b"), topic("t", 5, 2)])
+        .await
+        .unwrap();
     fill(&c, 0, 50).await;
     c.shutdown();
     drop(c);
@@ -232,16 +267,26 @@ async fn listing_pages_in_byte_order() {
     let c = open(dir.path());
     commit(&c, vec![bucket("b"), bucket("c")]).await.unwrap();
     for k in ["a/1", "a/2", "a/3", "b", "a", "é", "Z"] {
-        commit(&c, vec![object("b", k, k.as_bytes())]).await.unwrap();
+        commit(&c, vec![object("b", k, k.as_bytes())])
+            .await
+            .unwrap();
     }
-    commit(&c, vec![object("c", "a/9", b"other bucket")]).await.unwrap();
+    commit(&c, vec![object("c", "a/9", b"other bucket")])
+        .await
+        .unwrap();
     let keys = |v: Vec<(String, ObjectVersion)>| v.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
     assert_eq!(
         keys(c.list_objects("b", "", None, 100).unwrap()),
         vec!["Z", "a", "a/1", "a/2", "a/3", "b", "é"]
     );
-    assert_eq!(keys(c.list_objects("b", "a/", Some("a/1"), 1).unwrap()), vec!["a/2"]);
-    assert_eq!(keys(c.list_objects("b", "a/", Some("a/3"), 10).unwrap()), Vec::<String>::new());
+    assert_eq!(
+        keys(c.list_objects("b", "a/", Some("a/1"), 1).unwrap()),
+        vec!["a/2"]
+    );
+    assert_eq!(
+        keys(c.list_objects("b", "a/", Some("a/3"), 10).unwrap()),
+        Vec::<String>::new()
+    );
     // Overwriting an unversioned key keeps one version.
     commit(&c, vec![object("b", "a", b"again")]).await.unwrap();
     assert_eq!(c.list_versions("b", "a", None, 10).unwrap().len(), 4);

@@ -540,7 +540,8 @@ impl BlobReader {
             .ok()?;
         let stored_len = u32::from_le_bytes(block[..4].try_into().ok()?);
         let sum = u64::from_le_bytes(block[4 + sl..].try_into().ok()?);
-        if stored_len != data_len || sum != block_checksum(self.id, shard, s, data_len, &block[4..4 + sl])
+        if stored_len != data_len
+            || sum != block_checksum(self.id, shard, s, data_len, &block[4..4 + sl])
         {
             tracing::warn!(blob = %self.id, shard, stripe = s, "corrupt block; reading from parity");
             return None;
@@ -564,14 +565,16 @@ impl BlobReader {
         let bad: Vec<bool> = shards.iter().map(Option::is_none).collect();
         let present = bad.iter().filter(|b| !**b).count();
         if bad.iter().any(|b| *b) {
-            self.store.set.code().reconstruct(&mut shards).map_err(|_| {
-                StorageError::Unrecoverable {
+            self.store
+                .set
+                .code()
+                .reconstruct(&mut shards)
+                .map_err(|_| StorageError::Unrecoverable {
                     blob: self.id.to_string(),
                     stripe: s,
                     present,
                     needed: self.store.set.k(),
-                }
-            })?;
+                })?;
         }
         Ok((shards.into_iter().flatten().collect(), bad))
     }

@@ -287,7 +287,8 @@ pub fn write_durable(path: &Path, bytes: &[u8]) -> StorageResult<()> {
         let mut f = fs::File::create(&tmp).map_err(|e| StorageError::io("create", &tmp, e))?;
         f.write_all(bytes)
             .map_err(|e| StorageError::io("write", &tmp, e))?;
-        f.sync_all().map_err(|e| StorageError::io("fsync", &tmp, e))?;
+        f.sync_all()
+            .map_err(|e| StorageError::io("fsync", &tmp, e))?;
         fs::rename(&tmp, path).map_err(|e| StorageError::io("rename", path, e))?;
         fsync_dir(dir)
     })();

@@ -255,7 +255,11 @@ impl Wal {
         truncate_tail(&set, &segments, next, &keep)?;
         let mut segments: Vec<u64> = segments.into_iter().filter(|s| *s < next).collect();
         segments.push(next);
-        let logs = set.drives().iter().map(|d| DriveLog::spawn(d.index)).collect();
+        let logs = set
+            .drives()
+            .iter()
+            .map(|d| DriveLog::spawn(d.index))
+            .collect();
         let mut wal = Self {
             set,
             config,
@@ -602,7 +606,9 @@ mod tests {
         drop(wal);
         // Tear record 3: keep only 3 of its 6 frames (fewer than k = 4).
         for d in 0..3 {
-            let path = dir.path().join(format!("drive-{d}/wal/{}", segment_name(1)));
+            let path = dir
+                .path()
+                .join(format!("drive-{d}/wal/{}", segment_name(1)));
             let bytes = fs::read(&path).unwrap();
             let frames = scan_frames(&bytes, d, 4);
             fs::write(&path, &bytes[..frames[1].end as usize + 10]).unwrap();
