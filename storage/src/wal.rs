@@ -207,11 +207,13 @@ impl Wal {
         let mut tail: Option<u64> = None;
         // Per drive: the end offset of its last frame at or below the recovered end.
         let mut keep: BTreeMap<(usize, u64), u64> = BTreeMap::new();
+        let mut scanned = BTreeSet::new();
         for (i, &start) in segments.iter().enumerate() {
             let seg_end = segments.get(i + 1).copied();
             if seg_end.is_some_and(|e| e <= from) {
                 continue;
             }
+            scanned.insert(start);
             let frames = read_segment_frames(&set, start);
             let mut by_lsn: BTreeMap<u64, Vec<(usize, &FrameInfo)>> = BTreeMap::new();
             for (drive, fs) in frames.iter().enumerate() {
@@ -252,7 +254,7 @@ impl Wal {
         if let Some(t) = tail {
             tracing::warn!(lsn = t, "dropped a torn log tail");
         }
-        truncate_tail(&set, &segments, next, &keep)?;
+        truncate_tail(&set, &scanned, next, &keep)?;
         let mut segments: Vec<u64> = segments.into_iter().filter(|s| *s < next).collect();
         segments.push(next);
         let logs = set
@@ -448,11 +450,12 @@ fn decode_record(set: &DriveSet, shards: &[(usize, &FrameInfo)]) -> Option<Vec<u
     Some(payload)
 }
 
-/// Cuts every drive's log back to the recovered end: frames past it are torn and must not
-/// mix with the records written after restart.
+/// Cuts every drive's copy of the scanned segments back to the recovered end: frames past
+/// it are torn and must not mix with the records written after restart. Segments wholly
+/// before the replay start were not scanned and are left alone.
 fn truncate_tail(
     set: &DriveSet,
-    segments: &[u64],
+    segments: &BTreeSet<u64>,
     next: u64,
     keep: &BTreeMap<(usize, u64), u64>,
 ) -> StorageResult<()> {
@@ -594,6 +597,24 @@ mod tests {
         let (_, got) = open(dir.path(), 30);
         assert_eq!(got.first().map(|r| r.0), Some(30));
         assert_eq!(got.last().map(|r| r.1.clone()), Some(b"next".to_vec()));
+    }
+
+    #[test]
+    fn opening_from_a_later_lsn_keeps_earlier_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut wal, _) = open(dir.path(), 1);
+        for i in 1..=40 {
+            wal.append(&payload(i)).unwrap();
+        }
+        drop(wal);
+        let (_, got) = open(dir.path(), 35);
+        assert_eq!(got.first().map(|r| r.0), Some(35));
+        let (_, got) = open(dir.path(), 1);
+        assert_eq!(
+            got.len(),
+            40,
+            "records before the replay start must survive"
+        );
     }
 
     #[test]
