@@ -64,11 +64,18 @@ fn start(dir: &Path) -> Server {
 
 fn get(port: u16, path: &str) -> (u16, String) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut text = String::new();
     s.read_to_string(&mut text).unwrap();
     let status = text[9..12].parse().unwrap();
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
     (status, body)
 }
 
@@ -91,7 +98,10 @@ fn serves_health_and_metrics_and_stops_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(dir.path());
     assert!(
-        server.stdout.iter().any(|l| l.contains("eddyadmin / eddyadmin")),
+        server
+            .stdout
+            .iter()
+            .any(|l| l.contains("eddyadmin / eddyadmin")),
         "default credentials not printed: {:?}",
         server.stdout
     );
@@ -112,7 +122,10 @@ fn serves_health_and_metrics_and_stops_on_sigterm() {
         assert!(metrics.contains(name), "{name} missing from:\n{metrics}");
     }
     // The broker bucket is created at first start: one commit.
-    assert!(metrics.contains("eddy_catalog_transactions_total 1"), "{metrics}");
+    assert!(
+        metrics.contains("eddy_catalog_transactions_total 1"),
+        "{metrics}"
+    );
 
     let (status, body) = get(server.s3, "/some-bucket/key");
     assert_eq!(status, 501);
@@ -124,7 +137,10 @@ fn serves_health_and_metrics_and_stops_on_sigterm() {
     // Restart: nothing new to create.
     let server = start(dir.path());
     let (_, metrics) = get(server.http, "/metrics");
-    assert!(metrics.contains("eddy_catalog_transactions_total 0"), "{metrics}");
+    assert!(
+        metrics.contains("eddy_catalog_transactions_total 0"),
+        "{metrics}"
+    );
     stop(server);
 }
 
@@ -141,7 +157,10 @@ fn runs_degraded_within_m_and_refuses_beyond() {
     assert_eq!(health["status"], "degraded");
     assert_eq!(health["drives_offline"], 2);
     let (_, metrics) = get(server.http, "/metrics");
-    assert!(metrics.contains("eddy_drive_online{drive=\"0\""), "{metrics}");
+    assert!(
+        metrics.contains("eddy_drive_online{drive=\"0\""),
+        "{metrics}"
+    );
     stop(server);
 
     std::fs::remove_dir_all(dir.path().join("drive-5")).unwrap();
@@ -156,5 +175,8 @@ fn runs_degraded_within_m_and_refuses_beyond() {
         .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("3 of 6 drives are unavailable; at most 2 may be"), "{err}");
+    assert!(
+        err.contains("3 of 6 drives are unavailable; at most 2 may be"),
+        "{err}"
+    );
 }
