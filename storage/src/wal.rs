@@ -48,19 +48,60 @@ fn wal_dir(root: &Path) -> PathBuf {
     root.join("wal")
 }
 
+fn frame_header(shard_index: usize, lsn: u64, payload_len: u64) -> [u8; FRAME_HEADER] {
+    let mut h = [0u8; FRAME_HEADER];
+    h[..4].copy_from_slice(FRAME_MAGIC);
+    h[4..6].copy_from_slice(&1u16.to_le_bytes());
+    h[6..8].copy_from_slice(&(shard_index as u16).to_le_bytes());
+    h[8..16].copy_from_slice(&lsn.to_le_bytes());
+    h[16..24].copy_from_slice(&payload_len.to_le_bytes());
+    let sum = checksum::bytes(&h[..24]);
+    h[24..].copy_from_slice(&sum.to_le_bytes());
+    h
+}
+
+fn shard_checksum(shard_index: usize, lsn: u64, shard: &[u8]) -> [u8; FRAME_TRAILER] {
+    checksum::block(&shard_identity(shard_index), lsn, &[shard]).to_le_bytes()
+}
+
+/// One whole frame (header, shard, checksum), for rewrites by heal.
 fn frame(shard_index: usize, lsn: u64, payload_len: u64, shard: &[u8]) -> Vec<u8> {
-    let mut f = Vec::with_capacity(FRAME_HEADER + shard.len() + FRAME_TRAILER);
-    f.extend_from_slice(FRAME_MAGIC);
-    f.extend_from_slice(&1u16.to_le_bytes());
-    f.extend_from_slice(&(shard_index as u16).to_le_bytes());
-    f.extend_from_slice(&lsn.to_le_bytes());
-    f.extend_from_slice(&payload_len.to_le_bytes());
-    let sum = checksum::bytes(&f[..24]);
-    f.extend_from_slice(&sum.to_le_bytes());
-    f.extend_from_slice(shard);
-    let sum = checksum::block(&shard_identity(shard_index), lsn, &[shard]);
-    f.extend_from_slice(&sum.to_le_bytes());
-    f
+    [
+        &frame_header(shard_index, lsn, payload_len)[..],
+        shard,
+        &shard_checksum(shard_index, lsn, shard),
+    ]
+    .concat()
+}
+
+/// A record split into its shards, shared by the drive threads: each writes its own
+/// shard straight from here (no per-drive copy) and checksums it in parallel.
+struct EncodedRecord {
+    lsn: u64,
+    payload_len: u64,
+    /// The payload zero-padded to `k` shards.
+    data: Vec<u8>,
+    shard_len: usize,
+    parity: Vec<Vec<u8>>,
+}
+
+impl EncodedRecord {
+    fn shard(&self, i: usize) -> &[u8] {
+        let k = self.data.len() / self.shard_len;
+        if i < k {
+            &self.data[i * self.shard_len..(i + 1) * self.shard_len]
+        } else {
+            &self.parity[i - k]
+        }
+    }
+
+    fn write_frame(&self, i: usize, f: &mut File) -> std::io::Result<()> {
+        let shard = self.shard(i);
+        f.write_all(&frame_header(i, self.lsn, self.payload_len))?;
+        f.write_all(shard)?;
+        f.write_all(&shard_checksum(i, self.lsn, shard))?;
+        f.sync_data()
+    }
 }
 
 fn shard_identity(shard_index: usize) -> [u8; 5] {
@@ -118,7 +159,7 @@ fn scan_frames(bytes: &[u8], shard_index: usize, k: usize) -> Vec<FrameInfo> {
 
 enum DriveCmd {
     Open(PathBuf),
-    Append(Vec<u8>),
+    Append(Arc<EncodedRecord>),
 }
 
 /// A thread per drive, so the frames of one record are written and fsync'd on all drives
@@ -140,8 +181,8 @@ impl DriveLog {
                 for cmd in cmd_rx {
                     let r = match cmd {
                         DriveCmd::Open(path) => open_segment(&path).map(|f| file = Some(f)),
-                        DriveCmd::Append(bytes) => match file.as_mut() {
-                            Some(f) => f.write_all(&bytes).and_then(|_| f.sync_data()),
+                        DriveCmd::Append(record) => match file.as_mut() {
+                            Some(f) => record.write_frame(index, f),
                             None => Err(std::io::Error::other("no open segment")),
                         },
                     };
@@ -345,14 +386,24 @@ impl Wal {
             self.open_segment(lsn)?;
         }
         let k = self.set.k();
-        let data = split(payload, k);
-        let refs: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
-        let parity = self.set.code().encode(&refs)?;
+        let shard_len = shard_len(payload.len(), k);
+        let mut data = Vec::with_capacity(shard_len * k);
+        data.extend_from_slice(payload);
+        data.resize(shard_len * k, 0);
+        let parity = {
+            let refs: Vec<&[u8]> = data.chunks(shard_len).collect();
+            self.set.code().encode(&refs)?
+        };
+        let record = Arc::new(EncodedRecord {
+            lsn,
+            payload_len: payload.len() as u64,
+            data,
+            shard_len,
+            parity,
+        });
         let online = self.online_drives();
         for &i in &online {
-            let shard = if i < k { &data[i] } else { &parity[i - k] };
-            let bytes = frame(i, lsn, payload.len() as u64, shard);
-            self.logs[i].call(DriveCmd::Append(bytes));
+            self.logs[i].call(DriveCmd::Append(record.clone()));
         }
         self.collect(&online, "append")?;
         self.next_lsn += 1;
