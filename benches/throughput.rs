@@ -26,7 +26,7 @@ fn blobs(root: &Path) {
     let dir = fresh(root, "blobs");
     let set = Arc::new(DriveSet::open(&DriveSetConfig::under(&dir, 4, 2)).unwrap());
     let store = BlobStore::new(set, storage::blob::DEFAULT_SHARD_SIZE).unwrap();
-    let chunk: Vec<u8> = (0..1u64 << 20).map(|i| (i * 7919 >> 5) as u8).collect();
+    let chunk: Vec<u8> = (0..1u64 << 20).map(|i| ((i * 7919) >> 5) as u8).collect();
     let started = Instant::now();
     let mut w = store.create().unwrap();
     for _ in 0..BLOB_BYTES / chunk.len() {
