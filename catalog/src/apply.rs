@@ -7,6 +7,7 @@ use redb::{ReadableTable, WriteTransaction};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use storage::BlobMeta;
+use storage::wal::LogPosition;
 
 use crate::error::{CatalogError, CatalogResult};
 use crate::model::{BucketRecord, ObjectVersion, PartitionState, TopicRecord};
@@ -40,6 +41,7 @@ pub struct Tables<'t> {
     batches: RedbTable<'t>,
     groups: RedbTable<'t>,
     offsets: RedbTable<'t>,
+    segment_refs: RedbTable<'t>,
 }
 
 /// Side effects to carry out once the commit is durable.
@@ -47,6 +49,42 @@ pub struct Tables<'t> {
 pub struct Effects {
     /// Blobs no longer referenced.
     pub freed_blobs: Vec<BlobMeta>,
+}
+
+/// The data section of the log record being built: appended batches go here (base
+/// offset already rewritten), and their index entries point at it.
+pub struct LogCursor {
+    /// Where the record will be.
+    pub position: LogPosition,
+    /// Batch bytes, in append order.
+    pub data: Vec<u8>,
+    /// Whether to copy bytes (false when replaying: they are in the log already).
+    pub collect: bool,
+    len: u64,
+}
+
+impl LogCursor {
+    /// An empty data section for the record at `position`.
+    pub fn new(position: LogPosition, collect: bool) -> Self {
+        Self {
+            position,
+            data: Vec::new(),
+            collect,
+            len: 0,
+        }
+    }
+
+    /// Adds a batch with its base offset rewritten; returns its offset in the payload.
+    fn push(&mut self, batch: &[u8], base_offset: u64) -> u64 {
+        let at = self.len;
+        if self.collect {
+            self.data.extend_from_slice(batch);
+            let start = at as usize;
+            self.data[start..start + 8].copy_from_slice(&(base_offset as i64).to_be_bytes());
+        }
+        self.len += batch.len() as u64;
+        at
+    }
 }
 
 fn get<T: DeserializeOwned>(t: &RedbTable<'_>, key: &[u8]) -> CatalogResult<Option<T>> {
@@ -124,6 +162,10 @@ fn find_version(
     })
 }
 
+fn entry(v: &[u8]) -> CatalogResult<tables::BatchEntry> {
+    tables::BatchEntry::decode(v).ok_or_else(|| CatalogError::Corrupt("batch index entry".into()))
+}
+
 fn no_such_key(bucket: &str, key: &str) -> CatalogError {
     CatalogError::NoSuchKey {
         bucket: bucket.into(),
@@ -145,6 +187,7 @@ impl<'t> Tables<'t> {
             batches: w.open_table(BATCHES)?,
             groups: w.open_table(GROUPS)?,
             offsets: w.open_table(OFFSETS)?,
+            segment_refs: w.open_table(SEGMENT_REFS)?,
         })
     }
 
@@ -309,7 +352,12 @@ impl<'t> Tables<'t> {
     }
 
     /// Applies an operation that passed [`Tables::check`].
-    pub fn apply(&mut self, op: &Op, effects: &mut Effects) -> CatalogResult<OpOutcome> {
+    pub fn apply(
+        &mut self,
+        op: &Op,
+        effects: &mut Effects,
+        log: &mut LogCursor,
+    ) -> CatalogResult<OpOutcome> {
         match op {
             Op::CreateBucket(b) | Op::UpdateBucket(b) => {
                 put(&mut self.buckets, b.name.as_bytes(), b)?;
@@ -397,7 +445,14 @@ impl<'t> Tables<'t> {
                     self.topic_ids.remove(t.id.to_be_bytes().as_slice())?;
                     let prefix = t.id.to_be_bytes();
                     remove_prefix(&mut self.partitions, &prefix, |_| Ok(()))?;
-                    remove_prefix(&mut self.batches, &prefix, |_| Ok(()))?;
+                    let mut segments = Vec::new();
+                    remove_prefix(&mut self.batches, &prefix, |v| {
+                        segments.push(entry(v)?.position.segment);
+                        Ok(())
+                    })?;
+                    for segment in segments {
+                        self.add_segment_ref(segment, -1)?;
+                    }
                 }
             }
             Op::Append {
@@ -411,12 +466,18 @@ impl<'t> Tables<'t> {
                 let mut st: PartitionState = get(&self.partitions, &pk)?.unwrap_or_default();
                 let base = st.next_offset;
                 let last = base + u64::from(*offset_count) - 1;
-                let mut value = tables::batch_value(last, *max_timestamp, batch);
-                value[16..24].copy_from_slice(&(base as i64).to_be_bytes());
+                let e = tables::BatchEntry {
+                    last_offset: last,
+                    max_timestamp: *max_timestamp,
+                    position: log.position,
+                    data_offset: log.push(batch, base),
+                    len: batch.len() as u32,
+                };
                 self.batches.insert(
                     batch_key(*topic_id, *partition, base).as_slice(),
-                    value.as_slice(),
+                    e.encode().as_slice(),
                 )?;
+                self.add_segment_ref(log.position.segment, 1)?;
                 st.next_offset = last + 1;
                 st.bytes += batch.len() as u64;
                 put(&mut self.partitions, &pk, &st)?;
@@ -436,15 +497,15 @@ impl<'t> Tables<'t> {
                     let mut doomed = Vec::new();
                     for e in self.batches.range(from.as_slice()..to.as_slice())? {
                         let (k, v) = e?;
-                        if let Some((last, _, bytes)) = tables::parse_batch_value(v.value())
-                            && last < *offset
-                        {
-                            doomed.push((k.value().to_vec(), bytes.len() as u64));
+                        let e = entry(v.value())?;
+                        if e.last_offset < *offset {
+                            doomed.push((k.value().to_vec(), e));
                         }
                     }
-                    for (k, len) in doomed {
+                    for (k, e) in doomed {
                         self.batches.remove(k.as_slice())?;
-                        st.bytes = st.bytes.saturating_sub(len);
+                        self.add_segment_ref(e.position.segment, -1)?;
+                        st.bytes = st.bytes.saturating_sub(u64::from(e.len));
                     }
                     put(&mut self.partitions, &pk, &st)?;
                 }
@@ -474,6 +535,23 @@ impl<'t> Tables<'t> {
             }
         }
         Ok(OpOutcome::Done)
+    }
+
+    fn add_segment_ref(&mut self, segment: u64, delta: i64) -> CatalogResult<()> {
+        let key = segment.to_be_bytes();
+        let n = self
+            .segment_refs
+            .get(key.as_slice())?
+            .and_then(|v| v.value().try_into().ok().map(u64::from_be_bytes))
+            .unwrap_or(0)
+            .saturating_add_signed(delta);
+        if n == 0 {
+            self.segment_refs.remove(key.as_slice())?;
+        } else {
+            self.segment_refs
+                .insert(key.as_slice(), n.to_be_bytes().as_slice())?;
+        }
+        Ok(())
     }
 
     /// Makes `OBJECTS` show the newest version of a key, or nothing when that is a delete

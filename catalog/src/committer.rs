@@ -16,10 +16,10 @@ use redb::{Database, Durability};
 use storage::{BlobStore, Wal};
 use tokio::sync::{oneshot, watch};
 
-use crate::apply::{Effects, Tables};
+use crate::apply::{Effects, LogCursor, Tables};
 use crate::error::{CatalogError, CatalogResult};
 use crate::metrics::CatalogMetrics;
-use crate::tables::APPLIED_LSN;
+use crate::tables::{APPLIED_LSN, SEGMENT_REFS};
 use crate::txn::{CommitOutcome, Transaction};
 
 /// Upper bound on the transaction bytes gathered into one group commit.
@@ -34,8 +34,9 @@ pub(crate) enum Msg {
     },
     /// Make the store durable (an fsync'd commit) and report the applied LSN.
     Flush(std::sync::mpsc::Sender<CatalogResult<u64>>),
-    /// Delete log segments below this LSN (covered by a checkpoint).
-    TrimLog(u64),
+    /// Delete log segments below this LSN (covered by a checkpoint); replies with how
+    /// many went.
+    TrimLog(u64, std::sync::mpsc::Sender<CatalogResult<usize>>),
     /// Finish what is queued, flush, and stop.
     Shutdown,
 }
@@ -106,11 +107,9 @@ impl Committer {
                     Msg::Flush(reply) => {
                         let _ = reply.send(self.flush());
                     }
-                    Msg::TrimLog(lsn) => match self.wal.remove_before(lsn) {
-                        Ok(n) if n > 0 => tracing::debug!(segments = n, lsn, "trimmed log"),
-                        Ok(_) => {}
-                        Err(e) => tracing::warn!(error = %e, "log trim failed"),
-                    },
+                    Msg::TrimLog(lsn, reply) => {
+                        let _ = reply.send(self.trim_log(lsn));
+                    }
                     Msg::Commit { .. } | Msg::Shutdown => {}
                 }
             }
@@ -118,6 +117,24 @@ impl Committer {
         if let Err(e) = self.flush() {
             tracing::error!(error = %e, "final flush failed; the log will be replayed at start");
         }
+    }
+
+    /// Deletes segments below `lsn` that no stored batch points into.
+    fn trim_log(&mut self, lsn: u64) -> CatalogResult<usize> {
+        use redb::{ReadableDatabase, ReadableTable};
+        let r = self.db.begin_read()?;
+        let referenced: std::collections::BTreeSet<u64> = match r.open_table(SEGMENT_REFS) {
+            Ok(t) => t
+                .iter()?
+                .filter_map(|e| e.ok())
+                .filter_map(|(k, _)| k.value().try_into().ok().map(u64::from_be_bytes))
+                .collect(),
+            Err(redb::TableError::TableDoesNotExist(_)) => Default::default(),
+            Err(e) => return Err(e.into()),
+        };
+        Ok(self
+            .wal
+            .remove_before(lsn, |segment| !referenced.contains(&segment))?)
     }
 
     /// An fsync'd empty commit: everything applied so far survives without the log.
@@ -144,7 +161,12 @@ impl Committer {
             return self.fail_all(group, "earlier failure");
         }
         let started = Instant::now();
-        let lsn = self.wal.next_lsn();
+        let position = match self.wal.next_position() {
+            Ok(p) => p,
+            Err(e) => return self.fail_all(group, &e.to_string()),
+        };
+        let lsn = position.lsn;
+        let mut log = LogCursor::new(position, true);
         let mut effects = Effects::default();
         let mut accepted: Vec<(Pending, Vec<crate::txn::OpOutcome>)> = Vec::new();
         let mut w = match self.db.begin_write() {
@@ -163,7 +185,7 @@ impl Committer {
                 }
                 let mut outcomes = Vec::with_capacity(txn.ops.len());
                 for op in &txn.ops {
-                    outcomes.push(t.apply(op, &mut effects)?);
+                    outcomes.push(t.apply(op, &mut effects, &mut log)?);
                 }
                 accepted.push(((txn, reply, queued), outcomes));
             }
@@ -179,7 +201,7 @@ impl Committer {
             return;
         }
         let txns: Vec<&Transaction> = accepted.iter().map(|((t, _, _), _)| t).collect();
-        let payload = match postcard::to_stdvec(&txns) {
+        let payload = match crate::record::encode(std::mem::take(&mut log.data), &txns) {
             Ok(p) => p,
             Err(e) => {
                 let _ = w.abort();
@@ -187,10 +209,17 @@ impl Committer {
                 return self.fail_all(group, &e.to_string());
             }
         };
-        if let Err(e) = self.wal.append(&payload) {
-            let _ = w.abort();
-            let group = accepted.into_iter().map(|(p, _)| p).collect();
-            return self.fail_all(group, &e.to_string());
+        match self.wal.append(&payload) {
+            Ok(p) if p == position => {}
+            result => {
+                let _ = w.abort();
+                let group = accepted.into_iter().map(|(p, _)| p).collect();
+                let why = match result {
+                    Err(e) => e.to_string(),
+                    Ok(p) => format!("log record landed at {p:?}, not {position:?}"),
+                };
+                return self.fail_all(group, &why);
+            }
         }
         if let Err(e) = w.commit() {
             // Durable in the log but not applied here: a restart replays it.

@@ -13,6 +13,7 @@ pub mod error;
 pub mod metrics;
 pub mod model;
 mod read;
+mod record;
 pub mod tables;
 pub mod txn;
 
@@ -149,6 +150,7 @@ impl CatalogConfig {
 /// The embedded, single-process catalog.
 pub struct EmbeddedCatalog {
     db: Arc<Database>,
+    log: storage::wal::WalReader,
     blobs: BlobStore,
     tx: Mutex<Option<mpsc::Sender<Msg>>>,
     shared: Arc<Shared>,
@@ -204,8 +206,9 @@ impl EmbeddedCatalog {
         let started = Instant::now();
         let mut replayed = 0u64;
         let wal = Wal::open(set.clone(), config.wal, from, |record| {
-            replay(&db, record.lsn, &record.payload)
-                .map_err(|e| storage::StorageError::Log(format!("replay {}: {e}", record.lsn)))?;
+            let lsn = record.lsn;
+            replay(&db, record)
+                .map_err(|e| storage::StorageError::Log(format!("replay {lsn}: {e}")))?;
             replayed += 1;
             Ok(())
         })?;
@@ -227,6 +230,7 @@ impl EmbeddedCatalog {
             failed: AtomicBool::new(false),
             metrics: CatalogMetrics::default(),
         });
+        let log = wal.reader();
         let (tx, rx) = mpsc::channel();
         let committer = Committer {
             db: db.clone(),
@@ -241,6 +245,7 @@ impl EmbeddedCatalog {
             .map_err(|e| CatalogError::Store(format!("spawn committer: {e}")))?;
         let catalog = Arc::new(Self {
             db,
+            log,
             blobs,
             tx: Mutex::new(Some(tx)),
             shared,
@@ -312,7 +317,13 @@ impl EmbeddedCatalog {
         self.send(Msg::Flush(reply))?;
         let durable = rx.recv().map_err(|_| CatalogError::Closed)??;
         let ptr = checkpoint::write(&self.db, &self.blobs)?;
-        self.send(Msg::TrimLog(durable.min(ptr.lsn) + 1))?;
+        let (reply, rx) = mpsc::channel();
+        self.send(Msg::TrimLog(durable.min(ptr.lsn) + 1, reply))?;
+        match rx.recv().map_err(|_| CatalogError::Closed)? {
+            Ok(n) if n > 0 => tracing::debug!(segments = n, "trimmed log"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "log trim failed"),
+        }
         self.shared
             .log_bytes_since_checkpoint
             .fetch_sub(pending, Ordering::Relaxed);
@@ -373,16 +384,18 @@ impl Drop for EmbeddedCatalog {
 }
 
 /// Applies one log record during recovery.
-fn replay(db: &Database, lsn: u64, payload: &[u8]) -> CatalogResult<()> {
-    let txns: Vec<Transaction> = postcard::from_bytes(payload)?;
+fn replay(db: &Database, record: storage::Record) -> CatalogResult<()> {
+    let lsn = record.lsn;
+    let txns = record::decode(record.payload)?;
     let mut w = db.begin_write()?;
     w.set_durability(Durability::None)?;
     {
         let mut t = apply::Tables::open(&w)?;
         let mut effects = apply::Effects::default();
+        let mut log = apply::LogCursor::new(record.position, false);
         for txn in &txns {
             for op in &txn.ops {
-                t.apply(op, &mut effects)?;
+                t.apply(op, &mut effects, &mut log)?;
             }
         }
         t.set_counter(tables::APPLIED_LSN, lsn)?;
@@ -492,7 +505,14 @@ impl Catalog for EmbeddedCatalog {
         from_offset: u64,
         max_bytes: usize,
     ) -> CatalogResult<Vec<StoredBatch>> {
-        read::read_batches(&self.db, topic_id, partition, from_offset, max_bytes)
+        read::read_batches(
+            &self.db,
+            &self.log,
+            topic_id,
+            partition,
+            from_offset,
+            max_bytes,
+        )
     }
 
     fn offset(

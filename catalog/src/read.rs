@@ -125,6 +125,7 @@ pub fn list_versions(
 /// Batches from the one containing `from_offset`, up to `max_bytes` (at least one).
 pub fn read_batches(
     db: &Database,
+    log: &storage::wal::WalReader,
     topic_id: u128,
     partition: u32,
     from_offset: u64,
@@ -147,20 +148,22 @@ pub fn read_batches(
     for e in t.range(start.as_slice()..=hi.as_slice())? {
         let (k, v) = e?;
         let base = u64::from_be_bytes(k.value()[20..28].try_into().unwrap_or_default());
-        let (last, max_ts, bytes) = tables::parse_batch_value(v.value())
-            .ok_or_else(|| CatalogError::Corrupt("batch value".into()))?;
-        if last < from_offset {
+        let e = tables::BatchEntry::decode(v.value())
+            .ok_or_else(|| CatalogError::Corrupt("batch index entry".into()))?;
+        if e.last_offset < from_offset {
             continue;
         }
-        if !out.is_empty() && total + bytes.len() > max_bytes {
+        let len = e.len as usize;
+        if !out.is_empty() && total + len > max_bytes {
             break;
         }
-        total += bytes.len();
+        total += len;
+        let bytes = log.read(&e.position, e.data_offset, len)?;
         out.push(StoredBatch {
             base_offset: base,
-            last_offset: last,
-            max_timestamp: max_ts,
-            bytes: bytes::Bytes::copy_from_slice(bytes),
+            last_offset: e.last_offset,
+            max_timestamp: e.max_timestamp,
+            bytes: bytes.into(),
         });
         if total >= max_bytes {
             break;

@@ -22,15 +22,18 @@ pub const TOPICS: Table = TableDefinition::new("topics");
 pub const TOPIC_IDS: Table = TableDefinition::new("topic_ids");
 /// `partition_key` -> `PartitionState`.
 pub const PARTITIONS: Table = TableDefinition::new("partitions");
-/// `batch_key` -> `batch_value`.
+/// `batch_key` -> `BatchEntry` (where the batch's bytes are in the log).
 pub const BATCHES: Table = TableDefinition::new("batches");
+/// Log segment start (8 bytes, big-endian) -> number of batches stored in it (8 bytes):
+/// a segment is deleted only once nothing references it.
+pub const SEGMENT_REFS: Table = TableDefinition::new("segment_refs");
 /// Group id -> `GroupRecord`.
 pub const GROUPS: Table = TableDefinition::new("groups");
 /// `offset_key` -> `OffsetRecord`.
 pub const OFFSETS: Table = TableDefinition::new("offsets");
 
 /// Every table, with the tag checkpoints use for it.
-pub const ALL: [(u8, Table); 10] = [
+pub const ALL: [(u8, Table); 11] = [
     (1, META),
     (2, BUCKETS),
     (3, OBJECTS),
@@ -41,6 +44,7 @@ pub const ALL: [(u8, Table); 10] = [
     (8, BATCHES),
     (9, GROUPS),
     (10, OFFSETS),
+    (11, SEGMENT_REFS),
 ];
 
 /// Meta key of the last applied log record.
@@ -93,23 +97,55 @@ pub fn batch_key(topic_id: u128, partition: u32, base_offset: u64) -> [u8; 28] {
     k
 }
 
-/// Batch value: last offset, max timestamp, then the batch bytes.
-pub fn batch_value(last_offset: u64, max_timestamp: i64, batch: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(16 + batch.len());
-    v.extend_from_slice(&last_offset.to_be_bytes());
-    v.extend_from_slice(&max_timestamp.to_be_bytes());
-    v.extend_from_slice(batch);
-    v
+/// A batch's index entry: its offsets and timestamp, and where its bytes are in the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchEntry {
+    /// Offset of its last record.
+    pub last_offset: u64,
+    /// Largest timestamp in it.
+    pub max_timestamp: i64,
+    /// The log record holding it.
+    pub position: storage::wal::LogPosition,
+    /// Byte offset of the batch within that record's payload.
+    pub data_offset: u64,
+    /// Batch length in bytes.
+    pub len: u32,
 }
 
-/// Splits a batch value into last offset, max timestamp and bytes.
-pub fn parse_batch_value(v: &[u8]) -> Option<(u64, i64, &[u8])> {
-    if v.len() < 16 {
-        return None;
+impl BatchEntry {
+    const LEN: usize = 60;
+
+    /// Fixed-width big-endian encoding.
+    pub fn encode(&self) -> [u8; Self::LEN] {
+        let mut v = [0u8; Self::LEN];
+        v[..8].copy_from_slice(&self.last_offset.to_be_bytes());
+        v[8..16].copy_from_slice(&self.max_timestamp.to_be_bytes());
+        v[16..24].copy_from_slice(&self.position.lsn.to_be_bytes());
+        v[24..32].copy_from_slice(&self.position.segment.to_be_bytes());
+        v[32..40].copy_from_slice(&self.position.offset.to_be_bytes());
+        v[40..48].copy_from_slice(&self.data_offset.to_be_bytes());
+        v[48..52].copy_from_slice(&self.len.to_be_bytes());
+        v
     }
-    let last = u64::from_be_bytes(v[..8].try_into().ok()?);
-    let ts = i64::from_be_bytes(v[8..16].try_into().ok()?);
-    Some((last, ts, &v[16..]))
+
+    /// Decodes [`BatchEntry::encode`]'s output.
+    pub fn decode(v: &[u8]) -> Option<Self> {
+        if v.len() != Self::LEN {
+            return None;
+        }
+        let u = |r: std::ops::Range<usize>| v[r].try_into().ok().map(u64::from_be_bytes);
+        Some(Self {
+            last_offset: u(0..8)?,
+            max_timestamp: u(8..16)? as i64,
+            position: storage::wal::LogPosition {
+                lsn: u(16..24)?,
+                segment: u(24..32)?,
+                offset: u(32..40)?,
+            },
+            data_offset: u(40..48)?,
+            len: u32::from_be_bytes(v[48..52].try_into().ok()?),
+        })
+    }
 }
 
 /// Prefix of one group's offsets.

@@ -291,3 +291,58 @@ async fn listing_pages_in_byte_order() {
     commit(&c, vec![object("b", "a", b"again")]).await.unwrap();
     assert_eq!(c.list_versions("b", "a", None, 10).unwrap().len(), 4);
 }
+
+fn segment_files(dir: &Path) -> usize {
+    std::fs::read_dir(dir.join("drive-1/wal")).unwrap().count()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn log_segments_live_as_long_as_their_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = CatalogConfig::new(DriveSetConfig::under(dir.path(), 4, 2));
+    config.wal.segment_bytes = 300;
+    let c = EmbeddedCatalog::open(config).unwrap();
+    commit(&c, vec![topic("t", 9, 2)]).await.unwrap();
+    for i in 0..40u8 {
+        commit(&c, vec![append(9, u32::from(i % 2), 1, i)])
+            .await
+            .unwrap();
+    }
+    let before = segment_files(dir.path());
+    assert!(before > 5, "{before} segments");
+    tokio::task::block_in_place(|| c.checkpoint().unwrap());
+    assert_eq!(
+        segment_files(dir.path()),
+        before,
+        "segments holding batches are kept"
+    );
+    // Batches still read back from the log after the checkpoint.
+    let all = c.read_batches(9, 0, 0, usize::MAX).unwrap();
+    assert_eq!(all.len(), 20);
+    assert!(
+        all.iter()
+            .enumerate()
+            .all(|(j, b)| b.bytes[8..] == [(2 * j) as u8; 32])
+    );
+
+    commit(
+        &c,
+        vec![Op::TruncateBefore {
+            topic_id: 9,
+            partition: 0,
+            offset: 20,
+        }],
+    )
+    .await
+    .unwrap();
+    commit(&c, vec![Op::DeleteTopic { name: "t".into() }])
+        .await
+        .unwrap();
+    commit(&c, vec![bucket("after")]).await.unwrap();
+    tokio::task::block_in_place(|| c.checkpoint().unwrap());
+    let after = segment_files(dir.path());
+    assert!(
+        after <= 2,
+        "{after} segments left after the topic was deleted"
+    );
+}

@@ -76,30 +76,10 @@ pub struct BlobStore {
 impl BlobStore {
     /// A blob store with full stripes of `shard_size` bytes per shard (rounded up to even).
     pub fn new(set: Arc<DriveSet>, shard_size: usize) -> StorageResult<Self> {
-        let store = Self {
+        Ok(Self {
             set,
             shard_size: shard_len(shard_size, 1),
-        };
-        store.prepare_dirs()?;
-        Ok(store)
-    }
-
-    /// Creates the 256 fan-out directories on every online drive, so a blob write only
-    /// has to fsync the one directory its files land in.
-    pub fn prepare_dirs(&self) -> StorageResult<()> {
-        for d in self.set.drives().iter().filter(|d| d.is_online()) {
-            let root = d.join("blobs");
-            if root.join("ff").is_dir() {
-                continue;
-            }
-            for i in 0..=255u8 {
-                let dir = root.join(format!("{i:02x}"));
-                fs::create_dir_all(&dir).map_err(|e| StorageError::io("create dir", &dir, e))?;
-            }
-            fsync_dir(&root)?;
-            fsync_dir(&d.path)?;
-        }
-        Ok(())
+        })
     }
 
     /// The drive set under this store.
@@ -228,6 +208,26 @@ fn block_checksum(id: BlobId, shard: usize, stripe: u64, data_len: u32, bytes: &
     )
 }
 
+/// Creates a shard file, and its fan-out directory the first time one is needed (made
+/// durable before any blob in it is acknowledged).
+fn create_shard_file(path: &std::path::Path) -> std::io::Result<File> {
+    let open = || OpenOptions::new().write(true).create_new(true).open(path);
+    match open() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let dir = path.parent().unwrap_or(path);
+            fs::create_dir_all(dir)?;
+            for d in [dir.parent(), dir.parent().and_then(|p| p.parent())]
+                .into_iter()
+                .flatten()
+            {
+                File::open(d)?.sync_all()?;
+            }
+            open()
+        }
+        other => other,
+    }
+}
+
 /// Streams one blob onto the drives with memory bounded by one stripe.
 pub struct BlobWriter {
     store: BlobStore,
@@ -249,14 +249,10 @@ impl BlobWriter {
                 continue;
             }
             let path = store.shard_path(d, id);
-            let opened = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-                .and_then(|mut f| {
-                    f.write_all(&header_bytes(id, d.index, k, m, store.shard_size))?;
-                    Ok(f)
-                });
+            let opened = create_shard_file(&path).and_then(|mut f| {
+                f.write_all(&header_bytes(id, d.index, k, m, store.shard_size))?;
+                Ok(f)
+            });
             match opened {
                 Ok(f) => files.push(Some(f)),
                 Err(e) => {
@@ -627,6 +623,12 @@ impl BlobReader {
             }
             let path = self.store.shard_path(d, self.id);
             let tmp = path.with_extension("heal");
+            if let Some(dir) = path.parent().filter(|d| !d.is_dir()) {
+                fs::create_dir_all(dir).map_err(|e| StorageError::io("create dir", dir, e))?;
+                if let Some(parent) = dir.parent() {
+                    fsync_dir(parent)?;
+                }
+            }
             let mut f = File::create(&tmp).map_err(|e| StorageError::io("create", &tmp, e))?;
             f.write_all(&header_bytes(self.id, i, k, m, self.shard_size))
                 .map_err(|e| StorageError::io("write", &tmp, e))?;

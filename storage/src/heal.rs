@@ -69,7 +69,6 @@ pub fn heal(
     };
     if !report.drives_formatted.is_empty() {
         tracing::info!(drives = ?report.drives_formatted, "formatted replacement drives");
-        blobs.prepare_dirs()?;
     }
     let w = wal::heal(&set, options.include_active_segment)?;
     report.log_segments_checked = w.segments;
