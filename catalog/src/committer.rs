@@ -166,7 +166,10 @@ impl Committer {
             Err(e) => return self.fail_all(group, &e.to_string()),
         };
         let lsn = position.lsn;
+        let data_bytes: usize = group.iter().map(|(t, _, _)| t.approx_bytes()).sum();
         let mut log = LogCursor::new(position, true);
+        // Room for the header too, so encoding the record never reallocates the data.
+        log.data.reserve(data_bytes + (64 << 10));
         let mut effects = Effects::default();
         let mut accepted: Vec<(Pending, Vec<crate::txn::OpOutcome>)> = Vec::new();
         let mut w = match self.db.begin_write() {
@@ -209,7 +212,8 @@ impl Committer {
                 return self.fail_all(group, &e.to_string());
             }
         };
-        match self.wal.append(&payload) {
+        let payload_len = payload.len() as u64;
+        match self.wal.append(payload) {
             Ok(p) if p == position => {}
             result => {
                 let _ = w.abort();
@@ -229,10 +233,10 @@ impl Committer {
         self.shared.applied.send_replace(lsn);
         self.shared
             .log_bytes_since_checkpoint
-            .fetch_add(payload.len() as u64, Ordering::Relaxed);
+            .fetch_add(payload_len, Ordering::Relaxed);
         let m = &self.shared.metrics;
         m.group_commits.inc();
-        m.log_bytes.inc_by(payload.len() as u64);
+        m.log_bytes.inc_by(payload_len);
         m.group_size.observe(accepted.len() as f64);
         m.commit_seconds.observe(started.elapsed().as_secs_f64());
         for ((_, reply, queued), ops) in accepted {

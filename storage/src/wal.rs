@@ -473,7 +473,7 @@ impl Wal {
     /// Appends one record and returns its LSN once every online drive has fsync'd its
     /// frame. After a failure the log refuses further appends (the process must restart
     /// and recover), so a half-written LSN is never reused.
-    pub fn append(&mut self, payload: &[u8]) -> StorageResult<LogPosition> {
+    pub fn append(&mut self, payload: Vec<u8>) -> StorageResult<LogPosition> {
         if self.poisoned {
             return Err(StorageError::Log(
                 "an earlier append failed; restart to recover".into(),
@@ -482,9 +482,10 @@ impl Wal {
         let position = self.next_position()?;
         let lsn = position.lsn;
         let k = self.set.k();
+        let payload_len = payload.len() as u64;
         let shard_len = shard_len(payload.len(), k);
-        let mut data = Vec::with_capacity(shard_len * k);
-        data.extend_from_slice(payload);
+        // Padded in place: the payload is not copied on its way to the drives.
+        let mut data = payload;
         data.resize(shard_len * k, 0);
         let parity = {
             let refs: Vec<&[u8]> = data.chunks(shard_len).collect();
@@ -492,7 +493,7 @@ impl Wal {
         };
         let record = Arc::new(EncodedRecord {
             lsn,
-            payload_len: payload.len() as u64,
+            payload_len,
             data,
             shard_len,
             parity,
@@ -503,8 +504,8 @@ impl Wal {
         }
         self.collect(&online, "append")?;
         self.next_lsn += 1;
-        self.segment_written += payload.len() as u64;
-        self.segment_offset += frame_len(payload.len() as u64, k);
+        self.segment_written += payload_len;
+        self.segment_offset += frame_len(payload_len, k);
         Ok(position)
     }
 
@@ -858,7 +859,7 @@ mod tests {
         let (mut wal, got) = open(dir.path(), 1);
         assert!(got.is_empty());
         for i in 1..=40 {
-            assert_eq!(wal.append(&payload(i)).unwrap().lsn, i);
+            assert_eq!(wal.append(payload(i)).unwrap().lsn, i);
         }
         assert!(wal.segments().len() > 3);
         drop(wal);
@@ -867,7 +868,7 @@ mod tests {
         for (lsn, p) in &got {
             assert_eq!(p, &payload(*lsn));
         }
-        assert_eq!(wal.append(b"next").unwrap().lsn, 41);
+        assert_eq!(wal.append(b"next".to_vec()).unwrap().lsn, 41);
         let removed = wal.remove_before(30, |_| true).unwrap();
         assert!(removed > 0);
         drop(wal);
@@ -881,7 +882,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (mut wal, _) = open(dir.path(), 1);
         for i in 1..=40 {
-            wal.append(&payload(i)).unwrap();
+            wal.append(payload(i)).unwrap();
         }
         drop(wal);
         let (_, got) = open(dir.path(), 35);
@@ -899,8 +900,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (mut wal, _) = open(dir.path(), 1);
         let big: Vec<u8> = (0..700_000u32).map(|i| (i % 251) as u8).collect();
-        let pos = wal.append(&big).unwrap();
-        let small = wal.append(b"hello log").unwrap();
+        let pos = wal.append(big.clone()).unwrap();
+        let small = wal.append(b"hello log".to_vec()).unwrap();
         let r = wal.reader();
         for (off, len) in [
             (0, 10),
@@ -934,7 +935,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (mut wal, _) = open(dir.path(), 1);
         for i in 1..=3 {
-            wal.append(&payload(i)).unwrap();
+            wal.append(payload(i)).unwrap();
         }
         drop(wal);
         // Tear record 3: keep only 3 of its 6 frames (fewer than k = 4).
@@ -948,7 +949,7 @@ mod tests {
         }
         let (mut wal, got) = open(dir.path(), 1);
         assert_eq!(got.iter().map(|r| r.0).collect::<Vec<_>>(), vec![1, 2]);
-        assert_eq!(wal.append(b"new three").unwrap().lsn, 3);
+        assert_eq!(wal.append(b"new three".to_vec()).unwrap().lsn, 3);
         drop(wal);
         let (_, got) = open(dir.path(), 1);
         assert_eq!(got.len(), 3);
@@ -960,7 +961,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (mut wal, _) = open(dir.path(), 1);
         for i in 1..=20 {
-            wal.append(&payload(i)).unwrap();
+            wal.append(payload(i)).unwrap();
         }
         drop(wal);
         fs::remove_dir_all(dir.path().join("drive-0")).unwrap();
