@@ -96,6 +96,7 @@ async fn group_commit(root: &Path, writers: usize, size: usize) {
                     offset_count: 1,
                     max_timestamp: 0,
                     batch: batch.clone(),
+                    producer: None,
                 };
                 catalog.commit(Transaction::new(vec![op])).await.unwrap();
                 n += 1;

@@ -49,6 +49,9 @@ pub struct ServeArgs {
     /// Bucket holding the broker's topics.
     #[arg(long, env = "EDDY_BROKER_BUCKET")]
     pub broker_bucket: Option<String>,
+    /// Create unknown topics when clients ask for them (off by default).
+    #[arg(long, env = "EDDY_KAFKA_AUTO_CREATE_TOPICS")]
+    pub kafka_auto_create_topics: bool,
 }
 
 /// The TOML file's shape (every key optional).
@@ -66,6 +69,9 @@ pub struct FileConfig {
     broker_bucket: Option<String>,
     checkpoint_mb: Option<u64>,
     scrub_interval_secs: Option<u64>,
+    kafka_auto_create_topics: Option<bool>,
+    kafka_default_partitions: Option<u32>,
+    kafka_max_frame_mb: Option<usize>,
     #[serde(default)]
     users: Vec<User>,
 }
@@ -113,6 +119,12 @@ pub struct ServeConfig {
     pub users: Vec<User>,
     /// Whether the administrator uses the default credentials.
     pub default_credentials: bool,
+    /// Create unknown topics when clients ask for them.
+    pub kafka_auto_create_topics: bool,
+    /// Partitions of topics created without a count.
+    pub kafka_default_partitions: u32,
+    /// Largest Kafka request, in MiB.
+    pub kafka_max_frame_mb: usize,
 }
 
 fn load_file(path: Option<&Path>) -> anyhow::Result<FileConfig> {
@@ -214,6 +226,10 @@ impl ServeArgs {
             broker_bucket,
             users,
             default_credentials,
+            kafka_auto_create_topics: self.kafka_auto_create_topics
+                || file.kafka_auto_create_topics.unwrap_or(false),
+            kafka_default_partitions: file.kafka_default_partitions.unwrap_or(1).max(1),
+            kafka_max_frame_mb: file.kafka_max_frame_mb.unwrap_or(100).clamp(1, 1024),
         })
     }
 }

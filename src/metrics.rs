@@ -68,6 +68,12 @@ impl Metrics {
         }
     }
 
+    /// Adds the Kafka API's metrics (prefix `eddy_kafka`).
+    pub fn register_kafka(&self, broker: &broker::BrokerMetrics) {
+        let mut registry = self.registry.lock().unwrap_or_else(|p| p.into_inner());
+        broker.register(registry.sub_registry_with_prefix("kafka"));
+    }
+
     /// The text exposition, with drive gauges read fresh.
     pub fn render(&self, drives: &DriveSet) -> String {
         for h in drives.health() {

@@ -103,6 +103,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         .context("opening the catalog")?;
     ensure_broker_bucket(&catalog, &config).await?;
     let metrics = Arc::new(Metrics::new(catalog.metrics()));
+    let catalog_dyn: Arc<dyn Catalog> = catalog.clone();
 
     let s3 = bind(config.s3_listen, "S3").await?;
     let http_listener = bind(config.http_listen, "HTTP").await?;
@@ -132,8 +133,19 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         http::endpoint(catalog.clone(), metrics.clone()),
         stop_rx.clone(),
     ));
-    for l in kafka {
-        tasks.spawn(broker::serve(l, stop_rx.clone()));
+    let mut kafka_config = broker::BrokerConfig::new(config.kafka_listen.clone());
+    kafka_config.auto_create_topics = config.kafka_auto_create_topics;
+    kafka_config.default_partitions = config.kafka_default_partitions;
+    kafka_config.max_frame_bytes = config.kafka_max_frame_mb << 20;
+    let kafka_broker = broker::Broker::new(catalog_dyn, kafka_config);
+    metrics.register_kafka(&kafka_broker.metrics);
+    for (l, addr) in kafka.into_iter().zip(config.kafka_listen.iter().copied()) {
+        tasks.spawn(broker::serve(
+            kafka_broker.clone(),
+            l,
+            addr,
+            stop_rx.clone(),
+        ));
     }
     let scrub = crate::scrub::spawn(
         catalog.clone(),

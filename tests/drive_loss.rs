@@ -81,6 +81,7 @@ async fn populate(c: &EmbeddedCatalog) {
                 offset_count: 1,
                 max_timestamp: 0,
                 batch: body(1000 + i, 100 + i as u64).into(),
+                producer: None,
             },
         ];
         c.commit(Transaction::new(ops)).await.unwrap();

@@ -1,28 +1,106 @@
-//! Eddy's Kafka protocol server. Until the broker issue lands, the listener accepts
-//! connections and closes them, so clients fail fast instead of hanging.
+//! Eddy's Kafka protocol server. The wire codec is the `kafka-protocol` crate;
+//! [`connection`] owns framing and ordering, [`api`] has one module per Kafka API, and
+//! every change goes through one catalog transaction.
+
+pub mod api;
+pub mod batch;
+pub mod cluster;
+pub mod configs;
+pub mod connection;
+pub mod error;
+pub mod metrics;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
+use catalog::Catalog;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-/// Accepts connections on `listener` until `shutdown` flips, closing each at once.
-pub async fn serve(listener: TcpListener, mut shutdown: watch::Receiver<bool>) {
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((sock, peer)) => {
-                    tracing::debug!(%peer, "kafka connection refused: broker not implemented yet");
-                    drop(sock);
-                }
-                Err(e) => tracing::warn!(error = %e, "kafka accept failed"),
-            },
-            _ = shutdown.changed() => break,
+pub use cluster::Cluster;
+pub use metrics::BrokerMetrics;
+
+/// Broker settings.
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    /// Every Kafka listener address (each is a broker).
+    pub listeners: Vec<SocketAddr>,
+    /// Largest request frame accepted, in bytes.
+    pub max_frame_bytes: usize,
+    /// Requests processed at once per connection (responses stay in order).
+    pub max_in_flight: usize,
+    /// Create unknown topics on metadata requests and produce.
+    pub auto_create_topics: bool,
+    /// Partitions of auto-created topics and the `num.partitions` default.
+    pub default_partitions: u32,
+    /// Cluster id reported in metadata.
+    pub cluster_id: String,
+}
+
+impl BrokerConfig {
+    /// Defaults for these listeners.
+    pub fn new(listeners: Vec<SocketAddr>) -> Self {
+        Self {
+            listeners,
+            max_frame_bytes: 100 << 20,
+            max_in_flight: 16,
+            auto_create_topics: false,
+            default_partitions: 1,
+            cluster_id: "eddy".into(),
         }
     }
 }
 
-/// The address a listener is bound to, for logs.
-pub fn describe(addr: SocketAddr) -> String {
-    format!("kafka://{addr}")
+/// The broker: shared by every listener and connection.
+pub struct Broker {
+    /// The catalog everything is stored in.
+    pub catalog: Arc<dyn Catalog>,
+    /// The brokers and leader placement.
+    pub cluster: Cluster,
+    /// Settings.
+    pub config: BrokerConfig,
+    /// Metrics.
+    pub metrics: BrokerMetrics,
+}
+
+impl Broker {
+    /// A broker over `catalog`.
+    pub fn new(catalog: Arc<dyn Catalog>, config: BrokerConfig) -> Arc<Self> {
+        Arc::new(Self {
+            catalog,
+            cluster: Cluster::new(config.listeners.clone()),
+            config,
+            metrics: BrokerMetrics::default(),
+        })
+    }
+}
+
+/// Accepts connections on one listener until `shutdown` flips.
+pub async fn serve(
+    broker: Arc<Broker>,
+    listener: TcpListener,
+    listen_addr: SocketAddr,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let node = broker.cluster.node_of(listen_addr);
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((sock, peer)) => {
+                    let _ = sock.set_nodelay(true);
+                    let broker = broker.clone();
+                    let stop = shutdown.clone();
+                    connections.spawn(async move {
+                        connection::run(broker, sock, peer, node, stop).await;
+                    });
+                }
+                Err(e) => tracing::warn!(error = %e, "kafka accept failed"),
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            _ = shutdown.changed() => break,
+        }
+    }
+    // Connections finish the request in hand and close.
+    while connections.join_next().await.is_some() {}
 }

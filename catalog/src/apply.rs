@@ -42,6 +42,7 @@ pub struct Tables<'t> {
     groups: RedbTable<'t>,
     offsets: RedbTable<'t>,
     segment_refs: RedbTable<'t>,
+    producers: RedbTable<'t>,
 }
 
 /// Side effects to carry out once the commit is durable.
@@ -188,6 +189,7 @@ impl<'t> Tables<'t> {
             groups: w.open_table(GROUPS)?,
             offsets: w.open_table(OFFSETS)?,
             segment_refs: w.open_table(SEGMENT_REFS)?,
+            producers: w.open_table(PRODUCERS)?,
         })
     }
 
@@ -323,13 +325,20 @@ impl<'t> Tables<'t> {
                 partition,
                 offset_count,
                 batch,
+                producer,
                 ..
             } => {
                 self.require_partition(*topic_id, *partition)?;
                 if batch.len() < 8 || *offset_count == 0 {
                     return Err(CatalogError::Invalid("empty record batch".into()));
                 }
+                if let Some(p) = producer {
+                    let key = producer_key(p.producer_id, *topic_id, *partition);
+                    let state: Option<crate::model::ProducerState> = get(&self.producers, &key)?;
+                    crate::model::ProducerState::check(state.as_ref(), p)?;
+                }
             }
+            Op::AllocateProducerId => {}
             Op::TruncateBefore {
                 topic_id,
                 partition,
@@ -455,12 +464,18 @@ impl<'t> Tables<'t> {
                     }
                 }
             }
+            Op::AllocateProducerId => {
+                let id = self.counter(PRODUCER_ID)? + 1;
+                self.set_counter(PRODUCER_ID, id)?;
+                return Ok(OpOutcome::ProducerId(id as i64));
+            }
             Op::Append {
                 topic_id,
                 partition,
                 offset_count,
                 max_timestamp,
                 batch,
+                producer,
             } => {
                 let pk = partition_key(*topic_id, *partition);
                 let mut st: PartitionState = get(&self.partitions, &pk)?.unwrap_or_default();
@@ -478,6 +493,13 @@ impl<'t> Tables<'t> {
                     e.encode().as_slice(),
                 )?;
                 self.add_segment_ref(log.position.segment, 1)?;
+                if let Some(p) = producer {
+                    let key = producer_key(p.producer_id, *topic_id, *partition);
+                    let mut state: crate::model::ProducerState =
+                        get(&self.producers, &key)?.unwrap_or_default();
+                    state.record(p, base);
+                    put(&mut self.producers, &key, &state)?;
+                }
                 st.next_offset = last + 1;
                 st.bytes += batch.len() as u64;
                 put(&mut self.partitions, &pk, &st)?;

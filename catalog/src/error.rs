@@ -44,6 +44,18 @@ pub enum CatalogError {
         /// Partition.
         partition: u32,
     },
+    /// An idempotent producer resent a batch already stored at this offset.
+    #[error("duplicate sequence (stored at offset {base_offset})")]
+    DuplicateSequence {
+        /// Where the original batch is.
+        base_offset: u64,
+    },
+    /// An idempotent producer skipped or reordered sequence numbers.
+    #[error("out of order sequence number")]
+    OutOfOrderSequence,
+    /// A newer epoch of this producer exists.
+    #[error("producer fenced by a newer epoch")]
+    ProducerFenced,
     /// A request the catalog refuses as malformed.
     #[error("invalid request: {0}")]
     Invalid(String),

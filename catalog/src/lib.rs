@@ -33,7 +33,7 @@ use tokio::sync::{oneshot, watch};
 pub use error::{CatalogError, CatalogResult};
 pub use metrics::CatalogMetrics;
 pub use model::*;
-pub use txn::{CommitOutcome, Op, OpOutcome, Transaction};
+pub use txn::{CommitOutcome, Op, OpOutcome, ProducerBatch, Transaction};
 
 use committer::{Committer, Msg, Shared};
 
@@ -99,6 +99,23 @@ pub trait Catalog: Send + Sync {
         from_offset: u64,
         max_bytes: usize,
     ) -> CatalogResult<Vec<StoredBatch>>;
+
+    /// Offsets and timestamps of up to `limit` batches from the one holding
+    /// `from_offset` on, without reading their bytes.
+    fn batch_index(
+        &self,
+        topic_id: u128,
+        partition: u32,
+        from_offset: u64,
+        limit: usize,
+    ) -> CatalogResult<Vec<BatchInfo>>;
+    /// An idempotent producer's state on one partition.
+    fn producer_state(
+        &self,
+        producer_id: i64,
+        topic_id: u128,
+        partition: u32,
+    ) -> CatalogResult<Option<ProducerState>>;
 
     /// A committed offset.
     fn offset(
@@ -512,6 +529,29 @@ impl Catalog for EmbeddedCatalog {
             partition,
             from_offset,
             max_bytes,
+        )
+    }
+
+    fn batch_index(
+        &self,
+        topic_id: u128,
+        partition: u32,
+        from_offset: u64,
+        limit: usize,
+    ) -> CatalogResult<Vec<BatchInfo>> {
+        read::batch_index(&self.db, topic_id, partition, from_offset, limit)
+    }
+
+    fn producer_state(
+        &self,
+        producer_id: i64,
+        topic_id: u128,
+        partition: u32,
+    ) -> CatalogResult<Option<ProducerState>> {
+        read::get(
+            &self.db,
+            tables::PRODUCERS,
+            &tables::producer_key(producer_id, topic_id, partition),
         )
     }
 

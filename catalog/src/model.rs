@@ -118,6 +118,86 @@ pub struct StoredBatch {
     pub bytes: bytes::Bytes,
 }
 
+/// What the broker remembers of an idempotent producer on one partition: its epoch and
+/// its last five batches, so retries are recognised as duplicates.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct ProducerState {
+    /// Current epoch.
+    pub epoch: i16,
+    /// Recent batches, oldest first: (first sequence, last sequence, base offset).
+    pub recent: Vec<(i32, i32, u64)>,
+}
+
+/// Batches an idempotent producer's state remembers per partition.
+pub const PRODUCER_RECENT_BATCHES: usize = 5;
+
+impl ProducerState {
+    /// Checks a batch against this state (`None`: a producer never seen here).
+    pub fn check(
+        state: Option<&Self>,
+        batch: &crate::txn::ProducerBatch,
+    ) -> Result<(), crate::CatalogError> {
+        use crate::CatalogError;
+        let Some(st) = state else {
+            return if batch.first_sequence == 0 {
+                Ok(())
+            } else {
+                Err(CatalogError::OutOfOrderSequence)
+            };
+        };
+        if batch.epoch < st.epoch {
+            return Err(CatalogError::ProducerFenced);
+        }
+        if batch.epoch > st.epoch {
+            return if batch.first_sequence == 0 {
+                Ok(())
+            } else {
+                Err(CatalogError::OutOfOrderSequence)
+            };
+        }
+        if let Some(&(_, _, base)) = st
+            .recent
+            .iter()
+            .find(|(f, l, _)| *f == batch.first_sequence && *l == batch.last_sequence)
+        {
+            return Err(CatalogError::DuplicateSequence { base_offset: base });
+        }
+        let expected = st
+            .recent
+            .last()
+            .map_or(0, |(_, l, _)| l.wrapping_add(1) & i32::MAX);
+        if batch.first_sequence == expected {
+            Ok(())
+        } else {
+            Err(CatalogError::OutOfOrderSequence)
+        }
+    }
+
+    /// Records an accepted batch.
+    pub fn record(&mut self, batch: &crate::txn::ProducerBatch, base_offset: u64) {
+        if batch.epoch != self.epoch {
+            self.epoch = batch.epoch;
+            self.recent.clear();
+        }
+        self.recent
+            .push((batch.first_sequence, batch.last_sequence, base_offset));
+        if self.recent.len() > PRODUCER_RECENT_BATCHES {
+            self.recent.remove(0);
+        }
+    }
+}
+
+/// A batch's offsets and timestamp, without its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchInfo {
+    /// Offset of its first record.
+    pub base_offset: u64,
+    /// Offset of its last record.
+    pub last_offset: u64,
+    /// Its largest timestamp.
+    pub max_timestamp: i64,
+}
+
 /// A committed consumer-group offset.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OffsetRecord {

@@ -6,7 +6,7 @@ use serde::de::DeserializeOwned;
 
 use crate::apply::dec;
 use crate::error::{CatalogError, CatalogResult};
-use crate::model::{ObjectVersion, OffsetRecord, StoredBatch};
+use crate::model::{BatchInfo, ObjectVersion, OffsetRecord, StoredBatch};
 use crate::tables::{self, Table, prefix_end};
 
 fn open(
@@ -168,6 +168,45 @@ pub fn read_batches(
         if total >= max_bytes {
             break;
         }
+    }
+    Ok(out)
+}
+
+/// Index entries from the batch holding `from_offset` on.
+pub fn batch_index(
+    db: &Database,
+    topic_id: u128,
+    partition: u32,
+    from_offset: u64,
+    limit: usize,
+) -> CatalogResult<Vec<BatchInfo>> {
+    let r = db.begin_read()?;
+    let Some(t) = open(&r, tables::BATCHES)? else {
+        return Ok(Vec::new());
+    };
+    let lo = tables::batch_key(topic_id, partition, 0);
+    let at = tables::batch_key(topic_id, partition, from_offset);
+    let hi = tables::batch_key(topic_id, partition, u64::MAX);
+    let start = match t.range(lo.as_slice()..=at.as_slice())?.next_back() {
+        Some(e) => e?.0.value().to_vec(),
+        None => at.to_vec(),
+    };
+    let mut out = Vec::new();
+    for e in t.range(start.as_slice()..=hi.as_slice())? {
+        if out.len() >= limit {
+            break;
+        }
+        let (k, v) = e?;
+        let entry = tables::BatchEntry::decode(v.value())
+            .ok_or_else(|| CatalogError::Corrupt("batch index entry".into()))?;
+        if entry.last_offset < from_offset {
+            continue;
+        }
+        out.push(BatchInfo {
+            base_offset: u64::from_be_bytes(k.value()[20..28].try_into().unwrap_or_default()),
+            last_offset: entry.last_offset,
+            max_timestamp: entry.max_timestamp,
+        });
     }
     Ok(out)
 }

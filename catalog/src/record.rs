@@ -35,6 +35,7 @@ pub fn encode(mut data: Vec<u8>, txns: &[&Transaction]) -> CatalogResult<Vec<u8>
                         offset_count,
                         max_timestamp,
                         batch,
+                        producer,
                     } => {
                         batch_lens.push(batch.len() as u32);
                         Op::Append {
@@ -43,6 +44,7 @@ pub fn encode(mut data: Vec<u8>, txns: &[&Transaction]) -> CatalogResult<Vec<u8>
                             offset_count: *offset_count,
                             max_timestamp: *max_timestamp,
                             batch: Bytes::new(),
+                            producer: *producer,
                         }
                     }
                     other => other.clone(),

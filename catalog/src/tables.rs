@@ -32,8 +32,11 @@ pub const GROUPS: Table = TableDefinition::new("groups");
 /// `offset_key` -> `OffsetRecord`.
 pub const OFFSETS: Table = TableDefinition::new("offsets");
 
+/// `producer_key` -> `ProducerState`.
+pub const PRODUCERS: Table = TableDefinition::new("producers");
+
 /// Every table, with the tag checkpoints use for it.
-pub const ALL: [(u8, Table); 11] = [
+pub const ALL: [(u8, Table); 12] = [
     (1, META),
     (2, BUCKETS),
     (3, OBJECTS),
@@ -45,10 +48,13 @@ pub const ALL: [(u8, Table); 11] = [
     (9, GROUPS),
     (10, OFFSETS),
     (11, SEGMENT_REFS),
+    (12, PRODUCERS),
 ];
 
 /// Meta key of the last applied log record.
 pub const APPLIED_LSN: &[u8] = b"applied_lsn";
+/// Meta key of the last allocated producer id.
+pub const PRODUCER_ID: &[u8] = b"producer_id";
 /// Meta key of the object version sequence.
 pub const VERSION_SEQ: &[u8] = b"version_seq";
 
@@ -146,6 +152,14 @@ impl BatchEntry {
             len: u32::from_be_bytes(v[48..52].try_into().ok()?),
         })
     }
+}
+
+/// Key of an idempotent producer's state on one partition.
+pub fn producer_key(producer_id: i64, topic_id: u128, partition: u32) -> [u8; 28] {
+    let mut k = [0u8; 28];
+    k[..8].copy_from_slice(&producer_id.to_be_bytes());
+    k[8..].copy_from_slice(&partition_key(topic_id, partition));
+    k
 }
 
 /// Prefix of one group's offsets.

@@ -82,7 +82,12 @@ pub enum Op {
         max_timestamp: i64,
         /// The batch bytes.
         batch: bytes::Bytes,
+        /// The idempotent producer's ids and sequences, checked and recorded at commit.
+        #[serde(default)]
+        producer: Option<ProducerBatch>,
     },
+    /// Allocates the next producer id ([`OpOutcome::ProducerId`]).
+    AllocateProducerId,
     /// Moves a partition's log start offset forward, deleting the batches wholly before it.
     TruncateBefore {
         /// Topic id.
@@ -119,6 +124,19 @@ pub enum Op {
         /// Group id.
         name: String,
     },
+}
+
+/// An idempotent producer's fields of one batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProducerBatch {
+    /// Producer id.
+    pub producer_id: i64,
+    /// Producer epoch.
+    pub epoch: i16,
+    /// Sequence of the batch's first record.
+    pub first_sequence: i32,
+    /// Sequence of its last record.
+    pub last_sequence: i32,
 }
 
 /// Operations that commit together.
@@ -160,6 +178,8 @@ pub enum OpOutcome {
         /// Offset of its first record.
         base_offset: u64,
     },
+    /// A producer id was allocated.
+    ProducerId(i64),
 }
 
 /// What a committed transaction produced, one outcome per operation.

@@ -65,6 +65,7 @@ fn append(id: u128, partition: u32, count: u32, tag: u8) -> Op {
         offset_count: count,
         max_timestamp: 10,
         batch: batch.into(),
+        producer: None,
     }
 }
 

@@ -97,6 +97,7 @@ async fn main() {
                         offset_count: 1 + (seq % 5) as u32,
                         max_timestamp: seq as i64,
                         batch: marker(&id, &partitions, filler).into(),
+                        producer: None,
                     })
                     .collect();
                 ops.push(Op::PutObject {

@@ -1,0 +1,303 @@
+//! DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics (and read-only
+//! broker configs). Config changes are one catalog transaction per resource.
+
+use std::collections::BTreeMap;
+
+use catalog::{Op, TopicRecord, Transaction};
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult,
+};
+use kafka_protocol::messages::{
+    AlterConfigsRequest, AlterConfigsResponse, DescribeConfigsRequest, DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, ResponseKind,
+};
+
+use super::{Ctx, Reply, sb};
+use crate::configs::{self, Kind};
+use crate::error::from_catalog;
+
+const TOPIC: i8 = 2;
+const BROKER: i8 = 4;
+/// Config sources.
+const DYNAMIC_TOPIC: i8 = 1;
+const STATIC_BROKER: i8 = 4;
+const DEFAULT: i8 = 5;
+
+fn broker_configs(ctx: &Ctx) -> Vec<(&'static str, String, Kind)> {
+    let c = &ctx.broker.config;
+    vec![
+        ("broker.id", ctx.node.to_string(), Kind::Int(0)),
+        (
+            "auto.create.topics.enable",
+            c.auto_create_topics.to_string(),
+            Kind::Boolean,
+        ),
+        (
+            "num.partitions",
+            c.default_partitions.to_string(),
+            Kind::Int(1),
+        ),
+        ("default.replication.factor", "1".into(), Kind::Int(1)),
+        ("min.insync.replicas", "1".into(), Kind::Int(1)),
+        ("message.max.bytes", "1048588".into(), Kind::Int(0)),
+        (
+            "socket.request.max.bytes",
+            c.max_frame_bytes.to_string(),
+            Kind::Int(1),
+        ),
+        ("log.retention.ms", "604800000".into(), Kind::Long(-1)),
+    ]
+}
+
+fn entry(
+    name: &str,
+    value: &str,
+    source: i8,
+    read_only: bool,
+    kind: Kind,
+) -> DescribeConfigsResourceResult {
+    DescribeConfigsResourceResult::default()
+        .with_name(sb(name))
+        .with_value(Some(sb(value)))
+        .with_config_source(source)
+        .with_read_only(read_only)
+        .with_config_type(kind.type_code())
+}
+
+/// DescribeConfigs.
+pub fn describe(ctx: &Ctx, req: DescribeConfigsRequest) -> DescribeConfigsResponse {
+    let results = req
+        .resources
+        .into_iter()
+        .map(|r| {
+            let keys: Option<Vec<String>> = r
+                .configuration_keys
+                .as_ref()
+                .map(|k| k.iter().map(|s| s.to_string()).collect());
+            let wanted = |n: &str| keys.as_ref().is_none_or(|k| k.iter().any(|x| x == n));
+            let mut out = DescribeConfigsResult::default()
+                .with_resource_type(r.resource_type)
+                .with_resource_name(r.resource_name.clone());
+            match r.resource_type {
+                TOPIC => match ctx.broker.catalog.topic(&r.resource_name) {
+                    Ok(Some(t)) => {
+                        out.configs = configs::TOPIC_CONFIGS
+                            .iter()
+                            .filter(|d| wanted(d.name))
+                            .map(|d| match t.configs.get(d.name) {
+                                Some(v) => entry(d.name, v, DYNAMIC_TOPIC, false, d.kind),
+                                None => entry(d.name, d.default, DEFAULT, false, d.kind),
+                            })
+                            .collect();
+                    }
+                    Ok(None) => {
+                        out.error_code = ResponseError::UnknownTopicOrPartition.code();
+                        out.error_message =
+                            Some(sb(&format!("unknown topic {}", &*r.resource_name)));
+                    }
+                    Err(e) => out.error_code = from_catalog(&e).code(),
+                },
+                BROKER => {
+                    out.configs = broker_configs(ctx)
+                        .into_iter()
+                        .filter(|(n, _, _)| wanted(n))
+                        .map(|(n, v, k)| entry(n, &v, STATIC_BROKER, true, k))
+                        .collect();
+                }
+                other => {
+                    out.error_code = ResponseError::InvalidRequest.code();
+                    out.error_message =
+                        Some(sb(&format!("resource type {other} has no configs here")));
+                }
+            }
+            out
+        })
+        .collect();
+    DescribeConfigsResponse::default().with_results(results)
+}
+
+/// The outcome of one resource's change: error code and message.
+type Outcome = (i16, Option<String>);
+
+/// Validates and commits new configs for one topic resource.
+fn change_topic(
+    ctx: &Ctx,
+    resource_type: i8,
+    name: &str,
+    validate_only: bool,
+    edit: impl FnOnce(&mut BTreeMap<String, String>) -> Result<(), String>,
+) -> Result<Option<catalog::CommitFuture>, Outcome> {
+    if resource_type == BROKER {
+        return Err((
+            ResponseError::PolicyViolation.code(),
+            Some("broker configs are set in Eddy's configuration, not over Kafka".into()),
+        ));
+    }
+    if resource_type != TOPIC {
+        return Err((
+            ResponseError::InvalidRequest.code(),
+            Some("unsupported resource type".into()),
+        ));
+    }
+    let mut topic: TopicRecord = match ctx.broker.catalog.topic(name) {
+        Ok(Some(t)) => t,
+        Ok(None) => {
+            return Err((
+                ResponseError::UnknownTopicOrPartition.code(),
+                Some(format!("unknown topic {name}")),
+            ));
+        }
+        Err(e) => return Err((from_catalog(&e).code(), Some(e.to_string()))),
+    };
+    edit(&mut topic.configs).map_err(|m| (ResponseError::InvalidConfig.code(), Some(m)))?;
+    configs::validate_all(&topic.configs)
+        .map_err(|m| (ResponseError::InvalidConfig.code(), Some(m)))?;
+    if validate_only {
+        return Ok(None);
+    }
+    Ok(Some(
+        ctx.broker
+            .catalog
+            .commit(Transaction::new(vec![Op::UpdateTopic(topic)])),
+    ))
+}
+
+async fn settle(p: Result<Option<catalog::CommitFuture>, Outcome>) -> Outcome {
+    match p {
+        Ok(Some(c)) => match c.await {
+            Ok(_) => (0, None),
+            Err(e) => (from_catalog(&e).code(), Some(e.to_string())),
+        },
+        Ok(None) => (0, None),
+        Err(o) => o,
+    }
+}
+
+/// AlterConfigs: replaces a topic's whole set of configs.
+pub fn alter(ctx: Ctx, req: AlterConfigsRequest) -> Reply {
+    let pending: Vec<_> = req
+        .resources
+        .into_iter()
+        .map(|r| {
+            let new: BTreeMap<String, String> = r
+                .configs
+                .iter()
+                .filter_map(|c| {
+                    c.value
+                        .as_ref()
+                        .map(|v| (c.name.to_string(), v.to_string()))
+                })
+                .collect();
+            let p = change_topic(
+                &ctx,
+                r.resource_type,
+                &r.resource_name,
+                req.validate_only,
+                |c| {
+                    *c = new;
+                    Ok(())
+                },
+            );
+            (r.resource_type, r.resource_name, p)
+        })
+        .collect();
+    Box::pin(async move {
+        let mut responses = Vec::new();
+        for (t, name, p) in pending {
+            let (code, message) = settle(p).await;
+            responses.push(
+                kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse::default()
+                    .with_resource_type(t)
+                    .with_resource_name(name)
+                    .with_error_code(code)
+                    .with_error_message(message.as_deref().map(sb)),
+            );
+        }
+        Some(ResponseKind::AlterConfigs(
+            AlterConfigsResponse::default().with_responses(responses),
+        ))
+    })
+}
+
+/// IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT on single configs.
+pub fn incremental_alter(ctx: Ctx, req: IncrementalAlterConfigsRequest) -> Reply {
+    let pending: Vec<_> = req
+        .resources
+        .into_iter()
+        .map(|r| {
+            let ops: Vec<(String, i8, Option<String>)> = r
+                .configs
+                .iter()
+                .map(|c| {
+                    (
+                        c.name.to_string(),
+                        c.config_operation,
+                        c.value.as_ref().map(|v| v.to_string()),
+                    )
+                })
+                .collect();
+            let p = change_topic(
+                &ctx,
+                r.resource_type,
+                &r.resource_name,
+                req.validate_only,
+                |c| {
+                    for (name, op, value) in ops {
+                        let list = |c: &BTreeMap<String, String>| -> Vec<String> {
+                            configs::value(c, &name)
+                                .split(',')
+                                .filter(|s| !s.is_empty())
+                                .map(String::from)
+                                .collect()
+                        };
+                        match (op, value) {
+                            (0, Some(v)) => {
+                                c.insert(name, v);
+                            }
+                            (1, _) => {
+                                c.remove(&name);
+                            }
+                            (2, Some(v)) => {
+                                let mut items = list(c);
+                                items.extend(v.split(',').map(String::from));
+                                c.insert(name, items.join(","));
+                            }
+                            (3, Some(v)) => {
+                                let gone: Vec<&str> = v.split(',').collect();
+                                let items: Vec<String> = list(c)
+                                    .into_iter()
+                                    .filter(|i| !gone.contains(&i.as_str()))
+                                    .collect();
+                                c.insert(name, items.join(","));
+                            }
+                            (op, _) => {
+                                return Err(format!(
+                                    "config operation {op} on {name} needs a value"
+                                ));
+                            }
+                        }
+                    }
+                    Ok(())
+                },
+            );
+            (r.resource_type, r.resource_name, p)
+        })
+        .collect();
+    Box::pin(async move {
+        let mut responses = Vec::new();
+        for (t, name, p) in pending {
+            let (code, message) = settle(p).await;
+            responses.push(
+                kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse::default()
+                    .with_resource_type(t)
+                    .with_resource_name(name)
+                    .with_error_code(code)
+                    .with_error_message(message.as_deref().map(sb)),
+            );
+        }
+        Some(ResponseKind::IncrementalAlterConfigs(
+            IncrementalAlterConfigsResponse::default().with_responses(responses),
+        ))
+    })
+}

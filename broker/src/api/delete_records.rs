@@ -1,0 +1,93 @@
+//! DeleteRecords: moves partitions' log start offsets forward (-1: to the high
+//! watermark), in one transaction per request.
+
+use catalog::{Op, Transaction};
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::delete_records_response::{
+    DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
+};
+use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse, ResponseKind};
+
+use super::{Ctx, Reply};
+use crate::error::from_catalog;
+
+/// Handles DeleteRecords.
+pub fn handle(ctx: Ctx, req: DeleteRecordsRequest) -> Reply {
+    let catalog = ctx.broker.catalog.clone();
+    let mut ops = Vec::new();
+    let mut plan = Vec::new();
+    for t in req.topics {
+        let topic = catalog.topic(&t.name).ok().flatten();
+        let mut parts = Vec::new();
+        for p in t.partitions {
+            let result = match &topic {
+                Some(topic)
+                    if p.partition_index >= 0 && (p.partition_index as u32) < topic.partitions =>
+                {
+                    if !ctx.leads(&topic.name, p.partition_index) {
+                        Err(ResponseError::NotLeaderOrFollower)
+                    } else {
+                        match catalog.partition(topic.id, p.partition_index as u32) {
+                            Ok(Some(st)) => {
+                                let target = if p.offset == -1 {
+                                    st.next_offset as i64
+                                } else {
+                                    p.offset
+                                };
+                                if target < 0 || target as u64 > st.next_offset {
+                                    Err(ResponseError::OffsetOutOfRange)
+                                } else {
+                                    let low = target.max(st.log_start_offset as i64);
+                                    ops.push(Op::TruncateBefore {
+                                        topic_id: topic.id,
+                                        partition: p.partition_index as u32,
+                                        offset: low as u64,
+                                    });
+                                    Ok(low)
+                                }
+                            }
+                            Ok(None) => Err(ResponseError::UnknownTopicOrPartition),
+                            Err(e) => Err(from_catalog(&e)),
+                        }
+                    }
+                }
+                _ => Err(ResponseError::UnknownTopicOrPartition),
+            };
+            parts.push((p.partition_index, result));
+        }
+        plan.push((t.name, parts));
+    }
+    let commit = (!ops.is_empty()).then(|| catalog.commit(Transaction::new(ops)));
+    Box::pin(async move {
+        let failed = match commit {
+            Some(c) => c.await.err().map(|e| from_catalog(&e)),
+            None => None,
+        };
+        let topics = plan
+            .into_iter()
+            .map(|(name, parts)| {
+                let partitions = parts
+                    .into_iter()
+                    .map(|(index, r)| {
+                        let r = match (r, failed) {
+                            (Ok(_), Some(e)) => Err(e),
+                            (r, _) => r,
+                        };
+                        let out =
+                            DeleteRecordsPartitionResult::default().with_partition_index(index);
+                        match r {
+                            Ok(low) => out.with_low_watermark(low),
+                            Err(e) => out.with_low_watermark(-1).with_error_code(e.code()),
+                        }
+                    })
+                    .collect();
+                DeleteRecordsTopicResult::default()
+                    .with_name(name)
+                    .with_partitions(partitions)
+            })
+            .collect();
+        Some(ResponseKind::DeleteRecords(
+            DeleteRecordsResponse::default().with_topics(topics),
+        ))
+    })
+}

@@ -1,0 +1,149 @@
+//! Fetch: committed data only (the high watermark is the last stable offset), stored
+//! batches returned as they were stored. A fetch that finds less than `min_bytes` waits
+//! for commits (woken by the catalog, not by a timer loop) until `max_wait_ms`. Every
+//! fetch is a full fetch: no sessions are created.
+
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, ResponseKind};
+use tokio::time::Instant;
+
+use super::{Ctx, Reply, topic_name, uuid};
+use crate::error::from_catalog;
+
+/// Reads every requested partition once; returns the response and the record bytes in it.
+fn read_once(ctx: &Ctx, req: &FetchRequest) -> (FetchResponse, usize, bool) {
+    let catalog = &ctx.broker.catalog;
+    let mut remaining = req.max_bytes.max(0) as usize;
+    let mut total = 0usize;
+    let mut errors = false;
+    let mut responses = Vec::with_capacity(req.topics.len());
+    for t in &req.topics {
+        let found = if ctx.version >= 13 {
+            catalog.topic_by_id(t.topic_id.as_u128())
+        } else {
+            catalog.topic(&t.topic)
+        };
+        let topic = found.ok().flatten();
+        let mut partitions = Vec::with_capacity(t.partitions.len());
+        for p in &t.partitions {
+            let mut data = PartitionData::default()
+                .with_partition_index(p.partition)
+                .with_high_watermark(-1)
+                .with_last_stable_offset(-1)
+                .with_log_start_offset(-1)
+                .with_preferred_read_replica(BrokerId(-1))
+                .with_aborted_transactions(Some(Vec::new()))
+                .with_records(Some(Bytes::new()));
+            let error = (|| {
+                let Some(topic) = &topic else {
+                    return Some(if ctx.version >= 13 {
+                        ResponseError::UnknownTopicId
+                    } else {
+                        ResponseError::UnknownTopicOrPartition
+                    });
+                };
+                if p.partition < 0 || p.partition as u32 >= topic.partitions {
+                    return Some(ResponseError::UnknownTopicOrPartition);
+                }
+                if !ctx.leads(&topic.name, p.partition) {
+                    return Some(ResponseError::NotLeaderOrFollower);
+                }
+                let state = match catalog.partition(topic.id, p.partition as u32) {
+                    Ok(Some(s)) => s,
+                    Ok(None) => return Some(ResponseError::UnknownTopicOrPartition),
+                    Err(e) => return Some(from_catalog(&e)),
+                };
+                let hw = state.next_offset as i64;
+                data.high_watermark = hw;
+                data.last_stable_offset = hw;
+                data.log_start_offset = state.log_start_offset as i64;
+                if p.fetch_offset < state.log_start_offset as i64 || p.fetch_offset > hw {
+                    return Some(ResponseError::OffsetOutOfRange);
+                }
+                if p.fetch_offset == hw {
+                    return None;
+                }
+                // The first partition with data gets at least one batch, whatever the limits.
+                let limit = (p.partition_max_bytes.max(0) as usize).min(remaining);
+                let limit = if total == 0 { limit.max(1) } else { limit };
+                if limit == 0 {
+                    return None;
+                }
+                match catalog.read_batches(
+                    topic.id,
+                    p.partition as u32,
+                    p.fetch_offset as u64,
+                    limit,
+                ) {
+                    Ok(batches) => {
+                        let size: usize = batches.iter().map(|b| b.bytes.len()).sum();
+                        let mut records = BytesMut::with_capacity(size);
+                        for b in &batches {
+                            records.extend_from_slice(&b.bytes);
+                        }
+                        total += size;
+                        remaining = remaining.saturating_sub(size);
+                        data.records = Some(records.freeze());
+                        None
+                    }
+                    Err(e) => Some(from_catalog(&e)),
+                }
+            })();
+            if let Some(e) = error {
+                errors = true;
+                data.error_code = e.code();
+            }
+            partitions.push(data);
+        }
+        responses.push(
+            FetchableTopicResponse::default()
+                .with_topic(topic_name(
+                    topic.as_ref().map_or(&*t.topic, |r| r.name.as_str()),
+                ))
+                .with_topic_id(topic.as_ref().map_or(t.topic_id, |r| uuid(r.id)))
+                .with_partitions(partitions),
+        );
+    }
+    (
+        FetchResponse::default().with_responses(responses),
+        total,
+        errors,
+    )
+}
+
+/// Handles a fetch, long-polling when there is too little data.
+pub fn handle(ctx: Ctx, req: FetchRequest) -> Reply {
+    Box::pin(async move {
+        let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
+        let min_bytes = req.min_bytes.max(1) as usize;
+        let mut commits = ctx.broker.catalog.subscribe();
+        let req = std::sync::Arc::new(req);
+        loop {
+            commits.borrow_and_update();
+            let (c, r) = (ctx.clone(), req.clone());
+            let read = tokio::task::spawn_blocking(move || read_once(&c, &r)).await;
+            let Ok((response, bytes, errors)) = read else {
+                return Some(ResponseKind::Fetch(
+                    FetchResponse::default()
+                        .with_error_code(ResponseError::UnknownServerError.code()),
+                ));
+            };
+            if bytes >= min_bytes || errors || Instant::now() >= deadline {
+                ctx.broker.metrics.fetched_bytes.inc_by(bytes as u64);
+                return Some(ResponseKind::Fetch(response));
+            }
+            tokio::select! {
+                changed = commits.changed() => {
+                    if changed.is_err() {
+                        return Some(ResponseKind::Fetch(response));
+                    }
+                }
+                _ = tokio::time::sleep_until(deadline) => {}
+            }
+        }
+    })
+}

@@ -1,0 +1,137 @@
+//! ListOffsets: earliest (-2), latest (-1), max timestamp (-3), and the first offset
+//! whose timestamp is at or after a given time.
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
+use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse, ResponseKind};
+use kafka_protocol::records::RecordBatchDecoder;
+
+use super::{Ctx, Reply, topic_name};
+use crate::error::from_catalog;
+
+const LATEST: i64 = -1;
+const EARLIEST: i64 = -2;
+const MAX_TIMESTAMP: i64 = -3;
+
+/// (offset, timestamp) for one partition.
+fn lookup(
+    ctx: &Ctx,
+    topic: &catalog::TopicRecord,
+    partition: u32,
+    ts: i64,
+) -> Result<(i64, i64), ResponseError> {
+    let catalog = &ctx.broker.catalog;
+    let state = catalog
+        .partition(topic.id, partition)
+        .map_err(|e| from_catalog(&e))?
+        .ok_or(ResponseError::UnknownTopicOrPartition)?;
+    match ts {
+        LATEST => Ok((state.next_offset as i64, -1)),
+        EARLIEST => Ok((state.log_start_offset as i64, -1)),
+        MAX_TIMESTAMP => {
+            let index = catalog
+                .batch_index(topic.id, partition, state.log_start_offset, usize::MAX)
+                .map_err(|e| from_catalog(&e))?;
+            let best = index
+                .iter()
+                .max_by_key(|b| (b.max_timestamp, std::cmp::Reverse(b.base_offset)));
+            match best {
+                Some(b) => exact(ctx, topic, partition, b.base_offset, |t| {
+                    t == b.max_timestamp
+                }),
+                None => Ok((-1, -1)),
+            }
+        }
+        ts if ts >= 0 => {
+            let index = catalog
+                .batch_index(topic.id, partition, state.log_start_offset, usize::MAX)
+                .map_err(|e| from_catalog(&e))?;
+            match index.iter().find(|b| b.max_timestamp >= ts) {
+                Some(b) => exact(ctx, topic, partition, b.base_offset, |t| t >= ts),
+                None => Ok((-1, -1)),
+            }
+        }
+        _ => Err(ResponseError::InvalidRequest),
+    }
+}
+
+/// The first record of the batch at `base` whose timestamp satisfies `hit`.
+fn exact(
+    ctx: &Ctx,
+    topic: &catalog::TopicRecord,
+    partition: u32,
+    base: u64,
+    hit: impl Fn(i64) -> bool,
+) -> Result<(i64, i64), ResponseError> {
+    let batches = ctx
+        .broker
+        .catalog
+        .read_batches(topic.id, partition, base, 1)
+        .map_err(|e| from_catalog(&e))?;
+    let Some(b) = batches.first() else {
+        return Ok((-1, -1));
+    };
+    let mut bytes = b.bytes.clone();
+    let set = RecordBatchDecoder::decode(&mut bytes).map_err(|_| ResponseError::CorruptMessage)?;
+    Ok(set
+        .records
+        .iter()
+        .find(|r| hit(r.timestamp))
+        .map_or((b.base_offset as i64, b.max_timestamp), |r| {
+            (r.offset, r.timestamp)
+        }))
+}
+
+/// Handles ListOffsets.
+pub fn handle(ctx: Ctx, req: ListOffsetsRequest) -> Reply {
+    Box::pin(async move {
+        let c = ctx.clone();
+        let topics = tokio::task::spawn_blocking(move || {
+            req.topics
+                .iter()
+                .map(|t| {
+                    let topic = c.broker.catalog.topic(&t.name).ok().flatten();
+                    let partitions = t
+                        .partitions
+                        .iter()
+                        .map(|p| {
+                            let r = ListOffsetsPartitionResponse::default()
+                                .with_partition_index(p.partition_index)
+                                .with_offset(-1)
+                                .with_timestamp(-1);
+                            let found = match &topic {
+                                None => Err(ResponseError::UnknownTopicOrPartition),
+                                Some(topic)
+                                    if p.partition_index < 0
+                                        || p.partition_index as u32 >= topic.partitions =>
+                                {
+                                    Err(ResponseError::UnknownTopicOrPartition)
+                                }
+                                Some(topic) if !c.leads(&topic.name, p.partition_index) => {
+                                    Err(ResponseError::NotLeaderOrFollower)
+                                }
+                                Some(topic) => {
+                                    lookup(&c, topic, p.partition_index as u32, p.timestamp)
+                                }
+                            };
+                            match found {
+                                Ok((offset, ts)) => r.with_offset(offset).with_timestamp(ts),
+                                Err(e) => r.with_error_code(e.code()),
+                            }
+                        })
+                        .collect();
+                    ListOffsetsTopicResponse::default()
+                        .with_name(topic_name(&t.name))
+                        .with_partitions(partitions)
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap_or_default();
+        Some(ResponseKind::ListOffsets(
+            ListOffsetsResponse::default().with_topics(topics),
+        ))
+    })
+}

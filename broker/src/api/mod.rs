@@ -1,0 +1,145 @@
+//! One module per Kafka API. Each handler does its checks and submits its catalog
+//! transaction before returning (so requests on one connection reach the catalog in the
+//! order they arrived), and returns a future of the response.
+
+pub mod api_versions;
+pub mod configs;
+pub mod delete_records;
+pub mod describe_cluster;
+pub mod fetch;
+pub mod init_producer_id;
+pub mod list_offsets;
+pub mod metadata;
+pub mod produce;
+pub mod topics;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
+
+use crate::Broker;
+
+/// A response in the making; `None` sends nothing (produce with acks=0).
+pub type Reply = Pin<Box<dyn Future<Output = Option<ResponseKind>> + Send>>;
+
+/// What a handler knows of its request.
+#[derive(Clone)]
+pub struct Ctx {
+    /// The broker.
+    pub broker: Arc<Broker>,
+    /// This connection's node id.
+    pub node: i32,
+    /// The address the client reached us on.
+    pub local: SocketAddr,
+    /// Request API version.
+    pub version: i16,
+    /// Client id from the request header.
+    pub client_id: Option<String>,
+}
+
+impl Ctx {
+    /// Whether this node leads the partition.
+    pub fn leads(&self, topic: &str, partition: i32) -> bool {
+        self.broker.cluster.leader(topic, partition) == self.node
+    }
+}
+
+/// A response that is ready now.
+pub fn ready(r: ResponseKind) -> Reply {
+    Box::pin(std::future::ready(Some(r)))
+}
+
+/// The versions served, per API: exactly what the handlers implement.
+pub fn supported(api: ApiKey) -> Option<(i16, i16)> {
+    Some(match api {
+        ApiKey::Produce => (3, 13),
+        ApiKey::Fetch => (4, 17),
+        ApiKey::ListOffsets => (1, 9),
+        ApiKey::Metadata => (0, 12),
+        ApiKey::ApiVersions => (0, 4),
+        ApiKey::CreateTopics => (2, 7),
+        ApiKey::DeleteTopics => (1, 6),
+        ApiKey::DeleteRecords => (0, 2),
+        ApiKey::InitProducerId => (0, 5),
+        ApiKey::DescribeConfigs => (1, 4),
+        ApiKey::AlterConfigs => (0, 2),
+        ApiKey::IncrementalAlterConfigs => (0, 1),
+        ApiKey::CreatePartitions => (0, 3),
+        ApiKey::DescribeCluster => (0, 1),
+        _ => return None,
+    })
+}
+
+/// Every API key served.
+pub const SERVED: &[ApiKey] = &[
+    ApiKey::Produce,
+    ApiKey::Fetch,
+    ApiKey::ListOffsets,
+    ApiKey::Metadata,
+    ApiKey::ApiVersions,
+    ApiKey::CreateTopics,
+    ApiKey::DeleteTopics,
+    ApiKey::DeleteRecords,
+    ApiKey::InitProducerId,
+    ApiKey::DescribeConfigs,
+    ApiKey::AlterConfigs,
+    ApiKey::IncrementalAlterConfigs,
+    ApiKey::CreatePartitions,
+    ApiKey::DescribeCluster,
+];
+
+/// Dispatches a decoded request.
+pub fn handle(ctx: Ctx, request: RequestKind) -> Reply {
+    match request {
+        RequestKind::ApiVersions(r) => {
+            ready(ResponseKind::ApiVersions(api_versions::handle(&ctx, r)))
+        }
+        RequestKind::Metadata(r) => metadata::handle(ctx, r),
+        RequestKind::CreateTopics(r) => topics::create(ctx, r),
+        RequestKind::DeleteTopics(r) => topics::delete(ctx, r),
+        RequestKind::CreatePartitions(r) => topics::create_partitions(ctx, r),
+        RequestKind::DescribeConfigs(r) => {
+            ready(ResponseKind::DescribeConfigs(configs::describe(&ctx, r)))
+        }
+        RequestKind::AlterConfigs(r) => configs::alter(ctx, r),
+        RequestKind::IncrementalAlterConfigs(r) => configs::incremental_alter(ctx, r),
+        RequestKind::Produce(r) => produce::handle(ctx, r),
+        RequestKind::Fetch(r) => fetch::handle(ctx, r),
+        RequestKind::ListOffsets(r) => list_offsets::handle(ctx, r),
+        RequestKind::InitProducerId(r) => init_producer_id::handle(ctx, r),
+        RequestKind::DescribeCluster(r) => ready(ResponseKind::DescribeCluster(
+            describe_cluster::handle(&ctx, r),
+        )),
+        RequestKind::DeleteRecords(r) => delete_records::handle(ctx, r),
+        other => {
+            tracing::warn!(request = ?std::mem::discriminant(&other), "request without a handler");
+            Box::pin(std::future::ready(None))
+        }
+    }
+}
+
+/// Kafka's topic UUID for a catalog topic id.
+pub fn uuid(id: u128) -> uuid::Uuid {
+    uuid::Uuid::from_u128(id)
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// A protocol string.
+pub fn sb(s: &str) -> kafka_protocol::protocol::StrBytes {
+    kafka_protocol::protocol::StrBytes::from_string(s.to_string())
+}
+
+/// A protocol topic name.
+pub fn topic_name(s: &str) -> kafka_protocol::messages::TopicName {
+    kafka_protocol::messages::TopicName(sb(s))
+}

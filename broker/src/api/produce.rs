@@ -1,0 +1,240 @@
+//! Produce: the whole request is one catalog transaction across all its partitions.
+//! Problems found checking one partition's batches (unknown partition, wrong leader,
+//! size, CRC, bad records, idempotent sequence) fail only that partition; everything
+//! else commits together or not at all. The response goes out only once the
+//! transaction is durable; acks=0 gets none.
+
+use catalog::{Op, ProducerBatch, ProducerState, Transaction};
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
+
+use super::{Ctx, Reply, sb, topic_name, uuid};
+use crate::batch::{self, Batch};
+use crate::configs;
+use crate::error::from_catalog;
+
+enum Plan {
+    Refused(ResponseError, Option<String>),
+    Duplicate(u64),
+    /// Its batches are ops `first..first + count` of the transaction.
+    Appending {
+        first: usize,
+        log_append_time: i64,
+    },
+}
+
+struct Partition {
+    index: i32,
+    plan: Plan,
+}
+
+struct Topic {
+    name: String,
+    id: uuid::Uuid,
+    partitions: Vec<Partition>,
+}
+
+fn producer_fields(b: &Batch) -> Option<ProducerBatch> {
+    b.is_idempotent().then(|| ProducerBatch {
+        producer_id: b.producer_id,
+        epoch: b.producer_epoch,
+        first_sequence: b.base_sequence,
+        last_sequence: b.last_sequence(),
+    })
+}
+
+/// Checks one partition's batches and adds their appends to `ops`.
+fn plan_partition(
+    ctx: &Ctx,
+    topic: &catalog::TopicRecord,
+    index: i32,
+    records: Option<bytes::Bytes>,
+    ops: &mut Vec<Op>,
+) -> Plan {
+    if index < 0 || index as u32 >= topic.partitions {
+        return Plan::Refused(ResponseError::UnknownTopicOrPartition, None);
+    }
+    if !ctx.leads(&topic.name, index) {
+        return Plan::Refused(ResponseError::NotLeaderOrFollower, None);
+    }
+    let records = records.unwrap_or_default();
+    let mut batches = match batch::parse(&records, configs::max_message_bytes(&topic.configs)) {
+        Ok(b) => b,
+        Err(r) => return Plan::Refused(r.error, Some(r.message)),
+    };
+    let log_append_time = if configs::log_append_time(&topic.configs) {
+        let now = super::now_ms();
+        batches
+            .iter_mut()
+            .for_each(|b| b.stamp_log_append_time(now));
+        now
+    } else {
+        -1
+    };
+    // Idempotent sequences, checked in order against the stored state.
+    let mut states: Vec<(i64, Option<ProducerState>)> = Vec::new();
+    for b in &batches {
+        let Some(p) = producer_fields(b) else {
+            continue;
+        };
+        let pos = match states.iter().position(|(id, _)| *id == p.producer_id) {
+            Some(i) => i,
+            None => {
+                let stored = ctx
+                    .broker
+                    .catalog
+                    .producer_state(p.producer_id, topic.id, index as u32)
+                    .ok()
+                    .flatten();
+                states.push((p.producer_id, stored));
+                states.len() - 1
+            }
+        };
+        let state = &mut states[pos].1;
+        match ProducerState::check(state.as_ref(), &p) {
+            Ok(()) => state
+                .get_or_insert_with(ProducerState::default)
+                .record(&p, 0),
+            Err(catalog::CatalogError::DuplicateSequence { base_offset }) if batches.len() == 1 => {
+                return Plan::Duplicate(base_offset);
+            }
+            Err(e) => {
+                return Plan::Refused(from_catalog(&e), Some(e.to_string()));
+            }
+        }
+    }
+    let first = ops.len();
+    for b in batches {
+        ops.push(Op::Append {
+            topic_id: topic.id,
+            partition: index as u32,
+            offset_count: b.offset_count,
+            max_timestamp: b.max_timestamp,
+            producer: producer_fields(&b),
+            batch: b.bytes,
+        });
+    }
+    Plan::Appending {
+        first,
+        log_append_time,
+    }
+}
+
+/// Handles a produce request.
+pub fn handle(ctx: Ctx, req: ProduceRequest) -> Reply {
+    let catalog = ctx.broker.catalog.clone();
+    let mut ops = Vec::new();
+    let mut topics = Vec::new();
+    for t in req.topic_data {
+        let found = if ctx.version >= 13 {
+            catalog.topic_by_id(t.topic_id.as_u128())
+        } else {
+            catalog.topic(&t.name)
+        };
+        let record = found.ok().flatten();
+        let unknown = if ctx.version >= 13 {
+            ResponseError::UnknownTopicId
+        } else {
+            ResponseError::UnknownTopicOrPartition
+        };
+        let partitions = t
+            .partition_data
+            .into_iter()
+            .map(|p| Partition {
+                index: p.index,
+                plan: match &record {
+                    Some(topic) => plan_partition(&ctx, topic, p.index, p.records, &mut ops),
+                    None => Plan::Refused(unknown, None),
+                },
+            })
+            .collect();
+        topics.push(Topic {
+            name: record
+                .as_ref()
+                .map_or_else(|| t.name.to_string(), |r| r.name.clone()),
+            id: record.as_ref().map_or(t.topic_id, |r| uuid(r.id)),
+            partitions,
+        });
+    }
+    let bytes: usize = ops
+        .iter()
+        .map(|op| match op {
+            Op::Append { batch, .. } => batch.len(),
+            _ => 0,
+        })
+        .sum();
+    let commit = (!ops.is_empty()).then(|| catalog.commit(Transaction::new(ops)));
+    let metrics = ctx.broker.metrics.clone();
+    let acks = req.acks;
+    Box::pin(async move {
+        let outcome = match commit {
+            Some(c) => Some(c.await),
+            None => None,
+        };
+        if matches!(outcome, Some(Ok(_))) {
+            metrics.produced_bytes.inc_by(bytes as u64);
+        }
+        if acks == 0 {
+            return None;
+        }
+        let responses = topics
+            .into_iter()
+            .map(|t| {
+                let partitions = t
+                    .partitions
+                    .into_iter()
+                    .map(|p| {
+                        let r = PartitionProduceResponse::default()
+                            .with_index(p.index)
+                            .with_base_offset(-1)
+                            .with_log_append_time_ms(-1)
+                            .with_log_start_offset(-1);
+                        match p.plan {
+                            Plan::Refused(e, message) => r
+                                .with_error_code(e.code())
+                                .with_error_message(message.as_deref().map(sb)),
+                            Plan::Duplicate(base) => r
+                                .with_error_code(ResponseError::DuplicateSequenceNumber.code())
+                                .with_base_offset(base as i64),
+                            Plan::Appending {
+                                first,
+                                log_append_time,
+                            } => match &outcome {
+                                Some(Ok(out)) => {
+                                    let base = match out.ops.get(first) {
+                                        Some(catalog::OpOutcome::Appended { base_offset }) => {
+                                            *base_offset as i64
+                                        }
+                                        _ => -1,
+                                    };
+                                    let start = ctx
+                                        .broker
+                                        .catalog
+                                        .partition(t.id.as_u128(), p.index as u32)
+                                        .ok()
+                                        .flatten()
+                                        .map_or(-1, |s| s.log_start_offset as i64);
+                                    r.with_base_offset(base)
+                                        .with_log_append_time_ms(log_append_time)
+                                        .with_log_start_offset(start)
+                                }
+                                Some(Err(e)) => r
+                                    .with_error_code(from_catalog(e).code())
+                                    .with_error_message(Some(sb(&e.to_string()))),
+                                None => r,
+                            },
+                        }
+                    })
+                    .collect();
+                TopicProduceResponse::default()
+                    .with_name(topic_name(&t.name))
+                    .with_topic_id(t.id)
+                    .with_partition_responses(partitions)
+            })
+            .collect();
+        Some(ResponseKind::Produce(
+            ProduceResponse::default().with_responses(responses),
+        ))
+    })
+}

@@ -1,0 +1,208 @@
+//! Kafka record batches (magic v2) as they arrive in produce requests: the fixed 61-byte
+//! header is read and checked here (length, magic, CRC-32C, offsets, producer fields);
+//! the records themselves, possibly compressed, are stored as sent.
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::error::ResponseError;
+
+/// Bytes of the batch header before the first record.
+pub const HEADER_LEN: usize = 61;
+const ATTR_TIMESTAMP_TYPE: i16 = 1 << 3;
+const ATTR_TRANSACTIONAL: i16 = 1 << 4;
+const ATTR_CONTROL: i16 = 1 << 5;
+
+/// A checked batch.
+#[derive(Debug, Clone)]
+pub struct Batch {
+    /// The whole batch.
+    pub bytes: Bytes,
+    /// Records in it.
+    pub record_count: i32,
+    /// Offsets it covers (last offset delta + 1).
+    pub offset_count: u32,
+    /// First timestamp.
+    pub base_timestamp: i64,
+    /// Largest timestamp.
+    pub max_timestamp: i64,
+    /// Producer id (-1 when not idempotent).
+    pub producer_id: i64,
+    /// Producer epoch.
+    pub producer_epoch: i16,
+    /// Sequence of the first record (-1 when not idempotent).
+    pub base_sequence: i32,
+}
+
+fn i16_at(b: &[u8], at: usize) -> i16 {
+    i16::from_be_bytes([b[at], b[at + 1]])
+}
+fn i32_at(b: &[u8], at: usize) -> i32 {
+    i32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+fn i64_at(b: &[u8], at: usize) -> i64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    i64::from_be_bytes(a)
+}
+
+/// Why a partition's records were refused.
+#[derive(Debug, Clone)]
+pub struct Refusal {
+    /// The Kafka error.
+    pub error: ResponseError,
+    /// A message for the client.
+    pub message: String,
+}
+
+fn refuse(error: ResponseError, message: impl Into<String>) -> Refusal {
+    Refusal {
+        error,
+        message: message.into(),
+    }
+}
+
+/// Splits a partition's `records` into batches and checks each one; `max_batch_bytes` is
+/// the topic's `max.message.bytes`.
+pub fn parse(records: &Bytes, max_batch_bytes: usize) -> Result<Vec<Batch>, Refusal> {
+    let mut out = Vec::new();
+    let mut pos = 0usize;
+    if records.is_empty() {
+        return Err(refuse(ResponseError::InvalidRecord, "no record batch"));
+    }
+    while pos < records.len() {
+        let rest = &records[pos..];
+        if rest.len() < HEADER_LEN {
+            return Err(refuse(
+                ResponseError::CorruptMessage,
+                "truncated batch header",
+            ));
+        }
+        let magic = rest[16] as i8;
+        if magic != 2 {
+            return Err(refuse(
+                ResponseError::UnsupportedForMessageFormat,
+                format!("message format v{magic}; only v2 record batches are accepted"),
+            ));
+        }
+        let batch_len = i32_at(rest, 8);
+        let total = usize::try_from(batch_len)
+            .ok()
+            .and_then(|l| l.checked_add(12))
+            .filter(|t| *t >= HEADER_LEN && *t <= rest.len())
+            .ok_or_else(|| refuse(ResponseError::CorruptMessage, "batch length out of bounds"))?;
+        if total > max_batch_bytes {
+            return Err(refuse(
+                ResponseError::MessageTooLarge,
+                format!("batch of {total} bytes exceeds max.message.bytes {max_batch_bytes}"),
+            ));
+        }
+        let b = &rest[..total];
+        let crc = u32::from_be_bytes([b[17], b[18], b[19], b[20]]);
+        if crc32c::crc32c(&b[21..]) != crc {
+            return Err(refuse(ResponseError::CorruptMessage, "batch CRC mismatch"));
+        }
+        let attributes = i16_at(b, 21);
+        if attributes & (ATTR_TRANSACTIONAL | ATTR_CONTROL) != 0 {
+            return Err(refuse(
+                ResponseError::InvalidRecord,
+                "transactional and control batches are not supported",
+            ));
+        }
+        let last_offset_delta = i32_at(b, 23);
+        let record_count = i32_at(b, 57);
+        if record_count <= 0 || last_offset_delta < record_count - 1 {
+            return Err(refuse(
+                ResponseError::InvalidRecord,
+                format!("{record_count} records with last offset delta {last_offset_delta}"),
+            ));
+        }
+        out.push(Batch {
+            bytes: records.slice(pos..pos + total),
+            record_count,
+            offset_count: last_offset_delta as u32 + 1,
+            base_timestamp: i64_at(b, 27),
+            max_timestamp: i64_at(b, 35),
+            producer_id: i64_at(b, 43),
+            producer_epoch: i16_at(b, 51),
+            base_sequence: i32_at(b, 53),
+        });
+        pos += total;
+    }
+    Ok(out)
+}
+
+impl Batch {
+    /// Whether an idempotent producer sent it.
+    pub fn is_idempotent(&self) -> bool {
+        self.producer_id >= 0 && self.base_sequence >= 0
+    }
+
+    /// Sequence of the last record.
+    pub fn last_sequence(&self) -> i32 {
+        self.base_sequence.wrapping_add(self.record_count - 1) & i32::MAX
+    }
+
+    /// Stamps the batch with the broker's time (`LogAppendTime` topics): sets the
+    /// timestamp type and both timestamps, and recomputes the CRC.
+    pub fn stamp_log_append_time(&mut self, now_ms: i64) {
+        let mut b = BytesMut::from(&self.bytes[..]);
+        let attributes = i16_at(&b, 21) | ATTR_TIMESTAMP_TYPE;
+        b[21..23].copy_from_slice(&attributes.to_be_bytes());
+        b[27..35].copy_from_slice(&now_ms.to_be_bytes());
+        b[35..43].copy_from_slice(&now_ms.to_be_bytes());
+        let crc = crc32c::crc32c(&b[21..]);
+        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        self.bytes = b.freeze();
+        self.base_timestamp = now_ms;
+        self.max_timestamp = now_ms;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(records: i32, extra: &[u8]) -> Vec<u8> {
+        let mut b = vec![0u8; HEADER_LEN];
+        b.extend_from_slice(extra);
+        let len = (b.len() - 12) as i32;
+        b[8..12].copy_from_slice(&len.to_be_bytes());
+        b[16] = 2;
+        b[23..27].copy_from_slice(&(records - 1).to_be_bytes());
+        b[43..51].copy_from_slice(&(-1i64).to_be_bytes());
+        b[53..57].copy_from_slice(&(-1i32).to_be_bytes());
+        b[57..61].copy_from_slice(&records.to_be_bytes());
+        let crc = crc32c::crc32c(&b[21..]);
+        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        b
+    }
+
+    #[test]
+    fn checks_each_batch() {
+        let two = [batch(3, b"abc"), batch(1, b"")].concat();
+        let parsed = parse(&Bytes::from(two), 1 << 20).unwrap();
+        assert_eq!(parsed.len(), 2);
+        assert_eq!(parsed[0].offset_count, 3);
+
+        let mut bad = batch(1, b"xyz");
+        bad[70] ^= 1;
+        let err = parse(&Bytes::from(bad), 1 << 20).unwrap_err();
+        assert_eq!(err.error, ResponseError::CorruptMessage);
+
+        let big = batch(1, &[0u8; 100]);
+        let err = parse(&Bytes::from(big), 100).unwrap_err();
+        assert_eq!(err.error, ResponseError::MessageTooLarge);
+
+        let err = parse(&Bytes::from(batch(1, b"")[..30].to_vec()), 1 << 20).unwrap_err();
+        assert_eq!(err.error, ResponseError::CorruptMessage);
+    }
+
+    #[test]
+    fn log_append_time_keeps_the_crc_valid() {
+        let mut b = parse(&Bytes::from(batch(2, b"hi")), 1 << 20)
+            .unwrap()
+            .remove(0);
+        b.stamp_log_append_time(1234);
+        let again = parse(&b.bytes, 1 << 20).unwrap().remove(0);
+        assert_eq!(again.max_timestamp, 1234);
+    }
+}

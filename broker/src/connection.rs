@@ -1,0 +1,230 @@
+//! One client connection: reads size-prefixed request frames (bounded), decodes them with
+//! `kafka-protocol`, hands them to [`crate::api`] in arrival order, and writes the
+//! responses back in the same order while several requests are in flight.
+//!
+//! A frame that is too large, truncated or undecodable closes the connection with a log
+//! line, as Kafka does; nothing a client sends can panic the server or make it allocate
+//! more than the frame limit.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
+use kafka_protocol::protocol::{Decodable, Encodable};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::{mpsc, watch};
+
+use crate::Broker;
+use crate::api::{self, Ctx, Reply};
+use crate::metrics::ApiLabels;
+
+/// Why a connection was closed.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// The socket failed.
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+    /// The size prefix is out of range.
+    #[error("frame of {0} bytes is outside 8..={1}")]
+    Size(i64, usize),
+    /// The request does not decode.
+    #[error("undecodable {api} v{version} request: {reason}")]
+    Decode {
+        /// API key.
+        api: i16,
+        /// API version.
+        version: i16,
+        /// Decoder message.
+        reason: String,
+    },
+    /// An API or version we do not serve.
+    #[error("unsupported request: api {api} v{version}")]
+    Unsupported {
+        /// API key.
+        api: i16,
+        /// API version.
+        version: i16,
+    },
+}
+
+struct Pending {
+    correlation_id: i32,
+    api: ApiKey,
+    version: i16,
+    started: Instant,
+    reply: Reply,
+}
+
+/// Serves one connection until the client closes it, it misbehaves, or shutdown.
+pub async fn run(
+    broker: Arc<Broker>,
+    sock: TcpStream,
+    peer: SocketAddr,
+    node: i32,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    broker.metrics.connections.inc();
+    let local = sock.local_addr().unwrap_or(peer);
+    let (mut rd, wr) = sock.into_split();
+    let (tx, rx) = mpsc::channel::<Pending>(broker.config.max_in_flight.max(1));
+    let writer = tokio::spawn(write_loop(broker.clone(), wr, rx));
+    loop {
+        let frame = tokio::select! {
+            f = read_frame(&mut rd, broker.config.max_frame_bytes) => f,
+            _ = shutdown.changed() => break,
+        };
+        let result = match frame {
+            Ok(Some(frame)) => decode(frame),
+            Ok(None) => break,
+            Err(e) => Err(e),
+        };
+        let (header, request) = match result {
+            Ok(r) => r,
+            Err(e) => {
+                if !matches!(e, FrameError::Io(_)) {
+                    broker.metrics.bad_frames.inc();
+                }
+                tracing::info!(%peer, error = %e, "closing kafka connection");
+                break;
+            }
+        };
+        let Ok(api) = ApiKey::try_from(header.request_api_key) else {
+            break;
+        };
+        let ctx = Ctx {
+            broker: broker.clone(),
+            node,
+            local,
+            version: header.request_api_version,
+            client_id: header.client_id.as_ref().map(|s| s.to_string()),
+        };
+        let pending = Pending {
+            correlation_id: header.correlation_id,
+            api,
+            version: header.request_api_version,
+            started: Instant::now(),
+            reply: api::handle(ctx, request),
+        };
+        if tx.send(pending).await.is_err() {
+            break;
+        }
+    }
+    drop(tx);
+    let _ = writer.await;
+    broker.metrics.connections.dec();
+}
+
+/// Reads one frame; `None` at a clean end of stream. The buffer grows as bytes arrive,
+/// so a size prefix alone never makes the server allocate.
+async fn read_frame(rd: &mut OwnedReadHalf, max: usize) -> Result<Option<Bytes>, FrameError> {
+    let size = match rd.read_i32().await {
+        Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let size = usize::try_from(size)
+        .ok()
+        .filter(|s| (8..=max).contains(s))
+        .ok_or(FrameError::Size(i64::from(size), max))?;
+    let mut buf = BytesMut::with_capacity(size.min(64 << 10));
+    while buf.len() < size {
+        buf.reserve((size - buf.len()).min(1 << 20));
+        let n = (&mut *rd)
+            .take((size - buf.len()) as u64)
+            .read_buf(&mut buf)
+            .await?;
+        if n == 0 {
+            return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into());
+        }
+    }
+    Ok(Some(buf.freeze()))
+}
+
+fn decode(mut frame: Bytes) -> Result<(RequestHeader, RequestKind), FrameError> {
+    let api = i16::from_be_bytes([frame[0], frame[1]]);
+    let version = i16::from_be_bytes([frame[2], frame[3]]);
+    let key = ApiKey::try_from(api).map_err(|_| FrameError::Unsupported { api, version })?;
+    let Some(range) = api::supported(key) else {
+        return Err(FrameError::Unsupported { api, version });
+    };
+    if key == ApiKey::ApiVersions && version > range.1 {
+        // Newer clients probe with their highest version: answer in v0 with our ranges.
+        let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
+        let header = RequestHeader::default()
+            .with_request_api_key(api)
+            .with_request_api_version(version)
+            .with_correlation_id(correlation_id);
+        return Ok((header, RequestKind::ApiVersions(Default::default())));
+    }
+    if version < range.0 || version > range.1 {
+        return Err(FrameError::Unsupported { api, version });
+    }
+    let fail = |reason: String| FrameError::Decode {
+        api,
+        version,
+        reason,
+    };
+    let header = RequestHeader::decode(&mut frame, key.request_header_version(version))
+        .map_err(|e| fail(e.to_string()))?;
+    let request = RequestKind::decode(key, &mut frame, version).map_err(|e| fail(e.to_string()))?;
+    Ok((header, request))
+}
+
+async fn write_loop(broker: Arc<Broker>, mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Pending>) {
+    while let Some(p) = rx.recv().await {
+        let response = p.reply.await;
+        let labels = ApiLabels {
+            api: format!("{:?}", p.api),
+        };
+        broker.metrics.requests.get_or_create(&labels).inc();
+        broker
+            .metrics
+            .latency
+            .get_or_create(&labels)
+            .observe(p.started.elapsed().as_secs_f64());
+        let Some(response) = response else {
+            continue;
+        };
+        match encode(p.correlation_id, p.api, p.version, &response) {
+            Ok(bytes) => {
+                if wr.write_all(&bytes).await.is_err() {
+                    break;
+                }
+            }
+            Err(e) => {
+                tracing::error!(api = ?p.api, version = p.version, error = %e, "response encoding failed");
+                break;
+            }
+        }
+    }
+    let _ = wr.shutdown().await;
+}
+
+fn encode(
+    correlation_id: i32,
+    api: ApiKey,
+    version: i16,
+    response: &ResponseKind,
+) -> Result<Bytes, String> {
+    let mut body = BytesMut::with_capacity(256);
+    body.put_i32(0);
+    // An ApiVersions answer to an unsupported version is always v0.
+    let version = match response {
+        ResponseKind::ApiVersions(r) if r.error_code != 0 => 0,
+        _ => version,
+    };
+    let header = ResponseHeader::default().with_correlation_id(correlation_id);
+    header
+        .encode(&mut body, api.response_header_version(version))
+        .map_err(|e| e.to_string())?;
+    response
+        .encode(&mut body, version)
+        .map_err(|e| e.to_string())?;
+    let len = (body.len() - 4) as i32;
+    body[..4].copy_from_slice(&len.to_be_bytes());
+    Ok(body.freeze())
+}

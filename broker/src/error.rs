@@ -1,0 +1,23 @@
+//! Where internal errors become Kafka error codes: the one mapping for every API.
+
+use catalog::CatalogError;
+use kafka_protocol::error::ResponseError;
+
+/// The Kafka error for a catalog failure.
+pub fn from_catalog(e: &CatalogError) -> ResponseError {
+    match e {
+        CatalogError::UnknownTopic(_) | CatalogError::UnknownPartition { .. } => {
+            ResponseError::UnknownTopicOrPartition
+        }
+        CatalogError::TopicExists(_) => ResponseError::TopicAlreadyExists,
+        CatalogError::DuplicateSequence { .. } => ResponseError::DuplicateSequenceNumber,
+        CatalogError::OutOfOrderSequence => ResponseError::OutOfOrderSequenceNumber,
+        CatalogError::ProducerFenced => ResponseError::InvalidProducerEpoch,
+        CatalogError::Invalid(_) => ResponseError::InvalidRequest,
+        CatalogError::Storage(_) | CatalogError::Store(_) | CatalogError::Corrupt(_) => {
+            ResponseError::KafkaStorageError
+        }
+        CatalogError::Closed => ResponseError::KafkaStorageError,
+        _ => ResponseError::UnknownServerError,
+    }
+}

@@ -1,0 +1,79 @@
+//! Prometheus metrics of the Kafka API.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+/// Labels of a per-API metric.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ApiLabels {
+    /// Kafka API name.
+    pub api: String,
+}
+
+/// The broker's metrics.
+#[derive(Clone)]
+pub struct BrokerMetrics {
+    /// Requests by API.
+    pub requests: Family<ApiLabels, Counter>,
+    /// Request latency by API, from decode to response.
+    pub latency: Family<ApiLabels, Histogram>,
+    /// Record bytes accepted by produce.
+    pub produced_bytes: Counter,
+    /// Record bytes returned by fetch.
+    pub fetched_bytes: Counter,
+    /// Open connections.
+    pub connections: Gauge,
+    /// Connections closed for a malformed or oversized frame.
+    pub bad_frames: Counter,
+}
+
+impl Default for BrokerMetrics {
+    fn default() -> Self {
+        Self {
+            requests: Family::default(),
+            latency: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.0001, 2.0, 18))
+            }),
+            produced_bytes: Counter::default(),
+            fetched_bytes: Counter::default(),
+            connections: Gauge::default(),
+            bad_frames: Counter::default(),
+        }
+    }
+}
+
+impl BrokerMetrics {
+    /// Registers the metrics (prefix them with `eddy_kafka`).
+    pub fn register(&self, r: &mut Registry) {
+        r.register("requests", "Kafka requests by API", self.requests.clone());
+        r.register(
+            "request_seconds",
+            "Kafka request latency by API",
+            self.latency.clone(),
+        );
+        r.register(
+            "produced_bytes",
+            "Record batch bytes accepted by produce",
+            self.produced_bytes.clone(),
+        );
+        r.register(
+            "fetched_bytes",
+            "Record batch bytes returned by fetch",
+            self.fetched_bytes.clone(),
+        );
+        r.register(
+            "connections",
+            "Open Kafka connections",
+            self.connections.clone(),
+        );
+        r.register(
+            "bad_frames",
+            "Connections closed for a malformed or oversized request",
+            self.bad_frames.clone(),
+        );
+    }
+}
