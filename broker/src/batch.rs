@@ -184,7 +184,7 @@ mod tests {
         assert_eq!(parsed[0].offset_count, 3);
 
         let mut bad = batch(1, b"xyz");
-        bad[70] ^= 1;
+        bad[62] ^= 1;
         let err = parse(&Bytes::from(bad), 1 << 20).unwrap_err();
         assert_eq!(err.error, ResponseError::CorruptMessage);
 
