@@ -1,0 +1,339 @@
+"""The Kafka API with real clients: confluent-kafka (librdkafka), kafka-python and kcat.
+
+Topic admin, produce with every codec and with idempotence, consume from earliest,
+latest and a timestamp, several listener addresses with clients following leaders, and
+the protocol's own errors for bad requests."""
+
+import shutil
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException, Consumer, Producer, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewPartitions,
+    NewTopic,
+)
+
+from conftest import Eddy, free_port, new_eddy
+
+
+def name(prefix="t"):
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def admin(eddy):
+    return AdminClient({"bootstrap.servers": eddy.bootstrap})
+
+
+def create(eddy, topic, partitions=3, config=None):
+    a = admin(eddy)
+    a.create_topics([NewTopic(topic, partitions, 1, config=config or {})])[topic].result(timeout=30)
+
+
+def consume_all(eddy, topic, partitions, expected, start=0, timeout=30):
+    """Reads `expected` messages from the given start offset of every partition."""
+    c = Consumer({
+        "bootstrap.servers": eddy.bootstrap,
+        "group.id": name("reader"),
+        "enable.auto.commit": False,
+        "auto.offset.reset": "error",
+    })
+    c.assign([TopicPartition(topic, p, start) for p in range(partitions)])
+    got = []
+    deadline = time.time() + timeout
+    while len(got) < expected and time.time() < deadline:
+        m = c.poll(0.5)
+        if m is None:
+            continue
+        assert m.error() is None, m.error()
+        got.append(m)
+    c.close()
+    assert len(got) == expected, f"got {len(got)} of {expected}"
+    return got
+
+
+def test_topic_admin(eddy):
+    a = admin(eddy)
+    topic = name()
+    create(eddy, topic, 4, {"retention.ms": "3600000", "cleanup.policy": "compact,delete"})
+    md = a.list_topics(topic, timeout=10)
+    assert len(md.topics[topic].partitions) == 4
+
+    with pytest.raises(KafkaException) as e:
+        a.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=10)
+    assert e.value.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
+    bad = name()
+    with pytest.raises(KafkaException) as e:
+        a.create_topics([NewTopic(bad, 1, 1, config={"retention.ms": "soon"})])[bad].result(timeout=10)
+    assert e.value.args[0].code() == KafkaError.INVALID_CONFIG
+    with pytest.raises(KafkaException) as e:
+        a.create_topics([NewTopic(bad, 1, 1, config={"no.such.thing": "1"})])[bad].result(timeout=10)
+    assert e.value.args[0].code() == KafkaError.INVALID_CONFIG
+    with pytest.raises(KafkaException) as e:
+        a.create_topics([NewTopic("bad/name", 1, 1)])["bad/name"].result(timeout=10)
+    assert e.value.args[0].code() == KafkaError.TOPIC_EXCEPTION
+    a.create_topics([NewTopic(bad, 2, 1)], validate_only=True)[bad].result(timeout=10)
+    assert bad not in a.list_topics(timeout=10).topics
+
+    res = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    configs = a.describe_configs([res])[res].result(timeout=10)
+    assert configs["retention.ms"].value == "3600000"
+    assert not configs["retention.ms"].is_default
+    assert configs["max.message.bytes"].value == "1048588"
+    assert configs["max.message.bytes"].is_default
+
+    a.incremental_alter_configs([ConfigResource(
+        ConfigResource.Type.TOPIC, topic,
+        incremental_configs=[
+            ConfigEntry("retention.ms", "60000", incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry("cleanup.policy", None, incremental_operation=AlterConfigOpType.DELETE),
+        ])])[res].result(timeout=10)
+    configs = a.describe_configs([res])[res].result(timeout=10)
+    assert configs["retention.ms"].value == "60000"
+    assert configs["cleanup.policy"].value == "delete" and configs["cleanup.policy"].is_default
+
+    a.create_partitions([NewPartitions(topic, 6)])[topic].result(timeout=10)
+    assert len(a.list_topics(topic, timeout=10).topics[topic].partitions) == 6
+    with pytest.raises(KafkaException) as e:
+        a.create_partitions([NewPartitions(topic, 2)])[topic].result(timeout=10)
+    assert e.value.args[0].code() == KafkaError.INVALID_PARTITIONS
+
+    broker = ConfigResource(ConfigResource.Type.BROKER, "0")
+    assert a.describe_configs([broker])[broker].result(timeout=10)["num.partitions"].value == "1"
+
+    a.delete_topics([topic])[topic].result(timeout=10)
+    assert topic not in a.list_topics(timeout=10).topics
+    with pytest.raises(KafkaException) as e:
+        a.delete_topics([topic])[topic].result(timeout=10)
+    assert e.value.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_produce_every_codec_idempotent_and_consume(eddy, codec):
+    topic = name(codec)
+    create(eddy, topic, 3)
+    p = Producer({
+        "bootstrap.servers": eddy.bootstrap,
+        "compression.type": codec,
+        "enable.idempotence": True,
+        "linger.ms": 5,
+    })
+    delivered = []
+    for i in range(300):
+        p.produce(topic, key=f"k{i}".encode(), value=f"value-{i}".encode() * (i % 7 + 1),
+                  headers=[("n", str(i).encode()), ("empty", b"")],
+                  on_delivery=lambda err, m: delivered.append((err, m.partition(), m.offset())))
+    assert p.flush(30) == 0
+    assert all(err is None for err, _, _ in delivered), delivered[:5]
+    per_partition = {}
+    for _, part, off in delivered:
+        per_partition.setdefault(part, []).append(off)
+    for offs in per_partition.values():
+        assert sorted(offs) == list(range(len(offs))), "offsets are dense from 0"
+
+    got = consume_all(eddy, topic, 3, 300)
+    by_key = {m.key(): m for m in got}
+    for i in range(300):
+        m = by_key[f"k{i}".encode()]
+        assert m.value() == f"value-{i}".encode() * (i % 7 + 1)
+        assert m.headers() == [("n", str(i).encode()), ("empty", b"")]
+
+
+def test_consume_from_latest_and_timestamp(eddy):
+    topic = name("time")
+    create(eddy, topic, 1)
+    p = Producer({"bootstrap.servers": eddy.bootstrap, "linger.ms": 0})
+    base = 1_700_000_000_000
+    for i in range(10):
+        p.produce(topic, value=f"old-{i}".encode(), timestamp=base + i * 1000)
+        p.flush(10)
+    c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": name("g"),
+                  "enable.auto.commit": False})
+    found = c.offsets_for_times([TopicPartition(topic, 0, base + 4500)], timeout=10)
+    assert found[0].offset == 5
+    found = c.offsets_for_times([TopicPartition(topic, 0, base + 99_000)], timeout=10)
+    assert found[0].offset == -1, "nothing at or after that time"
+    low, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+    assert (low, high) == (0, 10)
+
+    c.assign([TopicPartition(topic, 0, 5)])
+    got = []
+    while len(got) < 5:
+        m = c.poll(5)
+        assert m is not None and m.error() is None
+        got.append(m.value())
+    assert got == [f"old-{i}".encode() for i in range(5, 10)]
+
+    c.assign([TopicPartition(topic, 0, -1)])  # OFFSET_END: only what comes next
+    assert c.poll(1) is None
+    p.produce(topic, value=b"new")
+    p.flush(10)
+    m = c.poll(10)
+    assert m is not None and m.value() == b"new" and m.offset() == 10
+    c.close()
+
+
+def test_fetch_long_polls_until_a_commit(eddy):
+    topic = name("poll")
+    create(eddy, topic, 1)
+    c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": name("g"),
+                  "fetch.wait.max.ms": 5000, "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, 0, 0)])
+    assert c.poll(1) is None
+    p = Producer({"bootstrap.servers": eddy.bootstrap, "linger.ms": 0})
+    sent = time.time()
+    p.produce(topic, value=b"wake")
+    p.flush(10)
+    m = c.poll(10)
+    assert m is not None and m.value() == b"wake"
+    # Woken by the commit, not by the 5 s fetch wait running out.
+    assert time.time() - sent < 4
+    c.close()
+
+
+def test_kafka_python_round_trip(eddy):
+    from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition as KTP
+    from kafka.admin import NewTopic as KNewTopic
+
+    topic = name("kp")
+    KafkaAdminClient(bootstrap_servers=eddy.bootstrap).create_topics([KNewTopic(topic, 2, 1)])
+    p = KafkaProducer(bootstrap_servers=eddy.bootstrap, compression_type="gzip", acks="all")
+    futures = [p.send(topic, key=f"{i}".encode(), value=f"v{i}".encode(), partition=i % 2)
+               for i in range(50)]
+    offsets = [f.get(timeout=30) for f in futures]
+    assert sorted(md.offset for md in offsets if md.partition == 0) == list(range(25))
+    p.close()
+    c = KafkaConsumer(bootstrap_servers=eddy.bootstrap, auto_offset_reset="earliest",
+                      consumer_timeout_ms=10_000)
+    c.assign([KTP(topic, 0), KTP(topic, 1)])
+    got = sorted((m.partition, m.offset, m.value) for _, m in zip(range(50), c))
+    assert len(got) == 50
+    assert got[0] == (0, 0, b"v0") and got[-1] == (1, 24, b"v49")
+    c.close()
+
+
+def test_message_too_large_and_unknown_topic(eddy):
+    topic = name("small")
+    create(eddy, topic, 1, {"max.message.bytes": "2000"})
+    p = Producer({"bootstrap.servers": eddy.bootstrap, "message.max.bytes": 100000,
+                  "compression.type": "none", "linger.ms": 0})
+    errors = []
+    p.produce(topic, value=b"x" * 5000, on_delivery=lambda e, m: errors.append(e))
+    p.flush(10)
+    p.produce(topic, value=b"fits", on_delivery=lambda e, m: errors.append(e))
+    p.flush(10)
+    assert errors[0] is not None and errors[0].code() == KafkaError.MSG_SIZE_TOO_LARGE
+    assert errors[1] is None
+    got = consume_all(eddy, topic, 1, 1)
+    assert got[0].value() == b"fits"
+
+
+def raw_request(port, api_key, version, body, host="127.0.0.1", correlation=7):
+    """Sends one request frame with a v1 header and returns the response body."""
+    client = b"raw"
+    header = struct.pack(">hhih", api_key, version, correlation, len(client)) + client
+    frame = header + body
+    with socket.create_connection((host, port), timeout=10) as s:
+        s.sendall(struct.pack(">i", len(frame)) + frame)
+        size = struct.unpack(">i", recv_exact(s, 4))[0]
+        data = recv_exact(s, size)
+    assert struct.unpack(">i", data[:4])[0] == correlation
+    return data[4:]
+
+
+def recv_exact(s, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("closed")
+        buf += chunk
+    return buf
+
+
+def test_bad_frames_close_the_connection_not_the_server(eddy):
+    port = eddy.kafka_ports[0]
+    for frame in [struct.pack(">i", 2**31 - 1), struct.pack(">i", -5),
+                  struct.pack(">i", 12) + b"\xff" * 12,
+                  struct.pack(">i", 10) + struct.pack(">hhi", 3, 99, 1) + b"\0\0"]:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(frame)
+            assert s.recv(10) == b"", "the connection is closed"
+    # ApiVersions newer than we speak: a v0 answer with UNSUPPORTED_VERSION (35).
+    body = raw_request(port, 18, 99, b"")
+    assert struct.unpack(">h", body[:2])[0] == 35
+    # And the server still serves.
+    md = admin(eddy).list_topics(timeout=10)
+    assert md.brokers
+
+
+def test_three_listener_addresses(tmp_path):
+    port = free_port()
+    server = Eddy(data_dir=tmp_path / "data", s3_port=free_port(), http_port=free_port(),
+                  kafka_ports=[port, port, port],
+                  kafka_hosts=["127.0.0.1", "127.0.0.2", "127.0.0.3"]).start()
+    try:
+        one = f"127.0.0.1:{port}"
+        a = AdminClient({"bootstrap.servers": one})
+        topic = name("spread")
+        a.create_topics([NewTopic(topic, 12, 1)])[topic].result(timeout=30)
+        md = a.list_topics(topic, timeout=10)
+        assert sorted((b.host, b.port) for b in md.brokers.values()) == [
+            ("127.0.0.1", port), ("127.0.0.2", port), ("127.0.0.3", port)]
+        leaders = {p.id: p.leader for p in md.topics[topic].partitions.values()}
+        assert set(leaders.values()) == {0, 1, 2}, leaders
+        for p in md.topics[topic].partitions.values():
+            assert p.replicas == [p.leader] and p.isrs == [p.leader]
+
+        prod = Producer({"bootstrap.servers": one, "enable.idempotence": True})
+        for i in range(120):
+            prod.produce(topic, value=str(i).encode(), partition=i % 12)
+        assert prod.flush(30) == 0
+        e = Eddy(data_dir=server.data_dir, s3_port=0, http_port=0, kafka_ports=[port])
+        got = consume_all(e, topic, 12, 120)
+        assert sorted(int(m.value()) for m in got) == list(range(120))
+
+        # ListOffsets v1 for partition 0 sent to an address that does not lead it.
+        leader = leaders[0]
+        wrong = ["127.0.0.1", "127.0.0.2", "127.0.0.3"][(leader + 1) % 3]
+        t = topic.encode()
+        body = struct.pack(">ii", -1, 1) + struct.pack(">h", len(t)) + t + \
+            struct.pack(">iiq", 1, 0, -1)
+        resp = raw_request(port, 2, 1, body, host=wrong)
+        # topics[1]: name, partitions[1]: index, error_code
+        (_, tlen) = struct.unpack(">ih", resp[:6])
+        error = struct.unpack(">h", resp[6 + tlen + 4 + 4: 6 + tlen + 4 + 4 + 2])[0]
+        assert error == 6, "NOT_LEADER_OR_FOLLOWER"
+        right = ["127.0.0.1", "127.0.0.2", "127.0.0.3"][leader]
+        resp = raw_request(port, 2, 1, body, host=right)
+        error = struct.unpack(">h", resp[6 + tlen + 4 + 4: 6 + tlen + 4 + 4 + 2])[0]
+        assert error == 0
+        del prod
+    finally:
+        server.stop()
+
+
+@pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is installed by scripts/test")
+def test_kcat(eddy):
+    topic = name("kcat")
+    create(eddy, topic, 2)
+    listing = subprocess.run(["kcat", "-b", eddy.bootstrap, "-L", "-t", topic],
+                             capture_output=True, text=True, timeout=60, check=True).stdout
+    assert f'topic "{topic}" with 2 partitions' in listing
+    lines = "\n".join(f"key{i}:value{i}" for i in range(20)) + "\n"
+    subprocess.run(["kcat", "-b", eddy.bootstrap, "-P", "-t", topic, "-K:", "-z", "snappy"],
+                   input=lines, text=True, timeout=60, check=True)
+    out = subprocess.run(["kcat", "-b", eddy.bootstrap, "-C", "-t", topic, "-e", "-q",
+                          "-f", "%k=%s\n"], capture_output=True, text=True, timeout=60,
+                         check=True).stdout
+    assert sorted(out.split()) == sorted(f"key{i}=value{i}" for i in range(20))
