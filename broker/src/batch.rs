@@ -109,7 +109,8 @@ pub fn parse(records: &Bytes, max_batch_bytes: usize) -> Result<Vec<Batch>, Refu
         }
         let last_offset_delta = i32_at(b, 23);
         let record_count = i32_at(b, 57);
-        if record_count <= 0 || last_offset_delta < record_count - 1 {
+        // Producers number a batch's records 0..count; anything else would burn offsets.
+        if record_count <= 0 || last_offset_delta != record_count - 1 {
             return Err(refuse(
                 ResponseError::InvalidRecord,
                 format!("{record_count} records with last offset delta {last_offset_delta}"),

@@ -144,7 +144,13 @@ async fn read_frame(rd: &mut OwnedReadHalf, max: usize) -> Result<Option<Bytes>,
     Ok(Some(buf.freeze()))
 }
 
-fn decode(mut frame: Bytes) -> Result<(RequestHeader, RequestKind), FrameError> {
+/// Decodes one request frame (without its size prefix): the header, then the body at the
+/// header's API and version. Anything else, including a version we do not serve, is an
+/// error, never a panic.
+pub fn decode(mut frame: Bytes) -> Result<(RequestHeader, RequestKind), FrameError> {
+    if frame.len() < 8 {
+        return Err(FrameError::Size(frame.len() as i64, usize::MAX));
+    }
     let api = i16::from_be_bytes([frame[0], frame[1]]);
     let version = i16::from_be_bytes([frame[2], frame[3]]);
     let key = ApiKey::try_from(api).map_err(|_| FrameError::Unsupported { api, version })?;
