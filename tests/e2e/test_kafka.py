@@ -384,3 +384,59 @@ def test_java_client(eddy, tmp_path, codec):
     out = subprocess.run(["java", "-cp", f"{tmp_path}:{cp}", "KafkaRoundTrip", eddy.bootstrap,
                           name("java"), codec], capture_output=True, text=True, timeout=180)
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
+
+
+def test_log_append_time_topics_stamp_the_broker_time(eddy):
+    from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME
+    topic = name("lat")
+    create(eddy, topic, 1, {"message.timestamp.type": "LogAppendTime"})
+    p = Producer({"bootstrap.servers": eddy.bootstrap, "linger.ms": 0})
+    before = int(time.time() * 1000)
+    p.produce(topic, value=b"x", timestamp=1000)
+    p.flush(10)
+    after = int(time.time() * 1000)
+    m = consume_all(eddy, topic, 1, 1)[0]
+    kind, ts = m.timestamp()
+    assert kind == TIMESTAMP_LOG_APPEND_TIME
+    assert before - 1000 <= ts <= after + 1000
+
+
+def test_delete_records_moves_the_log_start(eddy):
+    topic = name("del")
+    create(eddy, topic, 1)
+    p = Producer({"bootstrap.servers": eddy.bootstrap, "linger.ms": 0})
+    for i in range(10):
+        p.produce(topic, value=str(i).encode())
+        p.flush(10)
+    a = admin(eddy)
+    res = a.delete_records([TopicPartition(topic, 0, 6)])
+    deleted = list(res.values())[0].result(timeout=10)
+    assert deleted.low_watermark == 6
+    c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": name("g")})
+    assert c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10) == (6, 10)
+    c.close()
+    got = consume_all(eddy, topic, 1, 4, start=6)
+    assert [m.value() for m in got] == [b"6", b"7", b"8", b"9"]
+
+
+def test_idempotent_producer_continues_across_restart(fresh_eddy):
+    topic = name("idem")
+    create(fresh_eddy, topic, 2)
+    p = Producer({"bootstrap.servers": fresh_eddy.bootstrap, "enable.idempotence": True,
+                  "linger.ms": 2, "message.timeout.ms": 60000})
+    errors = []
+    for i in range(100):
+        p.produce(topic, value=str(i).encode(), partition=i % 2,
+                  on_delivery=lambda e, m: errors.append(e) if e else None)
+    assert p.flush(30) == 0
+    fresh_eddy.restart()
+    for i in range(100, 200):
+        p.produce(topic, value=str(i).encode(), partition=i % 2,
+                  on_delivery=lambda e, m: errors.append(e) if e else None)
+    assert p.flush(60) == 0
+    assert errors == []
+    got = consume_all(fresh_eddy, topic, 2, 200)
+    assert sorted(int(m.value()) for m in got) == list(range(200)), "no loss, no duplicates"
+    for part in (0, 1):
+        offs = sorted(m.offset() for m in got if m.partition() == part)
+        assert offs == list(range(100))
