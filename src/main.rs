@@ -4,6 +4,7 @@ mod config;
 mod heal;
 mod http;
 mod metrics;
+mod s3;
 mod scrub;
 mod serve;
 

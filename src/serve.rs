@@ -9,7 +9,6 @@ use anyhow::Context;
 use catalog::{
     BucketRecord, Catalog, CatalogConfig, CatalogError, EmbeddedCatalog, Op, Transaction,
 };
-use hyper::StatusCode;
 use storage::DriveSetConfig;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -112,17 +111,19 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     }
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
-    tasks.spawn(http::serve(
-        "s3",
+    let users: Vec<s3gw::User> = config
+        .users
+        .iter()
+        .map(|u| s3gw::User {
+            access_key: u.access_key.clone(),
+            secret_key: u.secret_key.clone(),
+        })
+        .collect();
+    let s3_service = s3gw::service(catalog.clone(), &users);
+    tasks.spawn(crate::s3::serve(
         s3,
         metrics.clone(),
-        |req| {
-            http::reply(
-                StatusCode::NOT_IMPLEMENTED,
-                "application/xml",
-                s3gw::not_implemented_xml(req.uri().path()),
-            )
-        },
+        s3_service,
         stop_rx.clone(),
     ));
     tasks.spawn(http::serve(

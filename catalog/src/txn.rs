@@ -2,7 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{BucketRecord, GroupRecord, ObjectVersion, OffsetRecord, TopicRecord};
+use crate::model::{
+    BucketRecord, GroupRecord, ObjectVersion, OffsetRecord, PartRecord, TopicRecord, UploadRecord,
+};
+use storage::BlobMeta;
 
 /// One change. Operations in a transaction are checked against the state before the
 /// transaction, then applied in order; an operation cannot depend on an earlier one in
@@ -59,6 +62,33 @@ pub enum Op {
         key: String,
         /// Expected ETag.
         etag: Option<String>,
+    },
+    /// Starts a multipart upload (the bucket must exist; the id must be new).
+    CreateUpload(UploadRecord),
+    /// Stores one part of an upload, replacing (and freeing) an earlier part of the same
+    /// number.
+    PutPart {
+        /// Bucket.
+        bucket: String,
+        /// Key.
+        key: String,
+        /// Upload id.
+        upload_id: String,
+        /// The part.
+        part: PartRecord,
+    },
+    /// Ends an upload: removes it and its parts and frees every part blob not in `keep`
+    /// (complete keeps the blobs the new object references; abort keeps none). Fails
+    /// unless every blob in `keep` is still one of the upload's parts.
+    DeleteUpload {
+        /// Bucket.
+        bucket: String,
+        /// Key.
+        key: String,
+        /// Upload id.
+        upload_id: String,
+        /// Part blobs that live on (in the completed object).
+        keep: Vec<BlobMeta>,
     },
     /// Creates a topic.
     CreateTopic(TopicRecord),
