@@ -33,7 +33,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use catalog::{BucketRecord, Catalog};
-use s3s::auth::SimpleAuth;
+use s3s::auth::{S3Auth, SecretKey};
 use s3s::dto::*;
 use s3s::service::{S3Service, S3ServiceBuilder};
 use s3s::{S3, S3Request, S3Response, S3Result, s3_error};
@@ -103,14 +103,31 @@ impl Gateway {
     }
 }
 
+/// The configured users' secrets, for s3s's signature checks.
+struct Users(BTreeMap<String, String>);
+
+#[async_trait::async_trait]
+impl S3Auth for Users {
+    async fn get_secret_key(&self, access_key: &str) -> S3Result<SecretKey> {
+        self.0.get(access_key).map(|s| SecretKey::from(s.as_str())).ok_or_else(|| {
+            s3_error!(
+                InvalidAccessKeyId,
+                "The AWS Access Key Id you provided does not exist in our records."
+            )
+        })
+    }
+}
+
 /// The s3s service: authentication against `users` (the first is the administrator)
 /// and the operations of [`Gateway`].
 pub fn service(catalog: Arc<dyn Catalog>, users: &[User]) -> S3Service {
     let admin = users.first().map(|u| u.access_key.clone()).unwrap_or_default();
-    let mut auth = SimpleAuth::new();
-    for u in users {
-        auth.register(u.access_key.clone(), u.secret_key.clone().into());
-    }
+    let auth = Users(
+        users
+            .iter()
+            .map(|u| (u.access_key.clone(), u.secret_key.clone()))
+            .collect(),
+    );
     let mut b = S3ServiceBuilder::new(Gateway::new(catalog, admin));
     b.set_auth(auth);
     b.build()

@@ -35,7 +35,7 @@ def test_v2_flat_and_byte_order(listed):
 def test_delimiter_and_prefix(listed):
     s3, b = listed
     r = s3.list_objects_v2(Bucket=b, Delimiter="/")
-    assert [o["Key"] for o in r["Contents"]] == ["a", "b", "d", "é", "~"]
+    assert [o["Key"] for o in r["Contents"]] == ["a", "b", "d", "~", "é"]
     assert [p["Prefix"] for p in r["CommonPrefixes"]] == ["a/", "b/", "c/", "z/"]
     r = s3.list_objects_v2(Bucket=b, Prefix="a/", Delimiter="/")
     assert [o["Key"] for o in r["Contents"]] == ["a/1", "a/2"]
@@ -89,7 +89,12 @@ def test_url_encoding(listed):
         "after-call.s3.ListObjectsV2",
         lambda http_response, **kw: raw.append(http_response.content.decode()),
     )
-    # botocore asks for encoding-type=url and decodes the keys in the answer.
-    r = s3.list_objects_v2(Bucket=b, Prefix="\u00e9", EncodingType="url")
+    # botocore asks for encoding-type=url by itself and decodes the keys it gets.
+    r = s3.list_objects_v2(Bucket=b, Prefix="\u00e9")
     assert [o["Key"] for o in r["Contents"]] == ["\u00e9"]
     assert "<Key>%C3%A9</Key>" in raw[-1], raw[-1]
+    # Asked for explicitly, the encoded form is what the caller sees.
+    r = s3.list_objects_v2(Bucket=b, Prefix="\u00e9", EncodingType="url")
+    assert [o["Key"] for o in r["Contents"]] == ["%C3%A9"]
+    r = s3.list_objects(Bucket=b, Delimiter="/", EncodingType="url", Prefix="a")
+    assert r["Prefix"] == "a" and [p["Prefix"] for p in r["CommonPrefixes"]] == ["a/"]
