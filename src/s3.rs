@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use hyper::body::Incoming;
 use hyper::Request;
+use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
 use s3s::service::S3Service;

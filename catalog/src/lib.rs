@@ -82,8 +82,12 @@ pub trait Catalog: Send + Sync {
     ) -> CatalogResult<Vec<(String, ObjectVersion)>>;
 
     /// One in-progress multipart upload.
-    fn upload(&self, bucket: &str, key: &str, upload_id: &str)
-    -> CatalogResult<Option<UploadRecord>>;
+    fn upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+    ) -> CatalogResult<Option<UploadRecord>>;
     /// Up to `limit` in-progress uploads of keys starting with `prefix`, ordered by key
     /// then upload id, strictly after `after` (a key marker, with an upload id marker or
     /// not: without one, every upload of that key is skipped).

@@ -340,13 +340,22 @@ async fn multipart_uploads_are_durable_and_free_their_blobs() {
     let p1 = part(&c, 1, b"one");
     let p1b = part(&c, 1, b"uno");
     let p2 = part(&c, 2, b"two");
-    commit(&c, vec![put_part("k", "u1", p1.clone())]).await.unwrap();
-    commit(&c, vec![put_part("k", "u1", p1b.clone())]).await.unwrap();
-    commit(&c, vec![put_part("k", "u1", p2.clone())]).await.unwrap();
+    commit(&c, vec![put_part("k", "u1", p1.clone())])
+        .await
+        .unwrap();
+    commit(&c, vec![put_part("k", "u1", p1b.clone())])
+        .await
+        .unwrap();
+    commit(&c, vec![put_part("k", "u1", p2.clone())])
+        .await
+        .unwrap();
     settle(&c).await;
     assert!(c.blobs().open(p1.blob.id).is_err(), "replaced part freed");
     let parts = c.parts("u1", 0, 10).unwrap();
-    assert_eq!(parts.iter().map(|p| p.part_number).collect::<Vec<_>>(), [1, 2]);
+    assert_eq!(
+        parts.iter().map(|p| p.part_number).collect::<Vec<_>>(),
+        [1, 2]
+    );
     assert_eq!(c.parts("u1", 1, 10).unwrap().len(), 1);
     // A part for an unknown upload is refused.
     let stray = part(&c, 1, b"x");
@@ -355,11 +364,26 @@ async fn multipart_uploads_are_durable_and_free_their_blobs() {
         Err(CatalogError::NoSuchUpload(_))
     ));
     // Listing in (key, upload id) order, with markers.
-    let ids = |v: Vec<catalog::UploadRecord>| v.into_iter().map(|u| u.upload_id).collect::<Vec<_>>();
-    assert_eq!(ids(c.list_uploads("b", "", None, 10).unwrap()), ["u3", "u1", "u2"]);
-    assert_eq!(ids(c.list_uploads("b", "", Some(("j", None)), 10).unwrap()), ["u1", "u2"]);
-    assert_eq!(ids(c.list_uploads("b", "", Some(("k", Some("u1"))), 10).unwrap()), ["u2"]);
-    assert_eq!(ids(c.list_uploads("b", "k", None, 10).unwrap()), ["u1", "u2"]);
+    let ids =
+        |v: Vec<catalog::UploadRecord>| v.into_iter().map(|u| u.upload_id).collect::<Vec<_>>();
+    assert_eq!(
+        ids(c.list_uploads("b", "", None, 10).unwrap()),
+        ["u3", "u1", "u2"]
+    );
+    assert_eq!(
+        ids(c.list_uploads("b", "", Some(("j", None)), 10).unwrap()),
+        ["u1", "u2"]
+    );
+    assert_eq!(
+        ids(c
+            .list_uploads("b", "", Some(("k", Some("u1"))), 10)
+            .unwrap()),
+        ["u2"]
+    );
+    assert_eq!(
+        ids(c.list_uploads("b", "k", None, 10).unwrap()),
+        ["u1", "u2"]
+    );
 
     // Survives a restart.
     drop(c);
@@ -384,7 +408,9 @@ async fn multipart_uploads_are_durable_and_free_their_blobs() {
     assert!(c.blobs().open(p2.blob.id).is_ok());
     // Keeping a blob that is not a part fails the whole transaction.
     let q = part(&c, 1, b"q");
-    commit(&c, vec![put_part("k", "u2", q.clone())]).await.unwrap();
+    commit(&c, vec![put_part("k", "u2", q.clone())])
+        .await
+        .unwrap();
     assert!(matches!(
         commit(
             &c,

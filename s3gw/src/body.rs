@@ -71,8 +71,10 @@ pub async fn receive(
     let mut hasher = wanted.hasher();
     let mut size: u64 = 0;
     let mut buf = BytesMut::new();
-    let mut writer: Option<(mpsc::Sender<Bytes>, tokio::task::JoinHandle<StorageResult<BlobWriter>>)> =
-        None;
+    let mut writer: Option<(
+        mpsc::Sender<Bytes>,
+        tokio::task::JoinHandle<StorageResult<BlobWriter>>,
+    )> = None;
     let mut body = body;
     loop {
         let next = match body.as_mut() {
@@ -83,7 +85,10 @@ pub async fn receive(
             Some(Ok(c)) => c,
             Some(Err(e)) => {
                 tracing::debug!(error = %e, "request body failed");
-                return Err(s3_error!(IncompleteBody, "The request body could not be read"));
+                return Err(s3_error!(
+                    IncompleteBody,
+                    "The request body could not be read"
+                ));
             }
             None => break,
         };
@@ -151,7 +156,10 @@ pub async fn receive(
     })
 }
 
-type WriterTask = (mpsc::Sender<Bytes>, tokio::task::JoinHandle<StorageResult<BlobWriter>>);
+type WriterTask = (
+    mpsc::Sender<Bytes>,
+    tokio::task::JoinHandle<StorageResult<BlobWriter>>,
+);
 
 fn spawn_writer(store: &BlobStore) -> S3Result<WriterTask> {
     let (tx, mut rx) = mpsc::channel::<Bytes>(2);

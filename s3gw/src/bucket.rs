@@ -46,7 +46,10 @@ pub async fn create_bucket(
     let user = gw.user(&req)?;
     let name = req.input.bucket.clone();
     if !valid_bucket_name(&name) {
-        return Err(s3_error!(InvalidBucketName, "The specified bucket is not valid"));
+        return Err(s3_error!(
+            InvalidBucketName,
+            "The specified bucket is not valid"
+        ));
     }
     let mut settings = BTreeMap::new();
     if let Some(loc) = req
@@ -225,7 +228,16 @@ mod tests {
         for ok in ["abc", "my-bucket.1", "a".repeat(63).as_str()] {
             assert!(valid_bucket_name(ok), "{ok}");
         }
-        for bad in ["ab", "Abc", "a..b", "-ab", "ab-", "192.168.1.1", "a_b", "xn--ab"] {
+        for bad in [
+            "ab",
+            "Abc",
+            "a..b",
+            "-ab",
+            "ab-",
+            "192.168.1.1",
+            "a_b",
+            "xn--ab",
+        ] {
             assert!(!valid_bucket_name(bad), "{bad}");
         }
     }

@@ -108,9 +108,9 @@ impl Wanted {
         trailers: Option<&TrailingHeaders>,
     ) -> S3Result<BTreeMap<String, String>> {
         if let Some(m) = &self.content_md5 {
-            let given = base64_simd::STANDARD
-                .decode_to_vec(m.trim())
-                .map_err(|_| s3_error!(InvalidDigest, "The Content-MD5 you specified is not valid"))?;
+            let given = base64_simd::STANDARD.decode_to_vec(m.trim()).map_err(|_| {
+                s3_error!(InvalidDigest, "The Content-MD5 you specified is not valid")
+            })?;
             if given.as_slice() != md5 {
                 return Err(s3_error!(
                     BadDigest,

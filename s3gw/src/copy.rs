@@ -82,7 +82,10 @@ fn source<T>(
         version_id,
     } = cs
     else {
-        return Err(s3_error!(NotImplemented, "Access point copy sources are not supported"));
+        return Err(s3_error!(
+            NotImplemented,
+            "Access point copy sources are not supported"
+        ));
     };
     let b = gw.bucket_for(req, bucket)?;
     let v = find_version(gw, &b, key, version_id.as_deref())?;
@@ -151,7 +154,11 @@ pub async fn copy_object(
         CopySource::Bucket { version_id, .. } => version_id.as_deref().map(str::to_owned),
         _ => None,
     };
-    if src_b.name == b.name && src_key == i.key && !replace_meta && !replace_tags && src_vid.is_none()
+    if src_b.name == b.name
+        && src_key == i.key
+        && !replace_meta
+        && !replace_tags
+        && src_vid.is_none()
     {
         return Err(s3_error!(
             InvalidRequest,
@@ -226,7 +233,12 @@ pub async fn copy_object(
 
 /// Parses `bytes=first-last` of x-amz-copy-source-range against the source size.
 fn copy_range(r: &str, size: u64) -> S3Result<(u64, u64)> {
-    let bad = || s3_error!(InvalidArgument, "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy");
+    let bad = || {
+        s3_error!(
+            InvalidArgument,
+            "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy"
+        )
+    };
     let spec = r.trim().strip_prefix("bytes=").ok_or_else(bad)?;
     let (a, z) = spec.split_once('-').ok_or_else(bad)?;
     let a: u64 = a.trim().parse().map_err(|_| bad())?;
@@ -235,7 +247,10 @@ fn copy_range(r: &str, size: u64) -> S3Result<(u64, u64)> {
         return Err(bad());
     }
     if z >= size {
-        return Err(s3_error!(InvalidRange, "The requested range is not satisfiable"));
+        return Err(s3_error!(
+            InvalidRange,
+            "The requested range is not satisfiable"
+        ));
     }
     Ok((a, z + 1))
 }

@@ -92,7 +92,13 @@ async fn delete_one(
         Versioning::Enabled => {
             let id = new_id();
             change
-                .put_version(Event::DeleteMarkerCreated, &b.name, key, marker(id.clone()), false)
+                .put_version(
+                    Event::DeleteMarkerCreated,
+                    &b.name,
+                    key,
+                    marker(id.clone()),
+                    false,
+                )
                 .commit(gw)
                 .await?;
             Ok(Deleted {
@@ -142,7 +148,10 @@ pub async fn delete_objects(
     let b = gw.bucket_for(&req, &req.input.bucket)?;
     let del = &req.input.delete;
     if del.objects.len() > 1000 {
-        return Err(s3_error!(MalformedXML, "At most 1000 keys may be deleted at once"));
+        return Err(s3_error!(
+            MalformedXML,
+            "At most 1000 keys may be deleted at once"
+        ));
     }
     let quiet = del.quiet.unwrap_or(false);
     let mut deleted = Vec::new();

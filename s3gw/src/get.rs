@@ -93,7 +93,10 @@ pub fn find_version(
                 "The specified method is not allowed against this resource"
             )),
             Some(v) => Ok(v),
-            None => Err(s3_error!(NoSuchVersion, "The specified version does not exist")),
+            None => Err(s3_error!(
+                NoSuchVersion,
+                "The specified version does not exist"
+            )),
         },
         None => gw
             .catalog()
@@ -131,7 +134,11 @@ fn select(
         if sizes.len() == 1 {
             return Ok((0, total, None));
         }
-        return Ok((start, end, Some(format!("bytes {start}-{}/{total}", end.saturating_sub(1)))));
+        return Ok((
+            start,
+            end,
+            Some(format!("bytes {start}-{}/{total}", end.saturating_sub(1))),
+        ));
     }
     match range {
         None => Ok((0, total, None)),
@@ -142,7 +149,11 @@ fn select(
             Ok((
                 r.start,
                 r.end,
-                Some(format!("bytes {}-{}/{total}", r.start, r.end.saturating_sub(1))),
+                Some(format!(
+                    "bytes {}-{}/{total}",
+                    r.start,
+                    r.end.saturating_sub(1)
+                )),
             ))
         }
     }

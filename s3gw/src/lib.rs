@@ -109,19 +109,25 @@ struct Users(BTreeMap<String, String>);
 #[async_trait::async_trait]
 impl S3Auth for Users {
     async fn get_secret_key(&self, access_key: &str) -> S3Result<SecretKey> {
-        self.0.get(access_key).map(|s| SecretKey::from(s.as_str())).ok_or_else(|| {
-            s3_error!(
-                InvalidAccessKeyId,
-                "The AWS Access Key Id you provided does not exist in our records."
-            )
-        })
+        self.0
+            .get(access_key)
+            .map(|s| SecretKey::from(s.as_str()))
+            .ok_or_else(|| {
+                s3_error!(
+                    InvalidAccessKeyId,
+                    "The AWS Access Key Id you provided does not exist in our records."
+                )
+            })
     }
 }
 
 /// The s3s service: authentication against `users` (the first is the administrator)
 /// and the operations of [`Gateway`].
 pub fn service(catalog: Arc<dyn Catalog>, users: &[User]) -> S3Service {
-    let admin = users.first().map(|u| u.access_key.clone()).unwrap_or_default();
+    let admin = users
+        .first()
+        .map(|u| u.access_key.clone())
+        .unwrap_or_default();
     let auth = Users(
         users
             .iter()
@@ -228,7 +234,10 @@ impl ContentHeaders<'_> {
         }
         if let Some(meta) = self.metadata {
             for (k, v) in meta {
-                m.insert(format!("{META_PREFIX}{}", k.to_ascii_lowercase()), v.clone());
+                m.insert(
+                    format!("{META_PREFIX}{}", k.to_ascii_lowercase()),
+                    v.clone(),
+                );
             }
         }
         m
@@ -257,7 +266,10 @@ pub struct StoredHeaders {
 pub fn stored_headers(m: &BTreeMap<String, String>) -> StoredHeaders {
     let user: Metadata = m
         .iter()
-        .filter_map(|(k, v)| k.strip_prefix(META_PREFIX).map(|k| (k.to_owned(), v.clone())))
+        .filter_map(|(k, v)| {
+            k.strip_prefix(META_PREFIX)
+                .map(|k| (k.to_owned(), v.clone()))
+        })
         .collect();
     StoredHeaders {
         content_type: m.get("content-type").cloned(),

@@ -137,7 +137,10 @@ fn url_mode(e: Option<&EncodingType>) -> S3Result<bool> {
     match e {
         None => Ok(false),
         Some(e) if e.as_str().eq_ignore_ascii_case("url") => Ok(true),
-        Some(_) => Err(s3_error!(InvalidArgument, "Invalid Encoding Method specified in Request")),
+        Some(_) => Err(s3_error!(
+            InvalidArgument,
+            "Invalid Encoding Method specified in Request"
+        )),
     }
 }
 
@@ -156,7 +159,9 @@ fn object_entry(url: bool, key: &str, v: &ObjectVersion, owner_key: Option<&str>
         size: Some(v.size as i64),
         e_tag: Some(etag(&v.etag)),
         last_modified: Some(timestamp(v.last_modified_ms)),
-        storage_class: Some(ObjectStorageClass::from_static(ObjectStorageClass::STANDARD)),
+        storage_class: Some(ObjectStorageClass::from_static(
+            ObjectStorageClass::STANDARD,
+        )),
         owner: owner_key.map(owner),
         checksum_algorithm: (!algs.is_empty()).then_some(algs),
         ..Default::default()
@@ -223,7 +228,12 @@ fn decode_token(t: &str) -> S3Result<String> {
         .decode_to_vec(t)
         .ok()
         .and_then(|b| String::from_utf8(b).ok())
-        .ok_or_else(|| s3_error!(InvalidArgument, "The continuation token provided is incorrect"))
+        .ok_or_else(|| {
+            s3_error!(
+                InvalidArgument,
+                "The continuation token provided is incorrect"
+            )
+        })
 }
 
 /// ListObjectsV2.

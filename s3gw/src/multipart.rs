@@ -31,11 +31,17 @@ pub async fn create_multipart_upload(
     let i = req.input;
     check_key(&i.key)?;
     let tags = parse_tagging_header(i.tagging.as_deref())?;
-    let alg = i.checksum_algorithm.as_ref().map(|a| a.as_str().to_ascii_uppercase());
+    let alg = i
+        .checksum_algorithm
+        .as_ref()
+        .map(|a| a.as_str().to_ascii_uppercase());
     if let Some(a) = &alg
         && !checksum::ALGORITHMS.contains(&a.as_str())
     {
-        return Err(s3_error!(InvalidRequest, "Checksum algorithm {a} is not supported"));
+        return Err(s3_error!(
+            InvalidRequest,
+            "Checksum algorithm {a} is not supported"
+        ));
     }
     let upload = UploadRecord {
         upload_id: new_id(),
@@ -71,11 +77,21 @@ pub async fn create_multipart_upload(
     }))
 }
 
-pub(crate) fn upload_of(gw: &Gateway, bucket: &str, key: &str, upload_id: &str) -> S3Result<UploadRecord> {
+pub(crate) fn upload_of(
+    gw: &Gateway,
+    bucket: &str,
+    key: &str,
+    upload_id: &str,
+) -> S3Result<UploadRecord> {
     gw.catalog()
         .upload(bucket, key, upload_id)
         .or_s3()?
-        .ok_or_else(|| s3_error!(NoSuchUpload, "The specified multipart upload does not exist"))
+        .ok_or_else(|| {
+            s3_error!(
+                NoSuchUpload,
+                "The specified multipart upload does not exist"
+            )
+        })
 }
 
 pub(crate) fn check_part_number(n: i32) -> S3Result<u32> {
@@ -214,8 +230,13 @@ pub async fn complete_multipart_upload(
             ));
         }
         prev = n;
-        let found = stored.iter().find(|s| i64::from(s.part_number) == i64::from(n));
-        let want = p.e_tag.as_ref().map(|e| e.value().trim_matches('"').to_owned());
+        let found = stored
+            .iter()
+            .find(|s| i64::from(s.part_number) == i64::from(n));
+        let want = p
+            .e_tag
+            .as_ref()
+            .map(|e| e.value().trim_matches('"').to_owned());
         match found {
             Some(s) if want.as_deref().is_none_or(|w| w == s.etag) => chosen.push(s),
             _ => {
@@ -238,7 +259,9 @@ pub async fn complete_multipart_upload(
     let mut md5s = Vec::with_capacity(chosen.len() * 16);
     for p in &chosen {
         let raw = (0..p.etag.len() / 2)
-            .map(|j| u8::from_str_radix(p.etag.get(2 * j..2 * j + 2).unwrap_or("00"), 16).unwrap_or(0))
+            .map(|j| {
+                u8::from_str_radix(p.etag.get(2 * j..2 * j + 2).unwrap_or("00"), 16).unwrap_or(0)
+            })
             .collect::<Vec<u8>>();
         md5s.extend(raw);
     }

@@ -22,7 +22,10 @@ pub fn validate_tags(tags: &[Tag], max: usize) -> S3Result<BTreeMap<String, Stri
         let v = t.value.clone().unwrap_or_default();
         check_tag(&k, &v)?;
         if m.insert(k, v).is_some() {
-            return Err(s3_error!(InvalidTag, "Cannot provide multiple Tags with the same key"));
+            return Err(s3_error!(
+                InvalidTag,
+                "Cannot provide multiple Tags with the same key"
+            ));
         }
     }
     Ok(m)
@@ -38,10 +41,16 @@ fn too_many(max: usize) -> s3s::S3Error {
 
 fn check_tag(k: &str, v: &str) -> S3Result<()> {
     if k.is_empty() || k.chars().count() > 128 {
-        return Err(s3_error!(InvalidTag, "The TagKey you have provided is invalid"));
+        return Err(s3_error!(
+            InvalidTag,
+            "The TagKey you have provided is invalid"
+        ));
     }
     if v.chars().count() > 256 {
-        return Err(s3_error!(InvalidTag, "The TagValue you have provided is invalid"));
+        return Err(s3_error!(
+            InvalidTag,
+            "The TagValue you have provided is invalid"
+        ));
     }
     Ok(())
 }
@@ -81,7 +90,10 @@ pub fn parse_tagging_header(h: Option<&str>) -> S3Result<BTreeMap<String, String
         let (k, v) = (form_decode(k)?, form_decode(v)?);
         check_tag(&k, &v)?;
         if m.insert(k, v).is_some() {
-            return Err(s3_error!(InvalidTag, "Cannot provide multiple Tags with the same key"));
+            return Err(s3_error!(
+                InvalidTag,
+                "Cannot provide multiple Tags with the same key"
+            ));
         }
     }
     if m.len() > 10 {
@@ -113,8 +125,14 @@ fn target(
     };
     match v {
         Some(v) if !v.delete_marker => Ok(v),
-        Some(_) => Err(s3_error!(MethodNotAllowed, "The specified method is not allowed against this resource")),
-        None if version_id.is_some() => Err(s3_error!(NoSuchVersion, "The specified version does not exist")),
+        Some(_) => Err(s3_error!(
+            MethodNotAllowed,
+            "The specified method is not allowed against this resource"
+        )),
+        None if version_id.is_some() => Err(s3_error!(
+            NoSuchVersion,
+            "The specified version does not exist"
+        )),
         None => Err(s3_error!(NoSuchKey, "The specified key does not exist")),
     }
 }
@@ -129,7 +147,13 @@ pub async fn put_object_tagging(
     let tags = validate_tags(&req.input.tagging.tag_set, 10)?;
     let v = target(gw, &b.name, key, req.input.version_id.as_deref())?;
     Change::new()
-        .set_tags(Event::TaggingPut, &b.name, key, Some(v.version_id.clone()), tags)
+        .set_tags(
+            Event::TaggingPut,
+            &b.name,
+            key,
+            Some(v.version_id.clone()),
+            tags,
+        )
         .commit(gw)
         .await?;
     Ok(S3Response::new(PutObjectTaggingOutput {

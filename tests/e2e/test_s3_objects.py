@@ -251,3 +251,45 @@ def test_keys_with_odd_characters(s3, bucket):
     with pytest.raises(ClientError) as e:
         s3.put_object(Bucket=bucket, Key="k" * 1025, Body=b"x")
     assert status(e) == 400
+
+
+def chunked_put(eddy, bucket, key, body, trailer_crc32):
+    """A PutObject as aws-chunked with an unsigned payload and a checksum trailer, the
+    way SDKs stream uploads over TLS."""
+    import urllib.error
+    import urllib.request
+
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    payload = (f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n"
+               + f"x-amz-checksum-crc32:{trailer_crc32}\r\n\r\n".encode())
+    req = AWSRequest(method="PUT", url=f"{eddy.s3_url}/{bucket}/{key}", data=payload, headers={
+        "X-Amz-Content-SHA256": "STREAMING-UNSIGNED-PAYLOAD-TRAILER",
+        "Content-Encoding": "aws-chunked",
+        "X-Amz-Decoded-Content-Length": str(len(body)),
+        "X-Amz-Trailer": "x-amz-checksum-crc32",
+    })
+    SigV4Auth(Credentials(eddy.access_key, eddy.secret_key), "s3", "us-east-1").add_auth(req)
+    p = req.prepare()
+    r = urllib.request.Request(p.url, data=payload, method="PUT", headers=dict(p.headers))
+    try:
+        with urllib.request.urlopen(r, timeout=30) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def test_checksum_trailer(eddy, s3, bucket):
+    body = os.urandom(70_000)
+    good = b64(zlib.crc32(body).to_bytes(4, "big"))
+    code, text = chunked_put(eddy, bucket, "trailer/good", body, good)
+    assert code == 200, text
+    g = s3.get_object(Bucket=bucket, Key="trailer/good", ChecksumMode="ENABLED")
+    assert g["Body"].read() == body and g["ChecksumCRC32"] == good
+    code, text = chunked_put(eddy, bucket, "trailer/bad", body, b64(b"\1\2\3\4"))
+    assert code == 400 and b"BadDigest" in text, text
+    with pytest.raises(ClientError) as e:
+        s3.head_object(Bucket=bucket, Key="trailer/bad")
+    assert status(e) == 404
