@@ -427,7 +427,10 @@ pub async fn list_multipart_uploads(
     let mut cps: Vec<String> = Vec::new();
     let mut truncated = false;
     let mut last: Option<(String, Option<String>)> = None;
-    'scan: while max > 0 {
+    'scan: loop {
+        if max == 0 {
+            break;
+        }
         let batch = gw
             .catalog()
             .list_uploads(
