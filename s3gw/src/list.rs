@@ -14,8 +14,12 @@ use crate::{Gateway, etag, owner, timestamp, versioning};
 /// `prefix + MAX_CHAR` unless that very character follows it.
 const MAX_CHAR: char = '\u{10FFFF}';
 
-/// Entries scanned per catalog call.
+/// Most entries scanned per catalog call.
 const BATCH: usize = 1000;
+/// Entries scanned by the first call after a common prefix: the scan restarts after
+/// every common prefix, so fetching a full batch each time would decode up to max-keys
+/// entries per prefix. Batches double while no prefix interrupts them.
+const FIRST_BATCH: usize = 16;
 
 /// Percent-encodes like S3's encoding-type=url (unreserved characters and `/` kept).
 pub fn url_encode(s: &str) -> String {
@@ -83,8 +87,13 @@ pub fn list_page(
         return Ok(page);
     }
     let mut count = 0usize;
+    let mut batch_size = if delimiter.is_empty() {
+        BATCH
+    } else {
+        FIRST_BATCH
+    };
     loop {
-        let want = (max - count + 1).min(BATCH);
+        let want = (max - count + 1).min(batch_size);
         let batch = gw
             .catalog()
             .list_objects(bucket, prefix, cursor.as_deref(), want)
@@ -117,8 +126,12 @@ pub fn list_page(
             page.objects.push((key, v));
             count += 1;
         }
-        if !restart && n < want {
+        if restart {
+            batch_size = FIRST_BATCH;
+        } else if n < want {
             break;
+        } else {
+            batch_size = (batch_size * 2).min(BATCH);
         }
     }
     page.cursor = cursor;
@@ -317,17 +330,24 @@ pub async fn list_object_versions(
     let mut truncated = false;
     let mut next: Option<(String, Option<String>)> = None;
     let mut last: Option<(String, Option<String>)> = None;
+    let mut batch_size = if delimiter.is_empty() {
+        BATCH
+    } else {
+        FIRST_BATCH
+    };
     'scan: loop {
-        let batch = gw
-            .catalog()
-            .list_versions(&b.name, &prefix, start.as_deref(), BATCH)
-            .or_s3()?;
-        let n = batch.len();
+        // Resuming inside a key re-reads its versions already seen: fetch past them.
         let mut skip = if start.is_some() && start == cur_key {
             seen_of_cur
         } else {
             0
         };
+        let fetch = batch_size + skip;
+        let batch = gw
+            .catalog()
+            .list_versions(&b.name, &prefix, start.as_deref(), fetch)
+            .or_s3()?;
+        let n = batch.len();
         let mut restart = false;
         for (key, v) in batch {
             if skip > 0 && Some(&key) == cur_key.as_ref() {
@@ -400,11 +420,13 @@ pub async fn list_object_versions(
             }
         }
         if restart {
+            batch_size = FIRST_BATCH;
             continue;
         }
-        if n < BATCH {
+        if n < fetch {
             break;
         }
+        batch_size = (batch_size * 2).min(BATCH);
         start = cur_key.clone();
     }
     let _ = versioning::reported_version;

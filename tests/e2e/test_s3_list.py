@@ -98,3 +98,26 @@ def test_url_encoding(listed):
     assert [o["Key"] for o in r["Contents"]] == ["%C3%A9"]
     r = s3.list_objects(Bucket=b, Delimiter="/", EncodingType="url", Prefix="a")
     assert r["Prefix"] == "a" and [p["Prefix"] for p in r["CommonPrefixes"]] == ["a/"]
+
+
+def test_version_paging_with_many_versions_and_prefixes(eddy):
+    s3 = client(eddy)
+    b = new_bucket(s3, "vpage")
+    s3.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Enabled"})
+    ids = [s3.put_object(Bucket=b, Key="hot", Body=str(i).encode())["VersionId"] for i in range(40)]
+    for d in range(20):
+        s3.put_object(Bucket=b, Key=f"d{d:02d}/x", Body=b"x")
+    for page_size in (7, 1000):
+        seen, prefixes, kw = [], [], {}
+        while True:
+            r = s3.list_object_versions(Bucket=b, Delimiter="/", MaxKeys=page_size, **kw)
+            seen += [(v["Key"], v["VersionId"], v["IsLatest"]) for v in r.get("Versions", [])]
+            prefixes += [p["Prefix"] for p in r.get("CommonPrefixes", [])]
+            if not r["IsTruncated"]:
+                break
+            kw = {"KeyMarker": r["NextKeyMarker"]}
+            if r.get("NextVersionIdMarker"):
+                kw["VersionIdMarker"] = r["NextVersionIdMarker"]
+        assert prefixes == [f"d{d:02d}/" for d in range(20)]
+        assert [v for _, v, _ in seen] == list(reversed(ids))
+        assert [latest for _, _, latest in seen] == [True] + [False] * 39
