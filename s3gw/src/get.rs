@@ -262,3 +262,69 @@ pub async fn head_object(
         ..Default::default()
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use catalog::{ObjectData, ObjectVersion};
+    use s3s::dto::{ETag, ETagCondition};
+
+    use super::{Conditions, Failed};
+    use crate::timestamp;
+
+    fn v() -> ObjectVersion {
+        ObjectVersion {
+            version_id: "null".into(),
+            delete_marker: false,
+            size: 0,
+            etag: "abc".into(),
+            last_modified_ms: 10_500,
+            data: ObjectData::Inline(Vec::new()),
+            metadata: BTreeMap::new(),
+            tags: BTreeMap::new(),
+            checksums: BTreeMap::new(),
+            parts: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn conditions_follow_rfc_9110_order() {
+        let yes = ETagCondition::ETag(ETag::Strong("abc".into()));
+        let no = ETagCondition::ETag(ETag::Strong("xyz".into()));
+        let (before, same, after) = (timestamp(9_000), timestamp(10_000), timestamp(11_000));
+        let c = |m, n, ms, us| Conditions {
+            if_match: m,
+            if_none_match: n,
+            if_modified_since: ms,
+            if_unmodified_since: us,
+        };
+        assert_eq!(c(Some(&yes), None, None, None).check(&v()), Ok(()));
+        assert_eq!(
+            c(Some(&no), None, None, None).check(&v()),
+            Err(Failed::Precondition)
+        );
+        assert_eq!(
+            c(None, Some(&yes), None, None).check(&v()),
+            Err(Failed::NotModified)
+        );
+        assert_eq!(
+            c(None, Some(&ETagCondition::Any), None, None).check(&v()),
+            Err(Failed::NotModified)
+        );
+        // Seconds granularity: modified at 10.5 s is not after 10 s.
+        assert_eq!(
+            c(None, None, Some(&same), None).check(&v()),
+            Err(Failed::NotModified)
+        );
+        assert_eq!(c(None, None, Some(&before), None).check(&v()), Ok(()));
+        assert_eq!(
+            c(None, None, None, Some(&before)).check(&v()),
+            Err(Failed::Precondition)
+        );
+        assert_eq!(c(None, None, None, Some(&after)).check(&v()), Ok(()));
+        // If-Match decides over If-Unmodified-Since; If-None-Match over If-Modified-Since.
+        assert_eq!(c(Some(&yes), None, None, Some(&before)).check(&v()), Ok(()));
+        assert_eq!(c(None, Some(&no), Some(&after), None).check(&v()), Ok(()));
+    }
+}
