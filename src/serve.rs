@@ -127,7 +127,8 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             secret_key: u.secret_key.clone(),
         })
         .collect();
-    let s3_service = s3gw::service(catalog.clone(), &users);
+    let s3_service =
+        s3gw::service(catalog.clone(), &users, &config.s3_domains).map_err(anyhow::Error::msg)?;
     tasks.spawn(crate::s3::serve(
         s3,
         metrics.clone(),

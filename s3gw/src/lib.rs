@@ -122,8 +122,13 @@ impl S3Auth for Users {
 }
 
 /// The s3s service: authentication against `users` (the first is the administrator)
-/// and the operations of [`Gateway`].
-pub fn service(catalog: Arc<dyn Catalog>, users: &[User]) -> S3Service {
+/// and the operations of [`Gateway`]. With `domains`, requests to `bucket.DOMAIN` are
+/// virtual-host style; path style always works.
+pub fn service(
+    catalog: Arc<dyn Catalog>,
+    users: &[User],
+    domains: &[String],
+) -> Result<S3Service, String> {
     let admin = users
         .first()
         .map(|u| u.access_key.clone())
@@ -136,7 +141,53 @@ pub fn service(catalog: Arc<dyn Catalog>, users: &[User]) -> S3Service {
     );
     let mut b = S3ServiceBuilder::new(Gateway::new(catalog, admin));
     b.set_auth(auth);
-    b.build()
+    if !domains.is_empty() {
+        b.set_host(Domains::new(domains)?);
+    }
+    Ok(b.build())
+}
+
+/// Virtual-host-style addressing: `bucket.DOMAIN[:port]` names a bucket; any other
+/// host (an IP address, the bare domain, another name) is path style.
+struct Domains(Vec<String>);
+
+impl Domains {
+    fn new(domains: &[String]) -> Result<Self, String> {
+        let mut v = Vec::new();
+        for d in domains {
+            let d = d.trim().trim_end_matches('.').to_ascii_lowercase();
+            if d.is_empty() || d.contains(':') || d.contains('/') {
+                return Err(format!("invalid S3 domain {d:?}"));
+            }
+            v.push(d);
+        }
+        // Longest first, so `s3.example.com` wins over `example.com`.
+        v.sort_by_key(|d| std::cmp::Reverse(d.len()));
+        Ok(Self(v))
+    }
+}
+
+impl s3s::host::S3Host for Domains {
+    fn parse_host_header<'a>(&'a self, host: &'a str) -> S3Result<s3s::host::VirtualHost<'a>> {
+        let name = match host.rsplit_once(':') {
+            Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) => h,
+            _ => host,
+        };
+        for d in &self.0 {
+            if name.eq_ignore_ascii_case(d) {
+                return Ok(s3s::host::VirtualHost::new(d.as_str()));
+            }
+            // The dot is ASCII, so after it is a character boundary.
+            if name.len() > d.len() + 1
+                && name.as_bytes()[name.len() - d.len() - 1] == b'.'
+                && name[name.len() - d.len()..].eq_ignore_ascii_case(d)
+            {
+                let bucket = &name[..name.len() - d.len() - 1];
+                return Ok(s3s::host::VirtualHost::new(d.as_str()).with_bucket(bucket));
+            }
+        }
+        Ok(s3s::host::VirtualHost::new(name))
+    }
 }
 
 /// Milliseconds since the Unix epoch.
@@ -459,5 +510,25 @@ impl S3 for Gateway {
         req: S3Request<DeleteObjectTaggingInput>,
     ) -> S3Result<S3Response<DeleteObjectTaggingOutput>> {
         tagging::delete_object_tagging(self, req).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use s3s::host::S3Host;
+
+    use super::Domains;
+
+    #[test]
+    fn virtual_hosts() {
+        let d = Domains::new(&["example.com".into(), "s3.example.com".into()]).unwrap();
+        let bucket = |h: &str| d.parse_host_header(h).unwrap().bucket().map(str::to_owned);
+        assert_eq!(bucket("b.s3.example.com:9000").as_deref(), Some("b"));
+        assert_eq!(bucket("a.b.example.com").as_deref(), Some("a.b"));
+        assert_eq!(bucket("S3.Example.com"), None);
+        assert_eq!(bucket("localhost:9000"), None);
+        assert_eq!(bucket("é.example.com").as_deref(), Some("é"));
+        assert_eq!(bucket("xéxample.com"), None);
+        assert!(Domains::new(&["a:1".into()]).is_err());
     }
 }

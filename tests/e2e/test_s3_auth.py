@@ -107,3 +107,38 @@ def test_buckets_belong_to_their_creator(multi):
     assert ab in [b["Name"] for b in admin.list_buckets()["Buckets"]]
     assert admin.get_object(Bucket=ab, Key="k")["Body"].read() == b"mine"
     assert alice.get_object(Bucket=ab, Key="k")["Body"].read() == b"mine"
+
+
+def test_virtual_host_style(tmp_path):
+    """With --s3-domain, `bucket.DOMAIN` addresses the bucket (path style still works)."""
+    import http.client
+
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    server = new_eddy(tmp_path, extra_args=["--s3-domain", "s3.eddy.test"]).start()
+    try:
+        s3 = client(server)
+        s3.create_bucket(Bucket="vhost")
+        s3.put_object(Bucket="vhost", Key="dir/k", Body=b"virtual")
+
+        def vhost(method, host, path, body=b""):
+            req = AWSRequest(method=method, url=f"http://{host}:{server.s3_port}{path}", data=body)
+            S3SigV4Auth(Credentials(server.access_key, server.secret_key), "s3", "us-east-1").add_auth(req)
+            conn = http.client.HTTPConnection("127.0.0.1", server.s3_port, timeout=10)
+            headers = dict(req.headers, Host=f"{host}:{server.s3_port}")
+            conn.request(method, path, body=body or None, headers=headers)
+            r = conn.getresponse()
+            return r.status, r.read()
+
+        r = vhost("GET", "vhost.s3.eddy.test", "/dir/k")
+        assert r == (200, b"virtual"), r
+        assert vhost("PUT", "vhost.s3.eddy.test", "/new", b"via vhost")[0] == 200
+        assert s3.get_object(Bucket="vhost", Key="new")["Body"].read() == b"via vhost"
+        code, body = vhost("GET", "vhost.s3.eddy.test", "/?list-type=2")
+        assert code == 200 and b"<Key>dir/k</Key>" in body
+        code, body = vhost("GET", "s3.eddy.test", "/vhost/dir/k")  # path style on the domain
+        assert (code, body) == (200, b"virtual")
+    finally:
+        server.stop()
