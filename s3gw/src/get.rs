@@ -98,12 +98,37 @@ pub fn find_version(
                 "The specified version does not exist"
             )),
         },
-        None => gw
-            .catalog()
-            .object(&b.name, key)
-            .or_s3()?
-            .ok_or_else(|| s3_error!(NoSuchKey, "The specified key does not exist")),
+        None => match gw.catalog().object(&b.name, key).or_s3()? {
+            Some(v) => Ok(v),
+            None => Err(no_current_version(gw, b, key)),
+        },
     }
+}
+
+/// `NoSuchKey`, with `x-amz-delete-marker: true` and the marker's version id when the
+/// key's newest version is a delete marker.
+fn no_current_version(gw: &Gateway, b: &BucketRecord, key: &str) -> S3Error {
+    let mut err = s3_error!(NoSuchKey, "The specified key does not exist");
+    let newest = gw
+        .catalog()
+        .list_versions(&b.name, key, Some(key), 1)
+        .ok()
+        .and_then(|v| v.into_iter().next())
+        .filter(|(k, v)| k == key && v.delete_marker);
+    if let Some((_, v)) = newest {
+        let mut h = http::HeaderMap::new();
+        h.insert(
+            "x-amz-delete-marker",
+            http::HeaderValue::from_static("true"),
+        );
+        if let Some(id) = versioning::reported_version(b, &v.version_id)
+            && let Ok(val) = http::HeaderValue::from_str(&id)
+        {
+            h.insert("x-amz-version-id", val);
+        }
+        err.set_headers(h);
+    }
+    err
 }
 
 /// The byte range to serve: `start..end`, and the Content-Range header when partial.

@@ -86,6 +86,12 @@ def test_versioning(eddy):
     with pytest.raises(ClientError) as e:
         s3.get_object(Bucket=name, Key="k")
     assert error_code(e) == "NoSuchKey"
+    headers = e.value.response["ResponseMetadata"]["HTTPHeaders"]
+    assert headers.get("x-amz-delete-marker") == "true"
+    assert headers.get("x-amz-version-id") == marker
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=name, Key="k", VersionId=marker)
+    assert status(e) == 405
     assert s3.get_object(Bucket=name, Key="k", VersionId=v2)["Body"].read() == b"two"
 
     lv = s3.list_object_versions(Bucket=name)
