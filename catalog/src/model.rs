@@ -98,6 +98,8 @@ pub struct UploadRecord {
     pub tags: BTreeMap<String, String>,
     /// Checksum algorithm the client announced, if any.
     pub checksum_algorithm: Option<String>,
+    /// `COMPOSITE` or `FULL_OBJECT`: how the object's checksum derives from the parts'.
+    pub checksum_type: Option<String>,
 }
 
 /// One uploaded part of a multipart upload: one blob.

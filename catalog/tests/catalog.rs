@@ -333,6 +333,7 @@ async fn multipart_uploads_are_durable_and_free_their_blobs() {
             metadata: BTreeMap::new(),
             tags: BTreeMap::new(),
             checksum_algorithm: None,
+            checksum_type: None,
         };
         commit(&c, vec![Op::CreateUpload(u)]).await.unwrap();
     }

@@ -238,3 +238,74 @@ pub fn composite(alg: &str, parts: &[&BTreeMap<String, String>]) -> Option<Strin
         parts.len()
     ))
 }
+
+/// The full-object CRC of a multipart object from its parts' CRCs and sizes (CRC32,
+/// CRC32C, CRC64NVME only). `None` when a part lacks it or the algorithm has no
+/// combination.
+pub fn full_object(alg: &str, parts: &[(&BTreeMap<String, String>, u64)]) -> Option<String> {
+    let (algorithm, width) = match alg {
+        "CRC32" => (crc_fast::CrcAlgorithm::Crc32IsoHdlc, 4),
+        "CRC32C" => (crc_fast::CrcAlgorithm::Crc32Iscsi, 4),
+        "CRC64NVME" => (crc_fast::CrcAlgorithm::Crc64Nvme, 8),
+        _ => return None,
+    };
+    let mut acc: Option<u64> = None;
+    for (sums, len) in parts {
+        let raw = base64_simd::STANDARD.decode_to_vec(sums.get(alg)?).ok()?;
+        if raw.len() != width {
+            return None;
+        }
+        let mut v = 0u64;
+        for b in raw {
+            v = (v << 8) | u64::from(b);
+        }
+        acc = Some(match acc {
+            None => v,
+            Some(a) => crc_fast::checksum_combine(algorithm, a, v, *len),
+        });
+    }
+    let v = acc?;
+    let bytes = v.to_be_bytes();
+    Some(base64_simd::STANDARD.encode_to_string(&bytes[8 - width..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use s3s::crypto::{Checksum as _, Crc32, Crc64Nvme};
+
+    use super::full_object;
+
+    fn b64(b: &[u8]) -> String {
+        base64_simd::STANDARD.encode_to_string(b)
+    }
+
+    #[test]
+    fn full_object_crcs_combine_part_crcs() {
+        let (a, b): (&[u8], &[u8]) = (b"hello, ", b"multipart world");
+        let whole = [a, b].concat();
+        for (alg, part_sum, whole_sum) in [
+            (
+                "CRC32",
+                b64(&Crc32::checksum(a)),
+                b64(&Crc32::checksum(&whole)),
+            ),
+            (
+                "CRC64NVME",
+                b64(&Crc64Nvme::checksum(a)),
+                b64(&Crc64Nvme::checksum(&whole)),
+            ),
+        ] {
+            let pb = match alg {
+                "CRC32" => b64(&Crc32::checksum(b)),
+                _ => b64(&Crc64Nvme::checksum(b)),
+            };
+            let p1 = BTreeMap::from([(alg.to_owned(), part_sum)]);
+            let p2 = BTreeMap::from([(alg.to_owned(), pb)]);
+            let got = full_object(alg, &[(&p1, a.len() as u64), (&p2, b.len() as u64)]);
+            assert_eq!(got.as_deref(), Some(whole_sum.as_str()), "{alg}");
+        }
+        assert_eq!(full_object("SHA256", &[]), None);
+    }
+}

@@ -43,6 +43,37 @@ pub async fn create_multipart_upload(
             "Checksum algorithm {a} is not supported"
         ));
     }
+    // CRC64NVME only has full-object checksums; the others default to composite.
+    let kind = match (
+        &alg,
+        i.checksum_type
+            .as_ref()
+            .map(|t| t.as_str().to_ascii_uppercase()),
+    ) {
+        (None, _) => None,
+        (Some(_), Some(t)) if t == ChecksumType::COMPOSITE || t == ChecksumType::FULL_OBJECT => {
+            Some(t)
+        }
+        (Some(_), Some(t)) => {
+            return Err(s3_error!(
+                InvalidRequest,
+                "Checksum type {t} is not supported"
+            ));
+        }
+        (Some(a), None) if a == "CRC64NVME" => Some(ChecksumType::FULL_OBJECT.to_owned()),
+        (Some(_), None) => Some(ChecksumType::COMPOSITE.to_owned()),
+    };
+    match (alg.as_deref(), kind.as_deref()) {
+        (Some("SHA1" | "SHA256"), Some(ChecksumType::FULL_OBJECT))
+        | (Some("CRC64NVME"), Some(ChecksumType::COMPOSITE)) => {
+            return Err(s3_error!(
+                InvalidRequest,
+                "The {} checksum type is not supported for this algorithm",
+                kind.as_deref().unwrap_or_default()
+            ));
+        }
+        _ => {}
+    }
     let upload = UploadRecord {
         upload_id: new_id(),
         bucket: b.name.clone(),
@@ -61,6 +92,7 @@ pub async fn create_multipart_upload(
         .to_map(),
         tags,
         checksum_algorithm: alg.clone(),
+        checksum_type: kind.clone(),
     };
     let upload_id = upload.upload_id.clone();
     Change::new()
@@ -72,7 +104,7 @@ pub async fn create_multipart_upload(
         key: Some(i.key),
         upload_id: Some(upload_id),
         checksum_algorithm: alg.map(ChecksumAlgorithm::from),
-        checksum_type: i.checksum_type,
+        checksum_type: kind.map(ChecksumType::from),
         ..Default::default()
     }))
 }
@@ -273,8 +305,32 @@ pub async fn complete_multipart_upload(
     );
     let mut checksums = std::collections::BTreeMap::new();
     if let Some(alg) = &upload.checksum_algorithm {
-        let maps: Vec<_> = chosen.iter().map(|p| &p.checksums).collect();
-        if let Some(c) = checksum::composite(alg, &maps) {
+        let value = if upload.checksum_type.as_deref() == Some(ChecksumType::FULL_OBJECT) {
+            let parts: Vec<_> = chosen.iter().map(|p| (&p.checksums, p.size)).collect();
+            checksum::full_object(alg, &parts)
+        } else {
+            let maps: Vec<_> = chosen.iter().map(|p| &p.checksums).collect();
+            checksum::composite(alg, &maps)
+        };
+        if let Some(c) = value {
+            // A full-object value the client computed must match ours.
+            let claimed = match alg.as_str() {
+                "CRC32" => i.checksum_crc32.as_ref(),
+                "CRC32C" => i.checksum_crc32c.as_ref(),
+                "CRC64NVME" => i.checksum_crc64nvme.as_ref(),
+                "SHA1" => i.checksum_sha1.as_ref(),
+                "SHA256" => i.checksum_sha256.as_ref(),
+                _ => None,
+            };
+            if let Some(claimed) = claimed
+                && !claimed.contains('-')
+                && *claimed != c
+            {
+                return Err(s3_error!(
+                    BadDigest,
+                    "The {alg} you specified did not match the calculated checksum."
+                ));
+            }
             checksums.insert(alg.clone(), c);
         }
     }

@@ -163,3 +163,36 @@ def test_uploads_survive_restart(fresh_eddy):
     s3.complete_multipart_upload(Bucket=b, Key="k", UploadId=uid, MultipartUpload={"Parts": [
         {"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e2}]})
     assert s3.get_object(Bucket=b, Key="k")["Body"].read() == b"p" * (5 * MIB) + b"q"
+
+
+def test_full_object_crc_checksums(s3):
+    import base64
+    import zlib
+
+    b = new_bucket(s3, "mpf")
+    parts = [os.urandom(5 * MIB), os.urandom(5 * MIB), os.urandom(999)]
+    whole = b"".join(parts)
+    crc = base64.b64encode(zlib.crc32(whole).to_bytes(4, "big")).decode()
+    for alg, kind, claim in [("CRC32", "FULL_OBJECT", crc), ("CRC64NVME", None, None), ("CRC32", "FULL_OBJECT", "AAAAAA==")]:
+        kw = {"ChecksumType": kind} if kind else {}
+        up = s3.create_multipart_upload(Bucket=b, Key=alg, ChecksumAlgorithm=alg, **kw)
+        assert up["ChecksumType"] == "FULL_OBJECT"
+        done = []
+        for n, p in enumerate(parts, 1):
+            r = s3.upload_part(Bucket=b, Key=alg, UploadId=up["UploadId"], PartNumber=n, Body=p, ChecksumAlgorithm=alg)
+            done.append({"PartNumber": n, "ETag": r["ETag"]})
+        extra = {f"Checksum{alg}": claim, "ChecksumType": "FULL_OBJECT"} if claim else {}
+        if claim == "AAAAAA==":
+            with pytest.raises(ClientError) as e:
+                s3.complete_multipart_upload(Bucket=b, Key=alg, UploadId=up["UploadId"],
+                                             MultipartUpload={"Parts": done}, **extra)
+            assert error_code(e) == "BadDigest"
+            continue
+        r = s3.complete_multipart_upload(Bucket=b, Key=alg, UploadId=up["UploadId"],
+                                         MultipartUpload={"Parts": done}, **extra)
+        assert r["ChecksumType"] == "FULL_OBJECT" and not r[f"Checksum{alg}"].endswith("-3")
+        if alg == "CRC32":
+            assert r["ChecksumCRC32"] == crc
+        # botocore checks a full-object checksum against the bytes it reads.
+        g = s3.get_object(Bucket=b, Key=alg, ChecksumMode="ENABLED")
+        assert g["Body"].read() == whole and g[f"Checksum{alg}"] == r[f"Checksum{alg}"]
