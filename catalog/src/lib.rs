@@ -81,13 +81,17 @@ pub trait Catalog: Send + Sync {
         limit: usize,
     ) -> CatalogResult<Vec<(String, ObjectVersion)>>;
 
-    /// One in-progress multipart upload.
+    /// One in-progress multipart upload. (The default, for backends without multipart
+    /// support, knows none.)
     fn upload(
         &self,
         bucket: &str,
         key: &str,
         upload_id: &str,
-    ) -> CatalogResult<Option<UploadRecord>>;
+    ) -> CatalogResult<Option<UploadRecord>> {
+        let _ = (bucket, key, upload_id);
+        Ok(None)
+    }
     /// Up to `limit` in-progress uploads of keys starting with `prefix`, ordered by key
     /// then upload id, strictly after `after` (a key marker, with an upload id marker or
     /// not: without one, every upload of that key is skipped).
@@ -97,9 +101,15 @@ pub trait Catalog: Send + Sync {
         prefix: &str,
         after: Option<(&str, Option<&str>)>,
         limit: usize,
-    ) -> CatalogResult<Vec<UploadRecord>>;
+    ) -> CatalogResult<Vec<UploadRecord>> {
+        let _ = (bucket, prefix, after, limit);
+        Ok(Vec::new())
+    }
     /// Up to `limit` parts of an upload numbered above `after`, in order.
-    fn parts(&self, upload_id: &str, after: u32, limit: usize) -> CatalogResult<Vec<PartRecord>>;
+    fn parts(&self, upload_id: &str, after: u32, limit: usize) -> CatalogResult<Vec<PartRecord>> {
+        let _ = (upload_id, after, limit);
+        Ok(Vec::new())
+    }
 
     /// One topic by name.
     fn topic(&self, name: &str) -> CatalogResult<Option<TopicRecord>>;
