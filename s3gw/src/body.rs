@@ -35,19 +35,23 @@ pub struct Received {
     pub checksums: BTreeMap<String, String>,
 }
 
-/// Deletes blobs in the background (best effort: a leftover is only wasted space).
-pub fn delete_blobs(store: &BlobStore, blobs: Vec<BlobMeta>) {
+/// Deletes blobs, off the async threads (best effort: a leftover is only wasted space).
+/// Awaited, so a failed request answers only once its blobs are gone.
+pub async fn delete_blobs(store: &BlobStore, blobs: Vec<BlobMeta>) {
     if blobs.is_empty() {
         return;
     }
     let store = store.clone();
-    tokio::task::spawn_blocking(move || {
+    let done = tokio::task::spawn_blocking(move || {
         for b in blobs {
             if let Err(e) = store.delete(b.id) {
                 tracing::warn!(blob = %b.id, error = %e, "could not delete an unused blob");
             }
         }
     });
+    if let Err(e) = done.await {
+        tracing::warn!(error = %e, "deleting unused blobs failed");
+    }
 }
 
 async fn finish_writer(w: BlobWriter) -> S3Result<BlobMeta> {

@@ -146,7 +146,7 @@ impl Change {
         match gw.catalog().commit(Transaction::new(ops)).await {
             Ok(o) => Ok(o),
             Err(e) => {
-                delete_blobs(gw.catalog().blobs(), new_blobs);
+                delete_blobs(gw.catalog().blobs(), new_blobs).await;
                 Err(e).or_s3()
             }
         }

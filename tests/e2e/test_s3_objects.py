@@ -293,3 +293,32 @@ def test_checksum_trailer(eddy, s3, bucket):
     with pytest.raises(ClientError) as e:
         s3.head_object(Bucket=bucket, Key="trailer/bad")
     assert status(e) == 404
+
+
+def test_racing_create_only_puts_one_wins_and_losers_leave_nothing(eddy, s3, bucket):
+    import concurrent.futures
+
+    from s3util import blob_files
+
+    before = blob_files(eddy)
+    bodies = [os.urandom(1024 * 1024) for _ in range(6)]
+
+    def put(body):
+        try:
+            return s3.put_object(Bucket=bucket, Key="race", Body=body, IfNoneMatch="*")["ETag"]
+        except ClientError as e:
+            assert status_of(e) == 412, e.response
+            return None
+
+    with concurrent.futures.ThreadPoolExecutor(len(bodies)) as pool:
+        etags = list(pool.map(put, bodies))
+    winners = [e for e in etags if e]
+    assert len(winners) == 1
+    body = s3.get_object(Bucket=bucket, Key="race")["Body"].read()
+    assert f'"{hashlib.md5(body).hexdigest()}"' == winners[0] and body in bodies
+    # Every loser's blob was deleted before its 412 was sent.
+    assert len(blob_files(eddy) - before) == 1
+
+
+def status_of(e):
+    return e.response["ResponseMetadata"]["HTTPStatusCode"]
