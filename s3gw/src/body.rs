@@ -20,6 +20,16 @@ use crate::error::{OrS3, join_error};
 /// Bytes handed to the blob writer at a time.
 const WRITE_CHUNK: usize = 1 << 20;
 
+/// Largest body of one PutObject or UploadPart, as in S3.
+pub const MAX_BODY: u64 = 5 << 30;
+
+fn too_large() -> s3s::S3Error {
+    s3_error!(
+        EntityTooLarge,
+        "Your proposed upload exceeds the maximum allowed object size"
+    )
+}
+
 /// A received body, verified and durable on the drives (or inline).
 #[derive(Debug)]
 pub struct Received {
@@ -79,6 +89,9 @@ pub async fn receive(
         mpsc::Sender<Bytes>,
         tokio::task::JoinHandle<StorageResult<BlobWriter>>,
     )> = None;
+    if content_length.is_some_and(|l| l > MAX_BODY as i64) {
+        return Err(too_large());
+    }
     let mut body = body;
     loop {
         let next = match body.as_mut() {
@@ -98,6 +111,9 @@ pub async fn receive(
         };
         hasher.update(&chunk);
         size += chunk.len() as u64;
+        if size > MAX_BODY {
+            return Err(too_large());
+        }
         buf.extend_from_slice(&chunk);
         let threshold = if writer.is_some() || !allow_inline {
             WRITE_CHUNK

@@ -322,3 +322,23 @@ def test_racing_create_only_puts_one_wins_and_losers_leave_nothing(eddy, s3, buc
 
 def status_of(e):
     return e.response["ResponseMetadata"]["HTTPStatusCode"]
+
+
+def test_body_over_5_gib_is_refused_up_front(eddy, bucket):
+    import http.client
+
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    req = AWSRequest(method="PUT", url=f"{eddy.s3_url}/{bucket}/huge",
+                     headers={"X-Amz-Content-SHA256": "UNSIGNED-PAYLOAD", "Content-Length": str(6 << 30)})
+    S3SigV4Auth(Credentials(eddy.access_key, eddy.secret_key), "s3", "us-east-1").add_auth(req)
+    conn = http.client.HTTPConnection("127.0.0.1", eddy.s3_port, timeout=30)
+    conn.putrequest("PUT", f"/{bucket}/huge", skip_accept_encoding=True)
+    for k, v in req.headers.items():
+        conn.putheader(k, v)
+    conn.endheaders()
+    conn.send(b"x" * 1024)  # the server answers without waiting for 6 GiB
+    r = conn.getresponse()
+    assert r.status == 400 and b"EntityTooLarge" in r.read()
