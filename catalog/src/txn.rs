@@ -63,33 +63,6 @@ pub enum Op {
         /// Expected ETag.
         etag: Option<String>,
     },
-    /// Starts a multipart upload (the bucket must exist; the id must be new).
-    CreateUpload(UploadRecord),
-    /// Stores one part of an upload, replacing (and freeing) an earlier part of the same
-    /// number.
-    PutPart {
-        /// Bucket.
-        bucket: String,
-        /// Key.
-        key: String,
-        /// Upload id.
-        upload_id: String,
-        /// The part.
-        part: PartRecord,
-    },
-    /// Ends an upload: removes it and its parts and frees every part blob not in `keep`
-    /// (complete keeps the blobs the new object references; abort keeps none). Fails
-    /// unless every blob in `keep` is still one of the upload's parts.
-    DeleteUpload {
-        /// Bucket.
-        bucket: String,
-        /// Key.
-        key: String,
-        /// Upload id.
-        upload_id: String,
-        /// Part blobs that live on (in the completed object).
-        keep: Vec<BlobMeta>,
-    },
     /// Creates a topic.
     CreateTopic(TopicRecord),
     /// Replaces a topic's configs or grows its partitions.
@@ -149,6 +122,35 @@ pub enum Op {
         /// Group id.
         name: String,
     },
+    // New variants go last: the log stores ops by variant index (postcard), so the
+    // order of existing variants must never change.
+    /// Starts a multipart upload (the bucket must exist; the id must be new).
+    CreateUpload(UploadRecord),
+    /// Stores one part of an upload, replacing (and freeing) an earlier part of the same
+    /// number.
+    PutPart {
+        /// Bucket.
+        bucket: String,
+        /// Key.
+        key: String,
+        /// Upload id.
+        upload_id: String,
+        /// The part.
+        part: PartRecord,
+    },
+    /// Ends an upload: removes it and its parts and frees every part blob not in `keep`
+    /// (complete keeps the blobs the new object references; abort keeps none). Fails
+    /// unless every blob in `keep` is still one of the upload's parts.
+    DeleteUpload {
+        /// Bucket.
+        bucket: String,
+        /// Key.
+        key: String,
+        /// Upload id.
+        upload_id: String,
+        /// Part blobs that live on (in the completed object).
+        keep: Vec<BlobMeta>,
+    },
 }
 
 /// Operations that commit together.
@@ -199,4 +201,25 @@ pub struct CommitOutcome {
     pub lsn: u64,
     /// Per operation, in order.
     pub ops: Vec<OpOutcome>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Op;
+
+    /// The log encodes an op by its variant index: existing indices never move.
+    #[test]
+    fn op_variant_indices_are_stable() {
+        let index = |op: &Op| postcard::to_stdvec(op).unwrap()[0];
+        assert_eq!(index(&Op::DeleteBucket { name: "b".into() }), 2);
+        assert_eq!(index(&Op::DeleteTopic { name: "t".into() }), 9);
+        assert_eq!(index(&Op::DeleteGroup { name: "g".into() }), 15);
+        let abort = Op::DeleteUpload {
+            bucket: "b".into(),
+            key: "k".into(),
+            upload_id: "u".into(),
+            keep: Vec::new(),
+        };
+        assert_eq!(index(&abort), 18);
+    }
 }
