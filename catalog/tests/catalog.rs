@@ -386,10 +386,15 @@ async fn multipart_uploads_are_durable_and_free_their_blobs() {
         ["u1", "u2"]
     );
 
-    // Survives a restart.
+    // Survives a restart, and the loss of the store's drive: the checkpoint carries the
+    // upload and part tables.
+    c.checkpoint().unwrap();
     drop(c);
+    std::fs::remove_dir_all(dir.path().join("drive-0")).unwrap();
     let c = open(dir.path());
+    assert_eq!(c.drives().offline_count(), 1);
     assert!(c.upload("b", "k", "u1").unwrap().is_some());
+    assert_eq!(c.parts("u1", 0, 10).unwrap().len(), 2);
     // Complete keeps part 2 only: part 1's blob is freed, part 2's lives on.
     commit(
         &c,
