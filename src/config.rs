@@ -52,6 +52,10 @@ pub struct ServeArgs {
     /// Create unknown topics when clients ask for them (off by default).
     #[arg(long, env = "EDDY_KAFKA_AUTO_CREATE_TOPICS")]
     pub kafka_auto_create_topics: bool,
+    /// Domains of the S3 endpoint for virtual-host-style requests
+    /// (`bucket.DOMAIN`), comma-separated; path style always works.
+    #[arg(long, env = "EDDY_S3_DOMAIN", value_delimiter = ',')]
+    pub s3_domain: Option<Vec<String>>,
 }
 
 /// The TOML file's shape (every key optional).
@@ -67,6 +71,7 @@ pub struct FileConfig {
     kafka_listen: Option<Vec<SocketAddr>>,
     http_listen: Option<SocketAddr>,
     broker_bucket: Option<String>,
+    s3_domain: Option<Vec<String>>,
     checkpoint_mb: Option<u64>,
     scrub_interval_secs: Option<u64>,
     kafka_auto_create_topics: Option<bool>,
@@ -115,6 +120,8 @@ pub struct ServeConfig {
     pub http_listen: SocketAddr,
     /// Broker bucket.
     pub broker_bucket: String,
+    /// Domains for virtual-host-style S3 requests (none: path style only).
+    pub s3_domains: Vec<String>,
     /// S3 users; the first is the administrator.
     pub users: Vec<User>,
     /// Whether the administrator uses the default credentials.
@@ -224,6 +231,11 @@ impl ServeArgs {
                 .or(file.http_listen)
                 .unwrap_or_else(|| parse("0.0.0.0:8181")),
             broker_bucket,
+            s3_domains: self
+                .s3_domain
+                .clone()
+                .or(file.s3_domain)
+                .unwrap_or_default(),
             users,
             default_credentials,
             kafka_auto_create_topics: self.kafka_auto_create_topics
@@ -245,6 +257,7 @@ mod tests {
         std::fs::write(
             &path,
             "data_dir = \"/srv/eddy\"\nk = 2\nm = 1\nhttp_listen = \"127.0.0.1:1\"\n\
+             s3_domain = [\"s3.example.com\"]\n\
              [[users]]\naccess_key = \"alice\"\nsecret_key = \"alicesecret\"\n",
         )
         .unwrap();
@@ -264,6 +277,7 @@ mod tests {
         assert_eq!(c.http_listen.port(), 1);
         assert_eq!(c.s3_listen.port(), 9000);
         assert_eq!(c.users[1].access_key, "alice");
+        assert_eq!(c.s3_domains, ["s3.example.com"]);
 
         std::fs::write(&path, "colour = \"blue\"\n").unwrap();
         let err = args.resolve().unwrap_err();

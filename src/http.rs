@@ -1,5 +1,5 @@
-//! A small HTTP/1 accept loop with graceful shutdown, shared by the S3 placeholder and the
-//! HTTP endpoint, and the HTTP endpoint's routes (`/health`, `/metrics`).
+//! A small HTTP/1 accept loop with graceful shutdown for the HTTP endpoint, and its
+//! routes (`/health`, `/metrics`).
 
 use std::convert::Infallible;
 use std::sync::Arc;

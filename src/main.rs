@@ -4,6 +4,7 @@ mod config;
 mod heal;
 mod http;
 mod metrics;
+mod s3;
 mod scrub;
 mod serve;
 
@@ -40,7 +41,14 @@ enum Command {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    let filter = EnvFilter::try_new(&cli.log).unwrap_or_else(|_| EnvFilter::new("info"));
+    // s3s logs every refused request (bad signature, missing key...) at error level;
+    // the gateway logs its own internal failures, so s3s stays quiet unless asked for.
+    let spec = if cli.log.contains("s3s") {
+        cli.log.clone()
+    } else {
+        format!("{},s3s=off", cli.log)
+    };
+    let filter = EnvFilter::try_new(&spec).unwrap_or_else(|_| EnvFilter::new("info,s3s=off"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -9,7 +9,6 @@ use anyhow::Context;
 use catalog::{
     BucketRecord, Catalog, CatalogConfig, CatalogError, EmbeddedCatalog, Op, Transaction,
 };
-use hyper::StatusCode;
 use storage::DriveSetConfig;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -69,21 +68,29 @@ pub fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-async fn shutdown_signal() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+/// Installs the SIGINT and SIGTERM handlers (before the server says it is ready, so a
+/// signal sent right after that line is never lost to the default action) and returns a
+/// future that resolves on the first of them.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let int = signal(SignalKind::interrupt());
+    let term = signal(SignalKind::terminate());
+    async move {
+        let wait = |s: std::io::Result<tokio::signal::unix::Signal>, name: &'static str| async move {
+            match s {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot listen for {name}");
+                    std::future::pending::<()>().await
+                }
             }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await
-            }
+        };
+        tokio::select! {
+            _ = wait(int, "SIGINT") => tracing::info!("SIGINT received; shutting down"),
+            _ = wait(term, "SIGTERM") => tracing::info!("SIGTERM received; shutting down"),
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received; shutting down"),
-        _ = term => tracing::info!("SIGTERM received; shutting down"),
     }
 }
 
@@ -113,17 +120,20 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     }
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
-    tasks.spawn(http::serve(
-        "s3",
+    let users: Vec<s3gw::User> = config
+        .users
+        .iter()
+        .map(|u| s3gw::User {
+            access_key: u.access_key.clone(),
+            secret_key: u.secret_key.clone(),
+        })
+        .collect();
+    let s3_service =
+        s3gw::service(catalog.clone(), &users, &config.s3_domains).map_err(anyhow::Error::msg)?;
+    tasks.spawn(crate::s3::serve(
         s3,
         metrics.clone(),
-        |req| {
-            http::reply(
-                StatusCode::NOT_IMPLEMENTED,
-                "application/xml",
-                s3gw::not_implemented_xml(req.uri().path()),
-            )
-        },
+        s3_service,
         stop_rx.clone(),
     ));
     tasks.spawn(http::serve(
@@ -147,6 +157,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             stop_rx.clone(),
         ));
     }
+    let signalled = shutdown_signal();
     let scrub = crate::scrub::spawn(
         catalog.clone(),
         Duration::from_secs(config.storage.scrub_interval_secs),
@@ -168,7 +179,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     );
     tracing::info!("eddy ready");
 
-    shutdown_signal().await;
+    signalled.await;
     let _ = stop_tx.send(true);
     while tasks.join_next().await.is_some() {}
     let _ = scrub.await;

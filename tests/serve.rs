@@ -127,9 +127,15 @@ fn serves_health_and_metrics_and_stops_on_sigterm() {
         "{metrics}"
     );
 
+    // The S3 API refuses anonymous requests with S3 XML, and counts them.
     let (status, body) = get(server.s3, "/some-bucket/key");
-    assert_eq!(status, 501);
-    assert!(body.contains("<Code>NotImplemented</Code>"), "{body}");
+    assert_eq!(status, 403);
+    assert!(body.contains("<Code>AccessDenied</Code>"), "{body}");
+    let (_, metrics) = get(server.http, "/metrics");
+    assert!(
+        metrics.contains("eddy_http_requests_total{listener=\"s3\",status=\"403\"} 1"),
+        "{metrics}"
+    );
     assert_eq!(get(server.http, "/nope").0, 404);
     TcpStream::connect(("127.0.0.1", server.kafka)).unwrap();
     stop(server);

@@ -10,7 +10,9 @@ use storage::BlobMeta;
 use storage::wal::LogPosition;
 
 use crate::error::{CatalogError, CatalogResult};
-use crate::model::{BucketRecord, ObjectVersion, PartitionState, TopicRecord};
+use crate::model::{
+    BucketRecord, ObjectVersion, PartRecord, PartitionState, TopicRecord, UploadRecord,
+};
 use crate::tables::{self, *};
 use crate::txn::{Op, OpOutcome};
 
@@ -43,6 +45,8 @@ pub struct Tables<'t> {
     offsets: RedbTable<'t>,
     segment_refs: RedbTable<'t>,
     producers: RedbTable<'t>,
+    uploads: RedbTable<'t>,
+    parts: RedbTable<'t>,
 }
 
 /// Side effects to carry out once the commit is durable.
@@ -190,6 +194,8 @@ impl<'t> Tables<'t> {
             offsets: w.open_table(OFFSETS)?,
             segment_refs: w.open_table(SEGMENT_REFS)?,
             producers: w.open_table(PRODUCERS)?,
+            uploads: w.open_table(UPLOADS)?,
+            parts: w.open_table(PARTS)?,
         })
     }
 
@@ -225,6 +231,24 @@ impl<'t> Tables<'t> {
             Some(_) => Ok(()),
             None => Err(CatalogError::NoSuchBucket(name.into())),
         }
+    }
+
+    fn require_upload(&self, bucket: &str, key: &str, upload_id: &str) -> CatalogResult<()> {
+        let u: Option<UploadRecord> = get(&self.uploads, &upload_key(bucket, key, upload_id))?;
+        match u {
+            Some(_) => Ok(()),
+            None => Err(CatalogError::NoSuchUpload(upload_id.into())),
+        }
+    }
+
+    fn parts_of(&self, upload_id: &str) -> CatalogResult<Vec<PartRecord>> {
+        let prefix = parts_prefix(upload_id);
+        let end = prefix_end(&prefix).unwrap_or_default();
+        let mut out = Vec::new();
+        for e in self.parts.range(prefix.as_slice()..end.as_slice())? {
+            out.push(dec(e?.1.value())?);
+        }
+        Ok(out)
     }
 
     fn require_partition(&self, topic_id: u128, p: u32) -> CatalogResult<PartitionState> {
@@ -290,6 +314,53 @@ impl<'t> Tables<'t> {
                     return Err(CatalogError::PreconditionFailed(format!(
                         "{bucket}/{key}: etag is {actual:?}, expected {etag:?}"
                     )));
+                }
+            }
+            Op::CreateUpload(u) => {
+                self.require_bucket(&u.bucket)?;
+                if u.key.is_empty() || u.key.len() > MAX_KEY_LEN || u.key.contains('\0') {
+                    return Err(CatalogError::InvalidKey(u.key.clone()));
+                }
+                if u.upload_id.is_empty()
+                    || self
+                        .uploads
+                        .get(upload_key(&u.bucket, &u.key, &u.upload_id).as_slice())?
+                        .is_some()
+                {
+                    return Err(CatalogError::Invalid(format!("upload id {}", u.upload_id)));
+                }
+            }
+            Op::PutPart {
+                bucket,
+                key,
+                upload_id,
+                part,
+            } => {
+                self.require_upload(bucket, key, upload_id)?;
+                if !(1..=10_000).contains(&part.part_number) {
+                    return Err(CatalogError::Invalid(format!(
+                        "part number {}",
+                        part.part_number
+                    )));
+                }
+            }
+            Op::DeleteUpload {
+                bucket,
+                key,
+                upload_id,
+                keep,
+            } => {
+                self.require_upload(bucket, key, upload_id)?;
+                if !keep.is_empty() {
+                    let parts = self.parts_of(upload_id)?;
+                    for b in keep {
+                        if !parts.iter().any(|p| p.blob.id == b.id) {
+                            return Err(CatalogError::InvalidPart(format!(
+                                "blob {} is no longer a part of upload {upload_id}",
+                                b.id
+                            )));
+                        }
+                    }
                 }
             }
             Op::CreateTopic(t) => {
@@ -425,6 +496,43 @@ impl<'t> Tables<'t> {
                 }
             }
             Op::ExpectEtag { .. } => {}
+            Op::CreateUpload(u) => {
+                put(
+                    &mut self.uploads,
+                    &upload_key(&u.bucket, &u.key, &u.upload_id),
+                    u,
+                )?;
+            }
+            Op::PutPart {
+                upload_id, part, ..
+            } => {
+                let pk = part_key(upload_id, part.part_number);
+                let old: Option<PartRecord> = get(&self.parts, &pk)?;
+                if let Some(old) = old
+                    && old.blob.id != part.blob.id
+                {
+                    effects.freed_blobs.push(old.blob);
+                }
+                put(&mut self.parts, &pk, part)?;
+            }
+            Op::DeleteUpload {
+                bucket,
+                key,
+                upload_id,
+                keep,
+            } => {
+                self.uploads
+                    .remove(upload_key(bucket, key, upload_id).as_slice())?;
+                let mut freed = Vec::new();
+                remove_prefix(&mut self.parts, &parts_prefix(upload_id), |v| {
+                    let p: PartRecord = dec(v)?;
+                    if !keep.iter().any(|b| b.id == p.blob.id) {
+                        freed.push(p.blob);
+                    }
+                    Ok(())
+                })?;
+                effects.freed_blobs.extend(freed);
+            }
             Op::CreateTopic(t) => {
                 put(&mut self.topics, t.name.as_bytes(), t)?;
                 self.topic_ids

@@ -24,6 +24,12 @@ pub enum CatalogError {
         /// Key.
         key: String,
     },
+    /// The multipart upload does not exist (never did, completed or aborted).
+    #[error("no such upload: {0}")]
+    NoSuchUpload(String),
+    /// A multipart part is not (or no longer) the one the request names.
+    #[error("invalid part: {0}")]
+    InvalidPart(String),
     /// A key the catalog cannot store.
     #[error("invalid key: {0}")]
     InvalidKey(String),

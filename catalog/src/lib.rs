@@ -82,6 +82,36 @@ pub trait Catalog: Send + Sync {
         limit: usize,
     ) -> CatalogResult<Vec<(String, ObjectVersion)>>;
 
+    /// One in-progress multipart upload. (The default, for backends without multipart
+    /// support, knows none.)
+    fn upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+    ) -> CatalogResult<Option<UploadRecord>> {
+        let _ = (bucket, key, upload_id);
+        Ok(None)
+    }
+    /// Up to `limit` in-progress uploads of keys starting with `prefix`, ordered by key
+    /// then upload id, strictly after `after` (a key marker, with an upload id marker or
+    /// not: without one, every upload of that key is skipped).
+    fn list_uploads(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        after: Option<(&str, Option<&str>)>,
+        limit: usize,
+    ) -> CatalogResult<Vec<UploadRecord>> {
+        let _ = (bucket, prefix, after, limit);
+        Ok(Vec::new())
+    }
+    /// Up to `limit` parts of an upload numbered above `after`, in order.
+    fn parts(&self, upload_id: &str, after: u32, limit: usize) -> CatalogResult<Vec<PartRecord>> {
+        let _ = (upload_id, after, limit);
+        Ok(Vec::new())
+    }
+
     /// One topic by name.
     fn topic(&self, name: &str) -> CatalogResult<Option<TopicRecord>>;
     /// One topic by id.
@@ -489,6 +519,33 @@ impl Catalog for EmbeddedCatalog {
         limit: usize,
     ) -> CatalogResult<Vec<(String, ObjectVersion)>> {
         read::list_versions(&self.db, bucket, prefix, start_key, limit)
+    }
+
+    fn upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+    ) -> CatalogResult<Option<UploadRecord>> {
+        read::get(
+            &self.db,
+            tables::UPLOADS,
+            &tables::upload_key(bucket, key, upload_id),
+        )
+    }
+
+    fn list_uploads(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        after: Option<(&str, Option<&str>)>,
+        limit: usize,
+    ) -> CatalogResult<Vec<UploadRecord>> {
+        read::list_uploads(&self.db, bucket, prefix, after, limit)
+    }
+
+    fn parts(&self, upload_id: &str, after: u32, limit: usize) -> CatalogResult<Vec<PartRecord>> {
+        read::parts(&self.db, upload_id, after, limit)
     }
 
     fn topic(&self, name: &str) -> CatalogResult<Option<TopicRecord>> {

@@ -79,6 +79,46 @@ pub struct ObjectVersion {
     pub parts: Vec<u64>,
 }
 
+/// An in-progress S3 multipart upload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UploadRecord {
+    /// Upload id.
+    pub upload_id: String,
+    /// Bucket.
+    pub bucket: String,
+    /// Key the object will have.
+    pub key: String,
+    /// Access key of the user who started it.
+    pub owner: String,
+    /// Start time, ms since the epoch.
+    pub initiated_ms: i64,
+    /// Content headers and user metadata the object will get.
+    pub metadata: BTreeMap<String, String>,
+    /// Tags the object will get.
+    pub tags: BTreeMap<String, String>,
+    /// Checksum algorithm the client announced, if any.
+    pub checksum_algorithm: Option<String>,
+    /// `COMPOSITE` or `FULL_OBJECT`: how the object's checksum derives from the parts'.
+    pub checksum_type: Option<String>,
+}
+
+/// One uploaded part of a multipart upload: one blob.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartRecord {
+    /// Part number, 1..=10000.
+    pub part_number: u32,
+    /// MD5 of the part, hex, without quotes.
+    pub etag: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Upload time, ms since the epoch.
+    pub last_modified_ms: i64,
+    /// The bytes.
+    pub blob: BlobMeta,
+    /// Checksums by algorithm name.
+    pub checksums: BTreeMap<String, String>,
+}
+
 /// A topic.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TopicRecord {

@@ -6,7 +6,7 @@ use serde::de::DeserializeOwned;
 
 use crate::apply::dec;
 use crate::error::{CatalogError, CatalogResult};
-use crate::model::{BatchInfo, ObjectVersion, OffsetRecord, StoredBatch};
+use crate::model::{BatchInfo, ObjectVersion, OffsetRecord, PartRecord, StoredBatch, UploadRecord};
 use crate::tables::{self, Table, prefix_end};
 
 fn open(
@@ -225,4 +225,71 @@ pub fn offsets(db: &Database, group: &str) -> CatalogResult<Vec<(String, u32, Of
             Ok((topic, p, v))
         })
         .collect()
+}
+
+/// Uploads of a bucket whose keys start with `prefix`, in (key, upload id) order,
+/// strictly after `after` (a key and optionally an upload id of that key).
+pub fn list_uploads(
+    db: &Database,
+    bucket: &str,
+    prefix: &str,
+    after: Option<(&str, Option<&str>)>,
+    limit: usize,
+) -> CatalogResult<Vec<UploadRecord>> {
+    let r = db.begin_read()?;
+    let Some(t) = open(&r, tables::UPLOADS)? else {
+        return Ok(Vec::new());
+    };
+    let lo = tables::object_key(bucket, prefix);
+    let hi = prefix_end(&lo).unwrap_or_default();
+    let start = match after {
+        // Every upload of a key sorts before `key` + 0x01.
+        Some((key, None)) => {
+            let mut k = tables::object_key(bucket, key);
+            k.push(1);
+            Some(k)
+        }
+        Some((key, Some(id))) => {
+            let mut k = tables::upload_key(bucket, key, id);
+            k.push(0);
+            Some(k)
+        }
+        None => None,
+    };
+    let from = match start {
+        Some(s) if s > lo => s,
+        _ => lo,
+    };
+    let mut out = Vec::new();
+    if from >= hi {
+        return Ok(out);
+    }
+    for e in t.range(from.as_slice()..hi.as_slice())?.take(limit) {
+        out.push(dec(e?.1.value())?);
+    }
+    Ok(out)
+}
+
+/// Parts of an upload with numbers above `after`, in order.
+pub fn parts(
+    db: &Database,
+    upload_id: &str,
+    after: u32,
+    limit: usize,
+) -> CatalogResult<Vec<PartRecord>> {
+    let r = db.begin_read()?;
+    let Some(t) = open(&r, tables::PARTS)? else {
+        return Ok(Vec::new());
+    };
+    let prefix = tables::parts_prefix(upload_id);
+    let hi = prefix_end(&prefix).unwrap_or_default();
+    let from = match after.checked_add(1) {
+        Some(n) => tables::part_key(upload_id, n),
+        None => return Ok(Vec::new()),
+    };
+    let mut out = Vec::new();
+    for e in t.range(from.as_slice()..hi.as_slice())?.take(limit) {
+        out.push(dec(e?.1.value())?);
+    }
+    Ok(out)
 }

@@ -34,9 +34,13 @@ pub const OFFSETS: Table = TableDefinition::new("offsets");
 
 /// `producer_key` -> `ProducerState`.
 pub const PRODUCERS: Table = TableDefinition::new("producers");
+/// `upload_key` -> `UploadRecord`, in key order then upload id.
+pub const UPLOADS: Table = TableDefinition::new("uploads");
+/// `part_key` -> `PartRecord`.
+pub const PARTS: Table = TableDefinition::new("parts");
 
 /// Every table, with the tag checkpoints use for it.
-pub const ALL: [(u8, Table); 12] = [
+pub const ALL: [(u8, Table); 14] = [
     (1, META),
     (2, BUCKETS),
     (3, OBJECTS),
@@ -49,6 +53,8 @@ pub const ALL: [(u8, Table); 12] = [
     (10, OFFSETS),
     (11, SEGMENT_REFS),
     (12, PRODUCERS),
+    (13, UPLOADS),
+    (14, PARTS),
 ];
 
 /// Meta key of the last applied log record.
@@ -84,6 +90,29 @@ pub fn versions_prefix(bucket: &str, key: &str) -> Vec<u8> {
 pub fn version_key(bucket: &str, key: &str, seq: u64) -> Vec<u8> {
     let mut k = versions_prefix(bucket, key);
     k.extend_from_slice(&(!seq).to_be_bytes());
+    k
+}
+
+/// Key of a multipart upload: the object key, a NUL, then the upload id (keys never
+/// hold a NUL byte, so uploads sort by key, then by id).
+pub fn upload_key(bucket: &str, key: &str, upload_id: &str) -> Vec<u8> {
+    let mut k = versions_prefix(bucket, key);
+    k.extend_from_slice(upload_id.as_bytes());
+    k
+}
+
+/// Prefix of every part of one upload.
+pub fn parts_prefix(upload_id: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(2 + upload_id.len());
+    k.extend_from_slice(&(upload_id.len() as u16).to_be_bytes());
+    k.extend_from_slice(upload_id.as_bytes());
+    k
+}
+
+/// Key of one part: parts sort by number.
+pub fn part_key(upload_id: &str, part_number: u32) -> Vec<u8> {
+    let mut k = parts_prefix(upload_id);
+    k.extend_from_slice(&part_number.to_be_bytes());
     k
 }
 

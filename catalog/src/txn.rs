@@ -2,7 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{BucketRecord, GroupRecord, ObjectVersion, OffsetRecord, TopicRecord};
+use crate::model::{
+    BucketRecord, GroupRecord, ObjectVersion, OffsetRecord, PartRecord, TopicRecord, UploadRecord,
+};
+use storage::BlobMeta;
 
 /// One change. Operations in a transaction are checked against the state before the
 /// transaction, then applied in order; an operation cannot depend on an earlier one in
@@ -86,8 +89,6 @@ pub enum Op {
         #[serde(default)]
         producer: Option<ProducerBatch>,
     },
-    /// Allocates the next producer id ([`OpOutcome::ProducerId`]).
-    AllocateProducerId,
     /// Moves a partition's log start offset forward, deleting the batches wholly before it.
     TruncateBefore {
         /// Topic id.
@@ -124,6 +125,37 @@ pub enum Op {
         /// Group id.
         name: String,
     },
+    // New variants go last: the log stores ops by variant index (postcard), so the
+    // order of existing variants must never change.
+    /// Starts a multipart upload (the bucket must exist; the id must be new).
+    CreateUpload(UploadRecord),
+    /// Stores one part of an upload, replacing (and freeing) an earlier part of the same
+    /// number.
+    PutPart {
+        /// Bucket.
+        bucket: String,
+        /// Key.
+        key: String,
+        /// Upload id.
+        upload_id: String,
+        /// The part.
+        part: PartRecord,
+    },
+    /// Ends an upload: removes it and its parts and frees every part blob not in `keep`
+    /// (complete keeps the blobs the new object references; abort keeps none). Fails
+    /// unless every blob in `keep` is still one of the upload's parts.
+    DeleteUpload {
+        /// Bucket.
+        bucket: String,
+        /// Key.
+        key: String,
+        /// Upload id.
+        upload_id: String,
+        /// Part blobs that live on (in the completed object).
+        keep: Vec<BlobMeta>,
+    },
+    /// Allocates the next producer id ([`OpOutcome::ProducerId`]).
+    AllocateProducerId,
 }
 
 /// An idempotent producer's fields of one batch.
@@ -189,4 +221,26 @@ pub struct CommitOutcome {
     pub lsn: u64,
     /// Per operation, in order.
     pub ops: Vec<OpOutcome>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Op;
+
+    /// The log encodes an op by its variant index: existing indices never move.
+    #[test]
+    fn op_variant_indices_are_stable() {
+        let index = |op: &Op| postcard::to_stdvec(op).unwrap()[0];
+        assert_eq!(index(&Op::DeleteBucket { name: "b".into() }), 2);
+        assert_eq!(index(&Op::DeleteTopic { name: "t".into() }), 9);
+        assert_eq!(index(&Op::DeleteGroup { name: "g".into() }), 15);
+        let abort = Op::DeleteUpload {
+            bucket: "b".into(),
+            key: "k".into(),
+            upload_id: "u".into(),
+            keep: Vec::new(),
+        };
+        assert_eq!(index(&abort), 18);
+        assert_eq!(index(&Op::AllocateProducerId), 19);
+    }
 }

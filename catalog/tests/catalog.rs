@@ -347,3 +347,171 @@ async fn log_segments_live_as_long_as_their_batches() {
         "{after} segments left after the topic was deleted"
     );
 }
+
+fn part(c: &EmbeddedCatalog, n: u32, body: &[u8]) -> catalog::PartRecord {
+    catalog::PartRecord {
+        part_number: n,
+        etag: format!("p{n}"),
+        size: body.len() as u64,
+        last_modified_ms: 4,
+        blob: c.blobs().put(body).unwrap(),
+        checksums: BTreeMap::new(),
+    }
+}
+
+/// The committer frees blobs after acknowledging a commit and before taking the next:
+/// one more (empty) commit waits for that.
+async fn settle(c: &EmbeddedCatalog) {
+    commit(c, vec![]).await.unwrap();
+}
+
+fn put_part(key: &str, id: &str, p: catalog::PartRecord) -> Op {
+    Op::PutPart {
+        bucket: "b".into(),
+        key: key.into(),
+        upload_id: id.into(),
+        part: p,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn multipart_uploads_are_durable_and_free_their_blobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = open(dir.path());
+    commit(&c, vec![bucket("b")]).await.unwrap();
+    for (key, id) in [("k", "u1"), ("k", "u2"), ("j", "u3")] {
+        let u = catalog::UploadRecord {
+            upload_id: id.into(),
+            bucket: "b".into(),
+            key: key.into(),
+            owner: "eddyadmin".into(),
+            initiated_ms: 1,
+            metadata: BTreeMap::new(),
+            tags: BTreeMap::new(),
+            checksum_algorithm: None,
+            checksum_type: None,
+        };
+        commit(&c, vec![Op::CreateUpload(u)]).await.unwrap();
+    }
+    // Parts: replacing part 1 frees the first blob.
+    let p1 = part(&c, 1, b"one");
+    let p1b = part(&c, 1, b"uno");
+    let p2 = part(&c, 2, b"two");
+    commit(&c, vec![put_part("k", "u1", p1.clone())])
+        .await
+        .unwrap();
+    commit(&c, vec![put_part("k", "u1", p1b.clone())])
+        .await
+        .unwrap();
+    commit(&c, vec![put_part("k", "u1", p2.clone())])
+        .await
+        .unwrap();
+    settle(&c).await;
+    assert!(c.blobs().open(p1.blob.id).is_err(), "replaced part freed");
+    let parts = c.parts("u1", 0, 10).unwrap();
+    assert_eq!(
+        parts.iter().map(|p| p.part_number).collect::<Vec<_>>(),
+        [1, 2]
+    );
+    assert_eq!(c.parts("u1", 1, 10).unwrap().len(), 1);
+    // A part for an unknown upload is refused.
+    let stray = part(&c, 1, b"x");
+    assert!(matches!(
+        commit(&c, vec![put_part("k", "nope", stray)]).await,
+        Err(CatalogError::NoSuchUpload(_))
+    ));
+    // Listing in (key, upload id) order, with markers.
+    let ids =
+        |v: Vec<catalog::UploadRecord>| v.into_iter().map(|u| u.upload_id).collect::<Vec<_>>();
+    assert_eq!(
+        ids(c.list_uploads("b", "", None, 10).unwrap()),
+        ["u3", "u1", "u2"]
+    );
+    assert_eq!(
+        ids(c.list_uploads("b", "", Some(("j", None)), 10).unwrap()),
+        ["u1", "u2"]
+    );
+    assert_eq!(
+        ids(c
+            .list_uploads("b", "", Some(("k", Some("u1"))), 10)
+            .unwrap()),
+        ["u2"]
+    );
+    assert_eq!(
+        ids(c.list_uploads("b", "k", None, 10).unwrap()),
+        ["u1", "u2"]
+    );
+
+    // Survives a restart, and the loss of the store's drive: the checkpoint carries the
+    // upload and part tables.
+    c.checkpoint().unwrap();
+    drop(c);
+    std::fs::remove_dir_all(dir.path().join("drive-0")).unwrap();
+    let c = open(dir.path());
+    assert_eq!(c.drives().offline_count(), 1);
+    assert!(c.upload("b", "k", "u1").unwrap().is_some());
+    assert_eq!(c.parts("u1", 0, 10).unwrap().len(), 2);
+    // Complete keeps part 2 only: part 1's blob is freed, part 2's lives on.
+    commit(
+        &c,
+        vec![Op::DeleteUpload {
+            bucket: "b".into(),
+            key: "k".into(),
+            upload_id: "u1".into(),
+            keep: vec![p2.blob],
+        }],
+    )
+    .await
+    .unwrap();
+    settle(&c).await;
+    assert!(c.upload("b", "k", "u1").unwrap().is_none());
+    assert!(c.parts("u1", 0, 10).unwrap().is_empty());
+    assert!(c.blobs().open(p1b.blob.id).is_err());
+    assert!(c.blobs().open(p2.blob.id).is_ok());
+    // Keeping a blob that is not a part fails the whole transaction.
+    let q = part(&c, 1, b"q");
+    commit(&c, vec![put_part("k", "u2", q.clone())])
+        .await
+        .unwrap();
+    assert!(matches!(
+        commit(
+            &c,
+            vec![Op::DeleteUpload {
+                bucket: "b".into(),
+                key: "k".into(),
+                upload_id: "u2".into(),
+                keep: vec![p2.blob],
+            }],
+        )
+        .await,
+        Err(CatalogError::InvalidPart(_))
+    ));
+    assert!(c.upload("b", "k", "u2").unwrap().is_some());
+    // Abort frees everything.
+    commit(
+        &c,
+        vec![Op::DeleteUpload {
+            bucket: "b".into(),
+            key: "k".into(),
+            upload_id: "u2".into(),
+            keep: vec![],
+        }],
+    )
+    .await
+    .unwrap();
+    settle(&c).await;
+    assert!(c.blobs().open(q.blob.id).is_err());
+    assert!(matches!(
+        commit(
+            &c,
+            vec![Op::DeleteUpload {
+                bucket: "b".into(),
+                key: "k".into(),
+                upload_id: "u2".into(),
+                keep: vec![],
+            }],
+        )
+        .await,
+        Err(CatalogError::NoSuchUpload(_))
+    ));
+}

@@ -1,14 +1,534 @@
-//! Eddy's S3 API. Until the S3 gateway issue lands, every request gets S3's
-//! `NotImplemented` error as XML, so clients report a clear error.
+//! Eddy's S3 API on s3s: the [`s3s::S3`] trait implemented over the catalog and the
+//! erasure-coded blob store, one module per operation family.
+//!
+//! - [`bucket`]: create, delete, head, list, location, bucket tagging
+//! - [`versioning`]: bucket versioning
+//! - [`put`], [`get`], [`delete`], [`copy`]: objects
+//! - [`list`]: ListObjects v1/v2, ListObjectVersions
+//! - [`multipart`]: multipart uploads
+//! - [`tagging`]: object tagging
+//! - [`change`]: the one place where an object change's catalog transaction is built
+//! - [`error`]: catalog and storage errors as S3 error codes
+//!
+//! Every request is authenticated by s3s (SigV4 headers, presigned URLs, streaming
+//! signatures) against the configured users; anonymous requests are refused. A bucket
+//! belongs to the user who created it: other users get `AccessDenied` on it, except the
+//! administrator (the first user), who may use every bucket.
 
-/// The body of S3's `NotImplemented` error.
-pub fn not_implemented_xml(resource: &str) -> String {
-    format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>NotImplemented</Code>\
-         <Message>The S3 API is not implemented yet</Message><Resource>{}</Resource></Error>",
-        resource
-            .replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
-    )
+pub mod body;
+pub mod bucket;
+pub mod change;
+pub mod checksum;
+pub mod copy;
+pub mod delete;
+pub mod error;
+pub mod get;
+pub mod list;
+pub mod multipart;
+pub mod put;
+pub mod tagging;
+pub mod versioning;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use catalog::{BucketRecord, Catalog};
+use s3s::auth::{S3Auth, SecretKey};
+use s3s::dto::*;
+use s3s::service::{S3Service, S3ServiceBuilder};
+use s3s::{S3, S3Request, S3Response, S3Result, s3_error};
+
+use crate::error::OrS3;
+
+/// Bodies up to this size are stored inline in the catalog record instead of a blob.
+pub const INLINE_MAX: usize = 32 * 1024;
+
+/// One S3 user.
+#[derive(Debug, Clone)]
+pub struct User {
+    /// Access key id.
+    pub access_key: String,
+    /// Secret key.
+    pub secret_key: String,
+}
+
+/// The S3 front end over one catalog.
+#[derive(Clone)]
+pub struct Gateway {
+    catalog: Arc<dyn Catalog>,
+    admin: String,
+}
+
+impl Gateway {
+    /// A gateway whose administrator has access key `admin`.
+    pub fn new(catalog: Arc<dyn Catalog>, admin: impl Into<String>) -> Self {
+        Self {
+            catalog,
+            admin: admin.into(),
+        }
+    }
+
+    /// The catalog.
+    pub fn catalog(&self) -> &dyn Catalog {
+        self.catalog.as_ref()
+    }
+
+    /// The access key of the request's user (s3s refuses anonymous requests before
+    /// any operation runs, so this is always set in practice).
+    pub fn user<T>(&self, req: &S3Request<T>) -> S3Result<String> {
+        req.credentials
+            .as_ref()
+            .map(|c| c.access_key.clone())
+            .ok_or_else(|| s3_error!(AccessDenied, "Signature is required"))
+    }
+
+    /// Whether `user` is the administrator.
+    pub fn is_admin(&self, user: &str) -> bool {
+        user == self.admin
+    }
+
+    /// A bucket the request's user may use: `NoSuchBucket` when it does not exist,
+    /// `AccessDenied` when it belongs to another user.
+    pub fn bucket_for<T>(&self, req: &S3Request<T>, name: &str) -> S3Result<BucketRecord> {
+        let user = self.user(req)?;
+        let b = self
+            .catalog
+            .bucket(name)
+            .or_s3()?
+            .ok_or_else(|| s3_error!(NoSuchBucket, "The specified bucket does not exist"))?;
+        if b.owner != user && !self.is_admin(&user) {
+            return Err(s3_error!(AccessDenied, "Access Denied"));
+        }
+        Ok(b)
+    }
+}
+
+/// The configured users' secrets, for s3s's signature checks.
+struct Users(BTreeMap<String, String>);
+
+#[async_trait::async_trait]
+impl S3Auth for Users {
+    async fn get_secret_key(&self, access_key: &str) -> S3Result<SecretKey> {
+        self.0
+            .get(access_key)
+            .map(|s| SecretKey::from(s.as_str()))
+            .ok_or_else(|| {
+                s3_error!(
+                    InvalidAccessKeyId,
+                    "The AWS Access Key Id you provided does not exist in our records."
+                )
+            })
+    }
+}
+
+/// The s3s service: authentication against `users` (the first is the administrator)
+/// and the operations of [`Gateway`]. With `domains`, requests to `bucket.DOMAIN` are
+/// virtual-host style; path style always works.
+pub fn service(
+    catalog: Arc<dyn Catalog>,
+    users: &[User],
+    domains: &[String],
+) -> Result<S3Service, String> {
+    let admin = users
+        .first()
+        .map(|u| u.access_key.clone())
+        .unwrap_or_default();
+    let auth = Users(
+        users
+            .iter()
+            .map(|u| (u.access_key.clone(), u.secret_key.clone()))
+            .collect(),
+    );
+    let mut b = S3ServiceBuilder::new(Gateway::new(catalog, admin));
+    b.set_auth(auth);
+    if !domains.is_empty() {
+        b.set_host(Domains::new(domains)?);
+    }
+    Ok(b.build())
+}
+
+/// Virtual-host-style addressing: `bucket.DOMAIN[:port]` names a bucket; any other
+/// host (an IP address, the bare domain, another name) is path style.
+struct Domains(Vec<String>);
+
+impl Domains {
+    fn new(domains: &[String]) -> Result<Self, String> {
+        let mut v = Vec::new();
+        for d in domains {
+            let d = d.trim().trim_end_matches('.').to_ascii_lowercase();
+            if d.is_empty() || d.contains(':') || d.contains('/') {
+                return Err(format!("invalid S3 domain {d:?}"));
+            }
+            v.push(d);
+        }
+        // Longest first, so `s3.example.com` wins over `example.com`.
+        v.sort_by_key(|d| std::cmp::Reverse(d.len()));
+        Ok(Self(v))
+    }
+}
+
+impl s3s::host::S3Host for Domains {
+    fn parse_host_header<'a>(&'a self, host: &'a str) -> S3Result<s3s::host::VirtualHost<'a>> {
+        let name = match host.rsplit_once(':') {
+            Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) => h,
+            _ => host,
+        };
+        for d in &self.0 {
+            if name.eq_ignore_ascii_case(d) {
+                return Ok(s3s::host::VirtualHost::new(d.as_str()));
+            }
+            // The dot is ASCII, so after it is a character boundary.
+            if name.len() > d.len() + 1
+                && name.as_bytes()[name.len() - d.len() - 1] == b'.'
+                && name[name.len() - d.len()..].eq_ignore_ascii_case(d)
+            {
+                let bucket = &name[..name.len() - d.len() - 1];
+                return Ok(s3s::host::VirtualHost::new(d.as_str()).with_bucket(bucket));
+            }
+        }
+        Ok(s3s::host::VirtualHost::new(name))
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// A catalog time as an S3 timestamp.
+pub fn timestamp(ms: i64) -> Timestamp {
+    let t = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    Timestamp::from(t)
+}
+
+/// Whole seconds of an S3 timestamp.
+pub fn timestamp_secs(t: &Timestamp) -> i64 {
+    time::OffsetDateTime::from(t.clone()).unix_timestamp()
+}
+
+/// A quoted strong ETag.
+pub fn etag(value: &str) -> ETag {
+    ETag::Strong(value.to_owned())
+}
+
+/// Lower-case hex.
+pub fn hex(bytes: &[u8]) -> String {
+    const D: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(D[(b >> 4) as usize] as char);
+        s.push(D[(b & 15) as usize] as char);
+    }
+    s
+}
+
+/// A fresh version or upload id: 32 hex digits.
+pub fn new_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// The owner element of listings.
+pub fn owner(access_key: &str) -> Owner {
+    Owner {
+        display_name: Some(access_key.to_owned()),
+        id: Some(access_key.to_owned()),
+    }
+}
+
+/// Content headers and user metadata of a request, as the catalog stores them.
+#[derive(Default)]
+pub struct ContentHeaders<'a> {
+    /// Content-Type.
+    pub content_type: Option<&'a str>,
+    /// Content-Encoding.
+    pub content_encoding: Option<&'a str>,
+    /// Content-Disposition.
+    pub content_disposition: Option<&'a str>,
+    /// Content-Language.
+    pub content_language: Option<&'a str>,
+    /// Cache-Control.
+    pub cache_control: Option<&'a str>,
+    /// Expires.
+    pub expires: Option<&'a Timestamp>,
+    /// `x-amz-meta-*`.
+    pub metadata: Option<&'a Metadata>,
+}
+
+/// Prefix of user metadata entries in the stored map.
+pub const META_PREFIX: &str = "x-amz-meta-";
+
+impl ContentHeaders<'_> {
+    /// The stored form.
+    pub fn to_map(&self) -> BTreeMap<String, String> {
+        let mut m = BTreeMap::new();
+        let pairs = [
+            ("content-type", self.content_type),
+            ("content-encoding", self.content_encoding),
+            ("content-disposition", self.content_disposition),
+            ("content-language", self.content_language),
+            ("cache-control", self.cache_control),
+        ];
+        for (k, v) in pairs {
+            if let Some(v) = v {
+                m.insert(k.to_owned(), v.to_owned());
+            }
+        }
+        if let Some(t) = self.expires {
+            let mut buf = Vec::new();
+            if t.format(TimestampFormat::HttpDate, &mut buf).is_ok() {
+                m.insert("expires".into(), String::from_utf8_lossy(&buf).into_owned());
+            }
+        }
+        if let Some(meta) = self.metadata {
+            for (k, v) in meta {
+                m.insert(
+                    format!("{META_PREFIX}{}", k.to_ascii_lowercase()),
+                    v.clone(),
+                );
+            }
+        }
+        m
+    }
+}
+
+/// The stored metadata's pieces, for responses.
+pub struct StoredHeaders {
+    /// Content-Type.
+    pub content_type: Option<String>,
+    /// Content-Encoding.
+    pub content_encoding: Option<String>,
+    /// Content-Disposition.
+    pub content_disposition: Option<String>,
+    /// Content-Language.
+    pub content_language: Option<String>,
+    /// Cache-Control.
+    pub cache_control: Option<String>,
+    /// Expires.
+    pub expires: Option<Timestamp>,
+    /// User metadata.
+    pub metadata: Option<Metadata>,
+}
+
+/// Splits a stored metadata map into response headers.
+pub fn stored_headers(m: &BTreeMap<String, String>) -> StoredHeaders {
+    let user: Metadata = m
+        .iter()
+        .filter_map(|(k, v)| {
+            k.strip_prefix(META_PREFIX)
+                .map(|k| (k.to_owned(), v.clone()))
+        })
+        .collect();
+    StoredHeaders {
+        content_type: m.get("content-type").cloned(),
+        content_encoding: m.get("content-encoding").cloned(),
+        content_disposition: m.get("content-disposition").cloned(),
+        content_language: m.get("content-language").cloned(),
+        cache_control: m.get("cache-control").cloned(),
+        expires: m
+            .get("expires")
+            .and_then(|s| Timestamp::parse(TimestampFormat::HttpDate, s).ok()),
+        metadata: (!user.is_empty()).then_some(user),
+    }
+}
+
+#[async_trait::async_trait]
+impl S3 for Gateway {
+    async fn list_buckets(
+        &self,
+        req: S3Request<ListBucketsInput>,
+    ) -> S3Result<S3Response<ListBucketsOutput>> {
+        bucket::list_buckets(self, req).await
+    }
+    async fn create_bucket(
+        &self,
+        req: S3Request<CreateBucketInput>,
+    ) -> S3Result<S3Response<CreateBucketOutput>> {
+        bucket::create_bucket(self, req).await
+    }
+    async fn delete_bucket(
+        &self,
+        req: S3Request<DeleteBucketInput>,
+    ) -> S3Result<S3Response<DeleteBucketOutput>> {
+        bucket::delete_bucket(self, req).await
+    }
+    async fn head_bucket(
+        &self,
+        req: S3Request<HeadBucketInput>,
+    ) -> S3Result<S3Response<HeadBucketOutput>> {
+        bucket::head_bucket(self, req).await
+    }
+    async fn get_bucket_location(
+        &self,
+        req: S3Request<GetBucketLocationInput>,
+    ) -> S3Result<S3Response<GetBucketLocationOutput>> {
+        bucket::get_bucket_location(self, req).await
+    }
+    async fn put_bucket_tagging(
+        &self,
+        req: S3Request<PutBucketTaggingInput>,
+    ) -> S3Result<S3Response<PutBucketTaggingOutput>> {
+        bucket::put_bucket_tagging(self, req).await
+    }
+    async fn get_bucket_tagging(
+        &self,
+        req: S3Request<GetBucketTaggingInput>,
+    ) -> S3Result<S3Response<GetBucketTaggingOutput>> {
+        bucket::get_bucket_tagging(self, req).await
+    }
+    async fn delete_bucket_tagging(
+        &self,
+        req: S3Request<DeleteBucketTaggingInput>,
+    ) -> S3Result<S3Response<DeleteBucketTaggingOutput>> {
+        bucket::delete_bucket_tagging(self, req).await
+    }
+    async fn put_bucket_versioning(
+        &self,
+        req: S3Request<PutBucketVersioningInput>,
+    ) -> S3Result<S3Response<PutBucketVersioningOutput>> {
+        versioning::put_bucket_versioning(self, req).await
+    }
+    async fn get_bucket_versioning(
+        &self,
+        req: S3Request<GetBucketVersioningInput>,
+    ) -> S3Result<S3Response<GetBucketVersioningOutput>> {
+        versioning::get_bucket_versioning(self, req).await
+    }
+    async fn put_object(
+        &self,
+        req: S3Request<PutObjectInput>,
+    ) -> S3Result<S3Response<PutObjectOutput>> {
+        put::put_object(self, req).await
+    }
+    async fn get_object(
+        &self,
+        req: S3Request<GetObjectInput>,
+    ) -> S3Result<S3Response<GetObjectOutput>> {
+        get::get_object(self, req).await
+    }
+    async fn head_object(
+        &self,
+        req: S3Request<HeadObjectInput>,
+    ) -> S3Result<S3Response<HeadObjectOutput>> {
+        get::head_object(self, req).await
+    }
+    async fn delete_object(
+        &self,
+        req: S3Request<DeleteObjectInput>,
+    ) -> S3Result<S3Response<DeleteObjectOutput>> {
+        delete::delete_object(self, req).await
+    }
+    async fn delete_objects(
+        &self,
+        req: S3Request<DeleteObjectsInput>,
+    ) -> S3Result<S3Response<DeleteObjectsOutput>> {
+        delete::delete_objects(self, req).await
+    }
+    async fn copy_object(
+        &self,
+        req: S3Request<CopyObjectInput>,
+    ) -> S3Result<S3Response<CopyObjectOutput>> {
+        copy::copy_object(self, req).await
+    }
+    async fn list_objects(
+        &self,
+        req: S3Request<ListObjectsInput>,
+    ) -> S3Result<S3Response<ListObjectsOutput>> {
+        list::list_objects(self, req).await
+    }
+    async fn list_objects_v2(
+        &self,
+        req: S3Request<ListObjectsV2Input>,
+    ) -> S3Result<S3Response<ListObjectsV2Output>> {
+        list::list_objects_v2(self, req).await
+    }
+    async fn list_object_versions(
+        &self,
+        req: S3Request<ListObjectVersionsInput>,
+    ) -> S3Result<S3Response<ListObjectVersionsOutput>> {
+        list::list_object_versions(self, req).await
+    }
+    async fn create_multipart_upload(
+        &self,
+        req: S3Request<CreateMultipartUploadInput>,
+    ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
+        multipart::create_multipart_upload(self, req).await
+    }
+    async fn upload_part(
+        &self,
+        req: S3Request<UploadPartInput>,
+    ) -> S3Result<S3Response<UploadPartOutput>> {
+        multipart::upload_part(self, req).await
+    }
+    async fn upload_part_copy(
+        &self,
+        req: S3Request<UploadPartCopyInput>,
+    ) -> S3Result<S3Response<UploadPartCopyOutput>> {
+        copy::upload_part_copy(self, req).await
+    }
+    async fn complete_multipart_upload(
+        &self,
+        req: S3Request<CompleteMultipartUploadInput>,
+    ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
+        multipart::complete_multipart_upload(self, req).await
+    }
+    async fn abort_multipart_upload(
+        &self,
+        req: S3Request<AbortMultipartUploadInput>,
+    ) -> S3Result<S3Response<AbortMultipartUploadOutput>> {
+        multipart::abort_multipart_upload(self, req).await
+    }
+    async fn list_parts(
+        &self,
+        req: S3Request<ListPartsInput>,
+    ) -> S3Result<S3Response<ListPartsOutput>> {
+        multipart::list_parts(self, req).await
+    }
+    async fn list_multipart_uploads(
+        &self,
+        req: S3Request<ListMultipartUploadsInput>,
+    ) -> S3Result<S3Response<ListMultipartUploadsOutput>> {
+        multipart::list_multipart_uploads(self, req).await
+    }
+    async fn put_object_tagging(
+        &self,
+        req: S3Request<PutObjectTaggingInput>,
+    ) -> S3Result<S3Response<PutObjectTaggingOutput>> {
+        tagging::put_object_tagging(self, req).await
+    }
+    async fn get_object_tagging(
+        &self,
+        req: S3Request<GetObjectTaggingInput>,
+    ) -> S3Result<S3Response<GetObjectTaggingOutput>> {
+        tagging::get_object_tagging(self, req).await
+    }
+    async fn delete_object_tagging(
+        &self,
+        req: S3Request<DeleteObjectTaggingInput>,
+    ) -> S3Result<S3Response<DeleteObjectTaggingOutput>> {
+        tagging::delete_object_tagging(self, req).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use s3s::host::S3Host;
+
+    use super::Domains;
+
+    #[test]
+    fn virtual_hosts() {
+        let d = Domains::new(&["example.com".into(), "s3.example.com".into()]).unwrap();
+        let bucket = |h: &str| d.parse_host_header(h).unwrap().bucket().map(str::to_owned);
+        assert_eq!(bucket("b.s3.example.com:9000").as_deref(), Some("b"));
+        assert_eq!(bucket("a.b.example.com").as_deref(), Some("a.b"));
+        assert_eq!(bucket("S3.Example.com"), None);
+        assert_eq!(bucket("localhost:9000"), None);
+        assert_eq!(bucket("é.example.com").as_deref(), Some("é"));
+        assert_eq!(bucket("xéxample.com"), None);
+        assert!(Domains::new(&["a:1".into()]).is_err());
+    }
 }

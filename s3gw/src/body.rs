@@ -1,0 +1,310 @@
+//! Request bodies into blobs (or inline), and stored data back out as response bodies,
+//! both with memory bounded by a few chunks whatever the size.
+
+use std::collections::BTreeMap;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::{Bytes, BytesMut};
+use catalog::ObjectData;
+use futures::{Stream, StreamExt};
+use s3s::dto::StreamingBlob;
+use s3s::stream::{ByteStream, RemainingLength};
+use s3s::{S3Result, TrailingHeaders, s3_error};
+use storage::{BlobMeta, BlobStore, BlobWriter, StorageResult};
+use tokio::sync::mpsc;
+
+use crate::checksum::Wanted;
+use crate::error::{OrS3, join_error};
+
+/// Bytes handed to the blob writer at a time.
+const WRITE_CHUNK: usize = 1 << 20;
+
+/// Largest body of one PutObject or UploadPart, as in S3.
+pub const MAX_BODY: u64 = 5 << 30;
+
+fn too_large() -> s3s::S3Error {
+    s3_error!(
+        EntityTooLarge,
+        "Your proposed upload exceeds the maximum allowed object size"
+    )
+}
+
+/// A received body, verified and durable on the drives (or inline).
+#[derive(Debug)]
+pub struct Received {
+    /// Where the bytes are.
+    pub data: ObjectData,
+    /// Length.
+    pub size: u64,
+    /// MD5, hex.
+    pub md5_hex: String,
+    /// Raw MD5.
+    pub md5: [u8; 16],
+    /// Checksums to store.
+    pub checksums: BTreeMap<String, String>,
+}
+
+/// Deletes blobs, off the async threads (best effort: a leftover is only wasted space).
+/// Awaited, so a failed request answers only once its blobs are gone.
+pub async fn delete_blobs(store: &BlobStore, blobs: Vec<BlobMeta>) {
+    if blobs.is_empty() {
+        return;
+    }
+    let store = store.clone();
+    let done = tokio::task::spawn_blocking(move || {
+        for b in blobs {
+            if let Err(e) = store.delete(b.id) {
+                tracing::warn!(blob = %b.id, error = %e, "could not delete an unused blob");
+            }
+        }
+    });
+    if let Err(e) = done.await {
+        tracing::warn!(error = %e, "deleting unused blobs failed");
+    }
+}
+
+async fn finish_writer(w: BlobWriter) -> S3Result<BlobMeta> {
+    tokio::task::spawn_blocking(move || w.finish())
+        .await
+        .map_err(join_error)?
+        .or_s3()
+}
+
+/// Streams `body` into a new blob (or, when `allow_inline` and it is at most
+/// [`crate::INLINE_MAX`] bytes, into memory), computing the MD5 and the checksums
+/// `wanted` names and checking them and the length. Nothing is left behind on failure.
+pub async fn receive(
+    store: &BlobStore,
+    body: Option<StreamingBlob>,
+    content_length: Option<i64>,
+    wanted: &Wanted,
+    trailers: Option<&TrailingHeaders>,
+    allow_inline: bool,
+) -> S3Result<Received> {
+    let mut hasher = wanted.hasher();
+    let mut size: u64 = 0;
+    let mut buf = BytesMut::new();
+    let mut writer: Option<(
+        mpsc::Sender<Bytes>,
+        tokio::task::JoinHandle<StorageResult<BlobWriter>>,
+    )> = None;
+    if content_length.is_some_and(|l| l > MAX_BODY as i64) {
+        return Err(too_large());
+    }
+    let mut body = body;
+    loop {
+        let next = match body.as_mut() {
+            Some(b) => b.next().await,
+            None => None,
+        };
+        let chunk = match next {
+            Some(Ok(c)) => c,
+            Some(Err(e)) => {
+                tracing::debug!(error = %e, "request body failed");
+                return Err(s3_error!(
+                    IncompleteBody,
+                    "The request body could not be read"
+                ));
+            }
+            None => break,
+        };
+        hasher.update(&chunk);
+        size += chunk.len() as u64;
+        if size > MAX_BODY {
+            return Err(too_large());
+        }
+        buf.extend_from_slice(&chunk);
+        let threshold = if writer.is_some() || !allow_inline {
+            WRITE_CHUNK
+        } else {
+            crate::INLINE_MAX
+        };
+        if buf.len() > threshold || (writer.is_some() && buf.len() >= WRITE_CHUNK) {
+            if writer.is_none() {
+                writer = Some(spawn_writer(store)?);
+            }
+            if let Some((tx, _)) = &writer
+                && tx.send(buf.split().freeze()).await.is_err()
+            {
+                // The writer stopped: its error is reported below.
+                break;
+            }
+        }
+    }
+    if let Some(len) = content_length
+        && u64::try_from(len).ok() != Some(size)
+    {
+        return Err(s3_error!(
+            IncompleteBody,
+            "You did not provide the number of bytes specified by the Content-Length HTTP header"
+        ));
+    }
+    let (md5, computed) = hasher.finish();
+    let data = match writer {
+        None if allow_inline && buf.len() <= crate::INLINE_MAX => {
+            let checksums = wanted.verify(&md5, &computed, trailers)?;
+            return Ok(Received {
+                data: ObjectData::Inline(buf.to_vec()),
+                size,
+                md5_hex: crate::hex(&md5),
+                md5,
+                checksums,
+            });
+        }
+        None => {
+            let (tx, h) = spawn_writer(store)?;
+            finish_stream(tx, h, buf).await?
+        }
+        Some((tx, h)) => finish_stream(tx, h, buf).await?,
+    };
+    // `data` is unfinished until the checks pass: dropping it removes its shards.
+    let checksums = match wanted.verify(&md5, &computed, trailers) {
+        Ok(c) => c,
+        Err(e) => {
+            tokio::task::spawn_blocking(move || drop(data));
+            return Err(e);
+        }
+    };
+    let meta = finish_writer(data).await?;
+    Ok(Received {
+        data: ObjectData::Blobs(vec![meta]),
+        size,
+        md5_hex: crate::hex(&md5),
+        md5,
+        checksums,
+    })
+}
+
+type WriterTask = (
+    mpsc::Sender<Bytes>,
+    tokio::task::JoinHandle<StorageResult<BlobWriter>>,
+);
+
+fn spawn_writer(store: &BlobStore) -> S3Result<WriterTask> {
+    let (tx, mut rx) = mpsc::channel::<Bytes>(2);
+    let store = store.clone();
+    let h = tokio::task::spawn_blocking(move || {
+        let mut w = store.create()?;
+        while let Some(b) = rx.blocking_recv() {
+            w.write(&b)?;
+        }
+        Ok(w)
+    });
+    Ok((tx, h))
+}
+
+async fn finish_stream(
+    tx: mpsc::Sender<Bytes>,
+    h: tokio::task::JoinHandle<StorageResult<BlobWriter>>,
+    rest: BytesMut,
+) -> S3Result<BlobWriter> {
+    if !rest.is_empty() {
+        let _ = tx.send(rest.freeze()).await;
+    }
+    drop(tx);
+    h.await.map_err(join_error)?.or_s3()
+}
+
+/// A response body fed by a blocking reader thread through a small channel.
+pub struct ChannelBody {
+    rx: mpsc::Receiver<Result<Bytes, s3s::StdError>>,
+    remaining: u64,
+}
+
+impl Stream for ChannelBody {
+    type Item = Result<Bytes, s3s::StdError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let p = self.rx.poll_recv(cx);
+        if let Poll::Ready(Some(Ok(b))) = &p {
+            self.remaining = self.remaining.saturating_sub(b.len() as u64);
+        }
+        p
+    }
+}
+
+impl ByteStream for ChannelBody {
+    fn remaining_length(&self) -> RemainingLength {
+        RemainingLength::new_exact(self.remaining as usize)
+    }
+}
+
+/// Stream wrapper that reports its exact length.
+struct Exact(Option<Bytes>);
+
+impl Stream for Exact {
+    type Item = Result<Bytes, s3s::StdError>;
+    fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        Poll::Ready(self.0.take().map(Ok))
+    }
+}
+
+impl ByteStream for Exact {
+    fn remaining_length(&self) -> RemainingLength {
+        RemainingLength::new_exact(self.0.as_ref().map_or(0, |b| b.len()))
+    }
+}
+
+/// Calls `each` with the bytes of `start..end` of `data`, one stripe-sized chunk at a
+/// time (blocking: run it off the async threads). Stops early when `each` says so.
+pub fn read_range(
+    store: &BlobStore,
+    data: &ObjectData,
+    start: u64,
+    end: u64,
+    mut each: impl FnMut(Vec<u8>) -> bool,
+) -> StorageResult<()> {
+    match data {
+        ObjectData::Inline(d) => {
+            let s = (start as usize).min(d.len());
+            let e = (end as usize).min(d.len());
+            each(d[s..e].to_vec());
+        }
+        ObjectData::Blobs(blobs) => {
+            let mut pos = 0u64;
+            for b in blobs {
+                let (bs, be) = (pos, pos + b.len);
+                pos = be;
+                let s = start.max(bs);
+                let e = end.min(be);
+                if s >= e {
+                    continue;
+                }
+                let r = store.open(b.id)?;
+                for c in r.chunks(s - bs, e - s)? {
+                    if !each(c?) {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A streaming response body of `start..end` of `data`.
+pub fn response_body(store: &BlobStore, data: &ObjectData, start: u64, end: u64) -> StreamingBlob {
+    if let ObjectData::Inline(d) = data {
+        let s = (start as usize).min(d.len());
+        let e = (end as usize).min(d.len());
+        return StreamingBlob::new(Exact(Some(Bytes::copy_from_slice(&d[s..e]))));
+    }
+    let (tx, rx) = mpsc::channel(2);
+    let store = store.clone();
+    let data = data.clone();
+    tokio::task::spawn_blocking(move || {
+        let res = read_range(&store, &data, start, end, |c| {
+            tx.blocking_send(Ok(Bytes::from(c))).is_ok()
+        });
+        if let Err(e) = res {
+            tracing::error!(error = %e, "reading object data failed");
+            let err: s3s::StdError = Box::new(std::io::Error::other(e.to_string()));
+            let _ = tx.blocking_send(Err(err));
+        }
+    });
+    StreamingBlob::new(ChannelBody {
+        rx,
+        remaining: end.saturating_sub(start),
+    })
+}

@@ -1,0 +1,244 @@
+//! Buckets: create, delete, head, list, location, bucket tagging.
+
+use std::collections::BTreeMap;
+
+use catalog::{BucketRecord, CatalogError, Op, Transaction, Versioning};
+use s3s::dto::*;
+use s3s::{S3Request, S3Response, S3Result, s3_error};
+
+use crate::error::{OrS3, catalog_error};
+use crate::tagging::{tag_set, validate_tags};
+use crate::{Gateway, now_ms, timestamp};
+
+/// Settings key of the bucket's location constraint.
+const LOCATION: &str = "s3.location";
+
+/// Whether `name` follows S3's bucket naming rules.
+pub fn valid_bucket_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    if !(3..=63).contains(&b.len()) {
+        return false;
+    }
+    let edge_ok = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    if !edge_ok(b[0]) || !edge_ok(b[b.len() - 1]) {
+        return false;
+    }
+    if !b
+        .iter()
+        .all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'.' || c == b'-')
+    {
+        return false;
+    }
+    if name.contains("..") || name.contains(".-") || name.contains("-.") {
+        return false;
+    }
+    if name.parse::<std::net::Ipv4Addr>().is_ok() {
+        return false;
+    }
+    !(name.starts_with("xn--") || name.ends_with("-s3alias") || name.ends_with("--ol-s3"))
+}
+
+/// CreateBucket.
+pub async fn create_bucket(
+    gw: &Gateway,
+    req: S3Request<CreateBucketInput>,
+) -> S3Result<S3Response<CreateBucketOutput>> {
+    let user = gw.user(&req)?;
+    let name = req.input.bucket.clone();
+    if !valid_bucket_name(&name) {
+        return Err(s3_error!(
+            InvalidBucketName,
+            "The specified bucket is not valid"
+        ));
+    }
+    let mut settings = BTreeMap::new();
+    if let Some(loc) = req
+        .input
+        .create_bucket_configuration
+        .as_ref()
+        .and_then(|c| c.location_constraint.as_ref())
+    {
+        settings.insert(LOCATION.to_owned(), loc.as_str().as_bytes().to_vec());
+    }
+    let record = BucketRecord {
+        name: name.clone(),
+        owner: user.clone(),
+        created_ms: now_ms(),
+        versioning: Versioning::Unversioned,
+        tags: BTreeMap::new(),
+        settings,
+    };
+    match gw
+        .catalog()
+        .commit(Transaction::new(vec![Op::CreateBucket(record)]))
+        .await
+    {
+        Ok(_) => Ok(S3Response::new(CreateBucketOutput {
+            location: Some(format!("/{name}")),
+        })),
+        Err(CatalogError::BucketExists(_)) => {
+            let owner = gw.catalog().bucket(&name).or_s3()?.map(|b| b.owner);
+            if owner.as_deref() == Some(user.as_str()) {
+                Err(s3_error!(
+                    BucketAlreadyOwnedByYou,
+                    "Your previous request to create the named bucket succeeded and you already own it"
+                ))
+            } else {
+                Err(s3_error!(
+                    BucketAlreadyExists,
+                    "The requested bucket name is not available"
+                ))
+            }
+        }
+        Err(e) => Err(catalog_error(e)),
+    }
+}
+
+/// DeleteBucket: refused while objects or versions remain; in-progress multipart
+/// uploads are aborted with it.
+pub async fn delete_bucket(
+    gw: &Gateway,
+    req: S3Request<DeleteBucketInput>,
+) -> S3Result<S3Response<DeleteBucketOutput>> {
+    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let mut ops: Vec<Op> = gw
+        .catalog()
+        .list_uploads(&b.name, "", None, 100_000)
+        .or_s3()?
+        .into_iter()
+        .map(|u| Op::DeleteUpload {
+            bucket: u.bucket,
+            key: u.key,
+            upload_id: u.upload_id,
+            keep: Vec::new(),
+        })
+        .collect();
+    ops.push(Op::DeleteBucket { name: b.name });
+    gw.catalog().commit(Transaction::new(ops)).await.or_s3()?;
+    Ok(S3Response::new(DeleteBucketOutput {}))
+}
+
+/// HeadBucket.
+pub async fn head_bucket(
+    gw: &Gateway,
+    req: S3Request<HeadBucketInput>,
+) -> S3Result<S3Response<HeadBucketOutput>> {
+    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    Ok(S3Response::new(HeadBucketOutput {
+        bucket_region: location(&b),
+        ..Default::default()
+    }))
+}
+
+fn location(b: &BucketRecord) -> Option<String> {
+    b.settings
+        .get(LOCATION)
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+}
+
+/// GetBucketLocation.
+pub async fn get_bucket_location(
+    gw: &Gateway,
+    req: S3Request<GetBucketLocationInput>,
+) -> S3Result<S3Response<GetBucketLocationOutput>> {
+    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    Ok(S3Response::new(GetBucketLocationOutput {
+        location_constraint: location(&b).map(BucketLocationConstraint::from),
+    }))
+}
+
+/// ListBuckets: the user's own buckets (every bucket for the administrator).
+pub async fn list_buckets(
+    gw: &Gateway,
+    req: S3Request<ListBucketsInput>,
+) -> S3Result<S3Response<ListBucketsOutput>> {
+    let user = gw.user(&req)?;
+    let prefix = req.input.prefix.clone().unwrap_or_default();
+    let buckets: Vec<Bucket> = gw
+        .catalog()
+        .buckets()
+        .or_s3()?
+        .into_iter()
+        .filter(|b| (b.owner == user || gw.is_admin(&user)) && b.name.starts_with(&prefix))
+        .map(|b| Bucket {
+            bucket_region: location(&b),
+            creation_date: Some(timestamp(b.created_ms)),
+            name: Some(b.name),
+        })
+        .collect();
+    Ok(S3Response::new(ListBucketsOutput {
+        buckets: Some(buckets),
+        owner: Some(crate::owner(&user)),
+        prefix: req.input.prefix,
+        continuation_token: None,
+    }))
+}
+
+/// PutBucketTagging (at most 50 tags).
+pub async fn put_bucket_tagging(
+    gw: &Gateway,
+    req: S3Request<PutBucketTaggingInput>,
+) -> S3Result<S3Response<PutBucketTaggingOutput>> {
+    let mut b = gw.bucket_for(&req, &req.input.bucket)?;
+    b.tags = validate_tags(&req.input.tagging.tag_set, 50)?;
+    gw.catalog()
+        .commit(Transaction::new(vec![Op::UpdateBucket(b)]))
+        .await
+        .or_s3()?;
+    Ok(S3Response::new(PutBucketTaggingOutput {}))
+}
+
+/// GetBucketTagging: `NoSuchTagSet` when the bucket has no tags.
+pub async fn get_bucket_tagging(
+    gw: &Gateway,
+    req: S3Request<GetBucketTaggingInput>,
+) -> S3Result<S3Response<GetBucketTaggingOutput>> {
+    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    if b.tags.is_empty() {
+        return Err(s3_error!(NoSuchTagSet, "The TagSet does not exist"));
+    }
+    Ok(S3Response::new(GetBucketTaggingOutput {
+        tag_set: tag_set(&b.tags),
+    }))
+}
+
+/// DeleteBucketTagging.
+pub async fn delete_bucket_tagging(
+    gw: &Gateway,
+    req: S3Request<DeleteBucketTaggingInput>,
+) -> S3Result<S3Response<DeleteBucketTaggingOutput>> {
+    let mut b = gw.bucket_for(&req, &req.input.bucket)?;
+    b.tags.clear();
+    gw.catalog()
+        .commit(Transaction::new(vec![Op::UpdateBucket(b)]))
+        .await
+        .or_s3()?;
+    Ok(S3Response::with_status(
+        DeleteBucketTaggingOutput {},
+        http::StatusCode::NO_CONTENT,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::valid_bucket_name;
+
+    #[test]
+    fn bucket_names() {
+        for ok in ["abc", "my-bucket.1", "a".repeat(63).as_str()] {
+            assert!(valid_bucket_name(ok), "{ok}");
+        }
+        for bad in [
+            "ab",
+            "Abc",
+            "a..b",
+            "-ab",
+            "ab-",
+            "192.168.1.1",
+            "a_b",
+            "xn--ab",
+        ] {
+            assert!(!valid_bucket_name(bad), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,190 @@
+//! DeleteObject and DeleteObjects: permanent version deletes, delete markers in
+//! versioned buckets, `null` markers in suspended ones. Each deleted object is its own
+//! transaction.
+
+use std::collections::BTreeMap;
+
+use catalog::{BucketRecord, ObjectData, ObjectVersion, Versioning};
+use s3s::dto::*;
+use s3s::{S3Error, S3Request, S3Response, S3Result, s3_error};
+
+use crate::change::{Change, Event};
+use crate::error::OrS3;
+use crate::{Gateway, new_id, now_ms};
+
+/// What a delete did: the version id it concerned and whether that is a delete marker.
+struct Deleted {
+    version_id: Option<String>,
+    delete_marker: bool,
+}
+
+fn marker(version_id: String) -> ObjectVersion {
+    ObjectVersion {
+        version_id,
+        delete_marker: true,
+        size: 0,
+        etag: String::new(),
+        last_modified_ms: now_ms(),
+        data: ObjectData::Inline(Vec::new()),
+        metadata: BTreeMap::new(),
+        tags: BTreeMap::new(),
+        checksums: BTreeMap::new(),
+        parts: Vec::new(),
+    }
+}
+
+fn ignore_missing(r: S3Result<catalog::CommitOutcome>) -> S3Result<()> {
+    match r {
+        Ok(_) => Ok(()),
+        Err(e) if *e.code() == s3s::S3ErrorCode::NoSuchKey => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+async fn delete_one(
+    gw: &Gateway,
+    b: &BucketRecord,
+    key: &str,
+    version_id: Option<&str>,
+    if_match: Option<&ETagCondition>,
+) -> S3Result<Deleted> {
+    let mut change = Change::new();
+    if let Some(c) = if_match {
+        let current = gw.catalog().object(&b.name, key).or_s3()?;
+        if !crate::get::matches(c, current.as_ref()) {
+            return Err(s3_error!(
+                PreconditionFailed,
+                "At least one of the pre-conditions you specified did not hold"
+            ));
+        }
+        if let Some(e) = c.as_etag() {
+            change = change.expect_etag(&b.name, key, Some(e.value().to_owned()));
+        }
+    }
+    if let Some(vid) = version_id {
+        let Some(v) = gw.catalog().object_version(&b.name, key, vid).or_s3()? else {
+            return Ok(Deleted {
+                version_id: Some(vid.to_owned()),
+                delete_marker: false,
+            });
+        };
+        ignore_missing(change.delete_version(&b.name, key, vid).commit(gw).await)?;
+        return Ok(Deleted {
+            version_id: Some(vid.to_owned()),
+            delete_marker: v.delete_marker,
+        });
+    }
+    match b.versioning {
+        Versioning::Unversioned => {
+            if gw
+                .catalog()
+                .object_version(&b.name, key, "null")
+                .or_s3()?
+                .is_some()
+            {
+                ignore_missing(change.delete_version(&b.name, key, "null").commit(gw).await)?;
+            }
+            Ok(Deleted {
+                version_id: None,
+                delete_marker: false,
+            })
+        }
+        Versioning::Enabled => {
+            let id = new_id();
+            change
+                .put_version(
+                    Event::DeleteMarkerCreated,
+                    &b.name,
+                    key,
+                    marker(id.clone()),
+                    false,
+                )
+                .commit(gw)
+                .await?;
+            Ok(Deleted {
+                version_id: Some(id),
+                delete_marker: true,
+            })
+        }
+        Versioning::Suspended => {
+            change
+                .put_version(
+                    Event::DeleteMarkerCreated,
+                    &b.name,
+                    key,
+                    marker("null".into()),
+                    true,
+                )
+                .commit(gw)
+                .await?;
+            Ok(Deleted {
+                version_id: Some("null".into()),
+                delete_marker: true,
+            })
+        }
+    }
+}
+
+/// DeleteObject.
+pub async fn delete_object(
+    gw: &Gateway,
+    req: S3Request<DeleteObjectInput>,
+) -> S3Result<S3Response<DeleteObjectOutput>> {
+    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let i = &req.input;
+    let d = delete_one(gw, &b, &i.key, i.version_id.as_deref(), i.if_match.as_ref()).await?;
+    Ok(S3Response::new(DeleteObjectOutput {
+        delete_marker: d.delete_marker.then_some(true),
+        version_id: d.version_id,
+        request_charged: None,
+    }))
+}
+
+/// DeleteObjects (at most 1000 keys; quiet mode reports only errors).
+pub async fn delete_objects(
+    gw: &Gateway,
+    req: S3Request<DeleteObjectsInput>,
+) -> S3Result<S3Response<DeleteObjectsOutput>> {
+    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let del = &req.input.delete;
+    if del.objects.len() > 1000 {
+        return Err(s3_error!(
+            MalformedXML,
+            "At most 1000 keys may be deleted at once"
+        ));
+    }
+    let quiet = del.quiet.unwrap_or(false);
+    let mut deleted = Vec::new();
+    let mut errors = Vec::new();
+    for o in &del.objects {
+        match delete_one(gw, &b, &o.key, o.version_id.as_deref(), None).await {
+            Ok(d) => {
+                if !quiet {
+                    deleted.push(DeletedObject {
+                        key: Some(o.key.clone()),
+                        version_id: o.version_id.clone(),
+                        delete_marker: d.delete_marker.then_some(true),
+                        delete_marker_version_id: d
+                            .version_id
+                            .filter(|_| d.delete_marker && o.version_id.is_none()),
+                    });
+                }
+            }
+            Err(e) => errors.push(error_entry(&o.key, o.version_id.clone(), &e)),
+        }
+    }
+    Ok(S3Response::new(DeleteObjectsOutput {
+        deleted: Some(deleted),
+        errors: (!errors.is_empty()).then_some(errors),
+        request_charged: None,
+    }))
+}
+
+fn error_entry(key: &str, version_id: Option<String>, e: &S3Error) -> Error {
+    Error {
+        code: Some(e.code().as_str().to_owned()),
+        key: Some(key.to_owned()),
+        message: e.message().map(str::to_owned),
+        version_id,
+    }
+}

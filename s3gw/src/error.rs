@@ -1,0 +1,87 @@
+//! Catalog and storage errors as S3 errors, in one place.
+
+use catalog::CatalogError;
+use s3s::{S3Error, S3ErrorCode, s3_error};
+use storage::StorageError;
+
+/// The S3 error for a catalog error.
+pub fn catalog_error(e: CatalogError) -> S3Error {
+    match e {
+        CatalogError::NoSuchBucket(_) => {
+            s3_error!(NoSuchBucket, "The specified bucket does not exist")
+        }
+        CatalogError::BucketExists(_) => s3_error!(
+            BucketAlreadyExists,
+            "The requested bucket name is not available"
+        ),
+        CatalogError::BucketNotEmpty(_) => s3_error!(
+            BucketNotEmpty,
+            "The bucket you tried to delete is not empty"
+        ),
+        CatalogError::NoSuchKey { .. } => s3_error!(NoSuchKey, "The specified key does not exist"),
+        CatalogError::NoSuchUpload(_) => s3_error!(
+            NoSuchUpload,
+            "The specified multipart upload does not exist"
+        ),
+        CatalogError::InvalidPart(m) => S3Error::with_message(S3ErrorCode::InvalidPart, m),
+        CatalogError::InvalidKey(k) if k.len() > catalog::apply::MAX_KEY_LEN => {
+            s3_error!(KeyTooLongError, "Your key is too long")
+        }
+        CatalogError::InvalidKey(_) => s3_error!(InvalidArgument, "Invalid object key"),
+        CatalogError::PreconditionFailed(_) => s3_error!(
+            PreconditionFailed,
+            "At least one of the pre-conditions you specified did not hold"
+        ),
+        CatalogError::Invalid(m) => S3Error::with_message(S3ErrorCode::InvalidArgument, m),
+        CatalogError::Storage(e) => storage_error(e),
+        CatalogError::Closed => s3_error!(ServiceUnavailable, "The server is shutting down"),
+        e => {
+            tracing::error!(error = %e, "catalog error");
+            S3Error::with_message(S3ErrorCode::InternalError, e.to_string())
+        }
+    }
+}
+
+/// The S3 error for a storage error.
+pub fn storage_error(e: StorageError) -> S3Error {
+    match e {
+        StorageError::OutOfRange { .. } => {
+            s3_error!(InvalidRange, "The requested range is not satisfiable")
+        }
+        StorageError::Closed => s3_error!(ServiceUnavailable, "The server is shutting down"),
+        e => {
+            tracing::error!(error = %e, "storage error");
+            S3Error::with_message(S3ErrorCode::InternalError, e.to_string())
+        }
+    }
+}
+
+/// Turns catalog and storage results into S3 results.
+pub trait OrS3<T> {
+    /// Maps the error.
+    fn or_s3(self) -> s3s::S3Result<T>;
+}
+
+impl<T> OrS3<T> for Result<T, CatalogError> {
+    fn or_s3(self) -> s3s::S3Result<T> {
+        self.map_err(catalog_error)
+    }
+}
+
+impl<T> OrS3<T> for Result<T, StorageError> {
+    fn or_s3(self) -> s3s::S3Result<T> {
+        self.map_err(storage_error)
+    }
+}
+
+/// An internal error from a failed background task.
+pub fn join_error(e: tokio::task::JoinError) -> S3Error {
+    S3Error::with_message(S3ErrorCode::InternalError, format!("task failed: {e}"))
+}
+
+/// An error with a code s3s does not define, and its status.
+pub fn custom(code: &'static str, status: http::StatusCode, message: impl Into<String>) -> S3Error {
+    let mut e = S3Error::with_message(S3ErrorCode::Custom(code.into()), message.into());
+    e.set_status_code(status);
+    e
+}

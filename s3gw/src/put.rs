@@ -1,0 +1,131 @@
+//! PutObject: the body streams into an erasure-coded blob (small bodies are inlined in
+//! the catalog record), then one transaction makes the new version current.
+
+use catalog::ObjectVersion;
+use s3s::dto::*;
+use s3s::{S3Request, S3Response, S3Result, s3_error};
+
+use crate::body::receive;
+use crate::change::{Change, Event};
+use crate::checksum::{Wanted, fields};
+use crate::error::OrS3;
+use crate::get::matches;
+use crate::tagging::parse_tagging_header;
+use crate::{ContentHeaders, Gateway, etag, now_ms, versioning};
+
+/// Refuses keys S3 refuses.
+pub fn check_key(key: &str) -> S3Result<()> {
+    if key.len() > catalog::apply::MAX_KEY_LEN {
+        return Err(s3_error!(KeyTooLongError, "Your key is too long"));
+    }
+    if key.is_empty() || key.contains('\0') {
+        return Err(s3_error!(InvalidArgument, "Invalid object key"));
+    }
+    Ok(())
+}
+
+/// PutObject, with If-Match / If-None-Match (checked before the body is read and again
+/// atomically in the commit).
+pub async fn put_object(
+    gw: &Gateway,
+    req: S3Request<PutObjectInput>,
+) -> S3Result<S3Response<PutObjectOutput>> {
+    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let S3Request {
+        input,
+        headers,
+        trailing_headers,
+        ..
+    } = req;
+    let key = input.key.clone();
+    check_key(&key)?;
+    if input.if_match.is_some() || input.if_none_match.is_some() {
+        let current = gw.catalog().object(&b.name, &key).or_s3()?;
+        let ok_match = input
+            .if_match
+            .as_ref()
+            .is_none_or(|c| matches(c, current.as_ref()));
+        let ok_none = input
+            .if_none_match
+            .as_ref()
+            .is_none_or(|c| !matches(c, current.as_ref()));
+        if !ok_match || !ok_none {
+            return Err(s3_error!(
+                PreconditionFailed,
+                "At least one of the pre-conditions you specified did not hold"
+            ));
+        }
+    }
+    let tags = parse_tagging_header(input.tagging.as_deref())?;
+    let wanted = Wanted::new(
+        [
+            input.checksum_crc32.as_ref(),
+            input.checksum_crc32c.as_ref(),
+            input.checksum_crc64nvme.as_ref(),
+            input.checksum_sha1.as_ref(),
+            input.checksum_sha256.as_ref(),
+        ],
+        input.checksum_algorithm.as_ref().map(|a| a.as_str()),
+        input.content_md5.as_ref(),
+        &headers,
+    )?;
+    let metadata = ContentHeaders {
+        content_type: input.content_type.as_deref(),
+        content_encoding: input.content_encoding.as_deref(),
+        content_disposition: input.content_disposition.as_deref(),
+        content_language: input.content_language.as_deref(),
+        cache_control: input.cache_control.as_deref(),
+        expires: input.expires.as_ref(),
+        metadata: input.metadata.as_ref(),
+    }
+    .to_map();
+    let got = receive(
+        gw.catalog().blobs(),
+        input.body,
+        input.content_length,
+        &wanted,
+        trailing_headers.as_ref(),
+        true,
+    )
+    .await?;
+    let (version_id, replace_null) = versioning::new_version_id(&b);
+    let blobs = got.data.blobs().to_vec();
+    let version = ObjectVersion {
+        version_id: version_id.clone(),
+        delete_marker: false,
+        size: got.size,
+        etag: got.md5_hex.clone(),
+        last_modified_ms: now_ms(),
+        data: got.data,
+        metadata,
+        tags,
+        checksums: got.checksums.clone(),
+        parts: Vec::new(),
+    };
+    let mut change = Change::new();
+    if let Some(c) = &input.if_none_match
+        && c.is_any()
+    {
+        change = change.expect_etag(&b.name, &key, None);
+    }
+    if let Some(e) = input.if_match.as_ref().and_then(|c| c.as_etag()) {
+        change = change.expect_etag(&b.name, &key, Some(e.value().to_owned()));
+    }
+    change
+        .put_version(Event::Put, &b.name, &key, version, replace_null)
+        .owns(&blobs)
+        .commit(gw)
+        .await?;
+    let f = fields(&got.checksums);
+    Ok(S3Response::new(PutObjectOutput {
+        e_tag: Some(etag(&got.md5_hex)),
+        version_id: versioning::reported_version(&b, &version_id),
+        checksum_crc32: f.crc32,
+        checksum_crc32c: f.crc32c,
+        checksum_crc64nvme: f.crc64nvme,
+        checksum_sha1: f.sha1,
+        checksum_sha256: f.sha256,
+        checksum_type: f.kind,
+        ..Default::default()
+    }))
+}

@@ -1,0 +1,66 @@
+//! A change whose commit fails deletes the blobs it brought in before it reports the
+//! failure, and leaves the catalog as it was.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use catalog::{
+    BucketRecord, Catalog, CatalogConfig, EmbeddedCatalog, ObjectData, ObjectVersion, Op,
+    Transaction, Versioning,
+};
+use s3gw::Gateway;
+use s3gw::change::{Change, Event};
+use storage::DriveSetConfig;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn failed_commit_deletes_the_new_blobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let cat =
+        EmbeddedCatalog::open(CatalogConfig::new(DriveSetConfig::under(dir.path(), 4, 2))).unwrap();
+    cat.commit(Transaction::new(vec![Op::CreateBucket(BucketRecord {
+        name: "b".into(),
+        owner: "admin".into(),
+        created_ms: 0,
+        versioning: Versioning::Unversioned,
+        tags: BTreeMap::new(),
+        settings: BTreeMap::new(),
+    })]))
+    .await
+    .unwrap();
+    let gw = Gateway::new(cat.clone() as Arc<dyn Catalog>, "admin");
+    let blob = cat.blobs().put(&[7u8; 100_000]).unwrap();
+    let version = ObjectVersion {
+        version_id: "null".into(),
+        delete_marker: false,
+        size: 100_000,
+        etag: "e".into(),
+        last_modified_ms: 1,
+        data: ObjectData::Blobs(vec![blob]),
+        metadata: BTreeMap::new(),
+        tags: BTreeMap::new(),
+        checksums: BTreeMap::new(),
+        parts: Vec::new(),
+    };
+    let err = Change::new()
+        .expect_etag("b", "k", Some("not-there".into()))
+        .put_version(Event::Put, "b", "k", version.clone(), true)
+        .owns(&[blob])
+        .commit(&gw)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code().as_str(), "PreconditionFailed");
+    assert!(cat.blobs().open(blob.id).is_err(), "the blob was deleted");
+    assert!(cat.object("b", "k").unwrap().is_none());
+
+    // The same change without the failing condition commits and keeps its blob.
+    let blob2 = cat.blobs().put(&[8u8; 100_000]).unwrap();
+    let mut v2 = version;
+    v2.data = ObjectData::Blobs(vec![blob2]);
+    Change::new()
+        .put_version(Event::Put, "b", "k", v2, true)
+        .owns(&[blob2])
+        .commit(&gw)
+        .await
+        .unwrap();
+    assert_eq!(cat.blobs().get(blob2.id).unwrap(), vec![8u8; 100_000]);
+}

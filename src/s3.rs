@@ -1,0 +1,66 @@
+//! The S3 listener: hyper serving the s3s service of the `s3gw` crate, with graceful
+//! shutdown (requests in flight finish) and per-status request counters.
+
+use std::sync::Arc;
+
+use hyper::Request;
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use hyper_util::server::graceful::GracefulShutdown;
+use s3s::service::S3Service;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::metrics::{Metrics, RequestLabels};
+
+/// Serves S3 on `listener` until `shutdown` flips, then waits for the requests in
+/// flight.
+pub async fn serve(
+    listener: TcpListener,
+    metrics: Arc<Metrics>,
+    service: S3Service,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let graceful = GracefulShutdown::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, _) = match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        tracing::warn!(listener = "s3", error = %e, "accept failed");
+                        continue;
+                    }
+                };
+                let service = service.clone();
+                let metrics = metrics.clone();
+                let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+                    let service = service.clone();
+                    let metrics = metrics.clone();
+                    async move {
+                        let r = hyper::service::Service::call(&service, req).await;
+                        let status = r.as_ref().map_or(500, |r| r.status().as_u16());
+                        metrics
+                            .requests
+                            .get_or_create(&RequestLabels {
+                                listener: "s3".into(),
+                                status: status.to_string(),
+                            })
+                            .inc();
+                        r
+                    }
+                });
+                let conn = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), svc);
+                let conn = graceful.watch(conn);
+                tokio::spawn(async move {
+                    if let Err(e) = conn.await {
+                        tracing::debug!(listener = "s3", error = %e, "connection ended with an error");
+                    }
+                });
+            }
+            _ = shutdown.changed() => break,
+        }
+    }
+    graceful.shutdown().await;
+}

@@ -1,0 +1,144 @@
+"""Authentication and ownership: SigV4, presigned URLs, wrong secrets, anonymous
+requests, several users with their own buckets."""
+
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from conftest import new_eddy
+from s3util import ClientError, client, error_code, new_bucket, status
+
+
+@pytest.fixture(scope="module")
+def multi(tmp_path_factory):
+    """A server with two extra users from the config file."""
+    tmp = tmp_path_factory.mktemp("users")
+    cfg = tmp / "eddy.toml"
+    cfg.write_text(
+        '[[users]]\naccess_key = "alice"\nsecret_key = "alice-secret"\n\n'
+        '[[users]]\naccess_key = "bob"\nsecret_key = "bob-secret"\n'
+    )
+    server = new_eddy(tmp, extra_args=["--config", str(cfg)]).start()
+    yield server
+    server.stop()
+
+
+def http(method, url, data=None):
+    # No default form Content-Type on uploads: it is part of what a presigned URL signs.
+    headers = {"Content-Type": ""} if data is not None else {}
+    req = urllib.request.Request(url, method=method, data=data, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def test_wrong_secret_and_unknown_user(eddy):
+    for ak, sk, code in [
+        (eddy.access_key, "wrong-secret", "SignatureDoesNotMatch"),
+        ("nobody", "whatever", "InvalidAccessKeyId"),
+    ]:
+        s3 = client(eddy, access_key=ak, secret_key=sk)
+        with pytest.raises(ClientError) as e:
+            s3.list_buckets()
+        assert status(e) == 403 and error_code(e) == code
+
+
+def test_anonymous_is_refused_with_xml(eddy):
+    s3 = client(eddy)
+    b = new_bucket(s3)
+    s3.put_object(Bucket=b, Key="k", Body=b"secret")
+    for method, path in [("GET", "/"), ("GET", f"/{b}/k"), ("PUT", f"/{b}/k2"), ("DELETE", f"/{b}/k")]:
+        code, body = http(method, eddy.s3_url + path, data=b"x" if method == "PUT" else None)
+        assert code == 403, (method, path)
+        assert b"<Code>AccessDenied</Code>" in body
+    assert s3.get_object(Bucket=b, Key="k")["Body"].read() == b"secret"
+
+
+@pytest.mark.parametrize("version", ["s3v4", "s3"])
+def test_presigned_urls(eddy, version):
+    b = new_bucket(client(eddy))
+    s3 = client(eddy, signature_version=version)  # presigned: SigV4 query or SigV2
+    s3.put_object(Bucket=b, Key="k", Body=b"shared")
+    url = s3.generate_presigned_url("get_object", Params={"Bucket": b, "Key": "k"}, ExpiresIn=60)
+    assert http("GET", url) == (200, b"shared")
+    put = s3.generate_presigned_url("put_object", Params={"Bucket": b, "Key": "up"}, ExpiresIn=60)
+    assert http("PUT", put, data=b"uploaded")[0] == 200
+    assert s3.get_object(Bucket=b, Key="up")["Body"].read() == b"uploaded"
+    # Tampered and expired URLs are refused.
+    code, body = http("GET", url.replace("/k?", "/up?"))
+    assert code == 403 and b"SignatureDoesNotMatch" in body
+    expired = s3.generate_presigned_url("get_object", Params={"Bucket": b, "Key": "k"}, ExpiresIn=1)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        code, body = http("GET", expired)
+        if code != 200:
+            break
+        time.sleep(0.25)  # expiry is a wall-clock condition: nothing to await but time
+    assert code == 403 and b"AccessDenied" in body, body
+
+
+def test_buckets_belong_to_their_creator(multi):
+    admin = client(multi)
+    alice = client(multi, "alice", "alice-secret")
+    bob = client(multi, "bob", "bob-secret")
+    ab = new_bucket(alice, "alice")
+    alice.put_object(Bucket=ab, Key="k", Body=b"mine")
+    for op in (
+        lambda: bob.get_object(Bucket=ab, Key="k"),
+        lambda: bob.put_object(Bucket=ab, Key="k", Body=b"x"),
+        lambda: bob.list_objects_v2(Bucket=ab),
+        lambda: bob.delete_object(Bucket=ab, Key="k"),
+        lambda: bob.delete_bucket(Bucket=ab),
+        lambda: bob.copy_object(Bucket=new_bucket(bob, "bobdst"), Key="x", CopySource=f"{ab}/k"),
+    ):
+        with pytest.raises(ClientError) as e:
+            op()
+        assert status(e) == 403 and error_code(e) == "AccessDenied"
+    with pytest.raises(ClientError) as e:
+        bob.create_bucket(Bucket=ab)
+    assert error_code(e) == "BucketAlreadyExists"
+    assert ab in [b["Name"] for b in alice.list_buckets()["Buckets"]]
+    assert ab not in [b["Name"] for b in bob.list_buckets()["Buckets"]]
+    # The administrator sees and reads every bucket.
+    assert ab in [b["Name"] for b in admin.list_buckets()["Buckets"]]
+    assert admin.get_object(Bucket=ab, Key="k")["Body"].read() == b"mine"
+    assert alice.get_object(Bucket=ab, Key="k")["Body"].read() == b"mine"
+
+
+def test_virtual_host_style(tmp_path):
+    """With --s3-domain, `bucket.DOMAIN` addresses the bucket (path style still works)."""
+    import http.client
+
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    server = new_eddy(tmp_path, extra_args=["--s3-domain", "s3.eddy.test"]).start()
+    try:
+        s3 = client(server)
+        s3.create_bucket(Bucket="vhost")
+        s3.put_object(Bucket="vhost", Key="dir/k", Body=b"virtual")
+
+        def vhost(method, host, path, body=b""):
+            req = AWSRequest(method=method, url=f"http://{host}:{server.s3_port}{path}", data=body)
+            S3SigV4Auth(Credentials(server.access_key, server.secret_key), "s3", "us-east-1").add_auth(req)
+            conn = http.client.HTTPConnection("127.0.0.1", server.s3_port, timeout=10)
+            headers = dict(req.headers, Host=f"{host}:{server.s3_port}")
+            conn.request(method, path, body=body or None, headers=headers)
+            r = conn.getresponse()
+            return r.status, r.read()
+
+        r = vhost("GET", "vhost.s3.eddy.test", "/dir/k")
+        assert r == (200, b"virtual"), r
+        assert vhost("PUT", "vhost.s3.eddy.test", "/new", b"via vhost")[0] == 200
+        assert s3.get_object(Bucket="vhost", Key="new")["Body"].read() == b"via vhost"
+        code, body = vhost("GET", "vhost.s3.eddy.test", "/?list-type=2")
+        assert code == 200 and b"<Key>dir/k</Key>" in body
+        code, body = vhost("GET", "s3.eddy.test", "/vhost/dir/k")  # path style on the domain
+        assert (code, body) == (200, b"virtual")
+    finally:
+        server.stop()

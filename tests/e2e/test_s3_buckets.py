@@ -1,0 +1,130 @@
+"""Buckets through boto3: create/delete/head/list/location, naming rules, ownership
+errors, bucket tagging and versioning."""
+
+import pytest
+
+from s3util import ClientError, client, error_code, new_bucket, status
+
+
+def test_create_head_list_delete(eddy):
+    s3 = client(eddy)
+    name = new_bucket(s3)
+    s3.head_bucket(Bucket=name)
+    names = [b["Name"] for b in s3.list_buckets()["Buckets"]]
+    assert name in names
+    assert s3.get_bucket_location(Bucket=name).get("LocationConstraint") in (None, "")
+
+    with pytest.raises(ClientError) as e:
+        s3.create_bucket(Bucket=name)
+    assert error_code(e) == "BucketAlreadyOwnedByYou"
+    assert status(e) == 409
+
+    s3.put_object(Bucket=name, Key="k", Body=b"x")
+    with pytest.raises(ClientError) as e:
+        s3.delete_bucket(Bucket=name)
+    assert error_code(e) == "BucketNotEmpty"
+    assert status(e) == 409
+    s3.delete_object(Bucket=name, Key="k")
+    s3.delete_bucket(Bucket=name)
+    with pytest.raises(ClientError) as e:
+        s3.head_bucket(Bucket=name)
+    assert status(e) == 404
+    with pytest.raises(ClientError) as e:
+        s3.list_objects_v2(Bucket=name)
+    assert error_code(e) == "NoSuchBucket"
+
+
+def test_location_constraint(eddy):
+    s3 = client(eddy)
+    s3.create_bucket(Bucket="located-bucket", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    assert s3.get_bucket_location(Bucket="located-bucket")["LocationConstraint"] == "eu-west-1"
+
+
+@pytest.mark.parametrize("name", ["ab", "UPPER", "bad_underscore", "-leading", "trailing-", "a..b", "192.168.5.4", "x" * 64])
+def test_bucket_name_rules(eddy, name):
+    s3 = client(eddy, parameter_validation=False)
+    with pytest.raises(ClientError) as e:
+        s3.create_bucket(Bucket=name)
+    assert status(e) == 400, e.value.response
+    assert error_code(e) in ("InvalidBucketName", "InvalidRequest", "InvalidURI")
+
+
+def test_bucket_tagging(eddy):
+    s3 = client(eddy)
+    name = new_bucket(s3)
+    with pytest.raises(ClientError) as e:
+        s3.get_bucket_tagging(Bucket=name)
+    assert error_code(e) == "NoSuchTagSet"
+    s3.put_bucket_tagging(Bucket=name, Tagging={"TagSet": [{"Key": "team", "Value": "data"}]})
+    assert s3.get_bucket_tagging(Bucket=name)["TagSet"] == [{"Key": "team", "Value": "data"}]
+    s3.delete_bucket_tagging(Bucket=name)
+    with pytest.raises(ClientError) as e:
+        s3.get_bucket_tagging(Bucket=name)
+    assert error_code(e) == "NoSuchTagSet"
+
+
+def test_versioning(eddy):
+    s3 = client(eddy)
+    name = new_bucket(s3)
+    assert "Status" not in s3.get_bucket_versioning(Bucket=name)
+    s3.put_object(Bucket=name, Key="k", Body=b"before")  # the null version
+    s3.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Enabled"})
+    assert s3.get_bucket_versioning(Bucket=name)["Status"] == "Enabled"
+
+    v1 = s3.put_object(Bucket=name, Key="k", Body=b"one")["VersionId"]
+    v2 = s3.put_object(Bucket=name, Key="k", Body=b"two")["VersionId"]
+    assert v1 != v2 and "null" not in (v1, v2)
+    assert s3.get_object(Bucket=name, Key="k")["Body"].read() == b"two"
+    assert s3.get_object(Bucket=name, Key="k", VersionId=v1)["Body"].read() == b"one"
+    assert s3.get_object(Bucket=name, Key="k", VersionId="null")["Body"].read() == b"before"
+    head = s3.head_object(Bucket=name, Key="k", VersionId=v1)
+    assert head["VersionId"] == v1
+
+    d = s3.delete_object(Bucket=name, Key="k")
+    assert d["DeleteMarker"] is True
+    marker = d["VersionId"]
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=name, Key="k")
+    assert error_code(e) == "NoSuchKey"
+    headers = e.value.response["ResponseMetadata"]["HTTPHeaders"]
+    assert headers.get("x-amz-delete-marker") == "true"
+    assert headers.get("x-amz-version-id") == marker
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=name, Key="k", VersionId=marker)
+    assert status(e) == 405
+    assert s3.get_object(Bucket=name, Key="k", VersionId=v2)["Body"].read() == b"two"
+
+    lv = s3.list_object_versions(Bucket=name)
+    got = [(v["VersionId"], v["IsLatest"]) for v in lv["Versions"]]
+    assert got == [(v2, False), (v1, False), ("null", False)]
+    assert [(m["VersionId"], m["IsLatest"]) for m in lv["DeleteMarkers"]] == [(marker, True)]
+
+    # Paging through versions one at a time visits each once.
+    seen, kw = [], {}
+    while True:
+        page = s3.list_object_versions(Bucket=name, MaxKeys=1, **kw)
+        seen += [v["VersionId"] for v in page.get("Versions", []) + page.get("DeleteMarkers", [])]
+        if not page["IsTruncated"]:
+            break
+        kw = {"KeyMarker": page["NextKeyMarker"], "VersionIdMarker": page["NextVersionIdMarker"]}
+    assert seen == [marker, v2, v1, "null"]
+
+    # Removing the delete marker brings the object back.
+    s3.delete_object(Bucket=name, Key="k", VersionId=marker)
+    assert s3.get_object(Bucket=name, Key="k")["Body"].read() == b"two"
+    # Deleting a version permanently.
+    s3.delete_object(Bucket=name, Key="k", VersionId=v2)
+    assert s3.get_object(Bucket=name, Key="k")["Body"].read() == b"one"
+
+    # Suspended: writes replace the null version, older versions stay.
+    s3.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Suspended"})
+    assert s3.get_bucket_versioning(Bucket=name)["Status"] == "Suspended"
+    r = s3.put_object(Bucket=name, Key="k", Body=b"s1")
+    assert r.get("VersionId") == "null"
+    s3.put_object(Bucket=name, Key="k", Body=b"s2")
+    ids = [v["VersionId"] for v in s3.list_object_versions(Bucket=name)["Versions"]]
+    assert ids.count("null") == 1 and v1 in ids
+    assert s3.get_object(Bucket=name, Key="k", VersionId="null")["Body"].read() == b"s2"
+    d = s3.delete_object(Bucket=name, Key="k")
+    assert d["DeleteMarker"] is True and d["VersionId"] == "null"
+    assert s3.get_object(Bucket=name, Key="k", VersionId=v1)["Body"].read() == b"one"

@@ -1,0 +1,187 @@
+"""Real command-line clients (aws-cli, s3cmd), a 1 GiB multipart upload under a memory
+bound, and objects surviving a restart and the loss of two drives."""
+
+import filecmp
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from s3util import aws, client, new_bucket, tool
+
+GIB = 1024 * 1024 * 1024
+
+
+def md5_file(path: Path) -> str:
+    h = hashlib.md5()
+    with open(path, "rb") as f:
+        while chunk := f.read(8 * 1024 * 1024):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def vm_hwm_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmHWM")
+
+
+def test_aws_cli_cp_ls_sync_rm(eddy, tmp_path):
+    aws(eddy, "s3", "mb", "s3://cli-bucket")
+    src = tmp_path / "src"
+    (src / "sub").mkdir(parents=True)
+    for i in range(5):
+        (src / f"f{i}.txt").write_bytes(os.urandom(1000 * (i + 1)))
+    (src / "sub" / "deep.bin").write_bytes(os.urandom(200_000))
+
+    aws(eddy, "s3", "cp", str(src / "f0.txt"), "s3://cli-bucket/single.txt")
+    aws(eddy, "s3", "cp", "s3://cli-bucket/single.txt", str(tmp_path / "back.txt"))
+    assert (tmp_path / "back.txt").read_bytes() == (src / "f0.txt").read_bytes()
+
+    out = aws(eddy, "s3", "sync", str(src), "s3://cli-bucket/tree").stdout
+    assert out.count("upload:") == 6
+    listing = aws(eddy, "s3", "ls", "--recursive", "s3://cli-bucket/tree/").stdout
+    assert sorted(line.split()[-1] for line in listing.splitlines()) == sorted(
+        ["tree/sub/deep.bin"] + [f"tree/f{i}.txt" for i in range(5)])
+    top = aws(eddy, "s3", "ls", "s3://cli-bucket/tree/").stdout
+    assert "PRE sub/" in top
+    # A second sync uploads only what changed.
+    (src / "f1.txt").write_bytes(b"changed and a different size")
+    out = aws(eddy, "s3", "sync", str(src), "s3://cli-bucket/tree").stdout
+    assert out.count("upload:") == 1 and "f1.txt" in out
+    down = tmp_path / "down"
+    aws(eddy, "s3", "sync", "s3://cli-bucket/tree", str(down))
+    cmp = filecmp.dircmp(src, down)
+    assert not cmp.diff_files and not cmp.left_only and not cmp.right_only
+    assert filecmp.cmp(src / "sub" / "deep.bin", down / "sub" / "deep.bin", shallow=False)
+
+    head = aws(eddy, "s3api", "head-object", "--bucket", "cli-bucket", "--key", "single.txt").stdout
+    assert '"ContentLength": 1000' in head
+    aws(eddy, "s3api", "put-object-tagging", "--bucket", "cli-bucket", "--key", "single.txt",
+        "--tagging", "TagSet=[{Key=a,Value=b}]")
+    assert '"Key": "a"' in aws(eddy, "s3api", "get-object-tagging", "--bucket", "cli-bucket", "--key", "single.txt").stdout
+
+    aws(eddy, "s3", "rm", "--recursive", "s3://cli-bucket/tree")
+    aws(eddy, "s3", "rm", "s3://cli-bucket/single.txt")
+    assert aws(eddy, "s3", "ls", "--recursive", "s3://cli-bucket").stdout.strip() == ""
+    aws(eddy, "s3", "rb", "s3://cli-bucket")
+    r = aws(eddy, "s3", "ls", "s3://cli-bucket", check=False)
+    assert r.returncode != 0 and "NoSuchBucket" in r.stderr
+    # A wrong secret is refused.
+    r = aws(eddy, "s3", "ls", check=False, secret_key="wrong")
+    assert r.returncode != 0 and "SignatureDoesNotMatch" in r.stderr
+
+
+def test_one_gib_upload_in_bounded_memory(fresh_eddy, tmp_path):
+    big = tmp_path / "big.bin"
+    # Sparse, with a random 1 MiB block every 64 MiB so parts differ.
+    with open(big, "wb") as f:
+        f.truncate(GIB)
+        for off in range(0, GIB, 64 * 1024 * 1024):
+            f.seek(off)
+            f.write(os.urandom(1024 * 1024))
+    aws(fresh_eddy, "s3", "mb", "s3://big")
+    aws(fresh_eddy, "s3", "cp", str(big), "s3://big/big.bin")
+    hwm_mib = vm_hwm_kib(fresh_eddy.proc.pid) / 1024
+    print(f"server peak RSS after a 1 GiB aws s3 cp: {hwm_mib:.0f} MiB")
+    assert hwm_mib < 200, f"peak RSS {hwm_mib:.0f} MiB"
+
+    s3 = client(fresh_eddy)
+    head = s3.head_object(Bucket="big", Key="big.bin")
+    assert head["ContentLength"] == GIB
+    assert head["ETag"].strip('"').endswith(f"-{GIB // (8 * 1024 * 1024)}")  # aws-cli's 8 MiB parts
+    # Read it back streamed, and a range deep inside.
+    h = hashlib.md5()
+    body = s3.get_object(Bucket="big", Key="big.bin")["Body"]
+    for chunk in body.iter_chunks(8 * 1024 * 1024):
+        h.update(chunk)
+    assert h.hexdigest() == md5_file(big)
+    off = 640 * 1024 * 1024 - 10
+    got = s3.get_object(Bucket="big", Key="big.bin", Range=f"bytes={off}-{off + 99}")["Body"].read()
+    with open(big, "rb") as f:
+        f.seek(off)
+        assert got == f.read(100)
+    assert vm_hwm_kib(fresh_eddy.proc.pid) / 1024 < 200
+
+
+def test_s3cmd_smoke(eddy, tmp_path):
+    cfg = tmp_path / "s3cfg"
+    host = eddy.s3_url.removeprefix("http://")
+    cfg.write_text(
+        "[default]\n"
+        f"access_key = {eddy.access_key}\nsecret_key = {eddy.secret_key}\n"
+        f"host_base = {host}\nhost_bucket = {host}\n"
+        "use_https = False\nsignature_v2 = False\nbucket_location = us-east-1\n"
+    )
+
+    def s3cmd(*args):
+        r = subprocess.run([tool("s3cmd"), "-c", str(cfg), *args], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, f"s3cmd {args}: {r.stdout}\n{r.stderr}"
+        return r.stdout
+
+    src = tmp_path / "hello.txt"
+    src.write_bytes(os.urandom(300_000))
+    s3cmd("mb", "s3://s3cmd-bucket")
+    s3cmd("put", str(src), "s3://s3cmd-bucket/dir/hello.txt")
+    assert "s3://s3cmd-bucket/dir/hello.txt" in s3cmd("ls", "--recursive", "s3://s3cmd-bucket")
+    s3cmd("get", "s3://s3cmd-bucket/dir/hello.txt", str(tmp_path / "got.txt"))
+    assert (tmp_path / "got.txt").read_bytes() == src.read_bytes()
+    info = s3cmd("info", "s3://s3cmd-bucket/dir/hello.txt")
+    assert hashlib.md5(src.read_bytes()).hexdigest() in info
+    s3cmd("del", "s3://s3cmd-bucket/dir/hello.txt")
+    s3cmd("rb", "s3://s3cmd-bucket")
+
+
+def put_fixture_objects(s3):
+    b = new_bucket(s3, "durable")
+    s3.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Enabled"})
+    objects = {"small": os.urandom(100), "large": os.urandom(3 * 1024 * 1024 + 5)}
+    v1 = s3.put_object(Bucket=b, Key="small", Body=b"old")["VersionId"]
+    for k, body in objects.items():
+        s3.put_object(Bucket=b, Key=k, Body=body, Metadata={"k": k}, Tagging=f"name={k}")
+    parts = [os.urandom(5 * 1024 * 1024), os.urandom(77)]
+    uid = s3.create_multipart_upload(Bucket=b, Key="multi")["UploadId"]
+    etags = [s3.upload_part(Bucket=b, Key="multi", UploadId=uid, PartNumber=i + 1, Body=p)["ETag"] for i, p in enumerate(parts)]
+    s3.complete_multipart_upload(Bucket=b, Key="multi", UploadId=uid, MultipartUpload={
+        "Parts": [{"PartNumber": i + 1, "ETag": e} for i, e in enumerate(etags)]})
+    objects["multi"] = b"".join(parts)
+    return b, objects, v1
+
+
+def check_fixture_objects(s3, b, objects, v1):
+    for k, body in objects.items():
+        g = s3.get_object(Bucket=b, Key=k)
+        assert g["Body"].read() == body, k
+        if k != "multi":
+            assert g["Metadata"] == {"k": k}
+            assert s3.get_object_tagging(Bucket=b, Key=k)["TagSet"] == [{"Key": "name", "Value": k}]
+    assert s3.get_object(Bucket=b, Key="small", VersionId=v1)["Body"].read() == b"old"
+    assert s3.get_bucket_versioning(Bucket=b)["Status"] == "Enabled"
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=b)["Contents"]]
+    assert keys == sorted(objects)
+
+
+def test_objects_survive_restart(fresh_eddy):
+    b, objects, v1 = put_fixture_objects(client(fresh_eddy))
+    fresh_eddy.restart()
+    check_fixture_objects(client(fresh_eddy), b, objects, v1)
+    fresh_eddy.stop(kill=True)
+    fresh_eddy.start()
+    check_fixture_objects(client(fresh_eddy), b, objects, v1)
+
+
+def test_objects_readable_after_losing_two_drives(fresh_eddy):
+    b, objects, v1 = put_fixture_objects(client(fresh_eddy))
+    fresh_eddy.stop()
+    for n in (0, 3):
+        shutil.rmtree(Path(fresh_eddy.data_dir) / f"drive-{n}")
+    fresh_eddy.start()
+    check_fixture_objects(client(fresh_eddy), b, objects, v1)
+    # Still writable while degraded.
+    s3 = client(fresh_eddy)
+    s3.put_object(Bucket=b, Key="after", Body=b"degraded write")
+    assert s3.get_object(Bucket=b, Key="after")["Body"].read() == b"degraded write"

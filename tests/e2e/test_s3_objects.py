@@ -1,0 +1,344 @@
+"""Objects through boto3: put/get/head/delete, ranges, conditional requests, header
+overrides, metadata, copy, DeleteObjects, tagging and checksums."""
+
+import base64
+import datetime
+import hashlib
+import os
+import zlib
+
+import pytest
+
+from s3util import ClientError, client, error_code, new_bucket, status
+
+
+@pytest.fixture(scope="module")
+def s3(eddy):
+    return client(eddy)
+
+
+@pytest.fixture(scope="module")
+def bucket(s3):
+    return new_bucket(s3, "obj")
+
+
+def test_put_get_head_delete_small_and_large(s3, bucket):
+    for size in (0, 1, 1000, 40_000, 3 * 1024 * 1024 + 7):
+        body = os.urandom(size)
+        key = f"sized/{size}"
+        r = s3.put_object(Bucket=bucket, Key=key, Body=body)
+        assert r["ETag"] == f'"{hashlib.md5(body).hexdigest()}"'
+        g = s3.get_object(Bucket=bucket, Key=key)
+        assert g["Body"].read() == body
+        assert g["ContentLength"] == size
+        assert g["ETag"] == r["ETag"]
+        h = s3.head_object(Bucket=bucket, Key=key)
+        assert h["ContentLength"] == size and h["ETag"] == r["ETag"]
+        s3.delete_object(Bucket=bucket, Key=key)
+        with pytest.raises(ClientError) as e:
+            s3.head_object(Bucket=bucket, Key=key)
+        assert status(e) == 404
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=bucket, Key="missing")
+    assert error_code(e) == "NoSuchKey"
+    # Deleting a missing key succeeds, as in S3.
+    assert s3.delete_object(Bucket=bucket, Key="missing")["ResponseMetadata"]["HTTPStatusCode"] == 204
+
+
+def test_ranges(s3, bucket):
+    body = bytes(range(256)) * 8192  # 2 MiB: spans blob stripes
+    s3.put_object(Bucket=bucket, Key="ranged", Body=body)
+    cases = {
+        "bytes=0-0": body[0:1],
+        "bytes=10-19": body[10:20],
+        "bytes=1048570-1048590": body[1048570:1048591],
+        "bytes=-100": body[-100:],
+        "bytes=2097000-": body[2097000:],
+        "bytes=5-99999999": body[5:],
+    }
+    for rng, want in cases.items():
+        g = s3.get_object(Bucket=bucket, Key="ranged", Range=rng)
+        assert g["ResponseMetadata"]["HTTPStatusCode"] == 206, rng
+        assert g["Body"].read() == want, rng
+        assert g["ContentLength"] == len(want)
+        assert g["ContentRange"].endswith(f"/{len(body)}")
+    for rng in ("bytes=2097152-", "bytes=99999999-99999999999"):
+        with pytest.raises(ClientError) as e:
+            s3.get_object(Bucket=bucket, Key="ranged", Range=rng)
+        assert status(e) == 416 and error_code(e) == "InvalidRange"
+    # Small (inline) objects too.
+    s3.put_object(Bucket=bucket, Key="tiny", Body=b"0123456789")
+    assert s3.get_object(Bucket=bucket, Key="tiny", Range="bytes=-3")["Body"].read() == b"789"
+    assert s3.get_object(Bucket=bucket, Key="tiny", Range="bytes=4-")["Body"].read() == b"456789"
+
+
+def test_conditional_requests(s3, bucket):
+    etag = s3.put_object(Bucket=bucket, Key="cond", Body=b"v1")["ETag"]
+    lm = s3.head_object(Bucket=bucket, Key="cond")["LastModified"]
+    past = lm - datetime.timedelta(hours=1)
+    future = lm + datetime.timedelta(hours=1)
+
+    assert s3.get_object(Bucket=bucket, Key="cond", IfMatch=etag)["Body"].read() == b"v1"
+    for kw, code in [
+        ({"IfMatch": '"0000"'}, 412),
+        ({"IfNoneMatch": etag}, 304),
+        ({"IfModifiedSince": future}, 304),
+        ({"IfUnmodifiedSince": past}, 412),
+    ]:
+        for op in (s3.get_object, s3.head_object):
+            with pytest.raises(ClientError) as e:
+                op(Bucket=bucket, Key="cond", **kw)
+            assert status(e) == code, (op, kw)
+    assert s3.head_object(Bucket=bucket, Key="cond", IfModifiedSince=past)["ETag"] == etag
+    assert s3.head_object(Bucket=bucket, Key="cond", IfUnmodifiedSince=future)["ETag"] == etag
+    # If-Match wins over a failing If-Unmodified-Since, as in S3.
+    assert s3.head_object(Bucket=bucket, Key="cond", IfMatch=etag, IfUnmodifiedSince=past)["ETag"] == etag
+
+    # Conditional writes.
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=bucket, Key="cond", Body=b"v2", IfNoneMatch="*")
+    assert status(e) == 412
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=bucket, Key="cond", Body=b"v2", IfMatch='"0000"')
+    assert status(e) == 412
+    etag2 = s3.put_object(Bucket=bucket, Key="cond", Body=b"v2", IfMatch=etag)["ETag"]
+    assert s3.get_object(Bucket=bucket, Key="cond")["ETag"] == etag2
+    s3.put_object(Bucket=bucket, Key="cond-new", Body=b"n", IfNoneMatch="*")
+
+
+def test_metadata_and_overrides(s3, bucket):
+    s3.put_object(
+        Bucket=bucket, Key="meta", Body=b"<p>hi</p>",
+        ContentType="text/html", ContentEncoding="identity", ContentDisposition="inline",
+        ContentLanguage="en", CacheControl="max-age=60",
+        Metadata={"color": "blue", "Owner-Name": "Ann"},
+    )
+    h = s3.head_object(Bucket=bucket, Key="meta")
+    assert h["ContentType"] == "text/html"
+    assert h["ContentEncoding"] == "identity"
+    assert h["ContentDisposition"] == "inline"
+    assert h["ContentLanguage"] == "en"
+    assert h["CacheControl"] == "max-age=60"
+    assert h["Metadata"] == {"color": "blue", "owner-name": "Ann"}
+    g = s3.get_object(
+        Bucket=bucket, Key="meta",
+        ResponseContentType="application/octet-stream",
+        ResponseContentDisposition='attachment; filename="x.html"',
+        ResponseCacheControl="no-cache",
+    )
+    assert g["ContentType"] == "application/octet-stream"
+    assert g["ContentDisposition"] == 'attachment; filename="x.html"'
+    assert g["CacheControl"] == "no-cache"
+
+
+def test_copy(s3, bucket):
+    body = os.urandom(100_000)
+    src = s3.put_object(Bucket=bucket, Key="src", Body=body, ContentType="image/png",
+                        Metadata={"a": "1"}, Tagging="t=1")
+    r = s3.copy_object(Bucket=bucket, Key="dst", CopySource={"Bucket": bucket, "Key": "src"})
+    assert r["CopyObjectResult"]["ETag"] == src["ETag"]
+    g = s3.get_object(Bucket=bucket, Key="dst")
+    assert g["Body"].read() == body
+    assert g["ContentType"] == "image/png" and g["Metadata"] == {"a": "1"}
+    assert s3.get_object_tagging(Bucket=bucket, Key="dst")["TagSet"] == [{"Key": "t", "Value": "1"}]
+
+    s3.copy_object(Bucket=bucket, Key="dst2", CopySource=f"{bucket}/src",
+                   MetadataDirective="REPLACE", ContentType="text/plain", Metadata={"b": "2"},
+                   TaggingDirective="REPLACE", Tagging="u=2")
+    h = s3.head_object(Bucket=bucket, Key="dst2")
+    assert h["ContentType"] == "text/plain" and h["Metadata"] == {"b": "2"}
+    assert s3.get_object_tagging(Bucket=bucket, Key="dst2")["TagSet"] == [{"Key": "u", "Value": "2"}]
+
+    # Copying onto itself needs a change.
+    with pytest.raises(ClientError) as e:
+        s3.copy_object(Bucket=bucket, Key="src", CopySource=f"{bucket}/src")
+    assert error_code(e) == "InvalidRequest"
+    s3.copy_object(Bucket=bucket, Key="src", CopySource=f"{bucket}/src",
+                   MetadataDirective="REPLACE", Metadata={"c": "3"})
+    assert s3.head_object(Bucket=bucket, Key="src")["Metadata"] == {"c": "3"}
+
+    # Copy-source conditions.
+    with pytest.raises(ClientError) as e:
+        s3.copy_object(Bucket=bucket, Key="dst3", CopySource=f"{bucket}/src", CopySourceIfMatch='"nope"')
+    assert status(e) == 412
+    with pytest.raises(ClientError) as e:
+        s3.copy_object(Bucket=bucket, Key="dst3", CopySource=f"{bucket}/src", CopySourceIfNoneMatch=src["ETag"])
+    assert status(e) == 412
+    s3.copy_object(Bucket=bucket, Key="dst3", CopySource=f"{bucket}/src", CopySourceIfMatch=src["ETag"])
+    with pytest.raises(ClientError) as e:
+        s3.copy_object(Bucket=bucket, Key="dst4", CopySource=f"{bucket}/missing")
+    assert error_code(e) == "NoSuchKey"
+
+
+def test_delete_objects(s3, bucket):
+    keys = [f"del/{i}" for i in range(5)]
+    for k in keys:
+        s3.put_object(Bucket=bucket, Key=k, Body=b"x")
+    r = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys[:3]]})
+    assert sorted(d["Key"] for d in r["Deleted"]) == keys[:3]
+    assert "Errors" not in r
+    r = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys[3:]], "Quiet": True})
+    assert not r.get("Deleted")
+    assert s3.list_objects_v2(Bucket=bucket, Prefix="del/")["KeyCount"] == 0
+
+
+def test_object_tagging(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="tagged", Body=b"x", Tagging="a=1&b=two%20words")
+    tags = s3.get_object_tagging(Bucket=bucket, Key="tagged")["TagSet"]
+    assert sorted((t["Key"], t["Value"]) for t in tags) == [("a", "1"), ("b", "two words")]
+    assert s3.get_object(Bucket=bucket, Key="tagged")["TagCount"] == 2
+    s3.put_object_tagging(Bucket=bucket, Key="tagged", Tagging={"TagSet": [{"Key": "k", "Value": "v"}]})
+    assert s3.get_object_tagging(Bucket=bucket, Key="tagged")["TagSet"] == [{"Key": "k", "Value": "v"}]
+    s3.delete_object_tagging(Bucket=bucket, Key="tagged")
+    assert s3.get_object_tagging(Bucket=bucket, Key="tagged")["TagSet"] == []
+
+    too_many = {"TagSet": [{"Key": f"k{i}", "Value": "v"} for i in range(11)]}
+    long_key = {"TagSet": [{"Key": "k" * 129, "Value": "v"}]}
+    long_value = {"TagSet": [{"Key": "k", "Value": "v" * 257}]}
+    dup = {"TagSet": [{"Key": "k", "Value": "1"}, {"Key": "k", "Value": "2"}]}
+    for tagging in (too_many, long_key, long_value, dup):
+        with pytest.raises(ClientError) as e:
+            s3.put_object_tagging(Bucket=bucket, Key="tagged", Tagging=tagging)
+        assert status(e) == 400
+        assert error_code(e) in ("InvalidTag", "BadRequest")
+    with pytest.raises(ClientError) as e:
+        s3.put_object_tagging(Bucket=bucket, Key="nope", Tagging={"TagSet": []})
+    assert error_code(e) == "NoSuchKey"
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=bucket, Key="t2", Body=b"x", Tagging="&".join(f"k{i}=v" for i in range(11)))
+    assert status(e) == 400
+
+
+def b64(b):
+    return base64.b64encode(b).decode()
+
+
+def test_checksums(s3, bucket):
+    body = os.urandom(200_000)
+    crc32 = b64(zlib.crc32(body).to_bytes(4, "big"))
+    sha256 = b64(hashlib.sha256(body).digest())
+    for alg in ("CRC32", "CRC32C", "SHA1", "SHA256", "CRC64NVME"):
+        key = f"sum/{alg}"
+        r = s3.put_object(Bucket=bucket, Key=key, Body=body, ChecksumAlgorithm=alg)
+        assert r[f"Checksum{alg}"]
+        h = s3.head_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED")
+        assert h[f"Checksum{alg}"] == r[f"Checksum{alg}"]
+        g = s3.get_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED")
+        assert g["Body"].read() == body  # botocore validates the checksum as it reads
+        assert g[f"Checksum{alg}"] == r[f"Checksum{alg}"]
+    assert s3.head_object(Bucket=bucket, Key="sum/CRC32", ChecksumMode="ENABLED")["ChecksumCRC32"] == crc32
+    assert s3.head_object(Bucket=bucket, Key="sum/SHA256", ChecksumMode="ENABLED")["ChecksumSHA256"] == sha256
+
+    # A wrong checksum or Content-MD5 is refused and stores nothing.
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=bucket, Key="sum/bad", Body=body, ChecksumCRC32=b64(b"\0\0\0\0"))
+    assert status(e) == 400 and error_code(e) in ("BadDigest", "InvalidRequest")
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=bucket, Key="sum/bad", Body=body, ChecksumSHA256=b64(b"\0" * 32))
+    assert status(e) == 400
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=bucket, Key="sum/bad", Body=body, ContentMD5=b64(hashlib.md5(b"other").digest()))
+    assert error_code(e) == "BadDigest"
+    with pytest.raises(ClientError) as e:
+        s3.head_object(Bucket=bucket, Key="sum/bad")
+    assert status(e) == 404
+
+
+def test_keys_with_odd_characters(s3, bucket):
+    for key in ("a b+c", "ünï/cødé", "q?x=1&y", "percent%2F", "trailing/"):
+        s3.put_object(Bucket=bucket, Key=key, Body=key.encode())
+        assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == key.encode()
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=bucket, Key="k" * 1025, Body=b"x")
+    assert status(e) == 400
+
+
+def chunked_put(eddy, bucket, key, body, trailer_crc32):
+    """A PutObject as aws-chunked with an unsigned payload and a checksum trailer, the
+    way SDKs stream uploads over TLS."""
+    import urllib.error
+    import urllib.request
+
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    payload = (f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n"
+               + f"x-amz-checksum-crc32:{trailer_crc32}\r\n\r\n".encode())
+    req = AWSRequest(method="PUT", url=f"{eddy.s3_url}/{bucket}/{key}", data=payload, headers={
+        "X-Amz-Content-SHA256": "STREAMING-UNSIGNED-PAYLOAD-TRAILER",
+        "Content-Encoding": "aws-chunked",
+        "X-Amz-Decoded-Content-Length": str(len(body)),
+        "X-Amz-Trailer": "x-amz-checksum-crc32",
+    })
+    SigV4Auth(Credentials(eddy.access_key, eddy.secret_key), "s3", "us-east-1").add_auth(req)
+    p = req.prepare()
+    r = urllib.request.Request(p.url, data=payload, method="PUT", headers=dict(p.headers))
+    try:
+        with urllib.request.urlopen(r, timeout=30) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def test_checksum_trailer(eddy, s3, bucket):
+    body = os.urandom(70_000)
+    good = b64(zlib.crc32(body).to_bytes(4, "big"))
+    code, text = chunked_put(eddy, bucket, "trailer/good", body, good)
+    assert code == 200, text
+    g = s3.get_object(Bucket=bucket, Key="trailer/good", ChecksumMode="ENABLED")
+    assert g["Body"].read() == body and g["ChecksumCRC32"] == good
+    code, text = chunked_put(eddy, bucket, "trailer/bad", body, b64(b"\1\2\3\4"))
+    assert code == 400 and b"BadDigest" in text, text
+    with pytest.raises(ClientError) as e:
+        s3.head_object(Bucket=bucket, Key="trailer/bad")
+    assert status(e) == 404
+
+
+def test_racing_create_only_puts_one_wins_and_losers_leave_nothing(eddy, s3, bucket):
+    import concurrent.futures
+
+    from s3util import blob_files
+
+    before = blob_files(eddy)
+    bodies = [os.urandom(1024 * 1024) for _ in range(6)]
+
+    def put(body):
+        try:
+            return s3.put_object(Bucket=bucket, Key="race", Body=body, IfNoneMatch="*")["ETag"]
+        except ClientError as e:
+            assert status_of(e) == 412, e.response
+            return None
+
+    with concurrent.futures.ThreadPoolExecutor(len(bodies)) as pool:
+        etags = list(pool.map(put, bodies))
+    winners = [e for e in etags if e]
+    assert len(winners) == 1
+    body = s3.get_object(Bucket=bucket, Key="race")["Body"].read()
+    assert f'"{hashlib.md5(body).hexdigest()}"' == winners[0] and body in bodies
+    # Every loser's blob was deleted before its 412 was sent.
+    assert len(blob_files(eddy) - before) == 1
+
+
+def status_of(e):
+    return e.response["ResponseMetadata"]["HTTPStatusCode"]
+
+
+def test_body_over_5_gib_is_refused_up_front(eddy, bucket):
+    import http.client
+
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    req = AWSRequest(method="PUT", url=f"{eddy.s3_url}/{bucket}/huge",
+                     headers={"X-Amz-Content-SHA256": "UNSIGNED-PAYLOAD", "Content-Length": str(6 << 30)})
+    S3SigV4Auth(Credentials(eddy.access_key, eddy.secret_key), "s3", "us-east-1").add_auth(req)
+    conn = http.client.HTTPConnection("127.0.0.1", eddy.s3_port, timeout=30)
+    conn.putrequest("PUT", f"/{bucket}/huge", skip_accept_encoding=True)
+    for k, v in req.headers.items():
+        conn.putheader(k, v)
+    conn.endheaders()
+    conn.send(b"x" * 1024)  # the server answers without waiting for 6 GiB
+    r = conn.getresponse()
+    assert r.status == 400 and b"EntityTooLarge" in r.read()
