@@ -168,8 +168,14 @@ start_tansu_s3() {
   wait_port 127.0.0.1 19093 30
 }
 stop_all() {
+  # SIGTERM, then SIGKILL after 30 s: `weed server` can hang in its graceful gRPC stop.
   for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]:-}"; do
+    [ -n "$p" ] || continue
+    for _ in $(seq 1 300); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
   PIDS=()
 }
 
