@@ -19,10 +19,10 @@
 #      spread over all of them;
 #   2. produce latency (rdkafka_performance -l: produce() call to delivery report) at half
 #      of that system's 1-partition maximum msgs/s, 1 partition, linger.ms=5 as in 1.
-#      (LAT_LINGER), DUR seconds, the first 2 s of messages left out (connection set-up), from
+#      (LAT_LINGER), DUR seconds (the first 2 s leave out connection set-up), from
 #      LAT_PROCS (default 1) producer processes; rdkafka_performance's -r is patched to pace
 #      against a schedule instead of busy-polling a core (bench/rdkafka_performance-pacing.py);
-#      p50/p99/max over every message of the run;
+#      p50/p99/max over the messages after the first 2 s;
 #   3. end-to-end latency to a consumer (producer and consumer both -l; the consumer
 #      records wall clock minus the timestamp written in the payload) at 100 msgs/s (a rate
 #      that Tansu on S3 sustains with one record per request; at 1,000/s it falls behind),
