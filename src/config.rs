@@ -174,7 +174,7 @@ fn resolve_storage(args: &StorageArgs, file: &FileConfig) -> anyhow::Result<Stor
         k,
         m,
         meta_dir: file.meta_dir.clone(),
-        checkpoint_mb: file.checkpoint_mb.unwrap_or(256),
+        checkpoint_mb: file.checkpoint_mb.unwrap_or(1024),
         scrub_interval_secs: file.scrub_interval_secs.unwrap_or(24 * 3600),
     })
 }

@@ -178,6 +178,9 @@ pub struct CatalogConfig {
     pub checkpoint_bytes: u64,
     /// Longest time between checkpoints while anything changes.
     pub checkpoint_interval: Duration,
+    /// Shortest time between checkpoints: each one competes with commits for the
+    /// drives' fsyncs, so a fast log does not get one every second.
+    pub checkpoint_min_gap: Duration,
 }
 
 impl CatalogConfig {
@@ -188,8 +191,9 @@ impl CatalogConfig {
             meta_dir: None,
             wal: WalConfig::default(),
             shard_size: storage::blob::DEFAULT_SHARD_SIZE,
-            checkpoint_bytes: 256 << 20,
+            checkpoint_bytes: 1 << 30,
             checkpoint_interval: Duration::from_secs(600),
+            checkpoint_min_gap: Duration::from_secs(30),
         }
     }
 }
@@ -301,11 +305,20 @@ impl EmbeddedCatalog {
             checkpoint_lock: Mutex::new(()),
             _locks: locks,
         });
-        catalog.start_checkpointer(config.checkpoint_bytes, config.checkpoint_interval)?;
+        catalog.start_checkpointer(
+            config.checkpoint_bytes,
+            config.checkpoint_interval,
+            config.checkpoint_min_gap,
+        )?;
         Ok(catalog)
     }
 
-    fn start_checkpointer(self: &Arc<Self>, bytes: u64, interval: Duration) -> CatalogResult<()> {
+    fn start_checkpointer(
+        self: &Arc<Self>,
+        bytes: u64,
+        interval: Duration,
+        min_gap: Duration,
+    ) -> CatalogResult<()> {
         let (stop_tx, stop_rx) = mpsc::channel::<()>();
         let weak = Arc::downgrade(self);
         let handle = std::thread::Builder::new()
@@ -320,12 +333,13 @@ impl EmbeddedCatalog {
                     let lsn = *cat.shared.applied.borrow();
                     let threshold =
                         bytes.max(cat.shared.last_checkpoint_bytes.load(Ordering::Relaxed));
-                    let due = cat
+                    let logged = cat
                         .shared
                         .log_bytes_since_checkpoint
-                        .load(Ordering::Relaxed)
-                        >= threshold
-                        || (last.elapsed() >= interval && last_lsn != Some(lsn));
+                        .load(Ordering::Relaxed);
+                    let due = last.elapsed() >= min_gap
+                        && (logged >= threshold
+                            || (last.elapsed() >= interval && last_lsn != Some(lsn)));
                     if due {
                         match cat.checkpoint() {
                             Ok(_) => {

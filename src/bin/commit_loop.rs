@@ -52,6 +52,7 @@ async fn main() {
         segment_bytes: 1 << 20,
     };
     config.checkpoint_bytes = 2 << 20;
+    config.checkpoint_min_gap = std::time::Duration::ZERO;
     let catalog = EmbeddedCatalog::open(config).expect("open catalog");
     let setup = [
         Op::CreateBucket(BucketRecord {
