@@ -122,6 +122,39 @@ pub fn list_versions(
     Ok(out)
 }
 
+/// Calls `each` on the index entries of one partition from the batch holding
+/// `from_offset` on (it may start before that offset), in offset order, while it
+/// returns `true`.
+fn walk_batches(
+    db: &Database,
+    topic_id: u128,
+    partition: u32,
+    from_offset: u64,
+    mut each: impl FnMut(u64, tables::BatchEntry) -> CatalogResult<bool>,
+) -> CatalogResult<()> {
+    let r = db.begin_read()?;
+    let Some(t) = open(&r, tables::BATCHES)? else {
+        return Ok(());
+    };
+    let lo = tables::batch_key(topic_id, partition, 0);
+    let at = tables::batch_key(topic_id, partition, from_offset);
+    let hi = tables::batch_key(topic_id, partition, u64::MAX);
+    let start = match t.range(lo.as_slice()..=at.as_slice())?.next_back() {
+        Some(e) => e?.0.value().to_vec(),
+        None => at.to_vec(),
+    };
+    for e in t.range(start.as_slice()..=hi.as_slice())? {
+        let (k, v) = e?;
+        let base = u64::from_be_bytes(k.value()[20..28].try_into().unwrap_or_default());
+        let entry = tables::BatchEntry::decode(v.value())
+            .ok_or_else(|| CatalogError::Corrupt("batch index entry".into()))?;
+        if entry.last_offset >= from_offset && !each(base, entry)? {
+            break;
+        }
+    }
+    Ok(())
+}
+
 /// Batches from the one containing `from_offset`, up to `max_bytes` (at least one).
 pub fn read_batches(
     db: &Database,
@@ -131,44 +164,22 @@ pub fn read_batches(
     from_offset: u64,
     max_bytes: usize,
 ) -> CatalogResult<Vec<StoredBatch>> {
-    let r = db.begin_read()?;
-    let Some(t) = open(&r, tables::BATCHES)? else {
-        return Ok(Vec::new());
-    };
-    let lo = tables::batch_key(topic_id, partition, 0);
-    let at = tables::batch_key(topic_id, partition, from_offset);
-    let hi = tables::batch_key(topic_id, partition, u64::MAX);
-    // The batch holding `from_offset` may start before it.
-    let start = match t.range(lo.as_slice()..=at.as_slice())?.next_back() {
-        Some(e) => e?.0.value().to_vec(),
-        None => at.to_vec(),
-    };
     let mut out = Vec::new();
     let mut total = 0usize;
-    for e in t.range(start.as_slice()..=hi.as_slice())? {
-        let (k, v) = e?;
-        let base = u64::from_be_bytes(k.value()[20..28].try_into().unwrap_or_default());
-        let e = tables::BatchEntry::decode(v.value())
-            .ok_or_else(|| CatalogError::Corrupt("batch index entry".into()))?;
-        if e.last_offset < from_offset {
-            continue;
-        }
+    walk_batches(db, topic_id, partition, from_offset, |base, e| {
         let len = e.len as usize;
         if !out.is_empty() && total + len > max_bytes {
-            break;
+            return Ok(false);
         }
         total += len;
-        let bytes = log.read(&e.position, e.data_offset, len)?;
         out.push(StoredBatch {
             base_offset: base,
             last_offset: e.last_offset,
             max_timestamp: e.max_timestamp,
-            bytes: bytes.into(),
+            bytes: log.read(&e.position, e.data_offset, len)?.into(),
         });
-        if total >= max_bytes {
-            break;
-        }
-    }
+        Ok(total < max_bytes)
+    })?;
     Ok(out)
 }
 
@@ -180,34 +191,18 @@ pub fn batch_index(
     from_offset: u64,
     limit: usize,
 ) -> CatalogResult<Vec<BatchInfo>> {
-    let r = db.begin_read()?;
-    let Some(t) = open(&r, tables::BATCHES)? else {
-        return Ok(Vec::new());
-    };
-    let lo = tables::batch_key(topic_id, partition, 0);
-    let at = tables::batch_key(topic_id, partition, from_offset);
-    let hi = tables::batch_key(topic_id, partition, u64::MAX);
-    let start = match t.range(lo.as_slice()..=at.as_slice())?.next_back() {
-        Some(e) => e?.0.value().to_vec(),
-        None => at.to_vec(),
-    };
     let mut out = Vec::new();
-    for e in t.range(start.as_slice()..=hi.as_slice())? {
-        if out.len() >= limit {
-            break;
-        }
-        let (k, v) = e?;
-        let entry = tables::BatchEntry::decode(v.value())
-            .ok_or_else(|| CatalogError::Corrupt("batch index entry".into()))?;
-        if entry.last_offset < from_offset {
-            continue;
-        }
-        out.push(BatchInfo {
-            base_offset: u64::from_be_bytes(k.value()[20..28].try_into().unwrap_or_default()),
-            last_offset: entry.last_offset,
-            max_timestamp: entry.max_timestamp,
-        });
+    if limit == 0 {
+        return Ok(out);
     }
+    walk_batches(db, topic_id, partition, from_offset, |base, e| {
+        out.push(BatchInfo {
+            base_offset: base,
+            last_offset: e.last_offset,
+            max_timestamp: e.max_timestamp,
+        });
+        Ok(out.len() < limit)
+    })?;
     Ok(out)
 }
 
