@@ -149,7 +149,11 @@ async fn read_frame(rd: &mut OwnedReadHalf, max: usize) -> Result<Option<Bytes>,
 /// error, never a panic.
 pub fn decode(mut frame: Bytes) -> Result<(RequestHeader, RequestKind), FrameError> {
     if frame.len() < 8 {
-        return Err(FrameError::Size(frame.len() as i64, usize::MAX));
+        return Err(FrameError::Decode {
+            api: -1,
+            version: -1,
+            reason: format!("{} bytes is shorter than a request header", frame.len()),
+        });
     }
     let api = i16::from_be_bytes([frame[0], frame[1]]);
     let version = i16::from_be_bytes([frame[2], frame[3]]);

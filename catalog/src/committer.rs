@@ -145,7 +145,20 @@ impl Committer {
         Ok(*self.shared.applied.borrow())
     }
 
-    fn fail_all(&self, group: Vec<Pending>, why: &str) {
+    /// Aborts the store transaction (if not already consumed) and fails what it held.
+    fn fail_accepted(
+        &self,
+        w: Option<redb::WriteTransaction>,
+        accepted: Vec<(Pending, Vec<crate::txn::OpOutcome>)>,
+        why: &str,
+    ) {
+        if let Some(w) = w {
+            let _ = w.abort();
+        }
+        self.fail_all(accepted.into_iter().map(|(p, _)| p), why);
+    }
+
+    fn fail_all(&self, group: impl IntoIterator<Item = Pending>, why: &str) {
         self.shared.failed.store(true, Ordering::SeqCst);
         tracing::error!(
             why,
@@ -195,9 +208,7 @@ impl Committer {
             t.set_counter(APPLIED_LSN, lsn)
         })();
         if let Err(e) = applied {
-            let _ = w.abort();
-            let group = accepted.into_iter().map(|(p, _)| p).collect();
-            return self.fail_all(group, &e.to_string());
+            return self.fail_accepted(Some(w), accepted, &e.to_string());
         }
         if accepted.is_empty() {
             let _ = w.abort();
@@ -206,29 +217,22 @@ impl Committer {
         let txns: Vec<&Transaction> = accepted.iter().map(|((t, _, _), _)| t).collect();
         let payload = match crate::record::encode(std::mem::take(&mut log.data), &txns) {
             Ok(p) => p,
-            Err(e) => {
-                let _ = w.abort();
-                let group = accepted.into_iter().map(|(p, _)| p).collect();
-                return self.fail_all(group, &e.to_string());
-            }
+            Err(e) => return self.fail_accepted(Some(w), accepted, &e.to_string()),
         };
         let payload_len = payload.len() as u64;
         match self.wal.append(payload) {
             Ok(p) if p == position => {}
             result => {
-                let _ = w.abort();
-                let group = accepted.into_iter().map(|(p, _)| p).collect();
                 let why = match result {
                     Err(e) => e.to_string(),
                     Ok(p) => format!("log record landed at {p:?}, not {position:?}"),
                 };
-                return self.fail_all(group, &why);
+                return self.fail_accepted(Some(w), accepted, &why);
             }
         }
         if let Err(e) = w.commit() {
             // Durable in the log but not applied here: a restart replays it.
-            let group = accepted.into_iter().map(|(p, _)| p).collect();
-            return self.fail_all(group, &e.to_string());
+            return self.fail_accepted(None, accepted, &e.to_string());
         }
         self.shared.applied.send_replace(lsn);
         self.shared

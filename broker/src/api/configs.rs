@@ -13,6 +13,8 @@ use kafka_protocol::messages::{
     IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, ResponseKind,
 };
 
+use kafka_protocol::protocol::StrBytes;
+
 use super::{Ctx, Reply, sb};
 use crate::configs::{self, Kind};
 use crate::error::from_catalog;
@@ -174,9 +176,22 @@ async fn settle(p: Result<Option<catalog::CommitFuture>, Outcome>) -> Outcome {
     }
 }
 
+/// A resource's change in flight: its type, name and pending commit.
+type Pending = (i8, StrBytes, Result<Option<catalog::CommitFuture>, Outcome>);
+
+/// Awaits every resource's change, in order: (type, name, error code, message).
+async fn settle_all(pending: Vec<Pending>) -> Vec<(i8, StrBytes, i16, Option<StrBytes>)> {
+    let mut out = Vec::with_capacity(pending.len());
+    for (t, name, p) in pending {
+        let (code, message) = settle(p).await;
+        out.push((t, name, code, message.as_deref().map(sb)));
+    }
+    out
+}
+
 /// AlterConfigs: replaces a topic's whole set of configs.
 pub fn alter(ctx: Ctx, req: AlterConfigsRequest) -> Reply {
-    let pending: Vec<_> = req
+    let pending: Vec<Pending> = req
         .resources
         .into_iter()
         .map(|r| {
@@ -203,17 +218,17 @@ pub fn alter(ctx: Ctx, req: AlterConfigsRequest) -> Reply {
         })
         .collect();
     Box::pin(async move {
-        let mut responses = Vec::new();
-        for (t, name, p) in pending {
-            let (code, message) = settle(p).await;
-            responses.push(
+        let responses = settle_all(pending)
+            .await
+            .into_iter()
+            .map(|(t, name, code, message)| {
                 kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse::default()
                     .with_resource_type(t)
                     .with_resource_name(name)
                     .with_error_code(code)
-                    .with_error_message(message.as_deref().map(sb)),
-            );
-        }
+                    .with_error_message(message)
+            })
+            .collect();
         Some(ResponseKind::AlterConfigs(
             AlterConfigsResponse::default().with_responses(responses),
         ))
@@ -222,7 +237,7 @@ pub fn alter(ctx: Ctx, req: AlterConfigsRequest) -> Reply {
 
 /// IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT on single configs.
 pub fn incremental_alter(ctx: Ctx, req: IncrementalAlterConfigsRequest) -> Reply {
-    let pending: Vec<_> = req
+    let pending: Vec<Pending> = req
         .resources
         .into_iter()
         .map(|r| {
@@ -285,17 +300,17 @@ pub fn incremental_alter(ctx: Ctx, req: IncrementalAlterConfigsRequest) -> Reply
         })
         .collect();
     Box::pin(async move {
-        let mut responses = Vec::new();
-        for (t, name, p) in pending {
-            let (code, message) = settle(p).await;
-            responses.push(
+        let responses = settle_all(pending)
+            .await
+            .into_iter()
+            .map(|(t, name, code, message)| {
                 kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse::default()
                     .with_resource_type(t)
                     .with_resource_name(name)
                     .with_error_code(code)
-                    .with_error_message(message.as_deref().map(sb)),
-            );
-        }
+                    .with_error_message(message)
+            })
+            .collect();
         Some(ResponseKind::IncrementalAlterConfigs(
             IncrementalAlterConfigsResponse::default().with_responses(responses),
         ))
