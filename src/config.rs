@@ -52,6 +52,14 @@ pub struct ServeArgs {
     /// Create unknown topics when clients ask for them (off by default).
     #[arg(long, env = "EDDY_KAFKA_AUTO_CREATE_TOPICS")]
     pub kafka_auto_create_topics: bool,
+    /// How long the first rebalance of an empty consumer group waits for more members,
+    /// in ms (Kafka's `group.initial.rebalance.delay.ms`; default 3000).
+    #[arg(long, env = "EDDY_KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS")]
+    pub kafka_group_initial_rebalance_delay_ms: Option<u64>,
+    /// Shortest session timeout a group member may ask for, in ms (Kafka's
+    /// `group.min.session.timeout.ms`; default 6000).
+    #[arg(long, env = "EDDY_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS")]
+    pub kafka_group_min_session_timeout_ms: Option<u64>,
     /// Domains of the S3 endpoint for virtual-host-style requests
     /// (`bucket.DOMAIN`), comma-separated; path style always works.
     #[arg(long, env = "EDDY_S3_DOMAIN", value_delimiter = ',')]
@@ -77,6 +85,8 @@ pub struct FileConfig {
     kafka_auto_create_topics: Option<bool>,
     kafka_default_partitions: Option<u32>,
     kafka_max_frame_mb: Option<usize>,
+    kafka_group_initial_rebalance_delay_ms: Option<u64>,
+    kafka_group_min_session_timeout_ms: Option<u64>,
     #[serde(default)]
     users: Vec<User>,
 }
@@ -132,6 +142,10 @@ pub struct ServeConfig {
     pub kafka_default_partitions: u32,
     /// Largest Kafka request, in MiB.
     pub kafka_max_frame_mb: usize,
+    /// First-rebalance delay of an empty group, ms.
+    pub kafka_group_initial_rebalance_delay_ms: u64,
+    /// Shortest member session timeout, ms.
+    pub kafka_group_min_session_timeout_ms: u64,
 }
 
 fn load_file(path: Option<&Path>) -> anyhow::Result<FileConfig> {
@@ -242,6 +256,14 @@ impl ServeArgs {
                 || file.kafka_auto_create_topics.unwrap_or(false),
             kafka_default_partitions: file.kafka_default_partitions.unwrap_or(1).max(1),
             kafka_max_frame_mb: file.kafka_max_frame_mb.unwrap_or(100).clamp(1, 1024),
+            kafka_group_initial_rebalance_delay_ms: self
+                .kafka_group_initial_rebalance_delay_ms
+                .or(file.kafka_group_initial_rebalance_delay_ms)
+                .unwrap_or(3000),
+            kafka_group_min_session_timeout_ms: self
+                .kafka_group_min_session_timeout_ms
+                .or(file.kafka_group_min_session_timeout_ms)
+                .unwrap_or(6000),
         })
     }
 }

@@ -147,6 +147,10 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     kafka_config.auto_create_topics = config.kafka_auto_create_topics;
     kafka_config.default_partitions = config.kafka_default_partitions;
     kafka_config.max_frame_bytes = config.kafka_max_frame_mb << 20;
+    kafka_config.groups.initial_rebalance_delay =
+        Duration::from_millis(config.kafka_group_initial_rebalance_delay_ms);
+    kafka_config.groups.min_session_timeout =
+        Duration::from_millis(config.kafka_group_min_session_timeout_ms);
     let kafka_broker = broker::Broker::new(catalog_dyn, kafka_config);
     metrics.register_kafka(&kafka_broker.metrics);
     for (l, addr) in kafka.into_iter().zip(config.kafka_listen.iter().copied()) {

@@ -99,6 +99,7 @@ pub async fn run(
             broker: broker.clone(),
             node,
             local,
+            peer,
             version: header.request_api_version,
             client_id: header.client_id.as_ref().map(|s| s.to_string()),
         };

@@ -8,6 +8,7 @@ pub mod cluster;
 pub mod configs;
 pub mod connection;
 pub mod error;
+pub mod group;
 pub mod metrics;
 
 use std::net::SocketAddr;
@@ -35,6 +36,8 @@ pub struct BrokerConfig {
     pub default_partitions: u32,
     /// Cluster id reported in metadata.
     pub cluster_id: String,
+    /// Group coordinator settings.
+    pub groups: group::state::GroupConfig,
 }
 
 impl BrokerConfig {
@@ -47,6 +50,7 @@ impl BrokerConfig {
             auto_create_topics: false,
             default_partitions: 1,
             cluster_id: "eddy".into(),
+            groups: Default::default(),
         }
     }
 }
@@ -61,16 +65,31 @@ pub struct Broker {
     pub config: BrokerConfig,
     /// Metrics.
     pub metrics: BrokerMetrics,
+    /// The consumer group coordinator.
+    pub groups: Arc<group::GroupCoordinator>,
 }
 
 impl Broker {
-    /// A broker over `catalog`.
+    /// A broker over `catalog`. Call inside the runtime: groups that had members when
+    /// the server stopped come back with their session timers running.
     pub fn new(catalog: Arc<dyn Catalog>, config: BrokerConfig) -> Arc<Self> {
+        let metrics = BrokerMetrics::default();
+        let groups = Arc::new(group::GroupCoordinator::new(
+            catalog.clone(),
+            config.groups.clone(),
+            metrics.clone(),
+        ));
+        match groups.restore() {
+            Ok(n) if n > 0 => tracing::info!(groups = n, "restored consumer groups with members"),
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "restoring consumer groups failed"),
+        }
         Arc::new(Self {
             catalog,
             cluster: Cluster::new(config.listeners.clone()),
             config,
-            metrics: BrokerMetrics::default(),
+            metrics,
+            groups,
         })
     }
 }
@@ -101,6 +120,8 @@ pub async fn serve(
             _ = shutdown.changed() => break,
         }
     }
-    // Connections finish the request in hand and close.
+    // Waiting joins and syncs are answered, so connections can finish the request in
+    // hand and close.
+    broker.groups.close();
     while connections.join_next().await.is_some() {}
 }

@@ -29,6 +29,12 @@ pub struct BrokerMetrics {
     pub connections: Gauge,
     /// Connections closed for a malformed or oversized frame.
     pub bad_frames: Counter,
+    /// Completed group rebalances (join phases ended).
+    pub rebalances: Counter,
+    /// Consumer groups held in memory (those with members or in flux).
+    pub groups_in_memory: Gauge,
+    /// Partition offsets committed.
+    pub offset_commits: Counter,
 }
 
 impl Default for BrokerMetrics {
@@ -42,6 +48,9 @@ impl Default for BrokerMetrics {
             fetched_bytes: Counter::default(),
             connections: Gauge::default(),
             bad_frames: Counter::default(),
+            rebalances: Counter::default(),
+            groups_in_memory: Gauge::default(),
+            offset_commits: Counter::default(),
         }
     }
 }
@@ -74,6 +83,21 @@ impl BrokerMetrics {
             "bad_frames",
             "Connections closed for a malformed or oversized request",
             self.bad_frames.clone(),
+        );
+        r.register(
+            "group_rebalances",
+            "Consumer group rebalances completed",
+            self.rebalances.clone(),
+        );
+        r.register(
+            "groups_in_memory",
+            "Consumer groups held in memory (with members or changing)",
+            self.groups_in_memory.clone(),
+        );
+        r.register(
+            "offset_commits",
+            "Consumer group partition offsets committed",
+            self.offset_commits.clone(),
         );
     }
 }

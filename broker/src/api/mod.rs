@@ -4,13 +4,24 @@
 
 pub mod api_versions;
 pub mod configs;
+pub mod delete_groups;
 pub mod delete_records;
 pub mod describe_cluster;
+pub mod describe_groups;
 pub mod fetch;
+pub mod find_coordinator;
+pub mod heartbeat;
 pub mod init_producer_id;
+pub mod join_group;
+pub mod leave_group;
+pub mod list_groups;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_commit;
+pub mod offset_delete;
+pub mod offset_fetch;
 pub mod produce;
+pub mod sync_group;
 pub mod topics;
 
 use std::future::Future;
@@ -34,6 +45,8 @@ pub struct Ctx {
     pub node: i32,
     /// The address the client reached us on.
     pub local: SocketAddr,
+    /// The client's address.
+    pub peer: SocketAddr,
     /// Request API version.
     pub version: i16,
     /// Client id from the request header.
@@ -44,6 +57,11 @@ impl Ctx {
     /// Whether this node leads the partition.
     pub fn leads(&self, topic: &str, partition: i32) -> bool {
         self.broker.cluster.leader(topic, partition) == self.node
+    }
+
+    /// Whether this node coordinates the group.
+    pub fn coordinates(&self, group: &str) -> bool {
+        self.broker.cluster.coordinator(group) == self.node
     }
 }
 
@@ -69,6 +87,17 @@ pub fn supported(api: ApiKey) -> Option<(i16, i16)> {
         ApiKey::IncrementalAlterConfigs => (0, 1),
         ApiKey::CreatePartitions => (0, 3),
         ApiKey::DescribeCluster => (0, 1),
+        ApiKey::FindCoordinator => (0, 4),
+        ApiKey::JoinGroup => (0, 9),
+        ApiKey::SyncGroup => (0, 5),
+        ApiKey::Heartbeat => (0, 4),
+        ApiKey::LeaveGroup => (0, 5),
+        ApiKey::OffsetCommit => (2, 8),
+        ApiKey::OffsetFetch => (1, 8),
+        ApiKey::DescribeGroups => (0, 5),
+        ApiKey::ListGroups => (0, 5),
+        ApiKey::DeleteGroups => (0, 2),
+        ApiKey::OffsetDelete => (0, 0),
         _ => return None,
     })
 }
@@ -89,6 +118,17 @@ pub const SERVED: &[ApiKey] = &[
     ApiKey::IncrementalAlterConfigs,
     ApiKey::CreatePartitions,
     ApiKey::DescribeCluster,
+    ApiKey::FindCoordinator,
+    ApiKey::JoinGroup,
+    ApiKey::SyncGroup,
+    ApiKey::Heartbeat,
+    ApiKey::LeaveGroup,
+    ApiKey::OffsetCommit,
+    ApiKey::OffsetFetch,
+    ApiKey::DescribeGroups,
+    ApiKey::ListGroups,
+    ApiKey::DeleteGroups,
+    ApiKey::OffsetDelete,
 ];
 
 /// Dispatches a decoded request.
@@ -114,6 +154,23 @@ pub fn handle(ctx: Ctx, request: RequestKind) -> Reply {
             describe_cluster::handle(&ctx, r),
         )),
         RequestKind::DeleteRecords(r) => delete_records::handle(ctx, r),
+        RequestKind::FindCoordinator(r) => ready(ResponseKind::FindCoordinator(
+            find_coordinator::handle(&ctx, r),
+        )),
+        RequestKind::JoinGroup(r) => join_group::handle(ctx, r),
+        RequestKind::SyncGroup(r) => sync_group::handle(ctx, r),
+        RequestKind::Heartbeat(r) => ready(ResponseKind::Heartbeat(heartbeat::handle(&ctx, r))),
+        RequestKind::LeaveGroup(r) => leave_group::handle(ctx, r),
+        RequestKind::OffsetCommit(r) => offset_commit::handle(ctx, r),
+        RequestKind::OffsetFetch(r) => {
+            ready(ResponseKind::OffsetFetch(offset_fetch::handle(&ctx, r)))
+        }
+        RequestKind::DescribeGroups(r) => ready(ResponseKind::DescribeGroups(
+            describe_groups::handle(&ctx, r),
+        )),
+        RequestKind::ListGroups(r) => ready(ResponseKind::ListGroups(list_groups::handle(&ctx, r))),
+        RequestKind::DeleteGroups(r) => delete_groups::handle(ctx, r),
+        RequestKind::OffsetDelete(r) => offset_delete::handle(ctx, r),
         other => {
             tracing::warn!(request = ?std::mem::discriminant(&other), "request without a handler");
             Box::pin(std::future::ready(None))

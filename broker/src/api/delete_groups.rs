@@ -1,0 +1,39 @@
+//! DeleteGroups: groups without members are deleted with their committed offsets, in
+//! one transaction.
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
+use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse, GroupId, ResponseKind};
+
+use super::{Ctx, Reply, sb};
+
+/// Handles DeleteGroups.
+pub fn handle(ctx: Ctx, req: DeleteGroupsRequest) -> Reply {
+    let mut refused = Vec::new();
+    let mut ours = Vec::new();
+    for g in req.groups_names {
+        if g.is_empty() {
+            refused.push((g.to_string(), ResponseError::InvalidGroupId));
+        } else if !ctx.coordinates(&g) {
+            refused.push((g.to_string(), ResponseError::NotCoordinator));
+        } else {
+            ours.push(g.to_string());
+        }
+    }
+    let deleted = ctx.broker.groups.delete(ours);
+    Box::pin(async move {
+        let results = deleted
+            .await
+            .into_iter()
+            .chain(refused.into_iter().map(|(g, e)| (g, Err(e))))
+            .map(|(g, r)| {
+                DeletableGroupResult::default()
+                    .with_group_id(GroupId(sb(&g)))
+                    .with_error_code(r.err().map_or(0, |e| e.code()))
+            })
+            .collect();
+        Some(ResponseKind::DeleteGroups(
+            DeleteGroupsResponse::default().with_results(results),
+        ))
+    })
+}

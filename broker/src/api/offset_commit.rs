@@ -1,0 +1,117 @@
+//! OffsetCommit: checked against the group's generation and member, then committed in
+//! one catalog transaction; the response goes out once the offsets are durable.
+//! Standalone commits (generation -1) work for groups with no members and create the
+//! group on first use.
+
+use catalog::{GroupRecord, OffsetRecord, Op, Transaction};
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse, ResponseKind};
+
+use super::{Ctx, Reply, now_ms};
+use crate::error::from_catalog;
+use crate::group::CommitCheck;
+use crate::group::durable::StoredGroup;
+
+/// Handles OffsetCommit.
+pub fn handle(ctx: Ctx, req: OffsetCommitRequest) -> Reply {
+    let group = req.group_id.to_string();
+    let broker = &ctx.broker;
+    let checked = if group.is_empty() {
+        Err(ResponseError::InvalidGroupId)
+    } else if !ctx.coordinates(&group) {
+        Err(ResponseError::NotCoordinator)
+    } else {
+        broker.groups.check_commit(
+            &group,
+            req.generation_id_or_member_epoch,
+            &req.member_id,
+            req.group_instance_id.as_deref(),
+        )
+    };
+    let mut ops = Vec::new();
+    if checked == Ok(CommitCheck::CreatesGroup) {
+        ops.push(Op::PutGroup(GroupRecord {
+            name: group.clone(),
+            state: StoredGroup::default().encode(),
+        }));
+    }
+    let max_metadata = broker.groups.config().max_metadata_bytes;
+    let now = now_ms();
+    let mut plan: Vec<(OffsetCommitResponseTopic, Vec<Result<(), ResponseError>>)> = Vec::new();
+    for t in req.topics {
+        let topic = broker.catalog.topic(&t.name).ok().flatten();
+        let mut results = Vec::new();
+        let mut out = OffsetCommitResponseTopic::default()
+            .with_name(t.name.clone())
+            .with_topic_id(t.topic_id);
+        for p in t.partitions {
+            let r = match (&checked, &topic) {
+                (Err(e), _) => Err(*e),
+                (Ok(_), Some(topic))
+                    if p.partition_index >= 0 && (p.partition_index as u32) < topic.partitions =>
+                {
+                    let metadata = p.committed_metadata.as_ref().map(|m| m.to_string());
+                    if metadata.as_ref().is_some_and(|m| m.len() > max_metadata) {
+                        Err(ResponseError::OffsetMetadataTooLarge)
+                    } else {
+                        ops.push(Op::CommitOffset {
+                            group: group.clone(),
+                            topic: topic.name.clone(),
+                            partition: p.partition_index as u32,
+                            offset: OffsetRecord {
+                                offset: p.committed_offset,
+                                leader_epoch: p.committed_leader_epoch,
+                                metadata,
+                                commit_ms: now,
+                            },
+                        });
+                        Ok(())
+                    }
+                }
+                (Ok(_), _) => Err(ResponseError::UnknownTopicOrPartition),
+            };
+            out.partitions.push(
+                OffsetCommitResponsePartition::default().with_partition_index(p.partition_index),
+            );
+            results.push(r);
+        }
+        plan.push((out, results));
+    }
+    let commits = ops
+        .iter()
+        .filter(|o| matches!(o, Op::CommitOffset { .. }))
+        .count() as u64;
+    let commit = (commits > 0).then(|| broker.catalog.commit(Transaction::new(ops)));
+    let metrics = broker.metrics.clone();
+    Box::pin(async move {
+        let failed = match commit {
+            Some(c) => match c.await {
+                Ok(_) => {
+                    metrics.offset_commits.inc_by(commits);
+                    None
+                }
+                Err(e) => Some(from_catalog(&e)),
+            },
+            None => None,
+        };
+        let topics = plan
+            .into_iter()
+            .map(|(mut t, results)| {
+                for (p, r) in t.partitions.iter_mut().zip(results) {
+                    let r = match (r, failed) {
+                        (Ok(()), Some(e)) => Err(e),
+                        (r, _) => r,
+                    };
+                    p.error_code = r.err().map_or(0, |e| e.code());
+                }
+                t
+            })
+            .collect();
+        Some(ResponseKind::OffsetCommit(
+            OffsetCommitResponse::default().with_topics(topics),
+        ))
+    })
+}

@@ -1,0 +1,91 @@
+//! OffsetDelete: removes a group's committed offsets for some partitions, except for
+//! topics its members are subscribed to (GROUP_SUBSCRIBED_TO_TOPIC).
+
+use catalog::{Op, Transaction};
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::offset_delete_response::{
+    OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
+};
+use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse, ResponseKind};
+
+use super::{Ctx, Reply, ready};
+use crate::error::from_catalog;
+
+/// Handles OffsetDelete.
+pub fn handle(ctx: Ctx, req: OffsetDeleteRequest) -> Reply {
+    let group = req.group_id.to_string();
+    let refuse = |e: ResponseError| {
+        ready(ResponseKind::OffsetDelete(
+            OffsetDeleteResponse::default().with_error_code(e.code()),
+        ))
+    };
+    if group.is_empty() {
+        return refuse(ResponseError::InvalidGroupId);
+    }
+    if !ctx.coordinates(&group) {
+        return refuse(ResponseError::NotCoordinator);
+    }
+    let subscribed = match ctx.broker.groups.subscriptions(&group) {
+        Ok(Some(s)) => s,
+        Ok(None) => return refuse(ResponseError::GroupIdNotFound),
+        Err(e) => return refuse(e),
+    };
+    let catalog = &ctx.broker.catalog;
+    let mut ops = Vec::new();
+    let mut plan = Vec::new();
+    for t in req.topics {
+        let topic = catalog.topic(&t.name).ok().flatten();
+        let mut parts = Vec::new();
+        for p in t.partitions {
+            let r = match &topic {
+                _ if subscribed.iter().any(|s| s.as_str() == t.name.as_str()) => {
+                    Err(ResponseError::GroupSubscribedToTopic)
+                }
+                Some(topic)
+                    if p.partition_index >= 0 && (p.partition_index as u32) < topic.partitions =>
+                {
+                    ops.push(Op::DeleteOffset {
+                        group: group.clone(),
+                        topic: topic.name.clone(),
+                        partition: p.partition_index as u32,
+                    });
+                    Ok(())
+                }
+                _ => Err(ResponseError::UnknownTopicOrPartition),
+            };
+            parts.push((p.partition_index, r));
+        }
+        plan.push((t.name, parts));
+    }
+    let commit = (!ops.is_empty()).then(|| catalog.commit(Transaction::new(ops)));
+    Box::pin(async move {
+        let failed = match commit {
+            Some(c) => c.await.err().map(|e| from_catalog(&e)),
+            None => None,
+        };
+        let topics = plan
+            .into_iter()
+            .map(|(name, parts)| {
+                OffsetDeleteResponseTopic::default()
+                    .with_name(name)
+                    .with_partitions(
+                        parts
+                            .into_iter()
+                            .map(|(index, r)| {
+                                let r = match (r, failed) {
+                                    (Ok(()), Some(e)) => Err(e),
+                                    (r, _) => r,
+                                };
+                                OffsetDeleteResponsePartition::default()
+                                    .with_partition_index(index)
+                                    .with_error_code(r.err().map_or(0, |e| e.code()))
+                            })
+                            .collect(),
+                    )
+            })
+            .collect();
+        Some(ResponseKind::OffsetDelete(
+            OffsetDeleteResponse::default().with_topics(topics),
+        ))
+    })
+}

@@ -1,0 +1,184 @@
+//! OffsetFetch: committed offsets of one group (v1-7) or several (v8+), for the
+//! partitions asked or (null topics, v2+) every committed one. Partitions without a
+//! committed offset get -1.
+
+use std::collections::BTreeMap;
+
+use catalog::OffsetRecord;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::offset_fetch_response::{
+    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic, OffsetFetchResponseTopics,
+};
+use kafka_protocol::messages::{GroupId, OffsetFetchRequest, OffsetFetchResponse, TopicName};
+
+use super::{Ctx, sb, topic_name};
+use crate::error::from_catalog;
+
+/// Offsets by topic and partition; `None` offset = nothing committed.
+type Fetched = BTreeMap<String, Vec<(i32, Option<OffsetRecord>)>>;
+
+/// Handles OffsetFetch.
+pub fn handle(ctx: &Ctx, req: OffsetFetchRequest) -> OffsetFetchResponse {
+    if ctx.version >= 8 {
+        let groups = req
+            .groups
+            .into_iter()
+            .map(|g| {
+                let asked = g.topics.map(|ts| {
+                    ts.into_iter()
+                        .map(|t| (t.name, t.partition_indexes))
+                        .collect()
+                });
+                let fetched = fetch(ctx, &g.group_id, asked);
+                group_response(g.group_id, fetched)
+            })
+            .collect();
+        return OffsetFetchResponse::default().with_groups(groups);
+    }
+    let asked = req.topics.map(|ts| {
+        ts.into_iter()
+            .map(|t| (t.name, t.partition_indexes))
+            .collect()
+    });
+    match fetch(ctx, &req.group_id, asked) {
+        Ok(f) => OffsetFetchResponse::default().with_topics(
+            f.into_iter()
+                .map(|(name, parts)| {
+                    OffsetFetchResponseTopic::default()
+                        .with_name(topic_name(&name))
+                        .with_partitions(
+                            parts
+                                .into_iter()
+                                .map(|(p, o)| {
+                                    let (offset, epoch, meta) = fields(o);
+                                    OffsetFetchResponsePartition::default()
+                                        .with_partition_index(p)
+                                        .with_committed_offset(offset)
+                                        .with_committed_leader_epoch(epoch)
+                                        .with_metadata(meta)
+                                })
+                                .collect(),
+                        )
+                })
+                .collect(),
+        ),
+        Err((e, asked)) => {
+            // v1 has no top-level error: every partition asked carries it.
+            OffsetFetchResponse::default()
+                .with_error_code(e.code())
+                .with_topics(
+                    asked
+                        .into_iter()
+                        .map(|(name, parts)| {
+                            OffsetFetchResponseTopic::default()
+                                .with_name(name)
+                                .with_partitions(
+                                    parts
+                                        .into_iter()
+                                        .map(|p| {
+                                            OffsetFetchResponsePartition::default()
+                                                .with_partition_index(p)
+                                                .with_committed_offset(-1)
+                                                .with_metadata(Some(sb("")))
+                                                .with_error_code(e.code())
+                                        })
+                                        .collect(),
+                                )
+                        })
+                        .collect(),
+                )
+        }
+    }
+}
+
+type Asked = Vec<(TopicName, Vec<i32>)>;
+
+fn fields(o: Option<OffsetRecord>) -> (i64, i32, Option<kafka_protocol::protocol::StrBytes>) {
+    match o {
+        Some(o) => (
+            o.offset,
+            o.leader_epoch,
+            Some(sb(o.metadata.as_deref().unwrap_or(""))),
+        ),
+        None => (-1, -1, Some(sb(""))),
+    }
+}
+
+fn fetch(
+    ctx: &Ctx,
+    group: &GroupId,
+    asked: Option<Asked>,
+) -> Result<Fetched, (ResponseError, Asked)> {
+    let fail = |e, asked: Option<Asked>| Err((e, asked.unwrap_or_default()));
+    if group.is_empty() {
+        return fail(ResponseError::InvalidGroupId, asked);
+    }
+    if !ctx.coordinates(group) {
+        return fail(ResponseError::NotCoordinator, asked);
+    }
+    let catalog = &ctx.broker.catalog;
+    let mut out = Fetched::new();
+    match asked {
+        None => match catalog.offsets(group) {
+            Ok(all) => {
+                for (topic, p, o) in all {
+                    out.entry(topic).or_default().push((p as i32, Some(o)));
+                }
+            }
+            Err(e) => return fail(from_catalog(&e), None),
+        },
+        Some(asked) => {
+            for (topic, parts) in &asked {
+                let mut got = Vec::new();
+                for p in parts {
+                    let o = if *p < 0 {
+                        Ok(None)
+                    } else {
+                        catalog.offset(group, topic, *p as u32)
+                    };
+                    match o {
+                        Ok(o) => got.push((*p, o)),
+                        Err(e) => return fail(from_catalog(&e), Some(asked)),
+                    }
+                }
+                out.entry(topic.to_string()).or_default().extend(got);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn group_response(
+    id: GroupId,
+    fetched: Result<Fetched, (ResponseError, Asked)>,
+) -> OffsetFetchResponseGroup {
+    match fetched {
+        Err((e, _)) => OffsetFetchResponseGroup::default()
+            .with_group_id(id)
+            .with_error_code(e.code()),
+        Ok(f) => OffsetFetchResponseGroup::default()
+            .with_group_id(id)
+            .with_topics(
+                f.into_iter()
+                    .map(|(name, parts)| {
+                        OffsetFetchResponseTopics::default()
+                            .with_name(topic_name(&name))
+                            .with_partitions(
+                                parts
+                                    .into_iter()
+                                    .map(|(p, o)| {
+                                        let (offset, epoch, meta) = fields(o);
+                                        OffsetFetchResponsePartitions::default()
+                                            .with_partition_index(p)
+                                            .with_committed_offset(offset)
+                                            .with_committed_leader_epoch(epoch)
+                                            .with_metadata(meta)
+                                    })
+                                    .collect(),
+                            )
+                    })
+                    .collect(),
+            ),
+    }
+}

@@ -1,0 +1,643 @@
+//! The group coordinator for the classic consumer group protocol. Each group's state
+//! machine ([`state::Group`]) lives in memory while it has members; its durable part
+//! (generation, members, assignments) and the committed offsets go through catalog
+//! transactions. Groups with no members are only in the catalog, so memory grows with
+//! active members, not with the number of groups ever seen.
+//!
+//! Every group in memory has one driver task that sleeps until the group's next
+//! deadline (a session, the end of a join phase, a missing assignment) or until a
+//! request changes it, and evicts the group when nothing is left to wait for.
+
+pub mod durable;
+pub mod member;
+pub mod state;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use catalog::{Catalog, GroupRecord, Op, Transaction};
+use kafka_protocol::error::ResponseError;
+use tokio::sync::Notify;
+
+use crate::error::from_catalog;
+use crate::metrics::BrokerMetrics;
+use durable::StoredGroup;
+use member::{JoinAnswer, JoinRequest, SyncResult};
+use state::{Group, GroupConfig, Joined, Phase, Synced};
+
+/// A future answer.
+pub type Pending<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+struct Slot {
+    group: Mutex<Group>,
+    wake: Notify,
+}
+
+impl Slot {
+    fn lock(&self) -> MutexGuard<'_, Group> {
+        // A panic while holding the lock is a bug; the group state is still usable.
+        self.group.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A group as DescribeGroups and ListGroups show it.
+#[derive(Debug, Clone)]
+pub struct GroupView {
+    /// Group id.
+    pub name: String,
+    /// State name.
+    pub state: &'static str,
+    /// Protocol type ("" for a group with only committed offsets).
+    pub protocol_type: String,
+    /// Selected protocol, when stable.
+    pub protocol_name: String,
+    /// Members: id, instance id, client id, host, metadata, assignment.
+    pub members: Vec<MemberView>,
+}
+
+/// A member as DescribeGroups shows it.
+#[derive(Debug, Clone)]
+pub struct MemberView {
+    /// Member id.
+    pub member_id: String,
+    /// `group.instance.id`.
+    pub instance_id: Option<String>,
+    /// Client id.
+    pub client_id: String,
+    /// Client address.
+    pub client_host: String,
+    /// Metadata for the selected protocol.
+    pub metadata: bytes::Bytes,
+    /// Assignment.
+    pub assignment: bytes::Bytes,
+}
+
+/// What an offset commit may do to a group.
+#[derive(Debug, PartialEq, Eq)]
+pub enum CommitCheck {
+    /// A member of the current generation, or a group without members that exists.
+    Allowed,
+    /// A group that does not exist yet: the commit creates it (empty).
+    CreatesGroup,
+}
+
+/// The coordinator of every group this broker's addresses coordinate.
+pub struct GroupCoordinator {
+    catalog: Arc<dyn Catalog>,
+    config: GroupConfig,
+    metrics: BrokerMetrics,
+    slots: Mutex<HashMap<String, Arc<Slot>>>,
+    closed: AtomicBool,
+}
+
+impl GroupCoordinator {
+    /// A coordinator over `catalog`.
+    pub fn new(catalog: Arc<dyn Catalog>, config: GroupConfig, metrics: BrokerMetrics) -> Self {
+        Self {
+            catalog,
+            config,
+            metrics,
+            slots: Mutex::new(HashMap::new()),
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &GroupConfig {
+        &self.config
+    }
+
+    fn slots(&self) -> MutexGuard<'_, HashMap<String, Arc<Slot>>> {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Brings the groups that had members when the server stopped back into memory, so
+    /// their members can go on heartbeating and the silent ones expire. Call once,
+    /// inside the runtime.
+    pub fn restore(self: &Arc<Self>) -> Result<usize, ResponseError> {
+        let now = Instant::now();
+        let mut n = 0;
+        for record in self.catalog.groups().map_err(|e| from_catalog(&e))? {
+            let Some(stored) = StoredGroup::decode(&record.state) else {
+                continue;
+            };
+            if stored.members.is_empty() {
+                continue;
+            }
+            let slot = Arc::new(Slot {
+                group: Mutex::new(Group::restore(&record.name, stored, now)),
+                wake: Notify::new(),
+            });
+            self.slots().insert(record.name.clone(), slot.clone());
+            self.spawn_driver(slot);
+            n += 1;
+        }
+        self.update_gauges();
+        Ok(n)
+    }
+
+    /// A group in memory, loaded from the catalog or (with `create`) new.
+    fn slot(
+        self: &Arc<Self>,
+        name: &str,
+        create: bool,
+    ) -> Result<Option<Arc<Slot>>, ResponseError> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(ResponseError::NotCoordinator);
+        }
+        let mut slots = self.slots();
+        if let Some(s) = slots.get(name) {
+            return Ok(Some(s.clone()));
+        }
+        let group = match self.catalog.group(name).map_err(|e| from_catalog(&e))? {
+            Some(record) => {
+                let stored = StoredGroup::decode(&record.state).unwrap_or_default();
+                Group::restore(name, stored, Instant::now())
+            }
+            None if create => Group::new(name),
+            None => return Ok(None),
+        };
+        let slot = Arc::new(Slot {
+            group: Mutex::new(group),
+            wake: Notify::new(),
+        });
+        slots.insert(name.to_string(), slot.clone());
+        drop(slots);
+        self.spawn_driver(slot.clone());
+        self.update_gauges();
+        Ok(Some(slot))
+    }
+
+    fn spawn_driver(self: &Arc<Self>, slot: Arc<Slot>) {
+        let me = self.clone();
+        tokio::spawn(async move { me.drive(slot).await });
+    }
+
+    async fn drive(self: Arc<Self>, slot: Arc<Slot>) {
+        loop {
+            let (deadline, idle) = {
+                let g = slot.lock();
+                (g.next_deadline(), g.is_idle())
+            };
+            if idle && self.evict(&slot) {
+                return;
+            }
+            match deadline {
+                Some(d) => {
+                    tokio::select! {
+                        _ = tokio::time::sleep_until(d.into()) => {}
+                        _ = slot.wake.notified() => {}
+                    }
+                }
+                None => slot.wake.notified().await,
+            }
+            if self.closed.load(Ordering::Acquire) {
+                return;
+            }
+            let persist = {
+                let mut g = slot.lock();
+                let before = g.generation;
+                g.expire(Instant::now());
+                if g.generation != before {
+                    self.metrics.rebalances.inc();
+                }
+                self.persist(&slot, &mut g)
+            };
+            if let Some(p) = persist {
+                tokio::spawn(p);
+            }
+        }
+    }
+
+    /// Drops an idle group from memory (its state is in the catalog).
+    fn evict(&self, slot: &Arc<Slot>) -> bool {
+        let mut slots = self.slots();
+        let g = slot.lock();
+        if !g.is_idle() {
+            return false;
+        }
+        if slots.get(&g.name).is_some_and(|s| Arc::ptr_eq(s, slot)) {
+            slots.remove(&g.name);
+        }
+        drop(g);
+        drop(slots);
+        self.update_gauges();
+        true
+    }
+
+    fn update_gauges(&self) {
+        let slots = self.slots();
+        self.metrics.groups_in_memory.set(slots.len() as i64);
+    }
+
+    /// Commits the group's durable state if it changed. Called with the group locked,
+    /// so commits of one group reach the log in the order its changes were made; the
+    /// returned future completes when the state is durable.
+    fn persist(
+        &self,
+        slot: &Arc<Slot>,
+        g: &mut Group,
+    ) -> Option<Pending<Result<(), ResponseError>>> {
+        if !g.take_dirty() {
+            return None;
+        }
+        g.persisting += 1;
+        let record = GroupRecord {
+            name: g.name.clone(),
+            state: g.stored().encode(),
+        };
+        let commit = self
+            .catalog
+            .commit(Transaction::new(vec![Op::PutGroup(record)]));
+        let slot = slot.clone();
+        Some(Box::pin(async move {
+            let result = commit.await.map(|_| ()).map_err(|e| from_catalog(&e));
+            if let Err(e) = &result {
+                tracing::warn!(error = %e, "storing a group's state failed");
+            }
+            slot.lock().persisting -= 1;
+            slot.wake.notify_one();
+            result
+        }))
+    }
+
+    /// Handles a JoinGroup.
+    pub fn join(self: &Arc<Self>, name: &str, req: JoinRequest) -> Pending<JoinAnswer> {
+        let slot = match self.slot(name, true) {
+            Ok(Some(s)) => s,
+            Ok(None) => return unreachable_join(&req),
+            Err(e) => return ready(JoinAnswer::refused(e, &req.member_id)),
+        };
+        let (joined, persist) = {
+            let mut g = slot.lock();
+            let new_id = format!(
+                "{}-{}",
+                if req.client_id.is_empty() {
+                    "member"
+                } else {
+                    &req.client_id
+                },
+                uuid::Uuid::new_v4()
+            );
+            let before = g.generation;
+            let joined = g.join(req, new_id, Instant::now(), &self.config);
+            if g.generation != before {
+                self.metrics.rebalances.inc();
+            }
+            (joined, self.persist(&slot, &mut g))
+        };
+        slot.wake.notify_one();
+        Box::pin(async move {
+            let persisted = match persist {
+                Some(p) => p.await,
+                None => Ok(()),
+            };
+            match joined {
+                Joined::Now(answer) => match persisted {
+                    Err(e) if answer.error.is_none() => JoinAnswer::refused(e, &answer.member_id),
+                    _ => answer,
+                },
+                Joined::Wait(rx) => rx
+                    .await
+                    .unwrap_or_else(|_| JoinAnswer::refused(ResponseError::NotCoordinator, "")),
+            }
+        })
+    }
+
+    /// Handles a SyncGroup.
+    #[allow(clippy::too_many_arguments)]
+    pub fn sync(
+        self: &Arc<Self>,
+        name: &str,
+        member_id: &str,
+        instance_id: Option<&str>,
+        generation: i32,
+        protocol_type: Option<&str>,
+        protocol_name: Option<&str>,
+        assignments: Vec<(String, bytes::Bytes)>,
+    ) -> Pending<SyncResult> {
+        let slot = match self.slot(name, false) {
+            Ok(Some(s)) => s,
+            Ok(None) => return ready(Err(ResponseError::UnknownMemberId)),
+            Err(e) => return ready(Err(e)),
+        };
+        let (synced, persist, generation) = {
+            let mut g = slot.lock();
+            let synced = g.sync(
+                member_id,
+                instance_id,
+                generation,
+                protocol_type,
+                protocol_name,
+                assignments,
+                Instant::now(),
+            );
+            (synced, self.persist(&slot, &mut g), g.generation)
+        };
+        slot.wake.notify_one();
+        Box::pin(async move {
+            if let Some(p) = persist {
+                // The leader's assignment: members get it once it is durable.
+                let result = p.await;
+                slot.lock().assigned(generation, result, Instant::now());
+                slot.wake.notify_one();
+            }
+            match synced {
+                Synced::Now(r) => r,
+                Synced::Wait(rx) => rx.await.unwrap_or(Err(ResponseError::RebalanceInProgress)),
+            }
+        })
+    }
+
+    /// Handles a Heartbeat.
+    pub fn heartbeat(
+        self: &Arc<Self>,
+        name: &str,
+        member_id: &str,
+        instance_id: Option<&str>,
+        generation: i32,
+    ) -> Result<(), ResponseError> {
+        let slot = self
+            .slot(name, false)?
+            .ok_or(ResponseError::UnknownMemberId)?;
+        slot.lock()
+            .heartbeat(member_id, instance_id, generation, Instant::now())
+    }
+
+    /// Handles a LeaveGroup: one result per member, answered once the group's new
+    /// state is durable.
+    pub fn leave(
+        self: &Arc<Self>,
+        name: &str,
+        members: Vec<(String, Option<String>)>,
+    ) -> Pending<Result<Vec<Result<(), ResponseError>>, ResponseError>> {
+        let slot = match self.slot(name, false) {
+            Ok(Some(s)) => s,
+            Ok(None) => return ready(Err(ResponseError::UnknownMemberId)),
+            Err(e) => return ready(Err(e)),
+        };
+        let (results, persist) = {
+            let mut g = slot.lock();
+            let now = Instant::now();
+            let results: Vec<_> = members
+                .iter()
+                .map(|(id, instance)| g.leave(id, instance.as_deref(), now))
+                .collect();
+            (results, self.persist(&slot, &mut g))
+        };
+        slot.wake.notify_one();
+        Box::pin(async move {
+            if let Some(p) = persist {
+                p.await?;
+            }
+            Ok(results)
+        })
+    }
+
+    /// Checks an offset commit against the group: a member of the current generation,
+    /// or (generation < 0) a group with no members.
+    pub fn check_commit(
+        self: &Arc<Self>,
+        name: &str,
+        generation: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+    ) -> Result<CommitCheck, ResponseError> {
+        let in_memory = self.slots().get(name).cloned();
+        let Some(slot) = in_memory else {
+            let exists = self
+                .catalog
+                .group(name)
+                .map_err(|e| from_catalog(&e))?
+                .is_some();
+            return match (exists, generation < 0) {
+                (true, true) => Ok(CommitCheck::Allowed),
+                (false, true) => Ok(CommitCheck::CreatesGroup),
+                (true, false) => Err(ResponseError::UnknownMemberId),
+                (false, false) => Err(ResponseError::IllegalGeneration),
+            };
+        };
+        let g = slot.lock();
+        match g.phase {
+            Phase::Dead => return Err(ResponseError::CoordinatorNotAvailable),
+            Phase::Empty if generation < 0 => return Ok(CommitCheck::Allowed),
+            _ => {}
+        }
+        if generation < 0 && member_id.is_empty() {
+            // A standalone commit into a group that has members.
+            return Err(ResponseError::UnknownMemberId);
+        }
+        g.check_member(member_id, instance_id)?;
+        if g.phase == Phase::CompletingRebalance {
+            return Err(ResponseError::RebalanceInProgress);
+        }
+        if generation != g.generation {
+            return Err(ResponseError::IllegalGeneration);
+        }
+        Ok(CommitCheck::Allowed)
+    }
+
+    /// A group's view; `None` when it does not exist.
+    pub fn describe(self: &Arc<Self>, name: &str) -> Result<Option<GroupView>, ResponseError> {
+        if let Some(slot) = self.slots().get(name).cloned() {
+            return Ok(Some(view(&slot.lock())));
+        }
+        match self.catalog.group(name).map_err(|e| from_catalog(&e))? {
+            Some(record) => {
+                let stored = StoredGroup::decode(&record.state).unwrap_or_default();
+                Ok(Some(view(&Group::restore(name, stored, Instant::now()))))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Every group coordinated by `node` (of `brokers`), with its state.
+    pub fn list(
+        self: &Arc<Self>,
+        coordinates: impl Fn(&str) -> bool,
+    ) -> Result<Vec<GroupView>, ResponseError> {
+        let mut out: HashMap<String, GroupView> = HashMap::new();
+        for record in self.catalog.groups().map_err(|e| from_catalog(&e))? {
+            if !coordinates(&record.name) {
+                continue;
+            }
+            let stored = StoredGroup::decode(&record.state).unwrap_or_default();
+            let g = Group::restore(&record.name, stored, Instant::now());
+            out.insert(record.name.clone(), view(&g));
+        }
+        let in_memory: Vec<Arc<Slot>> = self.slots().values().cloned().collect();
+        for slot in in_memory {
+            let g = slot.lock();
+            if coordinates(&g.name) && g.phase != Phase::Dead {
+                out.insert(g.name.clone(), view(&g));
+            }
+        }
+        let mut groups: Vec<GroupView> = out.into_values().collect();
+        groups.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(groups)
+    }
+
+    /// Deletes groups with no members, with their committed offsets, in one
+    /// transaction: GROUP_ID_NOT_FOUND for unknown groups, NON_EMPTY_GROUP for groups
+    /// with members.
+    pub fn delete(
+        self: &Arc<Self>,
+        names: Vec<String>,
+    ) -> Pending<Vec<(String, Result<(), ResponseError>)>> {
+        let mut ops = Vec::new();
+        let mut results = Vec::new();
+        let mut killed = Vec::new();
+        for name in names {
+            let r = self.deletable(&name);
+            if r.is_ok() {
+                ops.push(Op::DeleteGroup { name: name.clone() });
+                if let Some(slot) = self.slots().get(&name).cloned() {
+                    slot.lock().kill();
+                    killed.push(slot);
+                }
+            }
+            results.push((name, r));
+        }
+        let commit = (!ops.is_empty()).then(|| self.catalog.commit(Transaction::new(ops)));
+        let me = self.clone();
+        Box::pin(async move {
+            let failed = match commit {
+                Some(c) => c.await.err().map(|e| from_catalog(&e)),
+                None => None,
+            };
+            for slot in killed {
+                let mut g = slot.lock();
+                // The group is gone from the catalog; an empty group can be forgotten.
+                g.phase = Phase::Empty;
+                drop(g);
+                me.evict(&slot);
+                slot.wake.notify_one();
+            }
+            results
+                .into_iter()
+                .map(|(n, r)| match (r, failed) {
+                    (Ok(()), Some(e)) => (n, Err(e)),
+                    (r, _) => (n, r),
+                })
+                .collect()
+        })
+    }
+
+    fn deletable(self: &Arc<Self>, name: &str) -> Result<(), ResponseError> {
+        if let Some(slot) = self.slots().get(name).cloned() {
+            let g = slot.lock();
+            return match g.phase {
+                Phase::Dead => Err(ResponseError::GroupIdNotFound),
+                Phase::Empty if g.members.is_empty() => Ok(()),
+                _ => Err(ResponseError::NonEmptyGroup),
+            };
+        }
+        match self.catalog.group(name).map_err(|e| from_catalog(&e))? {
+            Some(_) => Ok(()),
+            None if !self
+                .catalog
+                .offsets(name)
+                .map_err(|e| from_catalog(&e))?
+                .is_empty() =>
+            {
+                Ok(())
+            }
+            None => Err(ResponseError::GroupIdNotFound),
+        }
+    }
+
+    /// Topics the group's members subscribe to, if it has members; `None` when the
+    /// group does not exist.
+    pub fn subscriptions(
+        self: &Arc<Self>,
+        name: &str,
+    ) -> Result<Option<Vec<String>>, ResponseError> {
+        if let Some(slot) = self.slots().get(name).cloned() {
+            let g = slot.lock();
+            if g.phase == Phase::Dead {
+                return Ok(None);
+            }
+            if !g.members.is_empty() && g.protocol_type.as_deref() != Some("consumer") {
+                // Only consumer subscriptions can be read; other groups must be empty.
+                return Err(ResponseError::NonEmptyGroup);
+            }
+            return Ok(Some(g.subscribed_topics()));
+        }
+        let exists = self
+            .catalog
+            .group(name)
+            .map_err(|e| from_catalog(&e))?
+            .is_some()
+            || !self
+                .catalog
+                .offsets(name)
+                .map_err(|e| from_catalog(&e))?
+                .is_empty();
+        Ok(exists.then(Vec::new))
+    }
+
+    /// Fails every waiting JoinGroup and SyncGroup (the server is stopping), so
+    /// connections can drain.
+    pub fn close(&self) {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let slots: Vec<Arc<Slot>> = self.slots().values().cloned().collect();
+        for slot in slots {
+            slot.lock().close();
+            slot.wake.notify_one();
+        }
+    }
+}
+
+fn view(g: &Group) -> GroupView {
+    let stable = g.phase == Phase::Stable;
+    let protocol = g.protocol_name.clone().unwrap_or_default();
+    GroupView {
+        name: g.name.clone(),
+        state: g.phase.name(),
+        protocol_type: g.protocol_type.clone().unwrap_or_default(),
+        protocol_name: if stable {
+            protocol.clone()
+        } else {
+            String::new()
+        },
+        members: g
+            .members
+            .values()
+            .map(|m| MemberView {
+                member_id: m.id.clone(),
+                instance_id: m.instance_id.clone(),
+                client_id: m.client_id.clone(),
+                client_host: m.client_host.clone(),
+                // Kafka shows metadata and assignments only for a stable group.
+                metadata: if stable {
+                    m.metadata(&protocol)
+                } else {
+                    Default::default()
+                },
+                assignment: if stable {
+                    m.assignment.clone()
+                } else {
+                    Default::default()
+                },
+            })
+            .collect(),
+    }
+}
+
+fn ready<T: Send + 'static>(v: T) -> Pending<T> {
+    Box::pin(std::future::ready(v))
+}
+
+fn unreachable_join(req: &JoinRequest) -> Pending<JoinAnswer> {
+    // `slot(_, true)` always yields a group; answer like an unavailable coordinator.
+    ready(JoinAnswer::refused(
+        ResponseError::CoordinatorNotAvailable,
+        &req.member_id,
+    ))
+}
