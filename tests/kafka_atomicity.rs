@@ -5,10 +5,7 @@
 //! every acknowledged request is present, and nothing was invented.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 
@@ -19,80 +16,19 @@ use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
     ApiKey, CreateTopicsRequest, FetchRequest, FetchResponse, ProduceRequest, ProduceResponse,
-    RequestHeader, ResponseHeader, TopicName,
+    TopicName,
 };
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::protocol::{Decodable, StrBytes};
 use kafka_protocol::records::{
     Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 use rand::Rng;
 
+mod common;
+use common::{Server, call, free_port};
+
 const PARTITIONS: i32 = 8;
 const TOPIC: &str = "atomic";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-struct Server {
-    child: Child,
-    kafka: u16,
-}
-
-fn start(dir: &Path, kafka: u16) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_eddy"))
-        .arg("serve")
-        .arg("--data-dir")
-        .arg(dir)
-        .args(["--kafka-listen", &format!("127.0.0.1:{kafka}")])
-        .args(["--s3-listen", &format!("127.0.0.1:{}", free_port())])
-        .args(["--http-listen", &format!("127.0.0.1:{}", free_port())])
-        .env("EDDY_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut out = child.stdout.take().unwrap();
-    let mut seen = Vec::new();
-    let mut byte = [0u8; 1];
-    while !String::from_utf8_lossy(&seen).contains("eddy ready:") {
-        assert_eq!(out.read(&mut byte).unwrap(), 1, "eddy exited before ready");
-        seen.push(byte[0]);
-    }
-    Server { child, kafka }
-}
-
-/// Sends one request and returns the response body (after its header).
-fn call<R: Encodable>(
-    s: &mut TcpStream,
-    key: ApiKey,
-    version: i16,
-    req: &R,
-) -> std::io::Result<Bytes> {
-    let mut buf = BytesMut::new();
-    let header = RequestHeader::default()
-        .with_request_api_key(key as i16)
-        .with_request_api_version(version)
-        .with_correlation_id(1)
-        .with_client_id(Some(StrBytes::from_static_str("atomicity")));
-    header
-        .encode(&mut buf, key.request_header_version(version))
-        .unwrap();
-    req.encode(&mut buf, version).unwrap();
-    s.write_all(&(buf.len() as i32).to_be_bytes())?;
-    s.write_all(&buf)?;
-    let mut size = [0u8; 4];
-    s.read_exact(&mut size)?;
-    let mut body = vec![0u8; i32::from_be_bytes(size) as usize];
-    s.read_exact(&mut body)?;
-    let mut body = Bytes::from(body);
-    ResponseHeader::decode(&mut body, key.response_header_version(version)).unwrap();
-    Ok(body)
-}
 
 fn batch(marker: &str) -> Bytes {
     let record = Record {
@@ -244,7 +180,7 @@ fn produce_requests_stay_whole_across_kill_9() {
     let sent = Arc::new(Mutex::new(BTreeSet::new()));
     let acked = Arc::new(Mutex::new(BTreeSet::new()));
     let mut rng = rand::rng();
-    let mut server = start(dir.path(), port);
+    let mut server = Server::start(dir.path(), port, &["127.0.0.1"], &[]);
     create_topic(server.kafka);
     for round in 0..6 {
         let (acks, acked_now) = mpsc::channel();
@@ -268,7 +204,7 @@ fn produce_requests_stay_whole_across_kill_9() {
         for w in writers {
             w.join().unwrap();
         }
-        server = start(dir.path(), port);
+        server = Server::start(dir.path(), port, &["127.0.0.1"], &[]);
         let found = read_back(port);
         let sent = sent.lock().unwrap();
         for (marker, parts) in &found {
