@@ -153,6 +153,11 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         Duration::from_millis(config.kafka_group_min_session_timeout_ms);
     let kafka_broker = broker::Broker::new(catalog_dyn, kafka_config);
     metrics.register_kafka(&kafka_broker.metrics);
+    tasks.spawn(broker::group::lag::run(
+        kafka_broker.clone(),
+        kafka_broker.config.lag_interval,
+        stop_rx.clone(),
+    ));
     for (l, addr) in kafka.into_iter().zip(config.kafka_listen.iter().copied()) {
         tasks.spawn(broker::serve(
             kafka_broker.clone(),

@@ -38,6 +38,8 @@ pub struct BrokerConfig {
     pub cluster_id: String,
     /// Group coordinator settings.
     pub groups: group::state::GroupConfig,
+    /// How often consumer lag is measured for the metrics.
+    pub lag_interval: std::time::Duration,
 }
 
 impl BrokerConfig {
@@ -51,6 +53,7 @@ impl BrokerConfig {
             default_partitions: 1,
             cluster_id: "eddy".into(),
             groups: Default::default(),
+            lag_interval: std::time::Duration::from_secs(10),
         }
     }
 }

@@ -14,6 +14,15 @@ pub struct ApiLabels {
     pub api: String,
 }
 
+/// Labels of a consumer group's lag on one topic.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct LagLabels {
+    /// Group id.
+    pub group: String,
+    /// Topic name.
+    pub topic: String,
+}
+
 /// The broker's metrics.
 #[derive(Clone)]
 pub struct BrokerMetrics {
@@ -35,6 +44,9 @@ pub struct BrokerMetrics {
     pub groups_in_memory: Gauge,
     /// Partition offsets committed.
     pub offset_commits: Counter,
+    /// Records not yet consumed (high watermark minus committed offset) by group and
+    /// topic, for groups with committed offsets.
+    pub consumer_lag: Family<LagLabels, Gauge>,
 }
 
 impl Default for BrokerMetrics {
@@ -51,6 +63,7 @@ impl Default for BrokerMetrics {
             rebalances: Counter::default(),
             groups_in_memory: Gauge::default(),
             offset_commits: Counter::default(),
+            consumer_lag: Family::default(),
         }
     }
 }
@@ -98,6 +111,11 @@ impl BrokerMetrics {
             "offset_commits",
             "Consumer group partition offsets committed",
             self.offset_commits.clone(),
+        );
+        r.register(
+            "consumer_lag",
+            "Records behind the high watermark, by consumer group and topic",
+            self.consumer_lag.clone(),
         );
     }
 }

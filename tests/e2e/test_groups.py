@@ -8,6 +8,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -44,6 +45,11 @@ def produce(eddy, topic, partitions, count):
     for i in range(count):
         p.produce(topic, value=str(i).encode(), partition=i % partitions)
     assert p.flush(30) == 0
+
+
+def metrics(eddy):
+    with urllib.request.urlopen(f"{eddy.http_url}/metrics", timeout=10) as r:
+        return r.read().decode()
 
 
 def wait_until(cond, timeout, what):
@@ -273,6 +279,9 @@ def test_group_admin_apis(eddy):
     assert [(tp.partition, tp.offset) for tp in offsets.topic_partitions] == [(0, 5)]
     listed = {g.group_id: g for g in a.list_consumer_groups().result(timeout=10).valid}
     assert listed[standalone].state == ConsumerGroupState.EMPTY
+    # Operators see the lag: partition 0 holds 10 records, 5 are committed.
+    series = f'eddy_kafka_consumer_lag{{group="{standalone}",topic="{topic}"}} 5'
+    wait_until(lambda: series in metrics(eddy), 30, series)
 
     results = a.delete_consumer_groups([group, standalone, name("never")])
     results[group].result(timeout=10)

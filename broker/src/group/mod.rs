@@ -9,6 +9,7 @@
 //! request changes it, and evicts the group when nothing is left to wait for.
 
 pub mod durable;
+pub mod lag;
 pub mod member;
 pub mod state;
 

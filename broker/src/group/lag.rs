@@ -1,0 +1,61 @@
+//! Consumer lag for operators: per group and topic, the records between each
+//! partition's high watermark and the group's committed offset, summed over the
+//! topic's partitions. Refreshed on an interval rather than per scrape, so a scrape never
+//! walks every group's offsets.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::Broker;
+use crate::metrics::LagLabels;
+
+/// Recomputes the lag gauges every `every` until `shutdown` flips.
+pub async fn run(broker: Arc<Broker>, every: Duration, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        let b = broker.clone();
+        match tokio::task::spawn_blocking(move || measure(&b)).await {
+            Ok(Ok(lags)) => {
+                let family = &broker.metrics.consumer_lag;
+                family.clear();
+                for (labels, lag) in lags {
+                    family.get_or_create(&labels).set(lag);
+                }
+            }
+            Ok(Err(e)) => tracing::warn!(error = %e, "measuring consumer lag failed"),
+            Err(e) => tracing::warn!(error = %e, "measuring consumer lag panicked"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+fn measure(broker: &Broker) -> catalog::CatalogResult<BTreeMap<LagLabels, i64>> {
+    let catalog = &broker.catalog;
+    let mut out = BTreeMap::new();
+    let mut topics = BTreeMap::new();
+    for group in catalog.groups()? {
+        for (topic, partition, committed) in catalog.offsets(&group.name)? {
+            if !topics.contains_key(&topic) {
+                topics.insert(topic.clone(), catalog.topic(&topic)?);
+            }
+            let Some(Some(t)) = topics.get(&topic) else {
+                continue;
+            };
+            let Some(state) = catalog.partition(t.id, partition)? else {
+                continue;
+            };
+            let lag = (state.next_offset as i64 - committed.offset.max(0)).max(0);
+            *out.entry(LagLabels {
+                group: group.name.clone(),
+                topic: topic.clone(),
+            })
+            .or_insert(0) += lag;
+        }
+    }
+    Ok(out)
+}
