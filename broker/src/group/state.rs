@@ -849,3 +849,143 @@ impl Group {
 fn millis(d: Duration) -> u32 {
     u32::try_from(d.as_millis()).unwrap_or(u32::MAX)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(id: &str, instance: Option<&str>, protocols: &[&str]) -> JoinRequest {
+        JoinRequest {
+            member_id: id.to_string(),
+            instance_id: instance.map(str::to_string),
+            client_id: "c".into(),
+            client_host: "/127.0.0.1".into(),
+            session_timeout: Duration::from_secs(10),
+            rebalance_timeout: Duration::from_secs(30),
+            protocol_type: "consumer".into(),
+            protocols: protocols
+                .iter()
+                .map(|p| (p.to_string(), Bytes::from(p.to_string())))
+                .collect(),
+            require_known_member_id: false,
+        }
+    }
+
+    fn cfg() -> GroupConfig {
+        GroupConfig {
+            initial_rebalance_delay: Duration::ZERO,
+            ..GroupConfig::default()
+        }
+    }
+
+    fn answer(j: Joined) -> JoinAnswer {
+        match j {
+            Joined::Now(a) => a,
+            Joined::Wait(mut rx) => rx.try_recv().expect("answered"),
+        }
+    }
+
+    #[test]
+    fn the_protocol_all_support_that_most_prefer_wins() {
+        let now = Instant::now();
+        let mut g = Group::new("g");
+        // Alone, a member gets its first choice at once.
+        let a = answer(g.join(req("", None, &["x", "y"]), "a".into(), now, &cfg()));
+        assert_eq!(a.protocol_name.as_deref(), Some("x"));
+        // b prefers y; c only knows y: y is the only common one. a rejoins last, as
+        // a client does once its heartbeat says a rebalance is on.
+        let jb = g.join(req("", None, &["y", "x"]), "b".into(), now, &cfg());
+        let jc = g.join(req("", None, &["y"]), "c".into(), now, &cfg());
+        let ja = g.join(req("a", None, &["x", "y"]), "-".into(), now, &cfg());
+        let (a, b, c) = (answer(ja), answer(jb), answer(jc));
+        assert_eq!(a.generation, 2);
+        assert_eq!(
+            [a.protocol_name, b.protocol_name, c.protocol_name],
+            [
+                Some("y".to_string()),
+                Some("y".to_string()),
+                Some("y".to_string())
+            ]
+        );
+        assert_eq!(a.members.len(), 3, "the leader stays and sees everyone");
+        assert!(b.members.is_empty());
+        // A member that shares no protocol with the group is refused.
+        let d = answer(g.join(req("", None, &["z"]), "d".into(), now, &cfg()));
+        assert_eq!(d.error, Some(ResponseError::InconsistentGroupProtocol));
+    }
+
+    #[test]
+    fn a_silent_member_expires_and_the_rest_rebalance() {
+        let t0 = Instant::now();
+        let mut g = Group::new("g");
+        let ja = g.join(req("", None, &["r"]), "a".into(), t0, &cfg());
+        answer(ja);
+        let jb = g.join(req("", None, &["r"]), "b".into(), t0, &cfg());
+        let ja = g.join(req("a", None, &["r"]), "-".into(), t0, &cfg());
+        answer(ja);
+        answer(jb);
+        let Synced::Wait(mut rb) = g.sync("b", None, 2, None, None, vec![], t0) else {
+            panic!("follower waits for the leader");
+        };
+        let assignments = vec![
+            ("a".into(), Bytes::from("A")),
+            ("b".into(), Bytes::from("B")),
+        ];
+        let Synced::Wait(mut ra) = g.sync("a", None, 2, None, None, assignments, t0) else {
+            panic!("leader waits for durability");
+        };
+        assert!(g.take_dirty());
+        g.assigned(2, Ok(()), t0);
+        assert_eq!(g.phase, Phase::Stable);
+        assert_eq!(ra.try_recv().unwrap().unwrap().assignment, Bytes::from("A"));
+        assert_eq!(rb.try_recv().unwrap().unwrap().assignment, Bytes::from("B"));
+
+        // b stops heartbeating; a keeps on.
+        let t1 = t0 + Duration::from_secs(8);
+        assert_eq!(g.heartbeat("a", None, 2, t1), Ok(()));
+        assert_eq!(g.next_deadline(), Some(t0 + Duration::from_secs(10)));
+        g.expire(t0 + Duration::from_secs(10));
+        assert!(!g.members.contains_key("b"));
+        assert_eq!(g.phase, Phase::PreparingRebalance);
+        assert_eq!(
+            g.heartbeat("a", None, 2, t1),
+            Err(ResponseError::RebalanceInProgress)
+        );
+        let a = answer(g.join(req("a", None, &["r"]), "-".into(), t1, &cfg()));
+        assert_eq!((a.generation, a.members.len()), (3, 1));
+    }
+
+    #[test]
+    fn a_static_member_rejoins_a_stable_group_without_a_rebalance() {
+        let t0 = Instant::now();
+        let mut g = Group::new("g");
+        let a = answer(g.join(req("", Some("i"), &["r"]), "a1".into(), t0, &cfg()));
+        assert_eq!(a.generation, 1);
+        let _ = g.sync(
+            "a1",
+            Some("i"),
+            1,
+            None,
+            None,
+            vec![("a1".into(), "A".into())],
+            t0,
+        );
+        g.assigned(1, Ok(()), t0);
+        g.take_dirty();
+        // The process restarts: a new member id, the same generation and assignment.
+        let again = answer(g.join(req("", Some("i"), &["r"]), "a2".into(), t0, &cfg()));
+        assert_eq!((again.error, again.generation), (None, 1));
+        assert_eq!(again.member_id, "a2");
+        assert!(again.skip_assignment, "the leader keeps the assignment");
+        assert!(g.take_dirty(), "the new member id is stored");
+        let Synced::Now(Ok(s)) = g.sync("a2", Some("i"), 1, None, None, vec![], t0) else {
+            panic!("a stable group answers at once");
+        };
+        assert_eq!(s.assignment, Bytes::from("A"));
+        // The old process is fenced.
+        assert_eq!(
+            g.heartbeat("a1", Some("i"), 1, t0),
+            Err(ResponseError::FencedInstanceId)
+        );
+    }
+}
