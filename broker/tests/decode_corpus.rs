@@ -29,6 +29,33 @@ fn default_request(api: kafka_protocol::messages::ApiKey) -> RequestKind {
             RequestKind::CreatePartitions(CreatePartitionsRequest::default())
         }
         ApiKey::DescribeCluster => RequestKind::DescribeCluster(DescribeClusterRequest::default()),
+        ApiKey::FindCoordinator => RequestKind::FindCoordinator(FindCoordinatorRequest::default()),
+        ApiKey::JoinGroup => RequestKind::JoinGroup(
+            JoinGroupRequest::default()
+                .with_group_id(GroupId(StrBytes::from_static_str("g")))
+                .with_session_timeout_ms(10_000)
+                .with_protocol_type(StrBytes::from_static_str("consumer"))
+                .with_protocols(vec![
+                    join_group_request::JoinGroupRequestProtocol::default()
+                        .with_name(StrBytes::from_static_str("range"))
+                        .with_metadata(Bytes::from_static(b"\x00\x01meta")),
+                ]),
+        ),
+        ApiKey::SyncGroup => {
+            RequestKind::SyncGroup(SyncGroupRequest::default().with_assignments(vec![
+                sync_group_request::SyncGroupRequestAssignment::default()
+                    .with_member_id(StrBytes::from_static_str("m"))
+                    .with_assignment(Bytes::from_static(b"assignment")),
+            ]))
+        }
+        ApiKey::Heartbeat => RequestKind::Heartbeat(HeartbeatRequest::default()),
+        ApiKey::LeaveGroup => RequestKind::LeaveGroup(LeaveGroupRequest::default()),
+        ApiKey::OffsetCommit => RequestKind::OffsetCommit(OffsetCommitRequest::default()),
+        ApiKey::OffsetFetch => RequestKind::OffsetFetch(OffsetFetchRequest::default()),
+        ApiKey::DescribeGroups => RequestKind::DescribeGroups(DescribeGroupsRequest::default()),
+        ApiKey::ListGroups => RequestKind::ListGroups(ListGroupsRequest::default()),
+        ApiKey::DeleteGroups => RequestKind::DeleteGroups(DeleteGroupsRequest::default()),
+        ApiKey::OffsetDelete => RequestKind::OffsetDelete(OffsetDeleteRequest::default()),
         other => panic!("no sample for {other:?}"),
     }
 }
