@@ -406,20 +406,23 @@ fn coordinators_and_offsets_over_three_addresses() {
     );
 
     // OffsetDelete removes partition 0's offset; the group has no members.
-    let r: OffsetDeleteResponse = roundtrip(
-        &mut c,
-        ApiKey::OffsetDelete,
-        0,
-        &OffsetDeleteRequest::default()
-            .with_group_id(GroupId(s(group)))
-            .with_topics(vec![
-                OffsetDeleteRequestTopic::default()
-                    .with_name(TopicName(s(topic)))
-                    .with_partitions(vec![
-                        OffsetDeleteRequestPartition::default().with_partition_index(0),
-                    ]),
-            ]),
-    );
+    let delete_offset = |c: &mut TcpStream, partition: i32| -> OffsetDeleteResponse {
+        roundtrip(
+            c,
+            ApiKey::OffsetDelete,
+            0,
+            &OffsetDeleteRequest::default()
+                .with_group_id(GroupId(s(group)))
+                .with_topics(vec![
+                    OffsetDeleteRequestTopic::default()
+                        .with_name(TopicName(s(topic)))
+                        .with_partitions(vec![
+                            OffsetDeleteRequestPartition::default().with_partition_index(partition),
+                        ]),
+                ]),
+        )
+    };
+    let r = delete_offset(&mut c, 0);
     assert_eq!(r.error_code, 0);
     assert_eq!(r.topics[0].partitions[0].error_code, 0);
     let r = fetch(&mut c);
@@ -440,20 +443,7 @@ fn coordinators_and_offsets_over_three_addresses() {
     let mut m = Member::new(port, group, "consumer", vec![("range", subscription)]);
     m.conn = connect(right, port);
     m.join();
-    let r: OffsetDeleteResponse = roundtrip(
-        &mut c,
-        ApiKey::OffsetDelete,
-        0,
-        &OffsetDeleteRequest::default()
-            .with_group_id(GroupId(s(group)))
-            .with_topics(vec![
-                OffsetDeleteRequestTopic::default()
-                    .with_name(TopicName(s(topic)))
-                    .with_partitions(vec![
-                        OffsetDeleteRequestPartition::default().with_partition_index(1),
-                    ]),
-            ]),
-    );
+    let r = delete_offset(&mut c, 1);
     assert_eq!(
         r.topics[0].partitions[0].error_code,
         code(ResponseError::GroupSubscribedToTopic)

@@ -1,14 +1,14 @@
 //! DeleteRecords: moves partitions' log start offsets forward (-1: to the high
 //! watermark), in one transaction per request.
 
-use catalog::{Op, Transaction};
+use catalog::Op;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
 };
 use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse, ResponseKind};
 
-use super::{Ctx, Reply};
+use super::{Ctx, Reply, commit_ops, unless_failed};
 use crate::error::from_catalog;
 
 /// Handles DeleteRecords.
@@ -57,22 +57,16 @@ pub fn handle(ctx: Ctx, req: DeleteRecordsRequest) -> Reply {
         }
         plan.push((t.name, parts));
     }
-    let commit = (!ops.is_empty()).then(|| catalog.commit(Transaction::new(ops)));
+    let commit = commit_ops(catalog.as_ref(), ops);
     Box::pin(async move {
-        let failed = match commit {
-            Some(c) => c.await.err().map(|e| from_catalog(&e)),
-            None => None,
-        };
+        let failed = commit.await;
         let topics = plan
             .into_iter()
             .map(|(name, parts)| {
                 let partitions = parts
                     .into_iter()
                     .map(|(index, r)| {
-                        let r = match (r, failed) {
-                            (Ok(_), Some(e)) => Err(e),
-                            (r, _) => r,
-                        };
+                        let r = unless_failed(r, failed);
                         let out =
                             DeleteRecordsPartitionResult::default().with_partition_index(index);
                         match r {

@@ -178,6 +178,33 @@ pub fn handle(ctx: Ctx, request: RequestKind) -> Reply {
     }
 }
 
+/// Submits `ops` as one transaction, if there are any; the future yields the Kafka
+/// error of a failed commit.
+pub fn commit_ops(
+    catalog: &dyn catalog::Catalog,
+    ops: Vec<catalog::Op>,
+) -> impl Future<Output = Option<kafka_protocol::error::ResponseError>> + Send + use<> {
+    let commit = (!ops.is_empty()).then(|| catalog.commit(catalog::Transaction::new(ops)));
+    async move {
+        match commit {
+            Some(c) => c.await.err().map(|e| crate::error::from_catalog(&e)),
+            None => None,
+        }
+    }
+}
+
+/// A part's result once its transaction is done: a part that passed its checks fails
+/// with the transaction.
+pub fn unless_failed<T>(
+    r: Result<T, kafka_protocol::error::ResponseError>,
+    failed: Option<kafka_protocol::error::ResponseError>,
+) -> Result<T, kafka_protocol::error::ResponseError> {
+    match (r, failed) {
+        (Ok(_), Some(e)) => Err(e),
+        (r, _) => r,
+    }
+}
+
 /// Kafka's topic UUID for a catalog topic id.
 pub fn uuid(id: u128) -> uuid::Uuid {
     uuid::Uuid::from_u128(id)

@@ -10,7 +10,7 @@ use kafka_protocol::messages::offset_commit_response::{
 };
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse, ResponseKind};
 
-use super::{Ctx, Reply, now_ms};
+use super::{Ctx, Reply, now_ms, unless_failed};
 use crate::error::from_catalog;
 use crate::group::CommitCheck;
 use crate::group::durable::StoredGroup;
@@ -101,10 +101,7 @@ pub fn handle(ctx: Ctx, req: OffsetCommitRequest) -> Reply {
             .into_iter()
             .map(|(mut t, results)| {
                 for (p, r) in t.partitions.iter_mut().zip(results) {
-                    let r = match (r, failed) {
-                        (Ok(()), Some(e)) => Err(e),
-                        (r, _) => r,
-                    };
+                    let r = unless_failed(r, failed);
                     p.error_code = r.err().map_or(0, |e| e.code());
                 }
                 t

@@ -1,15 +1,14 @@
 //! OffsetDelete: removes a group's committed offsets for some partitions, except for
 //! topics its members are subscribed to (GROUP_SUBSCRIBED_TO_TOPIC).
 
-use catalog::{Op, Transaction};
+use catalog::Op;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::offset_delete_response::{
     OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
 };
 use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse, ResponseKind};
 
-use super::{Ctx, Reply, ready};
-use crate::error::from_catalog;
+use super::{Ctx, Reply, commit_ops, ready, unless_failed};
 
 /// Handles OffsetDelete.
 pub fn handle(ctx: Ctx, req: OffsetDeleteRequest) -> Reply {
@@ -57,12 +56,9 @@ pub fn handle(ctx: Ctx, req: OffsetDeleteRequest) -> Reply {
         }
         plan.push((t.name, parts));
     }
-    let commit = (!ops.is_empty()).then(|| catalog.commit(Transaction::new(ops)));
+    let commit = commit_ops(catalog.as_ref(), ops);
     Box::pin(async move {
-        let failed = match commit {
-            Some(c) => c.await.err().map(|e| from_catalog(&e)),
-            None => None,
-        };
+        let failed = commit.await;
         let topics = plan
             .into_iter()
             .map(|(name, parts)| {
@@ -72,10 +68,7 @@ pub fn handle(ctx: Ctx, req: OffsetDeleteRequest) -> Reply {
                         parts
                             .into_iter()
                             .map(|(index, r)| {
-                                let r = match (r, failed) {
-                                    (Ok(()), Some(e)) => Err(e),
-                                    (r, _) => r,
-                                };
+                                let r = unless_failed(r, failed);
                                 OffsetDeleteResponsePartition::default()
                                     .with_partition_index(index)
                                     .with_error_code(r.err().map_or(0, |e| e.code()))

@@ -503,13 +503,10 @@ impl GroupCoordinator {
             }
             results.push((name, r));
         }
-        let commit = (!ops.is_empty()).then(|| self.catalog.commit(Transaction::new(ops)));
+        let commit = crate::api::commit_ops(self.catalog.as_ref(), ops);
         let me = self.clone();
         Box::pin(async move {
-            let failed = match commit {
-                Some(c) => c.await.err().map(|e| from_catalog(&e)),
-                None => None,
-            };
+            let failed = commit.await;
             for slot in killed {
                 let mut g = slot.lock();
                 // The group is gone from the catalog; an empty group can be forgotten.
@@ -520,10 +517,7 @@ impl GroupCoordinator {
             }
             results
                 .into_iter()
-                .map(|(n, r)| match (r, failed) {
-                    (Ok(()), Some(e)) => (n, Err(e)),
-                    (r, _) => (n, r),
-                })
+                .map(|(n, r)| (n, crate::api::unless_failed(r, failed)))
                 .collect()
         })
     }
