@@ -56,6 +56,10 @@ pub struct ServeArgs {
     /// (`bucket.DOMAIN`), comma-separated; path style always works.
     #[arg(long, env = "EDDY_S3_DOMAIN", value_delimiter = ',')]
     pub s3_domain: Option<Vec<String>>,
+    /// Prefix of the `ce_type` of bucket notification records (default
+    /// `vastdata.com:`, giving `vastdata.com:Element.ElementCreated`).
+    #[arg(long, env = "EDDY_NOTIFY_CE_TYPE_PREFIX")]
+    pub notify_ce_type_prefix: Option<String>,
 }
 
 /// The TOML file's shape (every key optional).
@@ -77,6 +81,7 @@ pub struct FileConfig {
     kafka_auto_create_topics: Option<bool>,
     kafka_default_partitions: Option<u32>,
     kafka_max_frame_mb: Option<usize>,
+    notify_ce_type_prefix: Option<String>,
     #[serde(default)]
     users: Vec<User>,
 }
@@ -132,6 +137,8 @@ pub struct ServeConfig {
     pub kafka_default_partitions: u32,
     /// Largest Kafka request, in MiB.
     pub kafka_max_frame_mb: usize,
+    /// Prefix of bucket notification records' `ce_type`.
+    pub notify_ce_type_prefix: String,
 }
 
 fn load_file(path: Option<&Path>) -> anyhow::Result<FileConfig> {
@@ -242,6 +249,11 @@ impl ServeArgs {
                 || file.kafka_auto_create_topics.unwrap_or(false),
             kafka_default_partitions: file.kafka_default_partitions.unwrap_or(1).max(1),
             kafka_max_frame_mb: file.kafka_max_frame_mb.unwrap_or(100).clamp(1, 1024),
+            notify_ce_type_prefix: self
+                .notify_ce_type_prefix
+                .clone()
+                .or(file.notify_ce_type_prefix)
+                .unwrap_or_else(|| notify::DEFAULT_CE_TYPE_PREFIX.into()),
         })
     }
 }
@@ -258,6 +270,7 @@ mod tests {
             &path,
             "data_dir = \"/srv/eddy\"\nk = 2\nm = 1\nhttp_listen = \"127.0.0.1:1\"\n\
              s3_domain = [\"s3.example.com\"]\n\
+             notify_ce_type_prefix = \"file.example:\"\n\
              [[users]]\naccess_key = \"alice\"\nsecret_key = \"alicesecret\"\n",
         )
         .unwrap();
@@ -278,6 +291,15 @@ mod tests {
         assert_eq!(c.s3_listen.port(), 9000);
         assert_eq!(c.users[1].access_key, "alice");
         assert_eq!(c.s3_domains, ["s3.example.com"]);
+        assert_eq!(c.notify_ce_type_prefix, "file.example:");
+        let flagged = ServeArgs {
+            notify_ce_type_prefix: Some("flag.example:".into()),
+            ..args.clone()
+        };
+        assert_eq!(
+            flagged.resolve().unwrap().notify_ce_type_prefix,
+            "flag.example:"
+        );
 
         std::fs::write(&path, "colour = \"blue\"\n").unwrap();
         let err = args.resolve().unwrap_err();
