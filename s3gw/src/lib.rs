@@ -7,7 +7,7 @@
 //! - [`list`]: ListObjects v1/v2, ListObjectVersions
 //! - [`multipart`]: multipart uploads
 //! - [`tagging`]: object tagging
-//! - [`notification`]: Put/GetBucketNotificationConfiguration
+//! - [`notification`]: bucket notification configuration (Put and Get)
 //! - [`change`]: the one place where an object change's catalog transaction is built
 //! - [`error`]: catalog and storage errors as S3 error codes
 //!

@@ -20,7 +20,10 @@ fn filter_rules(f: Option<&NotificationConfigurationFilter>) -> Vec<(String, Str
                 .iter()
                 .map(|r| {
                     (
-                        r.name.as_ref().map(|n| n.as_str().to_owned()).unwrap_or_default(),
+                        r.name
+                            .as_ref()
+                            .map(|n| n.as_str().to_owned())
+                            .unwrap_or_default(),
                         r.value.clone().unwrap_or_default(),
                     )
                 })
@@ -99,7 +102,10 @@ fn filter(rule: &notify::Rule) -> Option<NotificationConfigurationFilter> {
             value: Some(s.clone()),
         });
     }
-    (!rules.is_empty()).then(|| NotificationConfigurationFilter {
+    if rules.is_empty() {
+        return None;
+    }
+    Some(NotificationConfigurationFilter {
         key: Some(S3KeyFilter {
             filter_rules: Some(rules),
         }),
