@@ -10,6 +10,9 @@ pub struct NotifyMetrics {
     pub events: Counter,
     /// Events not written because their configuration's topic no longer exists.
     pub dropped: Counter,
+    /// Commits rebuilt because a notification topic was deleted or recreated between
+    /// building a change's rows and committing them.
+    pub rebuilds: Counter,
 }
 
 impl NotifyMetrics {
@@ -24,6 +27,11 @@ impl NotifyMetrics {
             "dropped_events",
             "Bucket notification events dropped because their topic no longer exists",
             self.dropped.clone(),
+        );
+        r.register(
+            "rebuilt_commits",
+            "Object changes whose event rows were rebuilt because their topic changed before the commit",
+            self.rebuilds.clone(),
         );
     }
 }

@@ -265,6 +265,7 @@ impl Change {
                 Err(CatalogError::UnknownPartition { .. } | CatalogError::UnknownTopic(_))
                     if !rows.ops.is_empty() && attempt < TOPIC_RACE_RETRIES =>
                 {
+                    gw.notifier().metrics().rebuilds.inc();
                     attempt += 1;
                 }
                 Err(e) => break Err(catalog_error(e)),

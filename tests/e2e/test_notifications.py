@@ -489,6 +489,40 @@ def test_deleted_topic_drops_events_and_recreated_topic_gets_them(eddy):
     assert metric(eddy, "eddy_notify_events") >= 2
 
 
+def test_uploads_while_the_topic_is_deleted_and_recreated(eddy):
+    """Every upload succeeds while another client deletes and recreates the event topic
+    (a commit that finds its topic gone is rebuilt), and the records that exist are
+    for uploads that happened, once each."""
+    s3 = client(eddy)
+    b = new_bucket(s3)
+    topic = create_topic(eddy, 2)
+    configure(s3, b, (topic, ["s3:ObjectCreated:*"]))
+    stop = threading.Event()
+    toggles = []
+
+    def toggle():
+        a = AdminClient({"bootstrap.servers": eddy.bootstrap})
+        while not stop.is_set():
+            a.delete_topics([topic])[topic].result(timeout=30)
+            a.create_topics([NewTopic(topic, 2, 1)])[topic].result(timeout=30)
+            toggles.append(1)
+
+    t = threading.Thread(target=toggle, daemon=True)
+    t.start()
+    keys = [f"k{i}" for i in range(150)]
+    try:
+        for k in keys:
+            s3.put_object(Bucket=b, Key=k, Body=k.encode())
+    finally:
+        stop.set()
+        t.join(timeout=60)
+    assert len(toggles) >= 5, len(toggles)
+    events = read_topic(eddy, topic)
+    got = [e["key"] for e in events]
+    assert len(got) == len(set(got))
+    assert set(got) <= {f"{b}/{k}" for k in keys}
+
+
 # --- kill -9 under load -------------------------------------------------------------
 
 
