@@ -135,7 +135,7 @@ impl Notifier {
         }
         let mut rows = Rows::default();
         for ((topic_id, partition), records) in batches {
-            let batch = encode_batch(&records).map_err(|e| CatalogError::Invalid(e.to_string()))?;
+            let batch = encode_batch(&records).map_err(|e| CatalogError::Store(e.to_string()))?;
             rows.events += records.len() as u64;
             rows.ops.push(Op::Append {
                 topic_id,
