@@ -64,6 +64,10 @@ pub struct ServeArgs {
     /// (`bucket.DOMAIN`), comma-separated; path style always works.
     #[arg(long, env = "EDDY_S3_DOMAIN", value_delimiter = ',')]
     pub s3_domain: Option<Vec<String>>,
+    /// Prefix of the `ce_type` of bucket notification records (default
+    /// `vastdata.com:`, giving `vastdata.com:Element.ElementCreated`).
+    #[arg(long, env = "EDDY_NOTIFY_CE_TYPE_PREFIX")]
+    pub notify_ce_type_prefix: Option<String>,
 }
 
 /// The TOML file's shape (every key optional).
@@ -87,6 +91,7 @@ pub struct FileConfig {
     kafka_max_frame_mb: Option<usize>,
     kafka_group_initial_rebalance_delay_ms: Option<u64>,
     kafka_group_min_session_timeout_ms: Option<u64>,
+    notify_ce_type_prefix: Option<String>,
     #[serde(default)]
     users: Vec<User>,
 }
@@ -146,6 +151,8 @@ pub struct ServeConfig {
     pub kafka_group_initial_rebalance_delay_ms: u64,
     /// Shortest member session timeout, ms.
     pub kafka_group_min_session_timeout_ms: u64,
+    /// Prefix of bucket notification records' `ce_type`.
+    pub notify_ce_type_prefix: String,
 }
 
 fn load_file(path: Option<&Path>) -> anyhow::Result<FileConfig> {
@@ -264,6 +271,11 @@ impl ServeArgs {
                 .kafka_group_min_session_timeout_ms
                 .or(file.kafka_group_min_session_timeout_ms)
                 .unwrap_or(6000),
+            notify_ce_type_prefix: self
+                .notify_ce_type_prefix
+                .clone()
+                .or(file.notify_ce_type_prefix)
+                .unwrap_or_else(|| notify::DEFAULT_CE_TYPE_PREFIX.into()),
         })
     }
 }
@@ -280,6 +292,7 @@ mod tests {
             &path,
             "data_dir = \"/srv/eddy\"\nk = 2\nm = 1\nhttp_listen = \"127.0.0.1:1\"\n\
              s3_domain = [\"s3.example.com\"]\n\
+             notify_ce_type_prefix = \"file.example:\"\n\
              [[users]]\naccess_key = \"alice\"\nsecret_key = \"alicesecret\"\n",
         )
         .unwrap();
@@ -300,6 +313,15 @@ mod tests {
         assert_eq!(c.s3_listen.port(), 9000);
         assert_eq!(c.users[1].access_key, "alice");
         assert_eq!(c.s3_domains, ["s3.example.com"]);
+        assert_eq!(c.notify_ce_type_prefix, "file.example:");
+        let flagged = ServeArgs {
+            notify_ce_type_prefix: Some("flag.example:".into()),
+            ..args.clone()
+        };
+        assert_eq!(
+            flagged.resolve().unwrap().notify_ce_type_prefix,
+            "flag.example:"
+        );
 
         std::fs::write(&path, "colour = \"blue\"\n").unwrap();
         let err = args.resolve().unwrap_err();

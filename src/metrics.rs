@@ -74,6 +74,12 @@ impl Metrics {
         broker.register(registry.sub_registry_with_prefix("kafka"));
     }
 
+    /// Adds the bucket notification metrics (prefix `eddy_notify`).
+    pub fn register_notify(&self, notify: &notify::NotifyMetrics) {
+        let mut registry = self.registry.lock().unwrap_or_else(|p| p.into_inner());
+        notify.register(registry.sub_registry_with_prefix("notify"));
+    }
+
     /// The text exposition, with drive gauges read fresh.
     pub fn render(&self, drives: &DriveSet) -> String {
         for h in drives.health() {

@@ -25,7 +25,7 @@ pub async fn serve(
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let (stream, _) = match accepted {
+                let (stream, peer) = match accepted {
                     Ok(a) => a,
                     Err(e) => {
                         tracing::warn!(listener = "s3", error = %e, "accept failed");
@@ -34,11 +34,20 @@ pub async fn serve(
                 };
                 let service = service.clone();
                 let metrics = metrics.clone();
-                let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+                let svc = hyper::service::service_fn(move |mut req: Request<Incoming>| {
                     let service = service.clone();
                     let metrics = metrics.clone();
                     async move {
-                        let r = hyper::service::Service::call(&service, req).await;
+                        // The id goes into the response header and, through the
+                        // extensions, into the request's event records.
+                        let id = s3gw::RequestId::new();
+                        let header = hyper::header::HeaderValue::from_str(&id.0).ok();
+                        req.extensions_mut().insert(s3gw::ClientAddr(peer));
+                        req.extensions_mut().insert(id);
+                        let mut r = hyper::service::Service::call(&service, req).await;
+                        if let (Ok(resp), Some(h)) = (r.as_mut(), header) {
+                            resp.headers_mut().insert("x-amz-request-id", h);
+                        }
                         let status = r.as_ref().map_or(500, |r| r.status().as_u16());
                         metrics
                             .requests

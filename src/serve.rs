@@ -128,8 +128,12 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             secret_key: u.secret_key.clone(),
         })
         .collect();
-    let s3_service =
-        s3gw::service(catalog.clone(), &users, &config.s3_domains).map_err(anyhow::Error::msg)?;
+    let notifier = Arc::new(notify::Notifier::new(notify::NotifySettings {
+        ce_type_prefix: config.notify_ce_type_prefix.clone(),
+    }));
+    metrics.register_notify(notifier.metrics());
+    let s3_service = s3gw::service(catalog.clone(), &users, &config.s3_domains, notifier)
+        .map_err(anyhow::Error::msg)?;
     tasks.spawn(crate::s3::serve(
         s3,
         metrics.clone(),

@@ -136,6 +136,13 @@ fn location(b: &BucketRecord) -> Option<String> {
         .map(|v| String::from_utf8_lossy(v).into_owned())
 }
 
+/// The bucket's region: its location constraint, `us-east-1` without one.
+pub fn region(b: &BucketRecord) -> String {
+    location(b)
+        .filter(|l| !l.is_empty())
+        .unwrap_or_else(|| "us-east-1".to_owned())
+}
+
 /// GetBucketLocation.
 pub async fn get_bucket_location(
     gw: &Gateway,

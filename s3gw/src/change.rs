@@ -2,26 +2,28 @@
 //!
 //! Every object change (put, copy, delete, delete-objects entry, multipart complete and
 //! abort, tagging) builds one [`Change`] and commits it as exactly one catalog
-//! transaction. **Bucket notifications hook in here**: [`Change::commit`] is where the
-//! notification topic rows for the change's events (see [`Event`]) are to be appended to
-//! the same op list, so an object change and its notifications commit together or not
-//! at all.
+//! transaction. [`Change::commit`] adds the bucket notification rows of the change's
+//! events (one `Op::Append` per topic partition, built by the `notify` crate) to that
+//! same transaction, so an object change and its events commit together or not at all.
 
 use std::collections::BTreeMap;
 
-use catalog::{CommitOutcome, ObjectVersion, Op, Transaction};
+use catalog::{CatalogError, CommitOutcome, ObjectVersion, Op, Transaction};
+use notify::{EventKind, ObjectChange, Requester, Rows};
 use s3s::S3Result;
 use storage::BlobMeta;
 
-use crate::Gateway;
 use crate::body::delete_blobs;
-use crate::error::OrS3;
+use crate::error::{OrS3, catalog_error};
+use crate::{Gateway, bucket, versioning};
 
-/// What kind of S3 event a change is (the future notification's `eventName`).
+/// What kind of S3 event a change is (the notification's `eventName`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
     /// `ObjectCreated:Put`.
     Put,
+    /// `ObjectCreated:Post` (browser-form upload).
+    Post,
     /// `ObjectCreated:Copy`.
     Copy,
     /// `ObjectCreated:CompleteMultipartUpload`.
@@ -38,12 +40,44 @@ pub enum Event {
     None,
 }
 
+impl Event {
+    fn kind(self) -> Option<EventKind> {
+        Some(match self {
+            Event::Put => EventKind::Put,
+            Event::Post => EventKind::Post,
+            Event::Copy => EventKind::Copy,
+            Event::CompleteMultipartUpload => EventKind::CompleteMultipartUpload,
+            Event::Delete => EventKind::Delete,
+            Event::DeleteMarkerCreated => EventKind::DeleteMarkerCreated,
+            Event::TaggingPut => EventKind::TaggingPut,
+            Event::TaggingDelete => EventKind::TaggingDelete,
+            Event::None => return None,
+        })
+    }
+}
+
+/// An event of the change, with what its record reports about the object.
+#[derive(Debug, Clone)]
+struct Pending {
+    event: Event,
+    bucket: String,
+    key: String,
+    size: Option<u64>,
+    etag: Option<String>,
+    version_id: String,
+}
+
+/// How often a commit is retried when a notification topic was deleted or recreated
+/// between building the rows and committing them.
+const TOPIC_RACE_RETRIES: usize = 3;
+
 /// One object change: its ops, the events it raises and the blobs it brings in.
 #[must_use]
 pub struct Change {
     ops: Vec<Op>,
-    events: Vec<(Event, String, String)>,
+    events: Vec<Pending>,
     new_blobs: Vec<BlobMeta>,
+    requester: Requester,
 }
 
 impl Change {
@@ -53,7 +87,14 @@ impl Change {
             ops: Vec::new(),
             events: Vec::new(),
             new_blobs: Vec::new(),
+            requester: Requester::default(),
         }
+    }
+
+    /// Records who asked for the change (for its event records).
+    pub fn by(mut self, requester: Requester) -> Self {
+        self.requester = requester;
+        self
     }
 
     /// Fails the change unless the key's current ETag is `etag` (`None`: unless the key
@@ -77,7 +118,15 @@ impl Change {
         version: ObjectVersion,
         replace_null: bool,
     ) -> Self {
-        self.events.push((event, bucket.into(), key.into()));
+        let data = !version.delete_marker;
+        self.events.push(Pending {
+            event,
+            bucket: bucket.into(),
+            key: key.into(),
+            size: data.then_some(version.size),
+            etag: data.then(|| version.etag.clone()),
+            version_id: version.version_id.clone(),
+        });
         self.ops.push(Op::PutObject {
             bucket: bucket.into(),
             key: key.into(),
@@ -95,7 +144,14 @@ impl Change {
 
     /// Removes one version permanently.
     pub fn delete_version(mut self, bucket: &str, key: &str, version_id: &str) -> Self {
-        self.events.push((Event::Delete, bucket.into(), key.into()));
+        self.events.push(Pending {
+            event: Event::Delete,
+            bucket: bucket.into(),
+            key: key.into(),
+            size: None,
+            etag: None,
+            version_id: version_id.into(),
+        });
         self.ops.push(Op::DeleteObjectVersion {
             bucket: bucket.into(),
             key: key.into(),
@@ -104,20 +160,27 @@ impl Change {
         self
     }
 
-    /// Replaces the tags of a version (the current one when `version_id` is `None`).
+    /// Replaces the tags of one version.
     pub fn set_tags(
         mut self,
         event: Event,
         bucket: &str,
         key: &str,
-        version_id: Option<String>,
+        version: &ObjectVersion,
         tags: BTreeMap<String, String>,
     ) -> Self {
-        self.events.push((event, bucket.into(), key.into()));
+        self.events.push(Pending {
+            event,
+            bucket: bucket.into(),
+            key: key.into(),
+            size: Some(version.size),
+            etag: Some(version.etag.clone()),
+            version_id: version.version_id.clone(),
+        });
         self.ops.push(Op::SetObjectTags {
             bucket: bucket.into(),
             key: key.into(),
-            version_id,
+            version_id: Some(version.version_id.clone()),
             tags,
         });
         self
@@ -130,26 +193,88 @@ impl Change {
     }
 
     /// The events this change raises, as (event, bucket, key).
-    pub fn events(&self) -> &[(Event, String, String)] {
-        &self.events
+    pub fn events(&self) -> Vec<(Event, String, String)> {
+        self.events
+            .iter()
+            .map(|p| (p.event, p.bucket.clone(), p.key.clone()))
+            .collect()
     }
 
-    /// Commits the change as one catalog transaction. The place where notification rows
-    /// join the transaction. Blobs the change brought in are deleted if it fails.
-    pub async fn commit(self, gw: &Gateway) -> S3Result<CommitOutcome> {
-        let Change {
-            ops,
-            events: _events,
-            new_blobs,
-        } = self;
-        // Notifications: append the rows for `_events` to `ops` here.
-        match gw.catalog().commit(Transaction::new(ops)).await {
-            Ok(o) => Ok(o),
-            Err(e) => {
-                delete_blobs(gw.catalog().blobs(), new_blobs).await;
-                Err(e).or_s3()
-            }
+    /// The notification rows of this change's events, under the bucket's current
+    /// configuration.
+    fn rows(&self, gw: &Gateway) -> S3Result<Rows> {
+        let Some(first) = self.events.first() else {
+            return Ok(Rows::default());
+        };
+        // A change touches one bucket; when it is gone the commit fails on its own.
+        let Some(b) = gw.catalog().bucket(&first.bucket).or_s3()? else {
+            return Ok(Rows::default());
+        };
+        let changes: Vec<ObjectChange> = self
+            .events
+            .iter()
+            .filter_map(|p| {
+                Some(ObjectChange {
+                    kind: p.event.kind()?,
+                    bucket: p.bucket.clone(),
+                    key: p.key.clone(),
+                    size: p.size,
+                    etag: p.etag.clone(),
+                    version_id: versioning::reported_version(&b, &p.version_id),
+                })
+            })
+            .collect();
+        if changes.is_empty() {
+            return Ok(Rows::default());
         }
+        gw.notifier()
+            .rows(
+                gw.catalog(),
+                &b,
+                &bucket::region(&b),
+                &changes,
+                &self.requester,
+            )
+            .or_s3()
+    }
+
+    /// Commits the change and its notification rows as one catalog transaction. Blobs
+    /// the change brought in are deleted if it fails.
+    pub async fn commit(mut self, gw: &Gateway) -> S3Result<CommitOutcome> {
+        let mut attempt = 0;
+        let result = loop {
+            let rows = match self.rows(gw) {
+                Ok(r) => r,
+                Err(e) => break Err(e),
+            };
+            let ops = if rows.ops.is_empty() {
+                // Nothing to retry for: the ops move into the transaction.
+                std::mem::take(&mut self.ops)
+            } else {
+                let mut ops = self.ops.clone();
+                ops.extend(rows.ops.iter().cloned());
+                ops
+            };
+            match gw.catalog().commit(Transaction::new(ops)).await {
+                Ok(o) => {
+                    gw.notifier().committed(&rows);
+                    break Ok(o);
+                }
+                // A notification topic was deleted (or deleted and recreated) after
+                // its rows were built: build them again.
+                Err(CatalogError::UnknownPartition { .. } | CatalogError::UnknownTopic(_))
+                    if !rows.ops.is_empty() && attempt < TOPIC_RACE_RETRIES =>
+                {
+                    gw.notifier().metrics().rebuilds.inc();
+                    attempt += 1;
+                }
+                Err(e) => break Err(catalog_error(e)),
+            }
+        };
+        if result.is_err() {
+            delete_blobs(gw.catalog().blobs(), self.new_blobs).await;
+        }
+        result
     }
 }
 

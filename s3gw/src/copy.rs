@@ -133,6 +133,7 @@ pub async fn copy_object(
 ) -> S3Result<S3Response<CopyObjectOutput>> {
     let b = gw.bucket_for(&req, &req.input.bucket)?;
     let (src_b, src_key, src) = source(gw, &req, &req.input.copy_source)?;
+    let requester = gw.requester(&req);
     let i = req.input;
     check_key(&i.key)?;
     source_conditions(
@@ -209,6 +210,7 @@ pub async fn copy_object(
         parts: Vec::new(),
     };
     Change::new()
+        .by(requester)
         .put_version(Event::Copy, &b.name, &i.key, version, replace_null)
         .owns(&blobs)
         .commit(gw)

@@ -8,6 +8,8 @@ use catalog::{BucketRecord, ObjectData, ObjectVersion, Versioning};
 use s3s::dto::*;
 use s3s::{S3Error, S3Request, S3Response, S3Result, s3_error};
 
+use notify::Requester;
+
 use crate::change::{Change, Event};
 use crate::error::OrS3;
 use crate::{Gateway, new_id, now_ms};
@@ -47,8 +49,9 @@ async fn delete_one(
     key: &str,
     version_id: Option<&str>,
     if_match: Option<&ETagCondition>,
+    requester: &Requester,
 ) -> S3Result<Deleted> {
-    let mut change = Change::new();
+    let mut change = Change::new().by(requester.clone());
     if let Some(c) = if_match {
         let current = gw.catalog().object(&b.name, key).or_s3()?;
         if !crate::get::matches(c, current.as_ref()) {
@@ -132,7 +135,15 @@ pub async fn delete_object(
 ) -> S3Result<S3Response<DeleteObjectOutput>> {
     let b = gw.bucket_for(&req, &req.input.bucket)?;
     let i = &req.input;
-    let d = delete_one(gw, &b, &i.key, i.version_id.as_deref(), i.if_match.as_ref()).await?;
+    let d = delete_one(
+        gw,
+        &b,
+        &i.key,
+        i.version_id.as_deref(),
+        i.if_match.as_ref(),
+        &gw.requester(&req),
+    )
+    .await?;
     Ok(S3Response::new(DeleteObjectOutput {
         delete_marker: d.delete_marker.then_some(true),
         version_id: d.version_id,
@@ -154,10 +165,11 @@ pub async fn delete_objects(
         ));
     }
     let quiet = del.quiet.unwrap_or(false);
+    let requester = gw.requester(&req);
     let mut deleted = Vec::new();
     let mut errors = Vec::new();
     for o in &del.objects {
-        match delete_one(gw, &b, &o.key, o.version_id.as_deref(), None).await {
+        match delete_one(gw, &b, &o.key, o.version_id.as_deref(), None, &requester).await {
             Ok(d) => {
                 if !quiet {
                     deleted.push(DeletedObject {

@@ -85,3 +85,20 @@ pub fn custom(code: &'static str, status: http::StatusCode, message: impl Into<S
     e.set_status_code(status);
     e
 }
+
+/// The S3 error for a refused notification configuration: `InvalidArgument`, except
+/// destinations Eddy does not deliver to (`NotImplemented`) and an unreadable stored
+/// configuration (`InternalError`).
+pub fn notify_config_error(e: notify::ConfigError) -> S3Error {
+    use notify::ConfigError;
+    match e {
+        ConfigError::UnsupportedDestination(_) => {
+            S3Error::with_message(S3ErrorCode::NotImplemented, e.to_string())
+        }
+        ConfigError::Corrupt(_) => {
+            tracing::error!(error = %e, "notification configuration");
+            S3Error::with_message(S3ErrorCode::InternalError, e.to_string())
+        }
+        e => S3Error::with_message(S3ErrorCode::InvalidArgument, e.to_string()),
+    }
+}

@@ -7,6 +7,7 @@
 //! - [`list`]: ListObjects v1/v2, ListObjectVersions
 //! - [`multipart`]: multipart uploads
 //! - [`tagging`]: object tagging
+//! - [`notification`]: bucket notification configuration (Put and Get)
 //! - [`change`]: the one place where an object change's catalog transaction is built
 //! - [`error`]: catalog and storage errors as S3 error codes
 //!
@@ -25,14 +26,17 @@ pub mod error;
 pub mod get;
 pub mod list;
 pub mod multipart;
+pub mod notification;
 pub mod put;
 pub mod tagging;
 pub mod versioning;
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use catalog::{BucketRecord, Catalog};
+use notify::{Notifier, Requester};
 use s3s::auth::{S3Auth, SecretKey};
 use s3s::dto::*;
 use s3s::service::{S3Service, S3ServiceBuilder};
@@ -52,25 +56,87 @@ pub struct User {
     pub secret_key: String,
 }
 
+/// The client's address, put in a request's extensions by the listener (for the
+/// `sourceIPAddress` of event records).
+#[derive(Debug, Clone, Copy)]
+pub struct ClientAddr(pub SocketAddr);
+
+/// The request's id, put in its extensions by the listener, which also returns it as
+/// `x-amz-request-id` (event records carry it in `responseElements`).
+#[derive(Debug, Clone)]
+pub struct RequestId(pub String);
+
+impl RequestId {
+    /// A fresh id: 16 upper-case hex digits, like S3's.
+    pub fn new() -> Self {
+        Self(format!("{:016X}", uuid::Uuid::new_v4().as_u128() as u64))
+    }
+}
+
+impl Default for RequestId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// The S3 front end over one catalog.
 #[derive(Clone)]
 pub struct Gateway {
     catalog: Arc<dyn Catalog>,
     admin: String,
+    notifier: Arc<Notifier>,
 }
 
 impl Gateway {
-    /// A gateway whose administrator has access key `admin`.
+    /// A gateway whose administrator has access key `admin`, with default event
+    /// record settings.
     pub fn new(catalog: Arc<dyn Catalog>, admin: impl Into<String>) -> Self {
+        Self::with_notifier(catalog, admin, Arc::new(Notifier::default()))
+    }
+
+    /// A gateway whose object changes raise events through `notifier`.
+    pub fn with_notifier(
+        catalog: Arc<dyn Catalog>,
+        admin: impl Into<String>,
+        notifier: Arc<Notifier>,
+    ) -> Self {
         Self {
             catalog,
             admin: admin.into(),
+            notifier,
         }
     }
 
     /// The catalog.
     pub fn catalog(&self) -> &dyn Catalog {
         self.catalog.as_ref()
+    }
+
+    /// The builder of event rows.
+    pub fn notifier(&self) -> &Notifier {
+        &self.notifier
+    }
+
+    /// Who sent a request, for its event records.
+    pub fn requester<T>(&self, req: &S3Request<T>) -> Requester {
+        Requester {
+            principal: req
+                .credentials
+                .as_ref()
+                .map(|c| c.access_key.clone())
+                .unwrap_or_default(),
+            source_ip: req
+                .extensions
+                .get::<ClientAddr>()
+                .map(|a| a.0.ip().to_string())
+                .unwrap_or_default(),
+            request_id: req
+                .extensions
+                .get::<RequestId>()
+                .cloned()
+                .unwrap_or_default()
+                .0,
+        }
     }
 
     /// The access key of the request's user (s3s refuses anonymous requests before
@@ -122,12 +188,14 @@ impl S3Auth for Users {
 }
 
 /// The s3s service: authentication against `users` (the first is the administrator)
-/// and the operations of [`Gateway`]. With `domains`, requests to `bucket.DOMAIN` are
-/// virtual-host style; path style always works.
+/// and the operations of [`Gateway`], whose object changes raise events through
+/// `notifier`. With `domains`, requests to `bucket.DOMAIN` are virtual-host style; path
+/// style always works.
 pub fn service(
     catalog: Arc<dyn Catalog>,
     users: &[User],
     domains: &[String],
+    notifier: Arc<Notifier>,
 ) -> Result<S3Service, String> {
     let admin = users
         .first()
@@ -139,7 +207,7 @@ pub fn service(
             .map(|u| (u.access_key.clone(), u.secret_key.clone()))
             .collect(),
     );
-    let mut b = S3ServiceBuilder::new(Gateway::new(catalog, admin));
+    let mut b = S3ServiceBuilder::new(Gateway::with_notifier(catalog, admin, notifier));
     b.set_auth(auth);
     if !domains.is_empty() {
         b.set_host(Domains::new(domains)?);
@@ -498,6 +566,18 @@ impl S3 for Gateway {
         req: S3Request<PutObjectTaggingInput>,
     ) -> S3Result<S3Response<PutObjectTaggingOutput>> {
         tagging::put_object_tagging(self, req).await
+    }
+    async fn put_bucket_notification_configuration(
+        &self,
+        req: S3Request<PutBucketNotificationConfigurationInput>,
+    ) -> S3Result<S3Response<PutBucketNotificationConfigurationOutput>> {
+        notification::put_bucket_notification_configuration(self, req).await
+    }
+    async fn get_bucket_notification_configuration(
+        &self,
+        req: S3Request<GetBucketNotificationConfigurationInput>,
+    ) -> S3Result<S3Response<GetBucketNotificationConfigurationOutput>> {
+        notification::get_bucket_notification_configuration(self, req).await
     }
     async fn get_object_tagging(
         &self,

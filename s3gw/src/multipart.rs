@@ -231,6 +231,7 @@ pub async fn complete_multipart_upload(
     req: S3Request<CompleteMultipartUploadInput>,
 ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
     let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let requester = gw.requester(&req);
     let i = req.input;
     let upload = upload_of(gw, &b.name, &i.key, &i.upload_id)?;
     let requested = i
@@ -348,7 +349,7 @@ pub async fn complete_multipart_upload(
         checksums: checksums.clone(),
         parts: chosen.iter().map(|p| p.size).collect(),
     };
-    let mut change = Change::new();
+    let mut change = Change::new().by(requester);
     if i.if_none_match.as_ref().is_some_and(|c| c.is_any()) {
         change = change.expect_etag(&b.name, &i.key, None);
     }

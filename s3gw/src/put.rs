@@ -31,6 +31,13 @@ pub async fn put_object(
     req: S3Request<PutObjectInput>,
 ) -> S3Result<S3Response<PutObjectOutput>> {
     let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let requester = gw.requester(&req);
+    // s3s hands browser-form uploads (PostObject) to put_object as well.
+    let event = if req.method == http::Method::POST {
+        Event::Post
+    } else {
+        Event::Put
+    };
     let S3Request {
         input,
         headers,
@@ -102,7 +109,7 @@ pub async fn put_object(
         checksums: got.checksums.clone(),
         parts: Vec::new(),
     };
-    let mut change = Change::new();
+    let mut change = Change::new().by(requester);
     if let Some(c) = &input.if_none_match
         && c.is_any()
     {
@@ -112,7 +119,7 @@ pub async fn put_object(
         change = change.expect_etag(&b.name, &key, Some(e.value().to_owned()));
     }
     change
-        .put_version(Event::Put, &b.name, &key, version, replace_null)
+        .put_version(event, &b.name, &key, version, replace_null)
         .owns(&blobs)
         .commit(gw)
         .await?;

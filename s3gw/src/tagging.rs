@@ -147,13 +147,8 @@ pub async fn put_object_tagging(
     let tags = validate_tags(&req.input.tagging.tag_set, 10)?;
     let v = target(gw, &b.name, key, req.input.version_id.as_deref())?;
     Change::new()
-        .set_tags(
-            Event::TaggingPut,
-            &b.name,
-            key,
-            Some(v.version_id.clone()),
-            tags,
-        )
+        .by(gw.requester(&req))
+        .set_tags(Event::TaggingPut, &b.name, key, &v, tags)
         .commit(gw)
         .await?;
     Ok(S3Response::new(PutObjectTaggingOutput {
@@ -183,13 +178,8 @@ pub async fn delete_object_tagging(
     let key = &req.input.key;
     let v = target(gw, &b.name, key, req.input.version_id.as_deref())?;
     Change::new()
-        .set_tags(
-            Event::TaggingDelete,
-            &b.name,
-            key,
-            Some(v.version_id.clone()),
-            BTreeMap::new(),
-        )
+        .by(gw.requester(&req))
+        .set_tags(Event::TaggingDelete, &b.name, key, &v, BTreeMap::new())
         .commit(gw)
         .await?;
     Ok(S3Response::with_status(

@@ -64,3 +64,85 @@ async fn failed_commit_deletes_the_new_blobs() {
         .unwrap();
     assert_eq!(cat.blobs().get(blob2.id).unwrap(), vec![8u8; 100_000]);
 }
+
+/// A change's event rows are part of its transaction: a change that fails appends
+/// nothing, one that commits appends its record, in the partition of its key.
+#[tokio::test(flavor = "multi_thread")]
+async fn event_rows_commit_with_the_change_or_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let cat =
+        EmbeddedCatalog::open(CatalogConfig::new(DriveSetConfig::under(dir.path(), 4, 2))).unwrap();
+    let topic = catalog::TopicRecord {
+        name: "events".into(),
+        id: 7,
+        partitions: 3,
+        configs: BTreeMap::new(),
+        created_ms: 0,
+    };
+    let config = notify::NotificationConfig::validate(
+        vec![notify::RuleSpec {
+            arn: "arn:aws:sns:us-east-1:eddy:events".into(),
+            events: vec!["s3:ObjectCreated:*".into()],
+            ..Default::default()
+        }],
+        |t| t == "events",
+    )
+    .unwrap();
+    let mut settings = BTreeMap::new();
+    config.store(&mut settings);
+    cat.commit(Transaction::new(vec![
+        Op::CreateBucket(BucketRecord {
+            name: "b".into(),
+            owner: "admin".into(),
+            created_ms: 0,
+            versioning: Versioning::Unversioned,
+            tags: BTreeMap::new(),
+            settings,
+        }),
+        Op::CreateTopic(topic.clone()),
+    ]))
+    .await
+    .unwrap();
+    let gw = Gateway::new(cat.clone() as Arc<dyn Catalog>, "admin");
+    let version = ObjectVersion {
+        version_id: "null".into(),
+        delete_marker: false,
+        size: 3,
+        etag: "e".into(),
+        last_modified_ms: 1,
+        data: ObjectData::Inline(b"abc".to_vec()),
+        metadata: BTreeMap::new(),
+        tags: BTreeMap::new(),
+        checksums: BTreeMap::new(),
+        parts: Vec::new(),
+    };
+    let appended = || {
+        (0..3)
+            .map(|p| cat.partition(topic.id, p).unwrap().unwrap().next_offset)
+            .sum::<u64>()
+    };
+    let err = Change::new()
+        .expect_etag("b", "k", Some("not-there".into()))
+        .put_version(Event::Put, "b", "k", version.clone(), true)
+        .commit(&gw)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code().as_str(), "PreconditionFailed");
+    assert_eq!(appended(), 0, "a failed change appended its event");
+
+    Change::new()
+        .put_version(Event::Put, "b", "k", version, true)
+        .commit(&gw)
+        .await
+        .unwrap();
+    assert_eq!(appended(), 1);
+    let p = notify::partition::partition_for(b"b/k", 3);
+    let batches = cat.read_batches(topic.id, p, 0, 1 << 20).unwrap();
+    assert_eq!(batches.len(), 1);
+    let mut bytes = batches[0].bytes.clone();
+    let decoded = kafka_protocol::records::RecordBatchDecoder::decode(&mut bytes).unwrap();
+    assert_eq!(decoded.records[0].key.as_deref(), Some(&b"b/k"[..]));
+    let value: serde_json::Value =
+        serde_json::from_slice(decoded.records[0].value.as_ref().unwrap()).unwrap();
+    assert_eq!(value["Records"][0]["eventName"], "ObjectCreated:Put");
+}

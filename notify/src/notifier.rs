@@ -1,0 +1,162 @@
+//! Turning an object change into the `Op::Append` rows of its events, to commit in the
+//! same transaction as the change.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use catalog::{BucketRecord, Catalog, CatalogError, Op, TopicRecord};
+
+use crate::config::NotificationConfig;
+use crate::metrics::NotifyMetrics;
+use crate::partition::partition_for;
+use crate::record::{Envelope, EventRecord, ObjectChange, Requester, encode_batch, event_record};
+
+/// The default prefix of `ce_type`.
+pub const DEFAULT_CE_TYPE_PREFIX: &str = "vastdata.com:";
+
+/// Settings of the event records.
+#[derive(Debug, Clone)]
+pub struct NotifySettings {
+    /// Prefix of `ce_type`.
+    pub ce_type_prefix: String,
+}
+
+impl Default for NotifySettings {
+    fn default() -> Self {
+        Self {
+            ce_type_prefix: DEFAULT_CE_TYPE_PREFIX.into(),
+        }
+    }
+}
+
+/// The event rows of one change.
+#[derive(Debug, Default)]
+pub struct Rows {
+    /// One `Op::Append` per (topic, partition).
+    pub ops: Vec<Op>,
+    /// Records in them.
+    pub events: u64,
+}
+
+/// Builds event rows; one per server.
+#[derive(Debug, Default)]
+pub struct Notifier {
+    settings: NotifySettings,
+    metrics: NotifyMetrics,
+    last_sequencer: AtomicU64,
+}
+
+impl Notifier {
+    /// A notifier with these settings.
+    pub fn new(settings: NotifySettings) -> Self {
+        Self {
+            settings,
+            metrics: NotifyMetrics::default(),
+            last_sequencer: AtomicU64::new(0),
+        }
+    }
+
+    /// Its metrics.
+    pub fn metrics(&self) -> &NotifyMetrics {
+        &self.metrics
+    }
+
+    /// A sequencer above every one handed out before: the clock in nanoseconds, or the
+    /// last one plus one when the clock has not moved on (or went back).
+    fn next_sequencer(&self) -> u64 {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let prev = self
+            .last_sequencer
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |last| {
+                Some(now.max(last + 1))
+            })
+            .unwrap_or_default();
+        now.max(prev + 1)
+    }
+
+    /// The rows for `changes` (all in `bucket`, whose region is `region`) under the
+    /// bucket's notification configuration. A configuration whose topic no longer exists loses its events
+    /// (counted in `eddy_notify_dropped_events` and logged); the change itself goes on.
+    pub fn rows(
+        &self,
+        catalog: &dyn Catalog,
+        bucket: &BucketRecord,
+        region: &str,
+        changes: &[ObjectChange],
+        requester: &Requester,
+    ) -> Result<Rows, CatalogError> {
+        let Some(config) = NotificationConfig::load(&bucket.settings)
+            .map_err(|e| CatalogError::Corrupt(format!("bucket {}: {e}", bucket.name)))?
+        else {
+            return Ok(Rows::default());
+        };
+        let mut topics: BTreeMap<&str, Option<TopicRecord>> = BTreeMap::new();
+        let mut batches: BTreeMap<(u128, u32), Vec<EventRecord>> = BTreeMap::new();
+        let time_ms = now_ms();
+        for change in changes {
+            let sequencer = self.next_sequencer();
+            for rule in config.matching(change.kind, &change.key) {
+                let topic = match topics.get(rule.topic.as_str()) {
+                    Some(t) => t.clone(),
+                    None => {
+                        let t = catalog.topic(&rule.topic)?;
+                        topics.insert(rule.topic.as_str(), t.clone());
+                        t
+                    }
+                };
+                let Some(topic) = topic else {
+                    self.metrics.dropped.inc();
+                    tracing::warn!(
+                        bucket = %bucket.name,
+                        configuration = %rule.id,
+                        topic = %rule.topic,
+                        "notification topic does not exist; event dropped"
+                    );
+                    continue;
+                };
+                let env = Envelope {
+                    region,
+                    ce_type_prefix: &self.settings.ce_type_prefix,
+                    bucket_owner: &bucket.owner,
+                    requester,
+                    time_ms,
+                    sequencer,
+                    configuration_id: &rule.id,
+                };
+                let record = event_record(change, &env);
+                let partition = partition_for(&record.key, topic.partitions);
+                batches
+                    .entry((topic.id, partition))
+                    .or_default()
+                    .push(record);
+            }
+        }
+        let mut rows = Rows::default();
+        for ((topic_id, partition), records) in batches {
+            let batch = encode_batch(&records).map_err(|e| CatalogError::Store(e.to_string()))?;
+            rows.events += records.len() as u64;
+            rows.ops.push(Op::Append {
+                topic_id,
+                partition,
+                offset_count: batch.offset_count,
+                max_timestamp: batch.max_timestamp,
+                batch: batch.bytes,
+                producer: None,
+            });
+        }
+        Ok(rows)
+    }
+
+    /// Counts the events of a committed change.
+    pub fn committed(&self, rows: &Rows) {
+        self.metrics.events.inc_by(rows.events);
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}

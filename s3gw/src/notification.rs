@@ -1,0 +1,149 @@
+//! Put/GetBucketNotificationConfiguration: which object changes of a bucket append
+//! event records to which Eddy topic. `TopicConfiguration`s (and, for MinIO-style
+//! tools, `QueueConfiguration`s) name a topic by ARN or plain name; the configuration
+//! is validated by the `notify` crate and kept in the bucket record's settings.
+
+use notify::config::{Destination, NotificationConfig, RuleSpec};
+use s3s::dto::*;
+use s3s::{S3Request, S3Response, S3Result};
+
+use catalog::{Op, Transaction};
+
+use crate::Gateway;
+use crate::error::{OrS3, notify_config_error};
+
+fn filter_rules(f: Option<&NotificationConfigurationFilter>) -> Vec<(String, String)> {
+    f.and_then(|f| f.key.as_ref())
+        .and_then(|k| k.filter_rules.as_ref())
+        .map(|rules| {
+            rules
+                .iter()
+                .map(|r| {
+                    (
+                        r.name
+                            .as_ref()
+                            .map(|n| n.as_str().to_owned())
+                            .unwrap_or_default(),
+                        r.value.clone().unwrap_or_default(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn events(list: &[Event]) -> Vec<String> {
+    list.iter().map(|e| e.as_ref().to_owned()).collect()
+}
+
+/// PutBucketNotificationConfiguration: replaces the bucket's configuration (an empty
+/// one turns notifications off). Every destination topic must exist.
+pub async fn put_bucket_notification_configuration(
+    gw: &Gateway,
+    req: S3Request<PutBucketNotificationConfigurationInput>,
+) -> S3Result<S3Response<PutBucketNotificationConfigurationOutput>> {
+    let mut b = gw.bucket_for(&req, &req.input.bucket)?;
+    let c = req.input.notification_configuration;
+    if c.lambda_function_configurations
+        .as_ref()
+        .is_some_and(|l| !l.is_empty())
+    {
+        return Err(notify_config_error(
+            notify::ConfigError::UnsupportedDestination("Lambda"),
+        ));
+    }
+    if c.event_bridge_configuration.is_some() {
+        return Err(notify_config_error(
+            notify::ConfigError::UnsupportedDestination("EventBridge"),
+        ));
+    }
+    let mut specs = Vec::new();
+    for t in c.topic_configurations.unwrap_or_default() {
+        specs.push(RuleSpec {
+            id: t.id,
+            destination: Some(Destination::Topic),
+            arn: t.topic_arn,
+            events: events(&t.events),
+            filter_rules: filter_rules(t.filter.as_ref()),
+        });
+    }
+    for q in c.queue_configurations.unwrap_or_default() {
+        specs.push(RuleSpec {
+            id: q.id,
+            destination: Some(Destination::Queue),
+            arn: q.queue_arn,
+            events: events(&q.events),
+            filter_rules: filter_rules(q.filter.as_ref()),
+        });
+    }
+    let config = NotificationConfig::validate(specs, |topic| {
+        matches!(gw.catalog().topic(topic), Ok(Some(_)))
+    })
+    .map_err(notify_config_error)?;
+    config.store(&mut b.settings);
+    gw.catalog()
+        .commit(Transaction::new(vec![Op::UpdateBucket(b)]))
+        .await
+        .or_s3()?;
+    Ok(S3Response::new(PutBucketNotificationConfigurationOutput {}))
+}
+
+fn filter(rule: &notify::Rule) -> Option<NotificationConfigurationFilter> {
+    let mut rules = Vec::new();
+    if let Some(p) = &rule.prefix {
+        rules.push(FilterRule {
+            name: Some(FilterRuleName::from_static(FilterRuleName::PREFIX)),
+            value: Some(p.clone()),
+        });
+    }
+    if let Some(s) = &rule.suffix {
+        rules.push(FilterRule {
+            name: Some(FilterRuleName::from_static(FilterRuleName::SUFFIX)),
+            value: Some(s.clone()),
+        });
+    }
+    if rules.is_empty() {
+        return None;
+    }
+    Some(NotificationConfigurationFilter {
+        key: Some(S3KeyFilter {
+            filter_rules: Some(rules),
+        }),
+    })
+}
+
+/// GetBucketNotificationConfiguration: the configurations as stored, each in the list
+/// it was given in (an empty configuration when there is none).
+pub async fn get_bucket_notification_configuration(
+    gw: &Gateway,
+    req: S3Request<GetBucketNotificationConfigurationInput>,
+) -> S3Result<S3Response<GetBucketNotificationConfigurationOutput>> {
+    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let config = NotificationConfig::load(&b.settings)
+        .map_err(notify_config_error)?
+        .unwrap_or_default();
+    let mut topics = Vec::new();
+    let mut queues = Vec::new();
+    for r in &config.rules {
+        let events: Vec<Event> = r.events.iter().cloned().map(Event::from).collect();
+        match r.destination {
+            Destination::Topic => topics.push(TopicConfiguration {
+                events,
+                filter: filter(r),
+                id: Some(r.id.clone()),
+                topic_arn: r.arn.clone(),
+            }),
+            Destination::Queue => queues.push(QueueConfiguration {
+                events,
+                filter: filter(r),
+                id: Some(r.id.clone()),
+                queue_arn: r.arn.clone(),
+            }),
+        }
+    }
+    Ok(S3Response::new(GetBucketNotificationConfigurationOutput {
+        topic_configurations: (!topics.is_empty()).then_some(topics),
+        queue_configurations: (!queues.is_empty()).then_some(queues),
+        ..Default::default()
+    }))
+}
