@@ -6,6 +6,8 @@
 #
 # Environment:
 #   EDDY_BIN   eddy binary (default: $CARGO_TARGET_DIR/release/eddy, else target/release/eddy)
+#   EDDY_BASE_BIN  a second eddy binary, run as the system "eddy-base" (before/after a
+#              change in the same run; add eddy-base to SYSTEMS)
 #   PY         a python with awscli (default: .venv/bin/python, else /work/main/.venv/bin/python)
 #   RUNS       passes over all systems, interleaved so noise hits all alike (default 2)
 #   SYSTEMS    default "eddy seaweedfs seaweedfs-fsync s3s-fs"
@@ -98,9 +100,9 @@ wait_port() { # host port seconds
   done
   echo "port $1:$2 not up" >&2; return 1
 }
-start_eddy() {
+start_eddy() { # tag binary
   rm -rf "$S/eddy-data"; mkdir -p "$S/eddy-data"
-  EDDY_LOG=warn setsid "$EDDY_BIN" serve --data-dir "$S/eddy-data" --kafka-listen 127.0.0.1:29092 \
+  EDDY_LOG=warn setsid "$2" serve --data-dir "$S/eddy-data" --kafka-listen 127.0.0.1:29092 \
     --s3-listen 127.0.0.1:29000 --http-listen 127.0.0.1:28181 >"$RES/$1.server.log" 2>&1 &
   PIDS+=("$!"); EP=http://127.0.0.1:29000; AK=eddyadmin; SK=eddyadmin
   wait_port 127.0.0.1 29000 30
@@ -219,7 +221,7 @@ one_config() { # run sys tool size count conc
 
 # ---------------------------------------------------------------- run
 echo "== machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(df -h "$S" | awk 'NR==2{print $1}'), $(date -u +'%F %T') UTC, load $(loadavg)"
-echo "== eddy: $EDDY_BIN; seaweedfs: $("$WEED" version 2>/dev/null | head -1); s3s-fs: $S3S_FS_VERSION"
+echo "== eddy: $EDDY_BIN${EDDY_BASE_BIN:+; eddy-base: $EDDY_BASE_BIN}; seaweedfs: $("$WEED" version 2>/dev/null | head -1); s3s-fs: $S3S_FS_VERSION"
 echo "== s5cmd $("$S5" version); $("$AWS" --version 2>&1); RUNS=$RUNS; results in $RES"
 RAW=$RES/raw.tsv
 printf 'run\tsystem\ttool\top\tsize\tconc\tcount\tseconds\tload\n' >"$RAW"
@@ -227,7 +229,8 @@ for run in $(seq 1 "$RUNS"); do
   for sys in $SYSTEMS; do
     log "run $run: $sys (load $(loadavg))"
     case $sys in
-      eddy) start_eddy "$run.$sys" ;;
+      eddy) start_eddy "$run.$sys" "$EDDY_BIN" ;;
+      eddy-base) start_eddy "$run.$sys" "${EDDY_BASE_BIN:?EDDY_BASE_BIN is not set}" ;;
       seaweedfs) start_weed "$run.$sys" 0 ;;
       seaweedfs-fsync) start_weed "$run.$sys" 1 ;;
       s3s-fs) start_s3sfs "$run.$sys" ;;
@@ -255,7 +258,7 @@ echo
 import csv, sys
 from collections import defaultdict
 raw, systems = sys.argv[1], sys.argv[2].split()
-peers = [s for s in systems if s != "eddy"]
+peers = [s for s in systems if not s.startswith("eddy")]
 secs = defaultdict(list)  # (tool, op, size, conc, n) -> system -> [seconds]
 rows = []
 for r in csv.DictReader(open(raw), delimiter="\t"):
