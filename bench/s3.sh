@@ -254,38 +254,4 @@ for run in $(seq 1 "$RUNS"); do
 done
 
 echo
-"$PY" - "$RAW" "$SYSTEMS" <<'EOF'
-import csv, sys
-from collections import defaultdict
-raw, systems = sys.argv[1], sys.argv[2].split()
-peers = [s for s in systems if not s.startswith("eddy")]
-secs = defaultdict(list)  # (tool, op, size, conc, n) -> system -> [seconds]
-rows = []
-for r in csv.DictReader(open(raw), delimiter="\t"):
-    k = (r["tool"], r["op"], int(r["size"]), int(r["conc"]), int(r["count"]))
-    if k not in rows:
-        rows.append(k)
-    if r["seconds"] != "FAIL":
-        secs[(k, r["system"])].append(float(r["seconds"]))
-def human(n):
-    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
-head = ["client", "op", "size", "clients"] + [f"{s} MB/s (obj/s)" for s in systems] + ["eddy / best peer"]
-print("| " + " | ".join(head) + " |")
-print("|" + "---|" * len(head))
-for k in rows:
-    tool, op, size, conc, n = k
-    cells, mbps = [], {}
-    for s in systems:
-        t = secs.get((k, s))
-        if not t:
-            cells.append("fail")
-            continue
-        mean = sum(t) / len(t)
-        mbps[s] = n * size / 1e6 / mean
-        cells.append(f"{mbps[s]:.1f} ({n / mean:.0f})")
-    best = max((mbps[p] for p in peers if p in mbps), default=None)
-    ratio = f"{mbps['eddy'] / best:.2f}x" if best and "eddy" in mbps else "-"
-    print(f"| {tool} | {op} | {human(size)} x {n} | {conc} | " + " | ".join(cells) + f" | {ratio} |")
-print()
-print("Means over", max((len(v) for v in secs.values()), default=0), "runs; raw seconds per run in", raw)
-EOF
+python3 bench/s3_summary.py "$RAW" "$SYSTEMS"
