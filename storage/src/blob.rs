@@ -31,9 +31,6 @@ const BLOCK_OVERHEAD: u64 = 4 + 8;
 /// Default bytes per shard in a full stripe (a 4+2 stripe then holds 1 MiB of data).
 pub const DEFAULT_SHARD_SIZE: usize = 256 * 1024;
 
-/// Full stripes between two starts of background writeback of a blob being written.
-const WRITEBACK_STRIPES: u64 = 4;
-
 /// A blob's name: 128 random bits, shown as 32 hex digits.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct BlobId(pub u128);
@@ -375,24 +372,7 @@ impl BlobWriter {
         self.stripe += 1;
         self.len += data_len as u64;
         self.buf.clear();
-        if self.stripe.is_multiple_of(WRITEBACK_STRIPES) {
-            self.start_writeback();
-        }
         self.check_quorum()
-    }
-
-    /// Starts the disk writes of what is written so far without waiting for them, so a
-    /// large blob streams to the disk while it arrives and `finish`'s fdatasync has
-    /// little left to do (it still waits for everything: durability is unchanged).
-    fn start_writeback(&self) {
-        use std::os::fd::AsRawFd;
-        for f in self.files.iter().flatten() {
-            // SAFETY: the descriptor is open for the call; the call only reads it.
-            // A failure is harmless: the data is still written and synced by `finish`.
-            unsafe {
-                libc::sync_file_range(f.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);
-            }
-        }
     }
 
     /// Writes the last stripe and the trailers and fsyncs every shard and its directory;
