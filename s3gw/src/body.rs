@@ -64,13 +64,6 @@ pub async fn delete_blobs(store: &BlobStore, blobs: Vec<BlobMeta>) {
     }
 }
 
-async fn finish_writer(w: BlobWriter) -> S3Result<BlobMeta> {
-    tokio::task::spawn_blocking(move || w.finish())
-        .await
-        .map_err(join_error)?
-        .or_s3()
-}
-
 /// Streams `body` into a new blob (or, when `allow_inline` and it is at most
 /// [`crate::INLINE_MAX`] bytes, into memory), computing the MD5 and the checksums
 /// `wanted` names and checking them and the length. Nothing is left behind on failure.
@@ -85,10 +78,7 @@ pub async fn receive(
     let mut hasher = wanted.hasher();
     let mut size: u64 = 0;
     let mut buf = BytesMut::new();
-    let mut writer: Option<(
-        mpsc::Sender<Bytes>,
-        tokio::task::JoinHandle<StorageResult<BlobWriter>>,
-    )> = None;
+    let mut writer: Option<WriterTask> = None;
     if content_length.is_some_and(|l| l > MAX_BODY as i64) {
         return Err(too_large());
     }
@@ -125,7 +115,7 @@ pub async fn receive(
                 writer = Some(spawn_writer(store)?);
             }
             if let Some((tx, _)) = &writer
-                && tx.send(buf.split().freeze()).await.is_err()
+                && tx.send(Chunk::Data(buf.split().freeze())).await.is_err()
             {
                 // The writer stopped: its error is reported below.
                 break;
@@ -141,9 +131,21 @@ pub async fn receive(
         ));
     }
     let (md5, computed) = hasher.finish();
-    let data = match writer {
+    // A blob being written is unfinished until the checks pass: without `Finish` its
+    // writer drops it, which removes its shards (awaited, so a refused body leaves
+    // nothing behind).
+    let checksums = match wanted.verify(&md5, &computed, trailers) {
+        Ok(c) => c,
+        Err(e) => {
+            if let Some((tx, h)) = writer {
+                drop(tx);
+                let _ = h.await;
+            }
+            return Err(e);
+        }
+    };
+    let (tx, h) = match writer {
         None if allow_inline && buf.len() <= crate::INLINE_MAX => {
-            let checksums = wanted.verify(&md5, &computed, trailers)?;
             return Ok(Received {
                 data: ObjectData::Inline(buf.to_vec()),
                 size,
@@ -152,21 +154,10 @@ pub async fn receive(
                 checksums,
             });
         }
-        None => {
-            let (tx, h) = spawn_writer(store)?;
-            finish_stream(tx, h, buf).await?
-        }
-        Some((tx, h)) => finish_stream(tx, h, buf).await?,
+        None => spawn_writer(store)?,
+        Some(w) => w,
     };
-    // `data` is unfinished until the checks pass: dropping it removes its shards.
-    let checksums = match wanted.verify(&md5, &computed, trailers) {
-        Ok(c) => c,
-        Err(e) => {
-            tokio::task::spawn_blocking(move || drop(data));
-            return Err(e);
-        }
-    };
-    let meta = finish_writer(data).await?;
+    let meta = finish_stream(tx, h, buf).await?;
     Ok(Received {
         data: ObjectData::Blobs(vec![meta]),
         size,
@@ -176,34 +167,55 @@ pub async fn receive(
     })
 }
 
+/// What the receiving task sends its blob writer thread.
+enum Chunk {
+    /// More bytes of the body.
+    Data(Bytes),
+    /// The body is complete and verified: finish the blob (durably).
+    Finish,
+}
+
+/// A blob writer thread: it finishes the blob on [`Chunk::Finish`] and drops it (removing
+/// its shards) when the channel closes without one.
 type WriterTask = (
-    mpsc::Sender<Bytes>,
-    tokio::task::JoinHandle<StorageResult<BlobWriter>>,
+    mpsc::Sender<Chunk>,
+    tokio::task::JoinHandle<StorageResult<Option<BlobMeta>>>,
 );
 
 fn spawn_writer(store: &BlobStore) -> S3Result<WriterTask> {
-    let (tx, mut rx) = mpsc::channel::<Bytes>(2);
+    let (tx, mut rx) = mpsc::channel::<Chunk>(2);
     let store = store.clone();
     let h = tokio::task::spawn_blocking(move || {
-        let mut w = store.create()?;
-        while let Some(b) = rx.blocking_recv() {
-            w.write(&b)?;
+        let mut w: BlobWriter = store.create()?;
+        while let Some(c) = rx.blocking_recv() {
+            match c {
+                Chunk::Data(b) => w.write(&b)?,
+                // Finished on this thread: one hand-off fewer per object than a
+                // separate finishing task.
+                Chunk::Finish => return w.finish().map(Some),
+            }
         }
-        Ok(w)
+        Ok(None)
     });
     Ok((tx, h))
 }
 
+/// Sends the last bytes and `Finish`, and waits for the durable blob.
 async fn finish_stream(
-    tx: mpsc::Sender<Bytes>,
-    h: tokio::task::JoinHandle<StorageResult<BlobWriter>>,
+    tx: mpsc::Sender<Chunk>,
+    h: tokio::task::JoinHandle<StorageResult<Option<BlobMeta>>>,
     rest: BytesMut,
-) -> S3Result<BlobWriter> {
+) -> S3Result<BlobMeta> {
     if !rest.is_empty() {
-        let _ = tx.send(rest.freeze()).await;
+        let _ = tx.send(Chunk::Data(rest.freeze())).await;
     }
+    // A failed send means the writer stopped: its error comes from the join below.
+    let _ = tx.send(Chunk::Finish).await;
     drop(tx);
-    h.await.map_err(join_error)?.or_s3()
+    h.await
+        .map_err(join_error)?
+        .or_s3()?
+        .ok_or_else(|| s3_error!(InternalError, "the blob writer stopped before finishing"))
 }
 
 /// A response body fed by a blocking reader thread through a small channel.

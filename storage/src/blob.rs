@@ -75,7 +75,19 @@ pub struct BlobStore {
 
 impl BlobStore {
     /// A blob store with full stripes of `shard_size` bytes per shard (rounded up to even).
+    /// Makes the 256 fan-out directories of every online drive (durably) up front, so the
+    /// first blob in each does not pay for two directory fsyncs per drive in its write.
     pub fn new(set: Arc<DriveSet>, shard_size: usize) -> StorageResult<Self> {
+        std::thread::scope(|s| {
+            for d in set.drives().iter().filter(|d| d.is_online()) {
+                s.spawn(move || {
+                    if let Err(e) = make_fan_dirs(&d.path) {
+                        // Not fatal: a shard's first write makes its directory itself.
+                        tracing::warn!(drive = d.index, error = %e, "making blob directories failed");
+                    }
+                });
+            }
+        });
         Ok(Self {
             set,
             shard_size: shard_len(shard_size, 1),
@@ -206,6 +218,23 @@ fn block_checksum(id: BlobId, shard: usize, stripe: u64, data_len: u32, bytes: &
         stripe,
         &[&data_len.to_le_bytes(), bytes],
     )
+}
+
+/// Makes `blobs/00` ... `blobs/ff` under a drive root and fsyncs the directories that
+/// hold their names.
+fn make_fan_dirs(root: &std::path::Path) -> StorageResult<()> {
+    let blobs = root.join("blobs");
+    fs::create_dir_all(&blobs).map_err(|e| StorageError::io("create dir", &blobs, e))?;
+    for fan in 0..=255u8 {
+        let dir = blobs.join(format!("{fan:02x}"));
+        match fs::create_dir(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(StorageError::io("create dir", dir, e)),
+        }
+    }
+    fsync_dir(&blobs)?;
+    fsync_dir(root)
 }
 
 /// Creates a shard file, and its fan-out directory the first time one is needed (made
