@@ -11,8 +11,7 @@ use storage::wal::LogPosition;
 
 use crate::error::{CatalogError, CatalogResult};
 use crate::model::{
-    BucketRecord, ObjectVersion, PartRecord, PartitionState, TopicRecord, TopicTable,
-    UploadRecord,
+    BucketRecord, ObjectVersion, PartRecord, PartitionState, TopicRecord, TopicTable, UploadRecord,
 };
 use crate::tables::{self, *};
 use crate::txn::{Op, OpOutcome};

@@ -533,7 +533,9 @@ fn topic_table(id: u128, generation: u64, tabled: Vec<u64>) -> catalog::TopicTab
 async fn topic_tables_follow_their_topic() {
     let dir = tempfile::tempdir().unwrap();
     let c = open(dir.path());
-    commit(&c, vec![bucket("kafka"), topic("t", 7, 2)]).await.unwrap();
+    commit(&c, vec![bucket("kafka"), topic("t", 7, 2)])
+        .await
+        .unwrap();
     let put = |expected, table| Op::PutTopicTable {
         topic: "t".into(),
         expected,
@@ -558,10 +560,20 @@ async fn topic_tables_follow_their_topic() {
         ],
     )
     .await;
-    assert!(matches!(stale, Err(CatalogError::PreconditionFailed(_))), "{stale:?}");
-    assert!(c.object("kafka", "kafka_topics/t/metadata/x.json").unwrap().is_none());
+    assert!(
+        matches!(stale, Err(CatalogError::PreconditionFailed(_))),
+        "{stale:?}"
+    );
+    assert!(
+        c.object("kafka", "kafka_topics/t/metadata/x.json")
+            .unwrap()
+            .is_none()
+    );
     let other = commit(&c, vec![put(1, topic_table(8, 2, vec![1, 1]))]).await;
-    assert!(matches!(other, Err(CatalogError::UnknownTopic(_))), "{other:?}");
+    assert!(
+        matches!(other, Err(CatalogError::UnknownTopic(_))),
+        "{other:?}"
+    );
     commit(
         &c,
         vec![
@@ -574,7 +586,9 @@ async fn topic_tables_follow_their_topic() {
     .unwrap();
     assert_eq!(c.topic_table("t").unwrap().unwrap().generation, 2);
 
-    commit(&c, vec![Op::DeleteTopic { name: "t".into() }]).await.unwrap();
+    commit(&c, vec![Op::DeleteTopic { name: "t".into() }])
+        .await
+        .unwrap();
     assert!(c.topic_table("t").unwrap().is_none());
     let left: Vec<String> = c
         .list_objects("kafka", "", None, 100)
@@ -583,6 +597,8 @@ async fn topic_tables_follow_their_topic() {
         .map(|(k, _)| k)
         .collect();
     assert_eq!(left, vec!["kafka_topics/tt/keep".to_string()]);
-    let versions = c.list_versions("kafka", "kafka_topics/t/", None, 100).unwrap();
+    let versions = c
+        .list_versions("kafka", "kafka_topics/t/", None, 100)
+        .unwrap();
     assert!(versions.is_empty(), "{versions:?}");
 }

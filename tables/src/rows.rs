@@ -33,7 +33,9 @@ fn list_element(schema: &SchemaRef, name: &str) -> TableResult<(FieldRef, Fields
         return Err(TableError::Task(format!("column {name} is not a list")));
     };
     let DataType::Struct(fields) = element.data_type() else {
-        return Err(TableError::Task(format!("column {name} is not a list of structs")));
+        return Err(TableError::Task(format!(
+            "column {name} is not a list of structs"
+        )));
     };
     Ok((element.clone(), fields.clone()))
 }
@@ -107,7 +109,8 @@ impl RowBuilder {
             }
             self.key.append_option(r.key.as_deref());
             self.value.append_option(r.value.as_deref());
-            self.bytes += r.key.as_ref().map_or(0, |k| k.len()) + r.value.as_ref().map_or(0, |v| v.len());
+            self.bytes +=
+                r.key.as_ref().map_or(0, |k| k.len()) + r.value.as_ref().map_or(0, |v| v.len());
             let header = self.headers.values();
             for (k, v) in &r.headers {
                 self.bytes += k.len() + v.as_ref().map_or(0, |v| v.len());

@@ -1,8 +1,7 @@
 //! The one schema every topic table has, and its partitioning by Kafka partition.
 
 use iceberg::spec::{
-    ListType, NestedField, PrimitiveType, Schema, StructType, Transform, Type,
-    UnboundPartitionSpec,
+    ListType, NestedField, PrimitiveType, Schema, StructType, Transform, Type, UnboundPartitionSpec,
 };
 
 use crate::TableResult;
@@ -35,8 +34,7 @@ pub fn topic_schema() -> TableResult<Schema> {
         .with_fields(vec![
             NestedField::required(1, PARTITION, Type::Primitive(PrimitiveType::Int)).into(),
             NestedField::required(2, OFFSET, Type::Primitive(PrimitiveType::Long)).into(),
-            NestedField::required(3, TIMESTAMP, Type::Primitive(PrimitiveType::Timestamptz))
-                .into(),
+            NestedField::required(3, TIMESTAMP, Type::Primitive(PrimitiveType::Timestamptz)).into(),
             NestedField::optional(
                 4,
                 TIMESTAMP_BROKER,

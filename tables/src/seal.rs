@@ -166,7 +166,8 @@ impl Tabler {
             .topic(topic)?
             .ok_or_else(|| TableError::NoSuchTable(format!("{NAMESPACE}.{topic}")))?;
         let current = self.current(&t)?;
-        let table_location = objects::location(&self.bucket, Self::prefix(topic).trim_end_matches('/'));
+        let table_location =
+            objects::location(&self.bucket, Self::prefix(topic).trim_end_matches('/'));
         let (metadata, previous_location) = match &current {
             Some(c) => (
                 self.read_metadata(&c.metadata_location).await?,
@@ -175,7 +176,10 @@ impl Tabler {
             None => (new_metadata(&table_location, &t)?, None),
         };
         let arrow_schema = Arc::new(schema_to_arrow_schema(metadata.current_schema())?);
-        let tabled = current.as_ref().map(|c| c.tabled.clone()).unwrap_or_default();
+        let tabled = current
+            .as_ref()
+            .map(|c| c.tabled.clone())
+            .unwrap_or_default();
         let collected = {
             let catalog = self.catalog.clone();
             let t = t.clone();
@@ -191,11 +195,13 @@ impl Tabler {
 
         let io = FileIO::new_with_memory();
         let mut written: Vec<(String, &'static str)> = Vec::new();
-        let mut builder = TableMetadataBuilder::new_from_metadata(metadata.clone(), previous_location);
+        let mut builder =
+            TableMetadataBuilder::new_from_metadata(metadata.clone(), previous_location);
         let mut removed: Vec<String> = Vec::new();
         if !collected.files.is_empty() {
-            let (snapshot, files) =
-                self.write_snapshot(&io, &metadata, &table_location, collected.files).await?;
+            let (snapshot, files) = self
+                .write_snapshot(&io, &metadata, &table_location, collected.files)
+                .await?;
             written.extend(files);
             let (expired, unreferenced) = self.expired(&metadata, &snapshot);
             builder = builder.set_branch_snapshot(snapshot, "main")?;
@@ -205,7 +211,12 @@ impl Tabler {
             }
         }
         let built = builder.build()?;
-        removed.extend(built.expired_metadata_logs.into_iter().map(|l| l.metadata_file));
+        removed.extend(
+            built
+                .expired_metadata_logs
+                .into_iter()
+                .map(|l| l.metadata_file),
+        );
         let new_metadata = built.metadata;
         let generation = current.as_ref().map_or(0, |c| c.generation);
         let metadata_location = format!(
@@ -215,7 +226,9 @@ impl Tabler {
         );
         let json = serde_json::to_vec(&new_metadata)
             .map_err(|e| TableError::CorruptMetadata(metadata_location.clone(), e.to_string()))?;
-        io.new_output(&metadata_location)?.write(json.into()).await?;
+        io.new_output(&metadata_location)?
+            .write(json.into())
+            .await?;
         written.push((metadata_location.clone(), "application/json"));
 
         let mut files = Vec::with_capacity(written.len());
@@ -241,7 +254,8 @@ impl Tabler {
                 let mut objs = NewObjects::default();
                 let now = now_ms();
                 for (key, bytes, content_type) in files {
-                    if let Err(e) = objs.add(catalog.as_ref(), &bucket, key, bytes, content_type, now)
+                    if let Err(e) =
+                        objs.add(catalog.as_ref(), &bucket, key, bytes, content_type, now)
                     {
                         objs.discard(&catalog);
                         return Err(e);
@@ -312,7 +326,12 @@ impl Tabler {
             if let Some(replaced) =
                 child.and_then(|c| c.summary().additional_properties.get(REPLACED_MANIFESTS))
             {
-                files.extend(replaced.split(',').filter(|p| !p.is_empty()).map(str::to_owned));
+                files.extend(
+                    replaced
+                        .split(',')
+                        .filter(|p| !p.is_empty())
+                        .map(str::to_owned),
+                );
             }
         }
         (expired, files)
@@ -349,8 +368,10 @@ impl Tabler {
                 .await?;
             w.write(&part.rows).await?;
             for mut b in w.close().await? {
-                b.partition(Struct::from_iter([Some(Literal::int(part.partition as i32))]))
-                    .partition_spec_id(spec.spec_id());
+                b.partition(Struct::from_iter([Some(Literal::int(
+                    part.partition as i32,
+                ))]))
+                .partition_spec_id(spec.spec_id());
                 let f = b
                     .build()
                     .map_err(|e| TableError::Task(format!("data file entry: {e}")))?;
@@ -439,12 +460,18 @@ impl Tabler {
                 ("added-data-files".to_owned(), added_files.to_string()),
                 ("added-records".to_owned(), added_records.to_string()),
                 ("added-files-size".to_owned(), added_size.to_string()),
-                ("total-records".to_owned(), (totals.0 + added_records).to_string()),
+                (
+                    "total-records".to_owned(),
+                    (totals.0 + added_records).to_string(),
+                ),
                 (
                     "total-data-files".to_owned(),
                     (totals.1 + added_files as u64).to_string(),
                 ),
-                ("total-files-size".to_owned(), (totals.2 + added_size).to_string()),
+                (
+                    "total-files-size".to_owned(),
+                    (totals.2 + added_size).to_string(),
+                ),
                 ("total-delete-files".to_owned(), "0".to_owned()),
                 ("total-position-deletes".to_owned(), "0".to_owned()),
                 ("total-equality-deletes".to_owned(), "0".to_owned()),
@@ -483,7 +510,10 @@ fn new_snapshot_id(metadata: &TableMetadata) -> i64 {
 fn new_metadata(location: &str, topic: &TopicRecord) -> TableResult<TableMetadata> {
     let properties = HashMap::from([
         ("eddy.topic-id".to_owned(), format!("{:032x}", topic.id)),
-        ("write.parquet.compression-codec".to_owned(), "zstd".to_owned()),
+        (
+            "write.parquet.compression-codec".to_owned(),
+            "zstd".to_owned(),
+        ),
     ]);
     Ok(TableMetadataBuilder::new(
         topic_schema()?,

@@ -36,9 +36,11 @@ def produce(eddy, topic, records):
     p = Producer({"bootstrap.servers": eddy.bootstrap, "linger.ms": 5})
     acked = []
 
-    def done(err, msg):
-        assert err is None, err
-        acked.append(msg)
+    def done(record):
+        def report(err, msg):
+            assert err is None, err
+            acked.append((record, msg))
+        return report
 
     for r in records:
         p.produce(
@@ -48,21 +50,22 @@ def produce(eddy, topic, records):
             partition=r["partition"],
             headers=r["headers"],
             timestamp=r["timestamp"],
-            on_delivery=done,
+            on_delivery=done(r),
         )
     assert p.flush(30) == 0
     assert len(acked) == len(records)
-    out = []
-    for m in acked:
-        out.append({
+    # Delivery reports carry the offset; headers as sent come from the record itself.
+    return [
+        {
             "partition": m.partition(),
             "offset": m.offset(),
-            "key": m.key(),
-            "value": m.value(),
-            "headers": [(k, v) for k, v in (m.headers() or [])],
-            "timestamp": m.timestamp()[1],
-        })
-    return out
+            "key": r["key"],
+            "value": r["value"],
+            "headers": list(r["headers"]),
+            "timestamp": r["timestamp"],
+        }
+        for r, m in acked
+    ]
 
 
 def catalog(eddy, secret=None):
@@ -71,6 +74,7 @@ def catalog(eddy, secret=None):
         uri=f"{eddy.http_url}/iceberg",
         credential=f"{eddy.access_key}:{secret or eddy.secret_key}",
         warehouse="kafka",
+        **{"oauth2-server-uri": f"{eddy.http_url}/iceberg/v1/oauth/tokens"},
     )
 
 
@@ -160,6 +164,9 @@ def test_duckdb_reads_the_table(eddy):
     topic = name()
     create(eddy, topic, 2)
     produced = produce(eddy, topic, sample_records(30, 2))
+    # DuckDB reads the snapshot current when its transaction began, so its own load
+    # (which seals the tail) comes too late for that transaction: seal first.
+    catalog(eddy).load_table(f"{NS}.{topic}")
     con = duckdb_with_extensions()
     con.execute(f"""
         CREATE SECRET eddy_catalog (

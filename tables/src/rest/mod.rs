@@ -86,7 +86,11 @@ impl RestCatalog {
             .path
             .trim_start_matches('/')
             .split('/')
-            .map(|s| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned())
+            .map(|s| {
+                percent_encoding::percent_decode_str(s)
+                    .decode_utf8_lossy()
+                    .into_owned()
+            })
             .collect();
         let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
         let m = &req.method;
@@ -204,7 +208,10 @@ impl RestCatalog {
             return Err(TableError::NoSuchWarehouse(w));
         }
         let mut overrides = self.file_io_config(req, user);
-        overrides.insert("warehouse".to_owned(), format!("s3://{}", self.tabler.bucket()));
+        overrides.insert(
+            "warehouse".to_owned(),
+            format!("s3://{}", self.tabler.bucket()),
+        );
         json(
             StatusCode::OK,
             &CatalogConfig {
@@ -238,11 +245,14 @@ impl RestCatalog {
 
     fn token(&self, req: &Request) -> Response {
         if req.method != Method::POST {
-            return oauth_error(StatusCode::METHOD_NOT_ALLOWED, "invalid_request", "use POST");
+            return oauth_error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "invalid_request",
+                "use POST",
+            );
         }
-        let form: HashMap<String, String> = form_urlencoded::parse(&req.body)
-            .into_owned()
-            .collect();
+        let form: HashMap<String, String> =
+            form_urlencoded::parse(&req.body).into_owned().collect();
         if form.get("grant_type").map(String::as_str) != Some("client_credentials") {
             return oauth_error(
                 StatusCode::BAD_REQUEST,
@@ -303,9 +313,7 @@ fn query_param(query: Option<&str>, name: &str) -> Option<String> {
 
 fn basic_auth(header: Option<&str>) -> Option<(String, String)> {
     let encoded = header?.strip_prefix("Basic ")?;
-    let decoded = base64_simd::STANDARD
-        .decode_to_vec(encoded.trim())
-        .ok()?;
+    let decoded = base64_simd::STANDARD.decode_to_vec(encoded.trim()).ok()?;
     let s = String::from_utf8(decoded).ok()?;
     let (id, secret) = s.split_once(':')?;
     Some((id.to_owned(), secret.to_owned()))
