@@ -84,8 +84,9 @@ def main():
         cat = RestCatalog("eddy", uri=f"http://127.0.0.1:{ports['http']}/iceberg",
                           credential="bench:benchsecret", warehouse="kafka")
 
-        # 1. ack-to-visible under a steady load.
-        payload = os.urandom(a.record_bytes)
+        # 1. ack-to-visible under a steady load. Values are random (incompressible), from
+        # a pool far larger than a Parquet dictionary page would hold.
+        pool = [os.urandom(a.record_bytes) for _ in range(4096)]
         stop = threading.Event()
         sent = [0]
 
@@ -99,7 +100,7 @@ def main():
                 due = int((time.monotonic() - t0) * 100 * per_tick)
                 while n < due:
                     try:
-                        p.produce("steady", value=payload)
+                        p.produce("steady", value=pool[n % len(pool)])
                         n += 1
                     except BufferError:
                         p.poll(0.01)
@@ -144,13 +145,14 @@ def main():
         for i in range(n):
             while True:
                 try:
-                    p.produce("backlog", key=str(i).encode(), value=payload, partition=i % 4)
+                    p.produce("backlog", key=str(i).encode(), value=os.urandom(a.record_bytes),
+                              partition=i % 4)
                     break
                 except BufferError:
                     p.poll(0.05)
         p.flush(120)
         produce_s = time.monotonic() - t0
-        record_mb = n * (a.record_bytes + 6) / 1e6
+        record_mb = sum(len(str(i)) + a.record_bytes for i in range(n)) / 1e6
         t0 = time.monotonic()
         tbl = cat.load_table("kafka_topics.backlog")
         seal_s = time.monotonic() - t0
