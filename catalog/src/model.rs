@@ -278,4 +278,7 @@ pub struct TopicTable {
     pub metadata_location: String,
     /// Per partition: the first offset not yet in a data file.
     pub tabled: Vec<u64>,
+    /// Per partition: the first offset the table shows (it follows the log start
+    /// offset that DeleteRecords and retention move).
+    pub start: Vec<u64>,
 }

@@ -264,6 +264,7 @@ mod tests {
                 prefix: "p/".into(),
                 metadata_location: "s3://b/p/m.json".into(),
                 tabled: Vec::new(),
+                start: Vec::new(),
             },
         };
         assert_eq!(index(&table), 20);

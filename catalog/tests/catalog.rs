@@ -524,6 +524,7 @@ fn topic_table(id: u128, generation: u64, tabled: Vec<u64>) -> catalog::TopicTab
         prefix: "kafka_topics/t/".into(),
         metadata_location: format!("s3://kafka/kafka_topics/t/metadata/{generation}.json"),
         tabled,
+        start: Vec::new(),
     }
 }
 

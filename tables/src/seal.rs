@@ -36,6 +36,10 @@ pub const MAX_MANIFESTS: usize = 8;
 /// deleted once no older snapshot that lists them is left.
 const REPLACED_MANIFESTS: &str = "eddy.replaced-manifests";
 
+/// Summary property of a snapshot that dropped data files (DeleteRecords, retention):
+/// those files, deleted once no older snapshot that lists them is left.
+const REMOVED_FILES: &str = "eddy.removed-files";
+
 /// Turns committed log data into table snapshots, one topic at a time.
 pub struct Tabler {
     catalog: Arc<dyn Catalog>,
@@ -180,6 +184,54 @@ impl Tabler {
             .as_ref()
             .map(|c| c.tabled.clone())
             .unwrap_or_default();
+        let old_start = current
+            .as_ref()
+            .map(|c| c.start.clone())
+            .unwrap_or_default();
+        let mut start = vec![0u64; t.partitions as usize];
+        let mut truncate = Vec::new();
+        for p in 0..t.partitions {
+            let before = old_start.get(p as usize).copied().unwrap_or(0);
+            let log_start = self
+                .catalog
+                .partition(t.id, p)?
+                .map_or(0, |st| st.log_start_offset);
+            start[p as usize] = before.max(log_start);
+            if log_start > before {
+                truncate.push((p, log_start));
+            }
+        }
+        if let Some(c) = &current
+            && !truncate.is_empty()
+            && metadata.current_snapshot().is_some()
+        {
+            // Records deleted from the log leave the table first, in a snapshot of their
+            // own; appends follow in the next step.
+            let io = FileIO::new_with_memory();
+            let (snapshot, written) = self
+                .write_truncation(&io, &metadata, &table_location, &truncate, arrow_schema)
+                .await?;
+            let mut builder =
+                TableMetadataBuilder::new_from_metadata(metadata.clone(), previous_location);
+            let (expired, unreferenced) = self.expired(&metadata, &snapshot);
+            builder = builder.set_branch_snapshot(snapshot, "main")?;
+            if !expired.is_empty() {
+                builder = builder.remove_snapshots(&expired);
+            }
+            let table = self
+                .publish(
+                    &io,
+                    &t,
+                    Some(c),
+                    builder,
+                    written,
+                    unreferenced,
+                    c.tabled.clone(),
+                    start,
+                )
+                .await?;
+            return Ok((table, true));
+        }
         let collected = {
             let catalog = self.catalog.clone();
             let t = t.clone();
@@ -189,6 +241,7 @@ impl Tabler {
         if let Some(c) = &current
             && collected.files.is_empty()
             && collected.tabled == c.tabled
+            && start == c.start
         {
             return Ok((c.clone(), collected.more));
         }
@@ -210,6 +263,38 @@ impl Tabler {
                 removed.extend(unreferenced);
             }
         }
+        let table = self
+            .publish(
+                &io,
+                &t,
+                current.as_ref(),
+                builder,
+                written,
+                removed,
+                collected.tabled,
+                start,
+            )
+            .await?;
+        Ok((table, collected.more))
+    }
+
+    /// Writes the new `metadata.json` and commits it with the new files, the deletion
+    /// of files no snapshot needs any more, and the new table state, in one transaction.
+    #[allow(clippy::too_many_arguments)]
+    async fn publish(
+        &self,
+        io: &FileIO,
+        t: &TopicRecord,
+        current: Option<&TopicTable>,
+        builder: TableMetadataBuilder,
+        mut written: Vec<(String, &'static str)>,
+        mut removed: Vec<String>,
+        tabled: Vec<u64>,
+        start: Vec<u64>,
+    ) -> TableResult<TopicTable> {
+        let topic = t.name.as_str();
+        let table_location =
+            objects::location(&self.bucket, Self::prefix(topic).trim_end_matches('/'));
         let built = builder.build()?;
         removed.extend(
             built
@@ -218,7 +303,7 @@ impl Tabler {
                 .map(|l| l.metadata_file),
         );
         let new_metadata = built.metadata;
-        let generation = current.as_ref().map_or(0, |c| c.generation);
+        let generation = current.map_or(0, |c| c.generation);
         let metadata_location = format!(
             "{table_location}/metadata/{:05}-{}.metadata.json",
             generation + 1,
@@ -245,7 +330,8 @@ impl Tabler {
             bucket: self.bucket.clone(),
             prefix: Self::prefix(topic),
             metadata_location,
-            tabled: collected.tabled,
+            tabled,
+            start,
         };
         let new_objects = {
             let catalog = self.catalog.clone();
@@ -292,7 +378,7 @@ impl Tabler {
                     bytes = new_objects.bytes,
                     "table snapshot committed"
                 );
-                Ok((table, collected.more))
+                Ok(table)
             }
             Err(e) => {
                 new_objects.discard(&self.catalog);
@@ -335,6 +421,162 @@ impl Tabler {
             }
         }
         (expired, files)
+    }
+
+    /// Writes a snapshot without the records before each `(partition, log start)` of
+    /// `truncate`: files wholly before it are dropped, files across it rewritten without
+    /// the deleted records, and every manifest merged into one.
+    async fn write_truncation(
+        &self,
+        io: &FileIO,
+        metadata: &TableMetadata,
+        table_location: &str,
+        truncate: &[(u32, u64)],
+        arrow_schema: arrow::datatypes::SchemaRef,
+    ) -> TableResult<(Snapshot, Vec<(String, &'static str)>)> {
+        let parent = metadata
+            .current_snapshot()
+            .ok_or_else(|| TableError::Task("truncating a table without a snapshot".into()))?;
+        let schema = metadata.current_schema().clone();
+        let spec = metadata.default_partition_spec().as_ref().clone();
+        let snapshot_id = new_snapshot_id(metadata);
+        let sequence = metadata.last_sequence_number() + 1;
+        let uuid = uuid::Uuid::new_v4();
+        let manifest_location = format!("{table_location}/metadata/{uuid}-m0.avro");
+        let mut mw = ManifestWriterBuilder::new(
+            io.new_output(&manifest_location)?,
+            Some(snapshot_id),
+            schema.clone(),
+            spec.clone(),
+        )
+        .build_v2_data();
+        let list_bytes = self.read_file(parent.manifest_list()).await?;
+        let manifests: Vec<_> = ManifestList::parse_with_version(&list_bytes, FormatVersion::V2)?
+            .consume_entries()
+            .into_iter()
+            .collect();
+        let props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(ZstdLevel::default()))
+            .build();
+        let mut written = Vec::new();
+        let mut replaced = Vec::new();
+        let mut removed_files = Vec::new();
+        let (mut deleted_files, mut deleted_records, mut added_files, mut added_records) =
+            (0u64, 0u64, 0u64, 0u64);
+        let (mut total_records, mut total_files, mut total_size) = (0u64, 0u64, 0u64);
+        for m in manifests {
+            let bytes = self.read_file(&m.manifest_path).await?;
+            let (entries, _) = iceberg::spec::Manifest::parse_avro(&bytes)?.into_parts();
+            for e in entries.iter().filter(|e| e.is_alive()) {
+                let f = e.data_file();
+                let seq = e.sequence_number().unwrap_or(m.sequence_number);
+                let cut = file_range(f.file_path()).and_then(|(p, first, next)| {
+                    truncate
+                        .iter()
+                        .find(|(tp, _)| *tp == p)
+                        .map(|(_, ls)| (p, first, next, *ls))
+                });
+                match cut {
+                    Some((_, _, next, ls)) if next <= ls => {
+                        deleted_files += 1;
+                        deleted_records += f.record_count();
+                        removed_files.push(f.file_path().to_owned());
+                        mw.add_delete_file(f.clone(), seq, Some(seq))?;
+                    }
+                    Some((p, first, next, ls)) if first < ls => {
+                        let old = self.read_file(f.file_path()).await?;
+                        let rows = keep_from(old, ls, arrow_schema.clone())?;
+                        deleted_files += 1;
+                        deleted_records += f.record_count();
+                        removed_files.push(f.file_path().to_owned());
+                        mw.add_delete_file(f.clone(), seq, Some(seq))?;
+                        if rows.num_rows() > 0 {
+                            let location = format!(
+                                "{table_location}/data/partition={p}/{ls:020}-{next:020}-{}.parquet",
+                                uuid::Uuid::new_v4()
+                            );
+                            let mut w = ParquetWriterBuilder::new(props.clone(), schema.clone())
+                                .build(io.new_output(&location)?)
+                                .await?;
+                            w.write(&rows).await?;
+                            for mut b in w.close().await? {
+                                b.partition(Struct::from_iter([Some(Literal::int(p as i32))]))
+                                    .partition_spec_id(spec.spec_id());
+                                let nf = b.build().map_err(|e| {
+                                    TableError::Task(format!("data file entry: {e}"))
+                                })?;
+                                added_files += 1;
+                                added_records += nf.record_count();
+                                total_records += nf.record_count();
+                                total_files += 1;
+                                total_size += nf.file_size_in_bytes();
+                                mw.add_file(nf, sequence)?;
+                            }
+                            written.push((location, "application/vnd.apache.parquet"));
+                        }
+                    }
+                    _ => {
+                        total_records += f.record_count();
+                        total_files += 1;
+                        total_size += f.file_size_in_bytes();
+                        mw.add_existing_file(
+                            f.clone(),
+                            e.snapshot_id().unwrap_or(m.added_snapshot_id),
+                            seq,
+                            Some(seq),
+                        )?;
+                    }
+                }
+            }
+            replaced.push(m.manifest_path);
+        }
+        let manifest = mw.write_manifest_file().await?;
+        written.push((manifest_location, "application/avro"));
+        let list_location =
+            format!("{table_location}/metadata/snap-{snapshot_id}-{sequence}-{uuid}.avro");
+        let mut lw = ManifestListWriter::v2(
+            io.new_output(&list_location)?.writer().await?,
+            snapshot_id,
+            Some(parent.snapshot_id()),
+            sequence,
+        );
+        lw.add_manifests(std::iter::once(manifest))?;
+        lw.close().await?;
+        written.push((list_location.clone(), "application/avro"));
+        let mut props = HashMap::from([
+            ("deleted-data-files".to_owned(), deleted_files.to_string()),
+            ("deleted-records".to_owned(), deleted_records.to_string()),
+            ("added-data-files".to_owned(), added_files.to_string()),
+            ("added-records".to_owned(), added_records.to_string()),
+            ("total-records".to_owned(), total_records.to_string()),
+            ("total-data-files".to_owned(), total_files.to_string()),
+            ("total-files-size".to_owned(), total_size.to_string()),
+            ("total-delete-files".to_owned(), "0".to_owned()),
+            ("total-position-deletes".to_owned(), "0".to_owned()),
+            ("total-equality-deletes".to_owned(), "0".to_owned()),
+            (REPLACED_MANIFESTS.to_owned(), replaced.join(",")),
+        ]);
+        if !removed_files.is_empty() {
+            props.insert(REMOVED_FILES.to_owned(), removed_files.join(","));
+        }
+        let operation = if added_files > 0 {
+            Operation::Overwrite
+        } else {
+            Operation::Delete
+        };
+        let snapshot = Snapshot::builder()
+            .with_snapshot_id(snapshot_id)
+            .with_parent_snapshot_id(Some(parent.snapshot_id()))
+            .with_sequence_number(sequence)
+            .with_timestamp_ms(now_ms().max(metadata.last_updated_ms()))
+            .with_manifest_list(list_location)
+            .with_summary(Summary {
+                operation,
+                additional_properties: props,
+            })
+            .with_schema_id(metadata.current_schema_id())
+            .build();
+        Ok((snapshot, written))
     }
 
     /// Writes the data files, their manifest and the manifest list of a new append
@@ -494,6 +736,42 @@ impl Tabler {
             .build();
         Ok((snapshot, written))
     }
+}
+
+/// Partition and offset range (`first..next`) of a data file, from its name.
+fn file_range(path: &str) -> Option<(u32, u64, u64)> {
+    let (dir, name) = path.rsplit_once('/')?;
+    let p = dir.rsplit_once("/partition=")?.1.parse().ok()?;
+    let mut parts = name.split('-');
+    let first = parts.next()?.parse().ok()?;
+    let next = parts.next()?.parse().ok()?;
+    Some((p, first, next))
+}
+
+/// The rows of a Parquet data file at offsets `from` and after.
+fn keep_from(
+    file: Vec<u8>,
+    from: u64,
+    schema: arrow::datatypes::SchemaRef,
+) -> TableResult<RecordBatch> {
+    use arrow::array::{Array, Int64Array};
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(file))
+        .map_err(|e| TableError::Task(format!("reading a data file to rewrite: {e}")))?
+        .build()
+        .map_err(|e| TableError::Task(format!("reading a data file to rewrite: {e}")))?;
+    let mut kept = Vec::new();
+    for batch in reader {
+        let batch = RecordBatch::try_new(schema.clone(), batch?.columns().to_vec())?;
+        let offsets = batch
+            .column_by_name(crate::schema::OFFSET)
+            .and_then(|c| c.as_any().downcast_ref::<Int64Array>())
+            .ok_or_else(|| TableError::Task("data file without an offset column".into()))?;
+        let from = i64::try_from(from).unwrap_or(i64::MAX);
+        let keep = arrow::compute::kernels::cmp::gt_eq(offsets, &Int64Array::new_scalar(from))?;
+        kept.push(arrow::compute::filter_record_batch(&batch, &keep)?);
+    }
+    Ok(arrow::compute::concat_batches(&schema, &kept)?)
 }
 
 /// A snapshot id not yet used by the table (positive, as Iceberg wants).

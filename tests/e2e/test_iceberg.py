@@ -333,3 +333,36 @@ def test_pyiceberg_append_is_refused(eddy):
         tbl.append(tbl.scan().to_arrow())
     assert "read-only" in str(e.value)
     assert tbl.refresh().scan().to_arrow().num_rows == 3
+
+
+def test_delete_records_shows_up_as_a_new_snapshot(eddy):
+    from confluent_kafka import TopicPartition
+
+    topic = name()
+    create(eddy, topic, 2)
+    cat = catalog(eddy)
+    first = produce(eddy, topic, sample_records(20, 2))  # offsets 0..9 in each partition
+    cat.load_table(f"{NS}.{topic}")
+    second = produce(eddy, topic, sample_records(20, 2))  # offsets 10..19
+    before = cat.load_table(f"{NS}.{topic}")
+    all_rows = sorted(first + second, key=lambda r: (r["partition"], r["offset"]))
+    assert rows_of(before.scan().to_arrow()) == all_rows
+
+    # Partition 0 from offset 13: its first file goes, its second is cut.
+    a = AdminClient({"bootstrap.servers": eddy.bootstrap})
+    res = a.delete_records([TopicPartition(topic, 0, 13)])
+    for fut in res.values():
+        fut.result(timeout=30)
+    after = cat.load_table(f"{NS}.{topic}")
+    kept = [r for r in all_rows if not (r["partition"] == 0 and r["offset"] < 13)]
+    assert rows_of(after.scan().to_arrow()) == kept
+    new = after.current_snapshot()
+    assert new.snapshot_id != before.current_snapshot().snapshot_id
+    assert new.summary.operation.value in ("overwrite", "delete")
+    # The snapshot before the deletion still reads every record (time travel).
+    old = after.scan(snapshot_id=before.current_snapshot().snapshot_id).to_arrow()
+    assert rows_of(old) == all_rows
+    # Produce after the deletion: appended as usual.
+    third = produce(eddy, topic, sample_records(4, 2))
+    assert rows_of(cat.load_table(f"{NS}.{topic}").scan().to_arrow()) == sorted(
+        kept + third, key=lambda r: (r["partition"], r["offset"]))
