@@ -56,6 +56,13 @@ pub struct ServeArgs {
     /// (`bucket.DOMAIN`), comma-separated; path style always works.
     #[arg(long, env = "EDDY_S3_DOMAIN", value_delimiter = ',')]
     pub s3_domain: Option<Vec<String>>,
+    /// Topic table snapshots older than this many seconds are expired (default 600).
+    #[arg(long, env = "EDDY_TABLE_SNAPSHOT_MAX_AGE_SECS")]
+    pub table_snapshot_max_age_secs: Option<u64>,
+    /// The background tabler seals a topic whose untabled data is this many seconds old
+    /// (default 30).
+    #[arg(long, env = "EDDY_TABLE_SEAL_AGE_SECS")]
+    pub table_seal_age_secs: Option<u64>,
 }
 
 /// The TOML file's shape (every key optional).
@@ -77,6 +84,8 @@ pub struct FileConfig {
     kafka_auto_create_topics: Option<bool>,
     kafka_default_partitions: Option<u32>,
     kafka_max_frame_mb: Option<usize>,
+    table_snapshot_max_age_secs: Option<u64>,
+    table_seal_age_secs: Option<u64>,
     #[serde(default)]
     users: Vec<User>,
 }
@@ -132,6 +141,10 @@ pub struct ServeConfig {
     pub kafka_default_partitions: u32,
     /// Largest Kafka request, in MiB.
     pub kafka_max_frame_mb: usize,
+    /// Age after which topic table snapshots expire.
+    pub table_snapshot_max_age: std::time::Duration,
+    /// Age of untabled data after which the background tabler seals a topic.
+    pub table_seal_age: std::time::Duration,
 }
 
 fn load_file(path: Option<&Path>) -> anyhow::Result<FileConfig> {
@@ -242,6 +255,17 @@ impl ServeArgs {
                 || file.kafka_auto_create_topics.unwrap_or(false),
             kafka_default_partitions: file.kafka_default_partitions.unwrap_or(1).max(1),
             kafka_max_frame_mb: file.kafka_max_frame_mb.unwrap_or(100).clamp(1, 1024),
+            table_snapshot_max_age: std::time::Duration::from_secs(
+                self.table_snapshot_max_age_secs
+                    .or(file.table_snapshot_max_age_secs)
+                    .unwrap_or(600),
+            ),
+            table_seal_age: std::time::Duration::from_secs(
+                self.table_seal_age_secs
+                    .or(file.table_seal_age_secs)
+                    .unwrap_or(30)
+                    .max(1),
+            ),
         })
     }
 }

@@ -136,13 +136,16 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         s3_service,
         stop_rx.clone(),
     ));
-    let tabler = Arc::new(tables::Tabler::new(
-        catalog_dyn.clone(),
-        config.broker_bucket.clone(),
-    ));
+    let tabler = Arc::new(
+        tables::Tabler::new(catalog_dyn.clone(), config.broker_bucket.clone())
+            .with_snapshot_max_age(config.table_snapshot_max_age),
+    );
     tasks.spawn(tables::background::run(
         tabler.clone(),
-        tables::background::Thresholds::default(),
+        tables::background::Thresholds {
+            max_age: config.table_seal_age,
+            ..Default::default()
+        },
         stop_rx.clone(),
     ));
     let iceberg = Arc::new(tables::rest::RestCatalog::new(

@@ -409,15 +409,11 @@ impl Tabler {
                 .map(|c| c.as_ref())
                 .chain(std::iter::once(new))
                 .find(|c| c.parent_snapshot_id() == Some(*id));
-            if let Some(replaced) =
-                child.and_then(|c| c.summary().additional_properties.get(REPLACED_MANIFESTS))
-            {
-                files.extend(
-                    replaced
-                        .split(',')
-                        .filter(|p| !p.is_empty())
-                        .map(str::to_owned),
-                );
+            for prop in [REPLACED_MANIFESTS, REMOVED_FILES] {
+                if let Some(list) = child.and_then(|c| c.summary().additional_properties.get(prop))
+                {
+                    files.extend(list.split(',').filter(|p| !p.is_empty()).map(str::to_owned));
+                }
             }
         }
         (expired, files)

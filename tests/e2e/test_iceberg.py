@@ -366,3 +366,50 @@ def test_delete_records_shows_up_as_a_new_snapshot(eddy):
     third = produce(eddy, topic, sample_records(4, 2))
     assert rows_of(cat.load_table(f"{NS}.{topic}").scan().to_arrow()) == sorted(
         kept + third, key=lambda r: (r["partition"], r["offset"]))
+
+
+def test_expired_snapshots_take_their_files(tmp_path):
+    """With snapshots expiring after 1 s, old snapshots leave the table metadata and
+    the files only they referenced leave the bucket, while every live row stays."""
+    import time
+
+    from confluent_kafka import TopicPartition
+
+    from conftest import new_eddy
+
+    server = new_eddy(tmp_path, extra_args=["--table-snapshot-max-age-secs", "1"]).start()
+    try:
+        topic = name()
+        create(server, topic, 1)
+        cat = catalog(server)
+        rows = produce(server, topic, sample_records(10, 1))
+        first = cat.load_table(f"{NS}.{topic}")
+        s1 = first.current_snapshot()
+        s1_files = [t.file.file_path for t in first.scan().plan_files()]
+        rows += produce(server, topic, sample_records(10, 1))
+        cat.load_table(f"{NS}.{topic}")
+        # Drop the first file (offsets 0..9) from the table.
+        admin = AdminClient({"bootstrap.servers": server.bootstrap})
+        for fut in admin.delete_records([TopicPartition(topic, 0, 10)]).values():
+            fut.result(timeout=30)
+        rows = [r for r in rows if r["offset"] >= 10]
+        cut = cat.load_table(f"{NS}.{topic}").current_snapshot()
+        assert cut.summary.operation.value == "delete"
+
+        deadline = time.monotonic() + 60
+        while True:
+            rows += produce(server, topic, sample_records(1, 1))
+            tbl = cat.load_table(f"{NS}.{topic}")
+            ids = {s.snapshot_id for s in tbl.snapshots()}
+            if s1.snapshot_id not in ids and cut.parent_snapshot_id not in ids:
+                break
+            assert time.monotonic() < deadline, "old snapshots never expired"
+            time.sleep(0.2)
+        assert rows_of(tbl.scan().to_arrow()) == sorted(rows, key=lambda r: r["offset"])
+        assert not tbl.io.new_input(s1.manifest_list).exists()
+        # The dropped data file is gone once no snapshot lists it.
+        assert s1_files and not any(tbl.io.new_input(f).exists() for f in s1_files)
+        for t in tbl.scan().plan_files():
+            assert tbl.io.new_input(t.file.file_path).exists()
+    finally:
+        server.stop()
