@@ -871,3 +871,23 @@ pub async fn blocking<T: Send + 'static>(
         .await
         .map_err(|e| TableError::Task(e.to_string()))?
 }
+
+#[cfg(test)]
+mod tests {
+    use super::file_range;
+
+    #[test]
+    fn data_file_names_give_partition_and_offsets() {
+        assert_eq!(
+            file_range(
+                "s3://kafka/kafka_topics/t-1/data/partition=3/00000000000000000010-00000000000000000025-3f0a.parquet"
+            ),
+            Some((3, 10, 25))
+        );
+        assert_eq!(file_range("s3://kafka/kafka_topics/t/data/x.parquet"), None);
+        assert_eq!(
+            file_range("s3://kafka/other/partition=x/1-2-u.parquet"),
+            None
+        );
+    }
+}

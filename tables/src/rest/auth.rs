@@ -97,3 +97,38 @@ impl Tokens {
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_right_secret_gets_a_token_and_only_granted_tokens_pass() {
+        let t = Tokens::new(
+            [("alice".to_owned(), "alice-secret".to_owned())],
+            Duration::from_secs(60),
+        );
+        assert!(t.grant("alice", "wrong").is_none());
+        assert!(t.grant("bob", "alice-secret").is_none());
+        let g = t.grant("alice", "alice-secret").expect("granted");
+        assert_eq!(g.expires_in, 60);
+        let header = format!("Bearer {}", g.token);
+        assert_eq!(t.check(Some(&header)).expect("valid"), "alice");
+        assert!(matches!(t.check(None), Err(TableError::Unauthorized(_))));
+        assert!(matches!(
+            t.check(Some("Bearer not-a-token")),
+            Err(TableError::Unauthorized(_))
+        ));
+        assert!(matches!(
+            t.check(Some(&format!("Basic {}", g.token))),
+            Err(TableError::Unauthorized(_))
+        ));
+    }
+
+    #[test]
+    fn expired_tokens_are_refused() {
+        let t = Tokens::new([("alice".to_owned(), "s".to_owned())], Duration::ZERO);
+        let g = t.grant("alice", "s").expect("granted");
+        assert!(t.check(Some(&format!("Bearer {}", g.token))).is_err());
+    }
+}
