@@ -140,6 +140,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         tables::Tabler::new(catalog_dyn.clone(), config.broker_bucket.clone())
             .with_snapshot_max_age(config.table_snapshot_max_age),
     );
+    metrics.register_tables(tabler.metrics());
     tasks.spawn(tables::background::run(
         tabler.clone(),
         tables::background::Thresholds {

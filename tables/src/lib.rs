@@ -8,6 +8,7 @@
 
 pub mod background;
 pub mod error;
+pub mod metrics;
 pub mod objects;
 pub mod rest;
 pub mod rows;
@@ -15,6 +16,7 @@ pub mod schema;
 pub mod seal;
 
 pub use error::{TableError, TableResult};
+pub use metrics::TableMetrics;
 pub use seal::{NAMESPACE, Tabler};
 
 /// Milliseconds since the Unix epoch.

@@ -50,6 +50,7 @@ pub struct Tabler {
     /// loaded the table less than this long ago can still plan their scans.
     snapshot_max_age_ms: i64,
     locks: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    metrics: crate::TableMetrics,
 }
 
 /// Rows of one partition read from the log for one snapshot.
@@ -76,6 +77,7 @@ impl Tabler {
             max_snapshot_bytes: 64 << 20,
             snapshot_max_age_ms: 10 * 60 * 1000,
             locks: std::sync::Mutex::new(HashMap::new()),
+            metrics: crate::TableMetrics::default(),
         }
     }
 
@@ -83,6 +85,11 @@ impl Tabler {
     pub fn with_snapshot_max_age(mut self, age: std::time::Duration) -> Self {
         self.snapshot_max_age_ms = age.as_millis().min(i64::MAX as u128) as i64;
         self
+    }
+
+    /// The tabler's metrics.
+    pub fn metrics(&self) -> &crate::TableMetrics {
+        &self.metrics
     }
 
     /// The catalog.
@@ -112,9 +119,21 @@ impl Tabler {
     pub async fn seal(&self, topic: &str) -> TableResult<TopicTable> {
         let lock = self.lock_for(topic);
         let _one = lock.lock().await;
+        let started = std::time::Instant::now();
         loop {
-            let (table, more) = self.seal_step(topic).await?;
+            let (table, more) = match self.seal_step(topic).await {
+                Ok(r) => r,
+                Err(e) => {
+                    if !matches!(e, TableError::NoSuchTable(_)) {
+                        self.metrics.seal_errors.inc();
+                    }
+                    return Err(e);
+                }
+            };
             if !more {
+                self.metrics
+                    .seal_seconds
+                    .observe(started.elapsed().as_secs_f64());
                 return Ok(table);
             }
         }
@@ -372,6 +391,8 @@ impl Tabler {
         });
         match self.catalog.commit(Transaction::new(ops)).await {
             Ok(_) => {
+                self.metrics.snapshots.inc();
+                self.metrics.bytes_written.inc_by(new_objects.bytes);
                 tracing::debug!(
                     topic,
                     generation = table.generation,
@@ -615,6 +636,7 @@ impl Tabler {
                     .map_err(|e| TableError::Task(format!("data file entry: {e}")))?;
                 added_records += f.record_count();
                 added_size += f.file_size_in_bytes();
+                self.metrics.rows.inc_by(f.record_count());
                 data_files.push(f);
             }
             written.push((location, "application/vnd.apache.parquet"));

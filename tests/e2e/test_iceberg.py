@@ -413,3 +413,18 @@ def test_expired_snapshots_take_their_files(tmp_path):
             assert tbl.io.new_input(t.file.file_path).exists()
     finally:
         server.stop()
+
+
+def test_metrics_count_snapshots(eddy):
+    def snapshots():
+        with urllib.request.urlopen(f"{eddy.http_url}/metrics") as r:
+            text = r.read().decode()
+        line = next(ln for ln in text.splitlines() if ln.startswith("eddy_tables_snapshots_total"))
+        return int(float(line.split()[-1]))
+
+    before = snapshots()
+    topic = name()
+    create(eddy, topic, 1)
+    produce(eddy, topic, sample_records(3, 1))
+    catalog(eddy).load_table(f"{NS}.{topic}")
+    assert snapshots() >= before + 1
