@@ -40,6 +40,12 @@ const REPLACED_MANIFESTS: &str = "eddy.replaced-manifests";
 /// those files, deleted once no older snapshot that lists them is left.
 const REMOVED_FILES: &str = "eddy.removed-files";
 
+/// Data files below this size are small: when manifests merge, a partition's small
+/// files are rewritten into one once there are this many of them.
+const SMALL_FILE_BYTES: u64 = 16 << 20;
+/// How many small files of a partition make a rewrite worth it.
+const COMPACT_FILES: usize = 4;
+
 /// Turns committed log data into table snapshots, one topic at a time.
 pub struct Tabler {
     catalog: Arc<dyn Catalog>,
@@ -607,6 +613,7 @@ impl Tabler {
     ) -> TableResult<(Snapshot, Vec<(String, &'static str)>)> {
         let schema = metadata.current_schema().clone();
         let spec = metadata.default_partition_spec().as_ref().clone();
+        let spec_id = spec.spec_id();
         let props = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::default()))
             .build();
@@ -679,20 +686,74 @@ impl Tabler {
         )
         .build_v2_data();
         let mut replaced = Vec::new();
+        let mut removed_files = Vec::new();
+        let (mut compacted_files, mut compacted_size, mut removed_size) = (0u64, 0u64, 0u64);
         if merge {
+            let mut live = Vec::new();
             for m in existing.drain(..) {
                 let bytes = self.read_file(&m.manifest_path).await?;
                 let (entries, _) = iceberg::spec::Manifest::parse_avro(&bytes)?.into_parts();
                 for e in entries.iter().filter(|e| e.is_alive()) {
                     let seq = e.sequence_number().unwrap_or(m.sequence_number);
-                    mw.add_existing_file(
-                        e.data_file().clone(),
-                        e.snapshot_id().unwrap_or(m.added_snapshot_id),
-                        seq,
-                        Some(seq),
-                    )?;
+                    let snapshot = e.snapshot_id().unwrap_or(m.added_snapshot_id);
+                    live.push((e.data_file().clone(), snapshot, seq));
                 }
                 replaced.push(m.manifest_path);
+            }
+            // Small files of a partition are rewritten into one while manifests merge.
+            type Small = (DataFile, u64, u64, i64, i64);
+            let mut small: std::collections::BTreeMap<u32, Vec<Small>> = Default::default();
+            let mut keep = Vec::new();
+            for (f, snapshot, seq) in live {
+                match file_range(f.file_path()) {
+                    Some((p, first, next)) if f.file_size_in_bytes() < SMALL_FILE_BYTES => {
+                        small
+                            .entry(p)
+                            .or_default()
+                            .push((f, first, next, snapshot, seq));
+                    }
+                    _ => keep.push((f, snapshot, seq)),
+                }
+            }
+            let arrow_schema = Arc::new(schema_to_arrow_schema(&schema)?);
+            for (p, mut files) in small {
+                files.sort_by_key(|(_, first, ..)| *first);
+                if files.len() < COMPACT_FILES {
+                    keep.extend(files.into_iter().map(|(f, _, _, sid, seq)| (f, sid, seq)));
+                    continue;
+                }
+                let mut batches = Vec::new();
+                let (first, next) = (files[0].1, files[files.len() - 1].2);
+                for (f, _, _, _, seq) in &files {
+                    let bytes = self.read_file(f.file_path()).await?;
+                    batches.push(keep_from(bytes, 0, arrow_schema.clone())?);
+                    removed_files.push(f.file_path().to_owned());
+                    removed_size += f.file_size_in_bytes();
+                    mw.add_delete_file(f.clone(), *seq, Some(*seq))?;
+                }
+                let rows = arrow::compute::concat_batches(&arrow_schema, &batches)?;
+                let location = format!(
+                    "{table_location}/data/partition={p}/{first:020}-{next:020}-{}.parquet",
+                    uuid::Uuid::new_v4()
+                );
+                let mut w = ParquetWriterBuilder::new(props.clone(), schema.clone())
+                    .build(io.new_output(&location)?)
+                    .await?;
+                w.write(&rows).await?;
+                for mut b in w.close().await? {
+                    b.partition(Struct::from_iter([Some(Literal::int(p as i32))]))
+                        .partition_spec_id(spec_id);
+                    let nf = b
+                        .build()
+                        .map_err(|e| TableError::Task(format!("data file entry: {e}")))?;
+                    compacted_files += 1;
+                    compacted_size += nf.file_size_in_bytes();
+                    mw.add_file(nf, sequence)?;
+                }
+                written.push((location, "application/vnd.apache.parquet"));
+            }
+            for (f, snapshot, seq) in keep {
+                mw.add_existing_file(f, snapshot, seq, Some(seq))?;
             }
         }
         for f in data_files {
@@ -714,8 +775,14 @@ impl Tabler {
         lw.close().await?;
         written.push((list_location.clone(), "application/avro"));
 
+        totals.1 = (totals.1 + compacted_files).saturating_sub(removed_files.len() as u64);
+        totals.2 = (totals.2 + compacted_size).saturating_sub(removed_size);
         let summary = Summary {
-            operation: Operation::Append,
+            operation: if removed_files.is_empty() {
+                Operation::Append
+            } else {
+                Operation::Overwrite
+            },
             additional_properties: HashMap::from([
                 ("added-data-files".to_owned(), added_files.to_string()),
                 ("added-records".to_owned(), added_records.to_string()),
@@ -742,6 +809,11 @@ impl Tabler {
             summary
                 .additional_properties
                 .insert(REPLACED_MANIFESTS.to_owned(), replaced.join(","));
+        }
+        if !removed_files.is_empty() {
+            summary
+                .additional_properties
+                .insert(REMOVED_FILES.to_owned(), removed_files.join(","));
         }
         let snapshot = Snapshot::builder()
             .with_snapshot_id(snapshot_id)
