@@ -80,7 +80,7 @@ pub async fn run(tabler: Arc<Tabler>, limits: Thresholds, mut stop: watch::Recei
             if !due {
                 continue;
             }
-            match tabler.seal(&topic.name).await {
+            match tabler.seal_background(&topic.name).await {
                 Ok(_) => {
                     s.behind_since = None;
                     s.bytes_when_caught_up = stored;

@@ -45,6 +45,10 @@ const REMOVED_FILES: &str = "eddy.removed-files";
 const SMALL_FILE_BYTES: u64 = 16 << 20;
 /// How many small files of a partition make a rewrite worth it.
 const COMPACT_FILES: usize = 4;
+/// Most bytes of small files one seal on load rewrites.
+const FOREGROUND_REWRITE_BYTES: u64 = 4 << 20;
+/// Most bytes of small files one background seal rewrites.
+const BACKGROUND_REWRITE_BYTES: u64 = 64 << 20;
 
 /// Turns committed log data into table snapshots, one topic at a time.
 pub struct Tabler {
@@ -123,11 +127,21 @@ impl Tabler {
     /// the call starts (or later), and returns its state. Fails with
     /// [`TableError::NoSuchTable`] when there is no such topic.
     pub async fn seal(&self, topic: &str) -> TableResult<TopicTable> {
+        self.seal_with(topic, FOREGROUND_REWRITE_BYTES).await
+    }
+
+    /// [`Tabler::seal`] for the background tabler, which may rewrite more small files
+    /// per snapshot since nobody waits for it.
+    pub async fn seal_background(&self, topic: &str) -> TableResult<TopicTable> {
+        self.seal_with(topic, BACKGROUND_REWRITE_BYTES).await
+    }
+
+    async fn seal_with(&self, topic: &str, max_rewrite_bytes: u64) -> TableResult<TopicTable> {
         let lock = self.lock_for(topic);
         let _one = lock.lock().await;
         let started = std::time::Instant::now();
         loop {
-            let (table, more) = match self.seal_step(topic).await {
+            let (table, more) = match self.seal_step(topic, max_rewrite_bytes).await {
                 Ok(r) => r,
                 Err(e) => {
                     if !matches!(e, TableError::NoSuchTable(_)) {
@@ -189,7 +203,11 @@ impl Tabler {
     }
 
     /// One snapshot's worth of sealing; `true` when more is left to seal.
-    async fn seal_step(&self, topic: &str) -> TableResult<(TopicTable, bool)> {
+    async fn seal_step(
+        &self,
+        topic: &str,
+        max_rewrite_bytes: u64,
+    ) -> TableResult<(TopicTable, bool)> {
         let t = self
             .catalog
             .topic(topic)?
@@ -278,7 +296,13 @@ impl Tabler {
         let mut removed: Vec<String> = Vec::new();
         if !collected.files.is_empty() {
             let (snapshot, files) = self
-                .write_snapshot(&io, &metadata, &table_location, collected.files)
+                .write_snapshot(
+                    &io,
+                    &metadata,
+                    &table_location,
+                    collected.files,
+                    max_rewrite_bytes,
+                )
                 .await?;
             written.extend(files);
             let (expired, unreferenced) = self.expired(&metadata, &snapshot);
@@ -610,6 +634,7 @@ impl Tabler {
         metadata: &TableMetadata,
         table_location: &str,
         parts: Vec<PartitionRows>,
+        max_rewrite_bytes: u64,
     ) -> TableResult<(Snapshot, Vec<(String, &'static str)>)> {
         let schema = metadata.current_schema().clone();
         let spec = metadata.default_partition_spec().as_ref().clone();
@@ -718,6 +743,18 @@ impl Tabler {
             let arrow_schema = Arc::new(schema_to_arrow_schema(&schema)?);
             for (p, mut files) in small {
                 files.sort_by_key(|(_, first, ..)| *first);
+                // The oldest small files, up to the rewrite budget, so a seal's extra
+                // work stays bounded (readers wait for seals on load).
+                let mut budget = 0u64;
+                let take = files
+                    .iter()
+                    .take_while(|(f, ..)| {
+                        budget += f.file_size_in_bytes();
+                        budget <= max_rewrite_bytes
+                    })
+                    .count();
+                let rest = files.split_off(take);
+                keep.extend(rest.into_iter().map(|(f, _, _, sid, seq)| (f, sid, seq)));
                 if files.len() < COMPACT_FILES {
                     keep.extend(files.into_iter().map(|(f, _, _, sid, seq)| (f, sid, seq)));
                     continue;
