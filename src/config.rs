@@ -68,6 +68,13 @@ pub struct ServeArgs {
     /// `vastdata.com:`, giving `vastdata.com:Element.ElementCreated`).
     #[arg(long, env = "EDDY_NOTIFY_CE_TYPE_PREFIX")]
     pub notify_ce_type_prefix: Option<String>,
+    /// Topic table snapshots older than this many seconds are expired (default 600).
+    #[arg(long, env = "EDDY_TABLE_SNAPSHOT_MAX_AGE_SECS")]
+    pub table_snapshot_max_age_secs: Option<u64>,
+    /// The background tabler seals a topic whose untabled data is this many seconds old
+    /// (default 30).
+    #[arg(long, env = "EDDY_TABLE_SEAL_AGE_SECS")]
+    pub table_seal_age_secs: Option<u64>,
 }
 
 /// The TOML file's shape (every key optional).
@@ -92,6 +99,8 @@ pub struct FileConfig {
     kafka_group_initial_rebalance_delay_ms: Option<u64>,
     kafka_group_min_session_timeout_ms: Option<u64>,
     notify_ce_type_prefix: Option<String>,
+    table_snapshot_max_age_secs: Option<u64>,
+    table_seal_age_secs: Option<u64>,
     #[serde(default)]
     users: Vec<User>,
 }
@@ -153,6 +162,10 @@ pub struct ServeConfig {
     pub kafka_group_min_session_timeout_ms: u64,
     /// Prefix of bucket notification records' `ce_type`.
     pub notify_ce_type_prefix: String,
+    /// Age after which topic table snapshots expire.
+    pub table_snapshot_max_age: std::time::Duration,
+    /// Age of untabled data after which the background tabler seals a topic.
+    pub table_seal_age: std::time::Duration,
 }
 
 fn load_file(path: Option<&Path>) -> anyhow::Result<FileConfig> {
@@ -276,6 +289,17 @@ impl ServeArgs {
                 .clone()
                 .or(file.notify_ce_type_prefix)
                 .unwrap_or_else(|| notify::DEFAULT_CE_TYPE_PREFIX.into()),
+            table_snapshot_max_age: std::time::Duration::from_secs(
+                self.table_snapshot_max_age_secs
+                    .or(file.table_snapshot_max_age_secs)
+                    .unwrap_or(600),
+            ),
+            table_seal_age: std::time::Duration::from_secs(
+                self.table_seal_age_secs
+                    .or(file.table_seal_age_secs)
+                    .unwrap_or(30)
+                    .max(1),
+            ),
         })
     }
 }

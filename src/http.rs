@@ -1,12 +1,14 @@
 //! A small HTTP/1 accept loop with graceful shutdown for the HTTP endpoint, and its
-//! routes (`/health`, `/metrics`).
+//! routes (`/health`, `/metrics`, the Iceberg REST catalog under `/iceberg`).
 
 use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use catalog::EmbeddedCatalog;
-use http_body_util::Full;
+use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
@@ -31,14 +33,15 @@ pub fn reply(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> 
 
 /// Serves HTTP/1 on `listener` with `handler` until `shutdown` flips, then waits for
 /// the requests in flight.
-pub async fn serve<F>(
+pub async fn serve<F, Fut>(
     name: &'static str,
     listener: TcpListener,
     metrics: Arc<Metrics>,
     handler: F,
     mut shutdown: watch::Receiver<bool>,
 ) where
-    F: Fn(Request<Incoming>) -> Reply + Send + Sync + 'static,
+    F: Fn(Request<Incoming>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Reply> + Send + 'static,
 {
     let handler = Arc::new(handler);
     let graceful = GracefulShutdown::new();
@@ -56,14 +59,18 @@ pub async fn serve<F>(
                 let metrics = metrics.clone();
                 let service = hyper::service::service_fn(move |req| {
                     let r = handler(req);
-                    metrics
-                        .requests
-                        .get_or_create(&RequestLabels {
-                            listener: name.into(),
-                            status: r.status().as_u16().to_string(),
-                        })
-                        .inc();
-                    async move { Ok::<_, Infallible>(r) }
+                    let metrics = metrics.clone();
+                    async move {
+                        let r = r.await;
+                        metrics
+                            .requests
+                            .get_or_create(&RequestLabels {
+                                listener: name.into(),
+                                status: r.status().as_u16().to_string(),
+                            })
+                            .inc();
+                        Ok::<_, Infallible>(r)
+                    }
                 });
                 let conn = hyper::server::conn::http1::Builder::new()
                     .serve_connection(TokioIo::new(stream), service);
@@ -80,20 +87,73 @@ pub async fn serve<F>(
     graceful.shutdown().await;
 }
 
+/// A response still being computed.
+pub type PendingReply = Pin<Box<dyn Future<Output = Reply> + Send>>;
+
+/// Largest request body the Iceberg REST catalog reads (its requests are small forms
+/// and JSON documents).
+const MAX_REST_BODY: usize = 1 << 20;
+
 /// Routes of the HTTP endpoint.
 pub fn endpoint(
     catalog: Arc<EmbeddedCatalog>,
     metrics: Arc<Metrics>,
-) -> impl Fn(Request<Incoming>) -> Reply + Send + Sync + 'static {
-    move |req| match (req.method(), req.uri().path()) {
-        (&Method::GET, "/health") => health(&catalog),
-        (&Method::GET, "/metrics") => reply(
-            StatusCode::OK,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            metrics.render(catalog.drives()),
-        ),
-        _ => reply(StatusCode::NOT_FOUND, "text/plain", "not found\n"),
+    iceberg: Arc<tables::rest::RestCatalog>,
+) -> impl Fn(Request<Incoming>) -> PendingReply + Send + Sync + 'static {
+    move |req| {
+        if let Some(rest) = req.uri().path().strip_prefix("/iceberg") {
+            let path = rest.to_owned();
+            return Box::pin(iceberg_request(iceberg.clone(), path, req));
+        }
+        let r = match (req.method(), req.uri().path()) {
+            (&Method::GET, "/health") => health(&catalog),
+            (&Method::GET, "/metrics") => reply(
+                StatusCode::OK,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                metrics.render(catalog.drives()),
+            ),
+            _ => reply(StatusCode::NOT_FOUND, "text/plain", "not found\n"),
+        };
+        Box::pin(std::future::ready(r))
     }
+}
+
+async fn iceberg_request(
+    iceberg: Arc<tables::rest::RestCatalog>,
+    path: String,
+    req: Request<Incoming>,
+) -> Reply {
+    let header = |name: hyper::header::HeaderName| {
+        req.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let authorization = header(hyper::header::AUTHORIZATION);
+    let host = header(hyper::header::HOST);
+    let method = req.method().clone();
+    let query = req.uri().query().map(str::to_owned);
+    let body = match Limited::new(req.into_body(), MAX_REST_BODY).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => {
+            return reply(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "application/json",
+                r#"{"error":{"message":"request body too large or unreadable","type":"BadRequestException","code":413}}"#,
+            );
+        }
+    };
+    let r = iceberg
+        .handle(tables::rest::Request {
+            method,
+            path,
+            query,
+            authorization,
+            host,
+            body,
+        })
+        .await;
+    reply(r.status, "application/json", r.body)
 }
 
 fn health(catalog: &EmbeddedCatalog) -> Reply {

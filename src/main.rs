@@ -25,6 +25,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once at start-up: the size of the serve flags does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Run the S3, Kafka and HTTP endpoints over the erasure-coded storage.

@@ -80,6 +80,12 @@ impl Metrics {
         notify.register(registry.sub_registry_with_prefix("notify"));
     }
 
+    /// Adds the topic tables' metrics.
+    pub fn register_tables(&self, tables: &tables::TableMetrics) {
+        let mut registry = self.registry.lock().unwrap_or_else(|p| p.into_inner());
+        tables.register(registry.sub_registry_with_prefix("tables"));
+    }
+
     /// The text exposition, with drive gauges read fresh.
     pub fn render(&self, drives: &DriveSet) -> String {
         for h in drives.health() {

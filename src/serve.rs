@@ -140,11 +140,39 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         s3_service,
         stop_rx.clone(),
     ));
+    let tabler = Arc::new(
+        tables::Tabler::new(catalog_dyn.clone(), config.broker_bucket.clone())
+            .with_snapshot_max_age(config.table_snapshot_max_age),
+    );
+    metrics.register_tables(tabler.metrics());
+    tasks.spawn(tables::background::run(
+        tabler.clone(),
+        tables::background::Thresholds {
+            max_age: config.table_seal_age,
+            ..Default::default()
+        },
+        stop_rx.clone(),
+    ));
+    let iceberg = Arc::new(tables::rest::RestCatalog::new(
+        tabler.clone(),
+        tables::rest::Tokens::new(
+            config
+                .users
+                .iter()
+                .map(|u| (u.access_key.clone(), u.secret_key.clone())),
+            Duration::from_secs(3600),
+        ),
+        tables::rest::S3Access {
+            endpoint: None,
+            port: config.s3_listen.port(),
+            region: "us-east-1".to_owned(),
+        },
+    ));
     tasks.spawn(http::serve(
         "http",
         http_listener,
         metrics.clone(),
-        http::endpoint(catalog.clone(), metrics.clone()),
+        http::endpoint(catalog.clone(), metrics.clone(), iceberg),
         stop_rx.clone(),
     ));
     let mut kafka_config = broker::BrokerConfig::new(config.kafka_listen.clone());

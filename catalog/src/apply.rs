@@ -11,7 +11,7 @@ use storage::wal::LogPosition;
 
 use crate::error::{CatalogError, CatalogResult};
 use crate::model::{
-    BucketRecord, ObjectVersion, PartRecord, PartitionState, TopicRecord, UploadRecord,
+    BucketRecord, ObjectVersion, PartRecord, PartitionState, TopicRecord, TopicTable, UploadRecord,
 };
 use crate::tables::{self, *};
 use crate::txn::{Op, OpOutcome};
@@ -47,6 +47,7 @@ pub struct Tables<'t> {
     producers: RedbTable<'t>,
     uploads: RedbTable<'t>,
     parts: RedbTable<'t>,
+    topic_tables: RedbTable<'t>,
 }
 
 /// Side effects to carry out once the commit is durable.
@@ -196,6 +197,7 @@ impl<'t> Tables<'t> {
             producers: w.open_table(PRODUCERS)?,
             uploads: w.open_table(UPLOADS)?,
             parts: w.open_table(PARTS)?,
+            topic_tables: w.open_table(TOPIC_TABLES)?,
         })
     }
 
@@ -410,6 +412,24 @@ impl<'t> Tables<'t> {
                 }
             }
             Op::AllocateProducerId => {}
+            Op::PutTopicTable {
+                topic,
+                expected,
+                table,
+            } => {
+                if self.topic(topic)?.is_none_or(|t| t.id != table.topic_id) {
+                    return Err(CatalogError::UnknownTopic(topic.clone()));
+                }
+                let current: Option<TopicTable> = get(&self.topic_tables, topic.as_bytes())?;
+                let generation = current
+                    .filter(|c| c.topic_id == table.topic_id)
+                    .map_or(0, |c| c.generation);
+                if generation != *expected || table.generation != expected + 1 {
+                    return Err(CatalogError::PreconditionFailed(format!(
+                        "table of topic {topic} is at generation {generation}, not {expected}"
+                    )));
+                }
+            }
             Op::TruncateBefore {
                 topic_id,
                 partition,
@@ -571,6 +591,13 @@ impl<'t> Tables<'t> {
                         self.add_segment_ref(segment, -1)?;
                     }
                 }
+                if let Some(table) = get::<TopicTable>(&self.topic_tables, name.as_bytes())? {
+                    self.topic_tables.remove(name.as_bytes())?;
+                    self.remove_objects_under(&table.bucket, &table.prefix, effects)?;
+                }
+            }
+            Op::PutTopicTable { topic, table, .. } => {
+                put(&mut self.topic_tables, topic.as_bytes(), table)?;
             }
             Op::AllocateProducerId => {
                 let id = self.counter(PRODUCER_ID)? + 1;
@@ -682,6 +709,23 @@ impl<'t> Tables<'t> {
                 .insert(key.as_slice(), n.to_be_bytes().as_slice())?;
         }
         Ok(())
+    }
+
+    /// Removes every object (all versions) whose key starts with `prefix`, freeing their
+    /// blobs: a dropped topic table takes its files with it.
+    fn remove_objects_under(
+        &mut self,
+        bucket: &str,
+        prefix: &str,
+        effects: &mut Effects,
+    ) -> CatalogResult<()> {
+        let p = object_key(bucket, prefix);
+        remove_prefix(&mut self.objects, &p, |_| Ok(()))?;
+        remove_prefix(&mut self.versions, &p, |v| {
+            let old: ObjectVersion = dec(v)?;
+            effects.freed_blobs.extend_from_slice(old.data.blobs());
+            Ok(())
+        })
     }
 
     /// Makes `OBJECTS` show the newest version of a key, or nothing when that is a delete

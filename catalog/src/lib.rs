@@ -120,6 +120,11 @@ pub trait Catalog: Send + Sync {
     fn topics(&self) -> CatalogResult<Vec<TopicRecord>>;
     /// One partition's state.
     fn partition(&self, topic_id: u128, partition: u32) -> CatalogResult<Option<PartitionState>>;
+    /// Where a topic's Iceberg table stands (none before its first snapshot).
+    fn topic_table(&self, topic: &str) -> CatalogResult<Option<TopicTable>> {
+        let _ = topic;
+        Ok(None)
+    }
     /// Batches from the one holding `from_offset` on, until `max_bytes` is reached (at
     /// least one batch is returned when any exists).
     fn read_batches(
@@ -571,6 +576,10 @@ impl Catalog for EmbeddedCatalog {
             Some(name) => self.topic(&String::from_utf8_lossy(&name)),
             None => Ok(None),
         }
+    }
+
+    fn topic_table(&self, topic: &str) -> CatalogResult<Option<TopicTable>> {
+        read::get(&self.db, tables::TOPIC_TABLES, topic.as_bytes())
     }
 
     fn topics(&self) -> CatalogResult<Vec<TopicRecord>> {

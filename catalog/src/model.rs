@@ -259,3 +259,26 @@ pub struct GroupRecord {
     /// Encoded coordinator state.
     pub state: Vec<u8>,
 }
+
+/// Where a topic's Iceberg table stands: its current metadata file and, per partition,
+/// the first offset not yet in a data file. Owned by the tables front end; the catalog
+/// only keeps it consistent with the topic (dropped, with the table's objects, when the
+/// topic is deleted).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicTable {
+    /// Id of the topic the table belongs to (a re-created topic gets a new table).
+    pub topic_id: u128,
+    /// Bumped by every change; a change names the generation it was built on.
+    pub generation: u64,
+    /// Bucket that holds the table's files.
+    pub bucket: String,
+    /// Key prefix of every file of the table (ends with `/`).
+    pub prefix: String,
+    /// Location of the current `metadata.json` (`s3://bucket/key`).
+    pub metadata_location: String,
+    /// Per partition: the first offset not yet in a data file.
+    pub tabled: Vec<u64>,
+    /// Per partition: the first offset the table shows (it follows the log start
+    /// offset that DeleteRecords and retention move).
+    pub start: Vec<u64>,
+}

@@ -38,9 +38,11 @@ pub const PRODUCERS: Table = TableDefinition::new("producers");
 pub const UPLOADS: Table = TableDefinition::new("uploads");
 /// `part_key` -> `PartRecord`.
 pub const PARTS: Table = TableDefinition::new("parts");
+/// Topic name -> `TopicTable`: how far a topic's Iceberg table reaches.
+pub const TOPIC_TABLES: Table = TableDefinition::new("topic_tables");
 
 /// Every table, with the tag checkpoints use for it.
-pub const ALL: [(u8, Table); 14] = [
+pub const ALL: [(u8, Table); 15] = [
     (1, META),
     (2, BUCKETS),
     (3, OBJECTS),
@@ -55,6 +57,7 @@ pub const ALL: [(u8, Table); 14] = [
     (12, PRODUCERS),
     (13, UPLOADS),
     (14, PARTS),
+    (15, TOPIC_TABLES),
 ];
 
 /// Meta key of the last applied log record.

@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::{
-    BucketRecord, GroupRecord, ObjectVersion, OffsetRecord, PartRecord, TopicRecord, UploadRecord,
+    BucketRecord, GroupRecord, ObjectVersion, OffsetRecord, PartRecord, TopicRecord, TopicTable,
+    UploadRecord,
 };
 use storage::BlobMeta;
 
@@ -156,6 +157,17 @@ pub enum Op {
     },
     /// Allocates the next producer id ([`OpOutcome::ProducerId`]).
     AllocateProducerId,
+    /// Moves a topic's Iceberg table to a new state. Fails unless the topic exists with
+    /// the table's topic id and the stored table is at generation `expected` (0: no
+    /// table yet), so two writers never both build on the same snapshot.
+    PutTopicTable {
+        /// Topic name.
+        topic: String,
+        /// Generation the change was built on.
+        expected: u64,
+        /// The new state (its generation must be `expected + 1`).
+        table: TopicTable,
+    },
 }
 
 /// An idempotent producer's fields of one batch.
@@ -242,5 +254,19 @@ mod tests {
         };
         assert_eq!(index(&abort), 18);
         assert_eq!(index(&Op::AllocateProducerId), 19);
+        let table = Op::PutTopicTable {
+            topic: "t".into(),
+            expected: 0,
+            table: crate::model::TopicTable {
+                topic_id: 1,
+                generation: 1,
+                bucket: "b".into(),
+                prefix: "p/".into(),
+                metadata_location: "s3://b/p/m.json".into(),
+                tabled: Vec::new(),
+                start: Vec::new(),
+            },
+        };
+        assert_eq!(index(&table), 20);
     }
 }

@@ -515,3 +515,91 @@ async fn multipart_uploads_are_durable_and_free_their_blobs() {
         Err(CatalogError::NoSuchUpload(_))
     ));
 }
+
+fn topic_table(id: u128, generation: u64, tabled: Vec<u64>) -> catalog::TopicTable {
+    catalog::TopicTable {
+        topic_id: id,
+        generation,
+        bucket: "kafka".into(),
+        prefix: "kafka_topics/t/".into(),
+        metadata_location: format!("s3://kafka/kafka_topics/t/metadata/{generation}.json"),
+        tabled,
+        start: Vec::new(),
+    }
+}
+
+/// A topic table moves one generation at a time, and deleting its topic takes the table
+/// state and every object under its prefix with it (and nothing else of the bucket).
+#[tokio::test]
+async fn topic_tables_follow_their_topic() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = open(dir.path());
+    commit(&c, vec![bucket("kafka"), topic("t", 7, 2)])
+        .await
+        .unwrap();
+    let put = |expected, table| Op::PutTopicTable {
+        topic: "t".into(),
+        expected,
+        table,
+    };
+    commit(
+        &c,
+        vec![
+            object("kafka", "kafka_topics/t/metadata/1.json", b"{}"),
+            put(0, topic_table(7, 1, vec![3, 0])),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(c.topic_table("t").unwrap().unwrap().tabled, vec![3, 0]);
+    // Built on a stale generation, or for another topic id: refused, nothing applied.
+    let stale = commit(
+        &c,
+        vec![
+            object("kafka", "kafka_topics/t/metadata/x.json", b"{}"),
+            put(0, topic_table(7, 1, vec![9, 9])),
+        ],
+    )
+    .await;
+    assert!(
+        matches!(stale, Err(CatalogError::PreconditionFailed(_))),
+        "{stale:?}"
+    );
+    assert!(
+        c.object("kafka", "kafka_topics/t/metadata/x.json")
+            .unwrap()
+            .is_none()
+    );
+    let other = commit(&c, vec![put(1, topic_table(8, 2, vec![1, 1]))]).await;
+    assert!(
+        matches!(other, Err(CatalogError::UnknownTopic(_))),
+        "{other:?}"
+    );
+    commit(
+        &c,
+        vec![
+            object("kafka", "kafka_topics/t/metadata/2.json", b"{}"),
+            object("kafka", "kafka_topics/tt/keep", b"other table"),
+            put(1, topic_table(7, 2, vec![5, 1])),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(c.topic_table("t").unwrap().unwrap().generation, 2);
+
+    commit(&c, vec![Op::DeleteTopic { name: "t".into() }])
+        .await
+        .unwrap();
+    assert!(c.topic_table("t").unwrap().is_none());
+    let left: Vec<String> = c
+        .list_objects("kafka", "", None, 100)
+        .unwrap()
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(left, vec!["kafka_topics/tt/keep".to_string()]);
+    let versions = c
+        .list_versions("kafka", "kafka_topics/t/", None, 100)
+        .unwrap();
+    assert!(versions.is_empty(), "{versions:?}");
+}

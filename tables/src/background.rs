@@ -1,0 +1,92 @@
+//! The background tabler: seals a topic's table once its untabled data is old enough
+//! or large enough, so files stay reasonably large while tables stay fresh. Loading a
+//! table seals on demand besides, so readers never wait for this loop.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use crate::Tabler;
+
+/// When the background tabler seals a topic.
+#[derive(Debug, Clone, Copy)]
+pub struct Thresholds {
+    /// How often topics are looked at.
+    pub check_every: Duration,
+    /// Seal once the oldest untabled data seen is this old.
+    pub max_age: Duration,
+    /// Seal once this many bytes were stored since the last seal.
+    pub max_bytes: u64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Self {
+            check_every: Duration::from_secs(1),
+            max_age: Duration::from_secs(30),
+            max_bytes: 64 << 20,
+        }
+    }
+}
+
+/// What the loop remembers of a topic between checks.
+#[derive(Default)]
+struct Seen {
+    /// When untabled data was first seen since the last seal.
+    behind_since: Option<Instant>,
+    /// Stored bytes of the topic when its table last caught up.
+    bytes_when_caught_up: u64,
+}
+
+/// Runs until `stop` flips.
+pub async fn run(tabler: Arc<Tabler>, limits: Thresholds, mut stop: watch::Receiver<bool>) {
+    let mut seen: HashMap<u128, Seen> = HashMap::new();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(limits.check_every) => {}
+            _ = stop.changed() => return,
+        }
+        let topics = match tabler.catalog().topics() {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::warn!(error = %e, "background tabler: listing topics failed");
+                continue;
+            }
+        };
+        seen.retain(|id, _| topics.iter().any(|t| t.id == *id));
+        for topic in topics {
+            let stored: u64 = (0..topic.partitions)
+                .filter_map(|p| tabler.catalog().partition(topic.id, p).ok().flatten())
+                .map(|st| st.bytes)
+                .sum();
+            let s = seen.entry(topic.id).or_default();
+            match tabler.behind(&topic) {
+                Ok(true) => {}
+                Ok(false) => {
+                    s.behind_since = None;
+                    s.bytes_when_caught_up = stored;
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!(topic = %topic.name, error = %e, "background tabler");
+                    continue;
+                }
+            }
+            let since = *s.behind_since.get_or_insert_with(Instant::now);
+            let due = since.elapsed() >= limits.max_age
+                || stored.saturating_sub(s.bytes_when_caught_up) >= limits.max_bytes;
+            if !due {
+                continue;
+            }
+            match tabler.seal_background(&topic.name).await {
+                Ok(_) => {
+                    s.behind_since = None;
+                    s.bytes_when_caught_up = stored;
+                }
+                Err(e) => tracing::warn!(topic = %topic.name, error = %e, "background seal failed"),
+            }
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! Table files as objects of the broker bucket, so Eddy's S3 endpoint serves them: new
+//! files become blobs (small ones inline) and `PutObject` operations of the commit that
+//! publishes them; existing files are read back through the catalog.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use catalog::{Catalog, ObjectData, ObjectVersion, Op};
+use md5::{Digest, Md5};
+use storage::BlobMeta;
+
+use crate::{TableError, TableResult};
+
+/// Files up to this size are kept inline in the catalog record (as the S3 gateway does).
+pub const INLINE_MAX: usize = 32 * 1024;
+
+/// `s3://bucket/key` for an object.
+pub fn location(bucket: &str, key: &str) -> String {
+    format!("s3://{bucket}/{key}")
+}
+
+/// The object key of `location` in `bucket` (none when it points elsewhere).
+pub fn key_of<'a>(bucket: &str, location: &'a str) -> Option<&'a str> {
+    location
+        .strip_prefix("s3://")?
+        .strip_prefix(bucket)?
+        .strip_prefix('/')
+}
+
+/// Reads a whole object.
+pub fn read(catalog: &dyn Catalog, bucket: &str, key: &str) -> TableResult<Vec<u8>> {
+    let v = catalog
+        .object(bucket, key)?
+        .ok_or_else(|| TableError::MissingFile(location(bucket, key)))?;
+    match v.data {
+        ObjectData::Inline(d) => Ok(d),
+        ObjectData::Blobs(blobs) => {
+            let mut out = Vec::with_capacity(v.size as usize);
+            for b in blobs {
+                out.extend_from_slice(&catalog.blobs().get(b.id)?);
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// New files of one change, durable on the drives but not yet visible.
+#[derive(Default)]
+pub struct NewObjects {
+    /// The `PutObject` operations that publish them.
+    pub ops: Vec<Op>,
+    /// Blobs written, to delete if the commit fails.
+    pub blobs: Vec<BlobMeta>,
+    /// Bytes written.
+    pub bytes: u64,
+}
+
+impl NewObjects {
+    /// Writes `data` (into a blob unless small) and adds the operation publishing it as
+    /// `bucket/key`.
+    pub fn add(
+        &mut self,
+        catalog: &dyn Catalog,
+        bucket: &str,
+        key: String,
+        data: Vec<u8>,
+        content_type: &str,
+        now_ms: i64,
+    ) -> TableResult<()> {
+        let etag = Md5::digest(&data)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>();
+        let size = data.len() as u64;
+        let data = if data.len() <= INLINE_MAX {
+            ObjectData::Inline(data)
+        } else {
+            let blob = catalog.blobs().put(&data)?;
+            self.blobs.push(blob);
+            ObjectData::Blobs(vec![blob])
+        };
+        self.bytes += size;
+        let mut metadata = BTreeMap::new();
+        metadata.insert("content-type".to_owned(), content_type.to_owned());
+        self.ops.push(Op::PutObject {
+            bucket: bucket.to_owned(),
+            key,
+            version: ObjectVersion {
+                version_id: "null".into(),
+                delete_marker: false,
+                size,
+                etag,
+                last_modified_ms: now_ms,
+                data,
+                metadata,
+                tags: BTreeMap::new(),
+                checksums: BTreeMap::new(),
+                parts: Vec::new(),
+            },
+            replace_null: true,
+        });
+        Ok(())
+    }
+
+    /// Deletes the blobs of a change that did not commit.
+    pub fn discard(self, catalog: &Arc<dyn Catalog>) {
+        for b in self.blobs {
+            if let Err(e) = catalog.blobs().delete(b.id) {
+                tracing::warn!(error = %e, "deleting the blob of an uncommitted table file");
+            }
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! OAuth2 client-credentials tokens for the REST catalog: a client trades an S3 access
+//! key and secret (`client_id` / `client_secret`) for a bearer token, as PyIceberg,
+//! Trino and Spark do with `credential=id:secret`.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::{TableError, TableResult};
+
+/// Most live tokens kept; beyond it the oldest are dropped (a client then gets 401 and
+/// fetches a new one), so token requests cannot exhaust memory.
+const MAX_TOKENS: usize = 100_000;
+
+/// Issues and checks bearer tokens.
+pub struct Tokens {
+    users: HashMap<String, String>,
+    ttl: Duration,
+    live: Mutex<HashMap<String, (String, Instant)>>,
+}
+
+/// A granted token.
+pub struct Grant {
+    /// The bearer token.
+    pub token: String,
+    /// Seconds it stays valid.
+    pub expires_in: u64,
+}
+
+impl Tokens {
+    /// Tokens for these users (access key -> secret key), valid for `ttl`.
+    pub fn new(users: impl IntoIterator<Item = (String, String)>, ttl: Duration) -> Self {
+        Self {
+            users: users.into_iter().collect(),
+            ttl,
+            live: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The secret of an access key.
+    pub fn secret_of(&self, access_key: &str) -> Option<&str> {
+        self.users.get(access_key).map(String::as_str)
+    }
+
+    /// Grants a token when `client_id` / `client_secret` are a user's S3 credentials.
+    pub fn grant(&self, client_id: &str, client_secret: &str) -> Option<Grant> {
+        let secret = self.users.get(client_id)?;
+        if !constant_time_eq(secret.as_bytes(), client_secret.as_bytes()) {
+            return None;
+        }
+        let token = format!(
+            "{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        );
+        let now = Instant::now();
+        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        live.retain(|_, (_, exp)| *exp > now);
+        if live.len() >= MAX_TOKENS
+            && let Some(oldest) = live
+                .iter()
+                .min_by_key(|(_, (_, exp))| *exp)
+                .map(|(k, _)| k.clone())
+        {
+            live.remove(&oldest);
+        }
+        live.insert(token.clone(), (client_id.to_owned(), now + self.ttl));
+        Some(Grant {
+            token,
+            expires_in: self.ttl.as_secs(),
+        })
+    }
+
+    /// The access key a `Authorization` header's bearer token was granted to.
+    pub fn check(&self, authorization: Option<&str>) -> TableResult<String> {
+        let token = authorization
+            .and_then(|h| {
+                h.strip_prefix("Bearer ")
+                    .or_else(|| h.strip_prefix("bearer "))
+            })
+            .map(str::trim)
+            .ok_or_else(|| {
+                TableError::Unauthorized(
+                    "a bearer token is required: POST /v1/oauth/tokens with grant_type=client_credentials and your S3 access key and secret".into(),
+                )
+            })?;
+        let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        match live.get(token) {
+            Some((user, exp)) if *exp > Instant::now() => Ok(user.clone()),
+            _ => Err(TableError::Unauthorized(
+                "the bearer token is unknown or expired".into(),
+            )),
+        }
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_right_secret_gets_a_token_and_only_granted_tokens_pass() {
+        let t = Tokens::new(
+            [("alice".to_owned(), "alice-secret".to_owned())],
+            Duration::from_secs(60),
+        );
+        assert!(t.grant("alice", "wrong").is_none());
+        assert!(t.grant("bob", "alice-secret").is_none());
+        let g = t.grant("alice", "alice-secret").expect("granted");
+        assert_eq!(g.expires_in, 60);
+        let header = format!("Bearer {}", g.token);
+        assert_eq!(t.check(Some(&header)).expect("valid"), "alice");
+        assert!(matches!(t.check(None), Err(TableError::Unauthorized(_))));
+        assert!(matches!(
+            t.check(Some("Bearer not-a-token")),
+            Err(TableError::Unauthorized(_))
+        ));
+        assert!(matches!(
+            t.check(Some(&format!("Basic {}", g.token))),
+            Err(TableError::Unauthorized(_))
+        ));
+    }
+
+    #[test]
+    fn expired_tokens_are_refused() {
+        let t = Tokens::new([("alice".to_owned(), "s".to_owned())], Duration::ZERO);
+        let g = t.grant("alice", "s").expect("granted");
+        assert!(t.check(Some(&format!("Bearer {}", g.token))).is_err());
+    }
+}

@@ -1,0 +1,357 @@
+//! The Iceberg REST catalog, served under `/iceberg` on the HTTP port: config,
+//! OAuth2 tokens, namespaces (`kafka_topics`), list and load tables. Topic tables are
+//! read-only, so every write route answers 403 with a clear message. Loading a table
+//! seals its untabled tail first, so a query that starts after a produce ack sees it.
+
+pub mod auth;
+mod model;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{Method, StatusCode};
+
+use crate::seal::{NAMESPACE, Tabler};
+use crate::{TableError, TableResult};
+pub use auth::Tokens;
+use model::*;
+
+/// A request, with the `/iceberg` prefix already stripped from its path.
+pub struct Request {
+    /// Method.
+    pub method: Method,
+    /// Path below the catalog URI, such as `/v1/config`.
+    pub path: String,
+    /// Raw query string.
+    pub query: Option<String>,
+    /// The `Authorization` header.
+    pub authorization: Option<String>,
+    /// The `Host` header, to tell clients where the S3 endpoint is.
+    pub host: Option<String>,
+    /// Body (bounded by the caller).
+    pub body: Bytes,
+}
+
+/// A JSON response.
+pub struct Response {
+    /// Status.
+    pub status: StatusCode,
+    /// JSON body (empty for 204).
+    pub body: Vec<u8>,
+}
+
+/// How clients reach the S3 endpoint that serves the table files.
+#[derive(Debug, Clone)]
+pub struct S3Access {
+    /// Fixed endpoint URL; when `None`, `http://<host of the request>:<port>`.
+    pub endpoint: Option<String>,
+    /// Port of the S3 listener.
+    pub port: u16,
+    /// Region clients sign with.
+    pub region: String,
+}
+
+/// The REST catalog.
+pub struct RestCatalog {
+    tabler: Arc<Tabler>,
+    tokens: Tokens,
+    s3: S3Access,
+}
+
+impl RestCatalog {
+    /// A catalog over `tabler`'s tables.
+    pub fn new(tabler: Arc<Tabler>, tokens: Tokens, s3: S3Access) -> Self {
+        Self { tabler, tokens, s3 }
+    }
+
+    /// Answers one request.
+    pub async fn handle(&self, req: Request) -> Response {
+        let result = if req.path == "/v1/oauth/tokens" {
+            return self.token(&req);
+        } else {
+            match self.tokens.check(req.authorization.as_deref()) {
+                Ok(user) => self.route(&req, &user).await,
+                Err(e) => Err(e),
+            }
+        };
+        match result {
+            Ok(r) => r,
+            Err(e) => error_response(&e),
+        }
+    }
+
+    async fn route(&self, req: &Request, user: &str) -> TableResult<Response> {
+        let segments: Vec<String> = req
+            .path
+            .trim_start_matches('/')
+            .split('/')
+            .map(|s| {
+                percent_encoding::percent_decode_str(s)
+                    .decode_utf8_lossy()
+                    .into_owned()
+            })
+            .collect();
+        let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
+        let m = &req.method;
+        match segs.as_slice() {
+            ["v1", "config"] if m == Method::GET => self.config(req, user),
+            ["v1", "namespaces"] if m == Method::GET => {
+                let parent = query_param(req.query.as_deref(), "parent");
+                let namespaces = if parent.is_some_and(|p| !p.is_empty()) {
+                    Vec::new()
+                } else {
+                    vec![vec![NAMESPACE.to_owned()]]
+                };
+                json(StatusCode::OK, &ListNamespaces { namespaces })
+            }
+            ["v1", "namespaces", ns] if m == Method::GET => {
+                check_namespace(ns)?;
+                json(
+                    StatusCode::OK,
+                    &GetNamespace {
+                        namespace: vec![NAMESPACE.to_owned()],
+                        properties: HashMap::new(),
+                    },
+                )
+            }
+            ["v1", "namespaces", ns] if m == Method::HEAD => {
+                check_namespace(ns)?;
+                Ok(no_content())
+            }
+            ["v1", "namespaces", ns, "tables"] if m == Method::GET => {
+                check_namespace(ns)?;
+                let identifiers = self
+                    .tabler
+                    .catalog()
+                    .topics()?
+                    .into_iter()
+                    .map(|t| TableIdentifier {
+                        namespace: vec![NAMESPACE.to_owned()],
+                        name: t.name,
+                    })
+                    .collect();
+                json(StatusCode::OK, &ListTables { identifiers })
+            }
+            ["v1", "namespaces", ns, "tables", table] if m == Method::GET => {
+                check_namespace(ns)?;
+                self.load_table(req, user, table).await
+            }
+            ["v1", "namespaces", ns, "tables", table] if m == Method::HEAD => {
+                check_namespace(ns)?;
+                match self.tabler.catalog().topic(table)? {
+                    Some(_) => Ok(no_content()),
+                    None => Err(no_such_table(table)),
+                }
+            }
+            ["v1", "namespaces", ns, "tables", table, "metrics"] if m == Method::POST => {
+                // Engines report scan metrics after reading; nothing to keep.
+                check_namespace(ns)?;
+                let _ = table;
+                Ok(no_content())
+            }
+            ["v1", "namespaces", ..] | ["v1", "tables", ..] | ["v1", "transactions", ..]
+                if m == Method::POST || m == Method::DELETE || m == Method::PUT =>
+            {
+                Err(TableError::Forbidden(format!(
+                    "{m} {}: tables in {NAMESPACE} are Kafka topics and read-only; produce to the topic instead (create and delete topics through Kafka)",
+                    req.path
+                )))
+            }
+            _ => Err(TableError::NotFound(format!(
+                "no route for {m} {}",
+                req.path
+            ))),
+        }
+    }
+
+    fn s3_endpoint(&self, req: &Request) -> String {
+        if let Some(e) = &self.s3.endpoint {
+            return e.clone();
+        }
+        let host = req
+            .host
+            .as_deref()
+            .map(|h| match h.rsplit_once(':') {
+                Some((name, port)) if port.chars().all(|c| c.is_ascii_digit()) => name,
+                _ => h,
+            })
+            .filter(|h| !h.is_empty())
+            .unwrap_or("127.0.0.1");
+        format!("http://{host}:{}", self.s3.port)
+    }
+
+    /// FileIO properties: where the S3 endpoint is, and the caller's own credentials
+    /// (the ones it authenticated with) to sign its reads.
+    fn file_io_config(&self, req: &Request, user: &str) -> HashMap<String, String> {
+        let mut c = HashMap::from([
+            ("s3.endpoint".to_owned(), self.s3_endpoint(req)),
+            ("s3.path-style-access".to_owned(), "true".to_owned()),
+            ("s3.force-virtual-addressing".to_owned(), "false".to_owned()),
+            ("s3.region".to_owned(), self.s3.region.clone()),
+            ("client.region".to_owned(), self.s3.region.clone()),
+            ("s3.remote-signing-enabled".to_owned(), "false".to_owned()),
+        ]);
+        if let Some(secret) = self.tokens.secret_of(user) {
+            c.insert("s3.access-key-id".to_owned(), user.to_owned());
+            c.insert("s3.secret-access-key".to_owned(), secret.to_owned());
+        }
+        c
+    }
+
+    fn config(&self, req: &Request, user: &str) -> TableResult<Response> {
+        if let Some(w) = query_param(req.query.as_deref(), "warehouse")
+            && !w.is_empty()
+            && w != self.tabler.bucket()
+            && w != format!("s3://{}", self.tabler.bucket())
+        {
+            return Err(TableError::NoSuchWarehouse(w));
+        }
+        let mut overrides = self.file_io_config(req, user);
+        overrides.insert(
+            "warehouse".to_owned(),
+            format!("s3://{}", self.tabler.bucket()),
+        );
+        json(
+            StatusCode::OK,
+            &CatalogConfig {
+                defaults: HashMap::new(),
+                overrides,
+            },
+        )
+    }
+
+    async fn load_table(&self, req: &Request, user: &str, table: &str) -> TableResult<Response> {
+        let state = match self.tabler.seal(table).await {
+            Ok(s) => s,
+            Err(TableError::Catalog(catalog::CatalogError::UnknownTopic(_))) => {
+                return Err(no_such_table(table));
+            }
+            Err(e) => return Err(e),
+        };
+        let bytes = self.tabler.read_file(&state.metadata_location).await?;
+        let metadata: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+            TableError::CorruptMetadata(state.metadata_location.clone(), e.to_string())
+        })?;
+        json(
+            StatusCode::OK,
+            &LoadTable {
+                metadata_location: state.metadata_location,
+                metadata,
+                config: self.file_io_config(req, user),
+            },
+        )
+    }
+
+    fn token(&self, req: &Request) -> Response {
+        if req.method != Method::POST {
+            return oauth_error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "invalid_request",
+                "use POST",
+            );
+        }
+        let form: HashMap<String, String> =
+            form_urlencoded::parse(&req.body).into_owned().collect();
+        if form.get("grant_type").map(String::as_str) != Some("client_credentials") {
+            return oauth_error(
+                StatusCode::BAD_REQUEST,
+                "unsupported_grant_type",
+                "only grant_type=client_credentials is supported",
+            );
+        }
+        let (id, secret) = match (form.get("client_id"), form.get("client_secret")) {
+            (Some(i), Some(s)) => (i.clone(), s.clone()),
+            _ => match basic_auth(req.authorization.as_deref()) {
+                Some(pair) => pair,
+                None => {
+                    return oauth_error(
+                        StatusCode::BAD_REQUEST,
+                        "invalid_request",
+                        "client_id and client_secret (the S3 access key and secret) are required",
+                    );
+                }
+            },
+        };
+        match self.tokens.grant(&id, &secret) {
+            Some(g) => json(
+                StatusCode::OK,
+                &TokenResponse {
+                    access_token: g.token,
+                    token_type: "bearer",
+                    expires_in: g.expires_in,
+                    issued_token_type: "urn:ietf:params:oauth:token-type:access_token",
+                },
+            )
+            .unwrap_or_else(|e| error_response(&e)),
+            None => oauth_error(
+                StatusCode::UNAUTHORIZED,
+                "invalid_client",
+                "unknown access key or wrong secret",
+            ),
+        }
+    }
+}
+
+fn check_namespace(ns: &str) -> TableResult<()> {
+    if ns == NAMESPACE {
+        Ok(())
+    } else {
+        Err(TableError::NoSuchNamespace(ns.replace('\u{1f}', ".")))
+    }
+}
+
+fn no_such_table(table: &str) -> TableError {
+    TableError::NoSuchTable(format!("{NAMESPACE}.{table}"))
+}
+
+fn query_param(query: Option<&str>, name: &str) -> Option<String> {
+    form_urlencoded::parse(query?.as_bytes())
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+fn basic_auth(header: Option<&str>) -> Option<(String, String)> {
+    let encoded = header?.strip_prefix("Basic ")?;
+    let decoded = base64_simd::STANDARD.decode_to_vec(encoded.trim()).ok()?;
+    let s = String::from_utf8(decoded).ok()?;
+    let (id, secret) = s.split_once(':')?;
+    Some((id.to_owned(), secret.to_owned()))
+}
+
+fn json<T: serde::Serialize>(status: StatusCode, body: &T) -> TableResult<Response> {
+    Ok(Response {
+        status,
+        body: serde_json::to_vec(body).map_err(|e| TableError::Task(e.to_string()))?,
+    })
+}
+
+fn no_content() -> Response {
+    Response {
+        status: StatusCode::NO_CONTENT,
+        body: Vec::new(),
+    }
+}
+
+fn oauth_error(status: StatusCode, error: &str, description: &str) -> Response {
+    let body = serde_json::json!({ "error": error, "error_description": description });
+    Response {
+        status,
+        body: body.to_string().into_bytes(),
+    }
+}
+
+/// The Iceberg REST `ErrorModel` response for an error.
+pub fn error_response(e: &TableError) -> Response {
+    let (status, kind) = e.rest_status();
+    if status.is_server_error() {
+        tracing::error!(error = %e, "iceberg REST request failed");
+    }
+    let body = serde_json::json!({
+        "error": { "message": e.to_string(), "type": kind, "code": status.as_u16() }
+    });
+    Response {
+        status,
+        body: body.to_string().into_bytes(),
+    }
+}

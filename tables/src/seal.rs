@@ -1,0 +1,1024 @@
+//! Sealing a topic's table: the committed log data not yet in it becomes one Parquet
+//! data file per Kafka partition and one new Iceberg snapshot (manifest, manifest list,
+//! `metadata.json`), published in one catalog transaction together with the new tabled
+//! offsets. Files are written by the iceberg crate's writers into an in-memory
+//! `FileIO`, then stored as objects of the broker bucket in that same transaction, so a
+//! snapshot and its files appear together or not at all.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use catalog::{Catalog, Op, TopicRecord, TopicTable, Transaction};
+use iceberg::arrow::schema_to_arrow_schema;
+use iceberg::io::FileIO;
+use iceberg::spec::{
+    DataFile, FormatVersion, Literal, ManifestList, ManifestListWriter, ManifestWriterBuilder,
+    Operation, Snapshot, SortOrder, Struct, Summary, TableMetadata, TableMetadataBuilder,
+};
+use iceberg::writer::file_writer::{FileWriter, FileWriterBuilder, ParquetWriterBuilder};
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+
+use crate::objects::{self, NewObjects};
+use crate::rows::RowBuilder;
+use crate::schema::{topic_partition_spec, topic_schema};
+use crate::{TableError, TableResult, now_ms};
+
+/// Namespace of every topic table.
+pub const NAMESPACE: &str = "kafka_topics";
+
+/// A snapshot whose parent lists this many manifests merges them into one, so scan
+/// planning reads a bounded number of manifests however many seals there were.
+pub const MAX_MANIFESTS: usize = 8;
+
+/// Summary property of a merging snapshot: the manifests it replaced (comma-separated),
+/// deleted once no older snapshot that lists them is left.
+const REPLACED_MANIFESTS: &str = "eddy.replaced-manifests";
+
+/// Summary property of a snapshot that dropped data files (DeleteRecords, retention):
+/// those files, deleted once no older snapshot that lists them is left.
+const REMOVED_FILES: &str = "eddy.removed-files";
+
+/// Data files below this size are small: when manifests merge, a partition's small
+/// files are rewritten into one once there are this many of them.
+const SMALL_FILE_BYTES: u64 = 16 << 20;
+/// How many small files of a partition make a rewrite worth it.
+const COMPACT_FILES: usize = 4;
+/// Most bytes of small files one seal on load rewrites.
+const FOREGROUND_REWRITE_BYTES: u64 = 4 << 20;
+/// Most bytes of small files one background seal rewrites.
+const BACKGROUND_REWRITE_BYTES: u64 = 64 << 20;
+
+/// Turns committed log data into table snapshots, one topic at a time.
+pub struct Tabler {
+    catalog: Arc<dyn Catalog>,
+    bucket: String,
+    /// Most record bytes one snapshot takes in (larger tails take several snapshots).
+    max_snapshot_bytes: usize,
+    /// Snapshots older than this are expired (the current one never is); readers that
+    /// loaded the table less than this long ago can still plan their scans.
+    snapshot_max_age_ms: i64,
+    locks: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    metrics: crate::TableMetrics,
+}
+
+/// Rows of one partition read from the log for one snapshot.
+struct PartitionRows {
+    partition: u32,
+    first: u64,
+    next: u64,
+    rows: RecordBatch,
+}
+
+/// What one pass over a topic's partitions collected.
+struct Collected {
+    files: Vec<PartitionRows>,
+    tabled: Vec<u64>,
+    more: bool,
+}
+
+impl Tabler {
+    /// A tabler writing the tables of `catalog`'s topics into `bucket`.
+    pub fn new(catalog: Arc<dyn Catalog>, bucket: String) -> Self {
+        Self {
+            catalog,
+            bucket,
+            max_snapshot_bytes: 64 << 20,
+            snapshot_max_age_ms: 10 * 60 * 1000,
+            locks: std::sync::Mutex::new(HashMap::new()),
+            metrics: crate::TableMetrics::default(),
+        }
+    }
+
+    /// Expires snapshots older than `age` (default 10 minutes).
+    pub fn with_snapshot_max_age(mut self, age: std::time::Duration) -> Self {
+        self.snapshot_max_age_ms = age.as_millis().min(i64::MAX as u128) as i64;
+        self
+    }
+
+    /// The tabler's metrics.
+    pub fn metrics(&self) -> &crate::TableMetrics {
+        &self.metrics
+    }
+
+    /// The catalog.
+    pub fn catalog(&self) -> &Arc<dyn Catalog> {
+        &self.catalog
+    }
+
+    /// The bucket (= warehouse) holding the tables.
+    pub fn bucket(&self) -> &str {
+        &self.bucket
+    }
+
+    /// Key prefix of a topic table's files.
+    pub fn prefix(topic: &str) -> String {
+        format!("{NAMESPACE}/{topic}/")
+    }
+
+    fn lock_for(&self, topic: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self.locks.lock().unwrap_or_else(|p| p.into_inner());
+        locks.retain(|_, l| Arc::strong_count(l) > 1);
+        locks.entry(topic.to_owned()).or_default().clone()
+    }
+
+    /// Brings the topic's table up to the partitions' high watermarks as they are when
+    /// the call starts (or later), and returns its state. Fails with
+    /// [`TableError::NoSuchTable`] when there is no such topic.
+    pub async fn seal(&self, topic: &str) -> TableResult<TopicTable> {
+        self.seal_with(topic, FOREGROUND_REWRITE_BYTES).await
+    }
+
+    /// [`Tabler::seal`] for the background tabler, which may rewrite more small files
+    /// per snapshot since nobody waits for it.
+    pub async fn seal_background(&self, topic: &str) -> TableResult<TopicTable> {
+        self.seal_with(topic, BACKGROUND_REWRITE_BYTES).await
+    }
+
+    async fn seal_with(&self, topic: &str, max_rewrite_bytes: u64) -> TableResult<TopicTable> {
+        let lock = self.lock_for(topic);
+        let _one = lock.lock().await;
+        let started = std::time::Instant::now();
+        loop {
+            let (table, more) = match self.seal_step(topic, max_rewrite_bytes).await {
+                Ok(r) => r,
+                Err(e) => {
+                    if !matches!(e, TableError::NoSuchTable(_)) {
+                        self.metrics.seal_errors.inc();
+                    }
+                    return Err(e);
+                }
+            };
+            if !more {
+                self.metrics
+                    .seal_seconds
+                    .observe(started.elapsed().as_secs_f64());
+                return Ok(table);
+            }
+        }
+    }
+
+    /// The table's current state without sealing (none before its first snapshot).
+    pub fn current(&self, topic: &TopicRecord) -> TableResult<Option<TopicTable>> {
+        Ok(self
+            .catalog
+            .topic_table(&topic.name)?
+            .filter(|t| t.topic_id == topic.id))
+    }
+
+    /// Whether the topic has committed data its table does not hold yet.
+    pub fn behind(&self, topic: &TopicRecord) -> TableResult<bool> {
+        let table = self.current(topic)?;
+        for p in 0..topic.partitions {
+            let Some(st) = self.catalog.partition(topic.id, p)? else {
+                continue;
+            };
+            let tabled = table
+                .as_ref()
+                .and_then(|t| t.tabled.get(p as usize).copied())
+                .unwrap_or(0)
+                .max(st.log_start_offset);
+            if tabled < st.next_offset {
+                return Ok(true);
+            }
+        }
+        Ok(table.is_none())
+    }
+
+    /// Reads a table file stored in the bucket.
+    pub async fn read_file(&self, location: &str) -> TableResult<Vec<u8>> {
+        let key = objects::key_of(&self.bucket, location)
+            .ok_or_else(|| TableError::MissingFile(location.to_owned()))?
+            .to_owned();
+        let catalog = self.catalog.clone();
+        let bucket = self.bucket.clone();
+        blocking(move || objects::read(catalog.as_ref(), &bucket, &key)).await
+    }
+
+    async fn read_metadata(&self, location: &str) -> TableResult<TableMetadata> {
+        let bytes = self.read_file(location).await?;
+        serde_json::from_slice(&bytes)
+            .map_err(|e| TableError::CorruptMetadata(location.to_owned(), e.to_string()))
+    }
+
+    /// One snapshot's worth of sealing; `true` when more is left to seal.
+    async fn seal_step(
+        &self,
+        topic: &str,
+        max_rewrite_bytes: u64,
+    ) -> TableResult<(TopicTable, bool)> {
+        let t = self
+            .catalog
+            .topic(topic)?
+            .ok_or_else(|| TableError::NoSuchTable(format!("{NAMESPACE}.{topic}")))?;
+        let current = self.current(&t)?;
+        let table_location =
+            objects::location(&self.bucket, Self::prefix(topic).trim_end_matches('/'));
+        let (metadata, previous_location) = match &current {
+            Some(c) => (
+                self.read_metadata(&c.metadata_location).await?,
+                Some(c.metadata_location.clone()),
+            ),
+            None => (new_metadata(&table_location, &t)?, None),
+        };
+        let arrow_schema = Arc::new(schema_to_arrow_schema(metadata.current_schema())?);
+        let tabled = current
+            .as_ref()
+            .map(|c| c.tabled.clone())
+            .unwrap_or_default();
+        let old_start = current
+            .as_ref()
+            .map(|c| c.start.clone())
+            .unwrap_or_default();
+        let mut start = vec![0u64; t.partitions as usize];
+        let mut truncate = Vec::new();
+        for p in 0..t.partitions {
+            let before = old_start.get(p as usize).copied().unwrap_or(0);
+            let log_start = self
+                .catalog
+                .partition(t.id, p)?
+                .map_or(0, |st| st.log_start_offset);
+            start[p as usize] = before.max(log_start);
+            if log_start > before {
+                truncate.push((p, log_start));
+            }
+        }
+        if let Some(c) = &current
+            && !truncate.is_empty()
+            && metadata.current_snapshot().is_some()
+        {
+            // Records deleted from the log leave the table first, in a snapshot of their
+            // own; appends follow in the next step.
+            let io = FileIO::new_with_memory();
+            let (snapshot, written) = self
+                .write_truncation(&io, &metadata, &table_location, &truncate, arrow_schema)
+                .await?;
+            let mut builder =
+                TableMetadataBuilder::new_from_metadata(metadata.clone(), previous_location);
+            let (expired, unreferenced) = self.expired(&metadata, &snapshot);
+            builder = builder.set_branch_snapshot(snapshot, "main")?;
+            if !expired.is_empty() {
+                builder = builder.remove_snapshots(&expired);
+            }
+            let table = self
+                .publish(
+                    &io,
+                    &t,
+                    Some(c),
+                    builder,
+                    written,
+                    unreferenced,
+                    c.tabled.clone(),
+                    start,
+                )
+                .await?;
+            return Ok((table, true));
+        }
+        let collected = {
+            let catalog = self.catalog.clone();
+            let t = t.clone();
+            let max = self.max_snapshot_bytes;
+            blocking(move || collect(catalog.as_ref(), &t, &tabled, arrow_schema, max)).await?
+        };
+        if let Some(c) = &current
+            && collected.files.is_empty()
+            && collected.tabled == c.tabled
+            && start == c.start
+        {
+            return Ok((c.clone(), collected.more));
+        }
+
+        let io = FileIO::new_with_memory();
+        let mut written: Vec<(String, &'static str)> = Vec::new();
+        let mut builder =
+            TableMetadataBuilder::new_from_metadata(metadata.clone(), previous_location);
+        let mut removed: Vec<String> = Vec::new();
+        if !collected.files.is_empty() {
+            let (snapshot, files) = self
+                .write_snapshot(
+                    &io,
+                    &metadata,
+                    &table_location,
+                    collected.files,
+                    max_rewrite_bytes,
+                )
+                .await?;
+            written.extend(files);
+            let (expired, unreferenced) = self.expired(&metadata, &snapshot);
+            builder = builder.set_branch_snapshot(snapshot, "main")?;
+            if !expired.is_empty() {
+                builder = builder.remove_snapshots(&expired);
+                removed.extend(unreferenced);
+            }
+        }
+        let table = self
+            .publish(
+                &io,
+                &t,
+                current.as_ref(),
+                builder,
+                written,
+                removed,
+                collected.tabled,
+                start,
+            )
+            .await?;
+        Ok((table, collected.more))
+    }
+
+    /// Writes the new `metadata.json` and commits it with the new files, the deletion
+    /// of files no snapshot needs any more, and the new table state, in one transaction.
+    #[allow(clippy::too_many_arguments)]
+    async fn publish(
+        &self,
+        io: &FileIO,
+        t: &TopicRecord,
+        current: Option<&TopicTable>,
+        builder: TableMetadataBuilder,
+        mut written: Vec<(String, &'static str)>,
+        mut removed: Vec<String>,
+        tabled: Vec<u64>,
+        start: Vec<u64>,
+    ) -> TableResult<TopicTable> {
+        let topic = t.name.as_str();
+        let table_location =
+            objects::location(&self.bucket, Self::prefix(topic).trim_end_matches('/'));
+        let built = builder.build()?;
+        removed.extend(
+            built
+                .expired_metadata_logs
+                .into_iter()
+                .map(|l| l.metadata_file),
+        );
+        let new_metadata = built.metadata;
+        let generation = current.map_or(0, |c| c.generation);
+        let metadata_location = format!(
+            "{table_location}/metadata/{:05}-{}.metadata.json",
+            generation + 1,
+            uuid::Uuid::new_v4()
+        );
+        let json = serde_json::to_vec(&new_metadata)
+            .map_err(|e| TableError::CorruptMetadata(metadata_location.clone(), e.to_string()))?;
+        io.new_output(&metadata_location)?
+            .write(json.into())
+            .await?;
+        written.push((metadata_location.clone(), "application/json"));
+
+        let mut files = Vec::with_capacity(written.len());
+        for (location, content_type) in written {
+            let bytes = io.new_input(&location)?.read().await?;
+            let key = objects::key_of(&self.bucket, &location)
+                .ok_or_else(|| TableError::MissingFile(location.clone()))?
+                .to_owned();
+            files.push((key, bytes.to_vec(), content_type));
+        }
+        let table = TopicTable {
+            topic_id: t.id,
+            generation: generation + 1,
+            bucket: self.bucket.clone(),
+            prefix: Self::prefix(topic),
+            metadata_location,
+            tabled,
+            start,
+        };
+        let new_objects = {
+            let catalog = self.catalog.clone();
+            let bucket = self.bucket.clone();
+            blocking(move || {
+                let mut objs = NewObjects::default();
+                let now = now_ms();
+                for (key, bytes, content_type) in files {
+                    if let Err(e) =
+                        objs.add(catalog.as_ref(), &bucket, key, bytes, content_type, now)
+                    {
+                        objs.discard(&catalog);
+                        return Err(e);
+                    }
+                }
+                Ok(objs)
+            })
+            .await?
+        };
+        let mut ops = new_objects.ops.clone();
+        for location in removed {
+            let Some(key) = objects::key_of(&self.bucket, &location) else {
+                continue;
+            };
+            // Only what is there: a missing file would fail the whole snapshot.
+            if self.catalog.object(&self.bucket, key)?.is_some() {
+                ops.push(Op::DeleteObjectVersion {
+                    bucket: self.bucket.clone(),
+                    key: key.to_owned(),
+                    version_id: "null".to_owned(),
+                });
+            }
+        }
+        ops.push(Op::PutTopicTable {
+            topic: topic.to_owned(),
+            expected: generation,
+            table: table.clone(),
+        });
+        match self.catalog.commit(Transaction::new(ops)).await {
+            Ok(_) => {
+                self.metrics.snapshots.inc();
+                self.metrics.bytes_written.inc_by(new_objects.bytes);
+                tracing::debug!(
+                    topic,
+                    generation = table.generation,
+                    bytes = new_objects.bytes,
+                    "table snapshot committed"
+                );
+                Ok(table)
+            }
+            Err(e) => {
+                new_objects.discard(&self.catalog);
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Snapshots of `metadata` to expire once `new` is added (older than the age limit,
+    /// never the current one), and the files only they reference: their manifest lists
+    /// and the manifests a later snapshot merged away once no older snapshot lists them.
+    fn expired(&self, metadata: &TableMetadata, new: &Snapshot) -> (Vec<i64>, Vec<String>) {
+        let cutoff = new.timestamp_ms() - self.snapshot_max_age_ms;
+        let current = metadata.current_snapshot_id();
+        let expired: Vec<i64> = metadata
+            .snapshots()
+            .filter(|s| s.timestamp_ms() < cutoff && Some(s.snapshot_id()) != current)
+            .map(|s| s.snapshot_id())
+            .collect();
+        let mut files = Vec::new();
+        for id in &expired {
+            let Some(s) = metadata.snapshot_by_id(*id) else {
+                continue;
+            };
+            files.push(s.manifest_list().to_owned());
+            let child = metadata
+                .snapshots()
+                .map(|c| c.as_ref())
+                .chain(std::iter::once(new))
+                .find(|c| c.parent_snapshot_id() == Some(*id));
+            for prop in [REPLACED_MANIFESTS, REMOVED_FILES] {
+                if let Some(list) = child.and_then(|c| c.summary().additional_properties.get(prop))
+                {
+                    files.extend(list.split(',').filter(|p| !p.is_empty()).map(str::to_owned));
+                }
+            }
+        }
+        (expired, files)
+    }
+
+    /// Writes a snapshot without the records before each `(partition, log start)` of
+    /// `truncate`: files wholly before it are dropped, files across it rewritten without
+    /// the deleted records, and every manifest merged into one.
+    async fn write_truncation(
+        &self,
+        io: &FileIO,
+        metadata: &TableMetadata,
+        table_location: &str,
+        truncate: &[(u32, u64)],
+        arrow_schema: arrow::datatypes::SchemaRef,
+    ) -> TableResult<(Snapshot, Vec<(String, &'static str)>)> {
+        let parent = metadata
+            .current_snapshot()
+            .ok_or_else(|| TableError::Task("truncating a table without a snapshot".into()))?;
+        let schema = metadata.current_schema().clone();
+        let spec = metadata.default_partition_spec().as_ref().clone();
+        let snapshot_id = new_snapshot_id(metadata);
+        let sequence = metadata.last_sequence_number() + 1;
+        let uuid = uuid::Uuid::new_v4();
+        let manifest_location = format!("{table_location}/metadata/{uuid}-m0.avro");
+        let mut mw = ManifestWriterBuilder::new(
+            io.new_output(&manifest_location)?,
+            Some(snapshot_id),
+            schema.clone(),
+            spec.clone(),
+        )
+        .build_v2_data();
+        let list_bytes = self.read_file(parent.manifest_list()).await?;
+        let manifests: Vec<_> = ManifestList::parse_with_version(&list_bytes, FormatVersion::V2)?
+            .consume_entries()
+            .into_iter()
+            .collect();
+        let props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(ZstdLevel::default()))
+            .build();
+        let mut written = Vec::new();
+        let mut replaced = Vec::new();
+        let mut removed_files = Vec::new();
+        let (mut deleted_files, mut deleted_records, mut added_files, mut added_records) =
+            (0u64, 0u64, 0u64, 0u64);
+        let (mut total_records, mut total_files, mut total_size) = (0u64, 0u64, 0u64);
+        for m in manifests {
+            let bytes = self.read_file(&m.manifest_path).await?;
+            let (entries, _) = iceberg::spec::Manifest::parse_avro(&bytes)?.into_parts();
+            for e in entries.iter().filter(|e| e.is_alive()) {
+                let f = e.data_file();
+                let seq = e.sequence_number().unwrap_or(m.sequence_number);
+                let cut = file_range(f.file_path()).and_then(|(p, first, next)| {
+                    truncate
+                        .iter()
+                        .find(|(tp, _)| *tp == p)
+                        .map(|(_, ls)| (p, first, next, *ls))
+                });
+                match cut {
+                    Some((_, _, next, ls)) if next <= ls => {
+                        deleted_files += 1;
+                        deleted_records += f.record_count();
+                        removed_files.push(f.file_path().to_owned());
+                        mw.add_delete_file(f.clone(), seq, Some(seq))?;
+                    }
+                    Some((p, first, next, ls)) if first < ls => {
+                        let old = self.read_file(f.file_path()).await?;
+                        let rows = keep_from(old, ls, arrow_schema.clone())?;
+                        deleted_files += 1;
+                        deleted_records += f.record_count();
+                        removed_files.push(f.file_path().to_owned());
+                        mw.add_delete_file(f.clone(), seq, Some(seq))?;
+                        if rows.num_rows() > 0 {
+                            let location = format!(
+                                "{table_location}/data/partition={p}/{ls:020}-{next:020}-{}.parquet",
+                                uuid::Uuid::new_v4()
+                            );
+                            let mut w = ParquetWriterBuilder::new(props.clone(), schema.clone())
+                                .build(io.new_output(&location)?)
+                                .await?;
+                            w.write(&rows).await?;
+                            for mut b in w.close().await? {
+                                b.partition(Struct::from_iter([Some(Literal::int(p as i32))]))
+                                    .partition_spec_id(spec.spec_id());
+                                let nf = b.build().map_err(|e| {
+                                    TableError::Task(format!("data file entry: {e}"))
+                                })?;
+                                added_files += 1;
+                                added_records += nf.record_count();
+                                total_records += nf.record_count();
+                                total_files += 1;
+                                total_size += nf.file_size_in_bytes();
+                                mw.add_file(nf, sequence)?;
+                            }
+                            written.push((location, "application/vnd.apache.parquet"));
+                        }
+                    }
+                    _ => {
+                        total_records += f.record_count();
+                        total_files += 1;
+                        total_size += f.file_size_in_bytes();
+                        mw.add_existing_file(
+                            f.clone(),
+                            e.snapshot_id().unwrap_or(m.added_snapshot_id),
+                            seq,
+                            Some(seq),
+                        )?;
+                    }
+                }
+            }
+            replaced.push(m.manifest_path);
+        }
+        let manifest = mw.write_manifest_file().await?;
+        written.push((manifest_location, "application/avro"));
+        let list_location =
+            format!("{table_location}/metadata/snap-{snapshot_id}-{sequence}-{uuid}.avro");
+        let mut lw = ManifestListWriter::v2(
+            io.new_output(&list_location)?.writer().await?,
+            snapshot_id,
+            Some(parent.snapshot_id()),
+            sequence,
+        );
+        lw.add_manifests(std::iter::once(manifest))?;
+        lw.close().await?;
+        written.push((list_location.clone(), "application/avro"));
+        let mut props = HashMap::from([
+            ("deleted-data-files".to_owned(), deleted_files.to_string()),
+            ("deleted-records".to_owned(), deleted_records.to_string()),
+            ("added-data-files".to_owned(), added_files.to_string()),
+            ("added-records".to_owned(), added_records.to_string()),
+            ("total-records".to_owned(), total_records.to_string()),
+            ("total-data-files".to_owned(), total_files.to_string()),
+            ("total-files-size".to_owned(), total_size.to_string()),
+            ("total-delete-files".to_owned(), "0".to_owned()),
+            ("total-position-deletes".to_owned(), "0".to_owned()),
+            ("total-equality-deletes".to_owned(), "0".to_owned()),
+            (REPLACED_MANIFESTS.to_owned(), replaced.join(",")),
+        ]);
+        if !removed_files.is_empty() {
+            props.insert(REMOVED_FILES.to_owned(), removed_files.join(","));
+        }
+        let operation = if added_files > 0 {
+            Operation::Overwrite
+        } else {
+            Operation::Delete
+        };
+        let snapshot = Snapshot::builder()
+            .with_snapshot_id(snapshot_id)
+            .with_parent_snapshot_id(Some(parent.snapshot_id()))
+            .with_sequence_number(sequence)
+            .with_timestamp_ms(now_ms().max(metadata.last_updated_ms()))
+            .with_manifest_list(list_location)
+            .with_summary(Summary {
+                operation,
+                additional_properties: props,
+            })
+            .with_schema_id(metadata.current_schema_id())
+            .build();
+        Ok((snapshot, written))
+    }
+
+    /// Writes the data files, their manifest and the manifest list of a new append
+    /// snapshot (merging the parent's manifests into one when they are many); returns the snapshot and the files written (location, content type).
+    async fn write_snapshot(
+        &self,
+        io: &FileIO,
+        metadata: &TableMetadata,
+        table_location: &str,
+        parts: Vec<PartitionRows>,
+        max_rewrite_bytes: u64,
+    ) -> TableResult<(Snapshot, Vec<(String, &'static str)>)> {
+        let schema = metadata.current_schema().clone();
+        let spec = metadata.default_partition_spec().as_ref().clone();
+        let spec_id = spec.spec_id();
+        let props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(ZstdLevel::default()))
+            .build();
+        let mut written = Vec::new();
+        let mut data_files: Vec<DataFile> = Vec::new();
+        let mut added_records = 0u64;
+        let mut added_size = 0u64;
+        for part in parts {
+            let location = format!(
+                "{table_location}/data/partition={}/{:020}-{:020}-{}.parquet",
+                part.partition,
+                part.first,
+                part.next,
+                uuid::Uuid::new_v4()
+            );
+            let mut w = ParquetWriterBuilder::new(props.clone(), schema.clone())
+                .build(io.new_output(&location)?)
+                .await?;
+            w.write(&part.rows).await?;
+            for mut b in w.close().await? {
+                b.partition(Struct::from_iter([Some(Literal::int(
+                    part.partition as i32,
+                ))]))
+                .partition_spec_id(spec.spec_id());
+                let f = b
+                    .build()
+                    .map_err(|e| TableError::Task(format!("data file entry: {e}")))?;
+                added_records += f.record_count();
+                added_size += f.file_size_in_bytes();
+                self.metrics.rows.inc_by(f.record_count());
+                data_files.push(f);
+            }
+            written.push((location, "application/vnd.apache.parquet"));
+        }
+
+        let snapshot_id = new_snapshot_id(metadata);
+        let sequence = metadata.last_sequence_number() + 1;
+        let parent = metadata.current_snapshot();
+        let uuid = uuid::Uuid::new_v4();
+        let manifest_location = format!("{table_location}/metadata/{uuid}-m0.avro");
+        let added_files = data_files.len();
+        let mut existing = Vec::new();
+        let mut totals = (0u64, 0u64, 0u64);
+        if let Some(parent) = parent {
+            let bytes = self.read_file(parent.manifest_list()).await?;
+            existing = ManifestList::parse_with_version(&bytes, FormatVersion::V2)?
+                .consume_entries()
+                .into_iter()
+                .collect();
+            let prop = |k: &str| {
+                parent
+                    .summary()
+                    .additional_properties
+                    .get(k)
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .unwrap_or(0)
+            };
+            totals = (
+                prop("total-records"),
+                prop("total-data-files"),
+                prop("total-files-size"),
+            );
+        }
+        let merge = existing.len() + 1 > MAX_MANIFESTS;
+        let mut mw = ManifestWriterBuilder::new(
+            io.new_output(&manifest_location)?,
+            Some(snapshot_id),
+            schema.clone(),
+            spec,
+        )
+        .build_v2_data();
+        let mut replaced = Vec::new();
+        let mut removed_files = Vec::new();
+        let (mut compacted_files, mut compacted_size, mut removed_size) = (0u64, 0u64, 0u64);
+        if merge {
+            let mut live = Vec::new();
+            for m in existing.drain(..) {
+                let bytes = self.read_file(&m.manifest_path).await?;
+                let (entries, _) = iceberg::spec::Manifest::parse_avro(&bytes)?.into_parts();
+                for e in entries.iter().filter(|e| e.is_alive()) {
+                    let seq = e.sequence_number().unwrap_or(m.sequence_number);
+                    let snapshot = e.snapshot_id().unwrap_or(m.added_snapshot_id);
+                    live.push((e.data_file().clone(), snapshot, seq));
+                }
+                replaced.push(m.manifest_path);
+            }
+            // Small files of a partition are rewritten into one while manifests merge.
+            type Small = (DataFile, u64, u64, i64, i64);
+            let mut small: std::collections::BTreeMap<u32, Vec<Small>> = Default::default();
+            let mut keep = Vec::new();
+            for (f, snapshot, seq) in live {
+                match file_range(f.file_path()) {
+                    Some((p, first, next)) if f.file_size_in_bytes() < SMALL_FILE_BYTES => {
+                        small
+                            .entry(p)
+                            .or_default()
+                            .push((f, first, next, snapshot, seq));
+                    }
+                    _ => keep.push((f, snapshot, seq)),
+                }
+            }
+            let arrow_schema = Arc::new(schema_to_arrow_schema(&schema)?);
+            for (p, mut files) in small {
+                files.sort_by_key(|(_, first, ..)| *first);
+                // The oldest small files, up to the rewrite budget, so a seal's extra
+                // work stays bounded (readers wait for seals on load).
+                let mut budget = 0u64;
+                let take = files
+                    .iter()
+                    .take_while(|(f, ..)| {
+                        budget += f.file_size_in_bytes();
+                        budget <= max_rewrite_bytes
+                    })
+                    .count();
+                let rest = files.split_off(take);
+                keep.extend(rest.into_iter().map(|(f, _, _, sid, seq)| (f, sid, seq)));
+                if files.len() < COMPACT_FILES {
+                    keep.extend(files.into_iter().map(|(f, _, _, sid, seq)| (f, sid, seq)));
+                    continue;
+                }
+                let mut batches = Vec::new();
+                let (first, next) = (files[0].1, files[files.len() - 1].2);
+                for (f, _, _, _, seq) in &files {
+                    let bytes = self.read_file(f.file_path()).await?;
+                    batches.push(keep_from(bytes, 0, arrow_schema.clone())?);
+                    removed_files.push(f.file_path().to_owned());
+                    removed_size += f.file_size_in_bytes();
+                    mw.add_delete_file(f.clone(), *seq, Some(*seq))?;
+                }
+                let rows = arrow::compute::concat_batches(&arrow_schema, &batches)?;
+                let location = format!(
+                    "{table_location}/data/partition={p}/{first:020}-{next:020}-{}.parquet",
+                    uuid::Uuid::new_v4()
+                );
+                let mut w = ParquetWriterBuilder::new(props.clone(), schema.clone())
+                    .build(io.new_output(&location)?)
+                    .await?;
+                w.write(&rows).await?;
+                for mut b in w.close().await? {
+                    b.partition(Struct::from_iter([Some(Literal::int(p as i32))]))
+                        .partition_spec_id(spec_id);
+                    let nf = b
+                        .build()
+                        .map_err(|e| TableError::Task(format!("data file entry: {e}")))?;
+                    compacted_files += 1;
+                    compacted_size += nf.file_size_in_bytes();
+                    mw.add_file(nf, sequence)?;
+                }
+                written.push((location, "application/vnd.apache.parquet"));
+            }
+            for (f, snapshot, seq) in keep {
+                mw.add_existing_file(f, snapshot, seq, Some(seq))?;
+            }
+        }
+        for f in data_files {
+            mw.add_file(f, sequence)?;
+        }
+        let manifest = mw.write_manifest_file().await?;
+        written.push((manifest_location, "application/avro"));
+        let mut manifests = vec![manifest];
+        manifests.extend(existing);
+        let list_location =
+            format!("{table_location}/metadata/snap-{snapshot_id}-{sequence}-{uuid}.avro");
+        let mut lw = ManifestListWriter::v2(
+            io.new_output(&list_location)?.writer().await?,
+            snapshot_id,
+            parent.map(|p| p.snapshot_id()),
+            sequence,
+        );
+        lw.add_manifests(manifests.into_iter())?;
+        lw.close().await?;
+        written.push((list_location.clone(), "application/avro"));
+
+        totals.1 = (totals.1 + compacted_files).saturating_sub(removed_files.len() as u64);
+        totals.2 = (totals.2 + compacted_size).saturating_sub(removed_size);
+        let summary = Summary {
+            operation: if removed_files.is_empty() {
+                Operation::Append
+            } else {
+                Operation::Overwrite
+            },
+            additional_properties: HashMap::from([
+                ("added-data-files".to_owned(), added_files.to_string()),
+                ("added-records".to_owned(), added_records.to_string()),
+                ("added-files-size".to_owned(), added_size.to_string()),
+                (
+                    "total-records".to_owned(),
+                    (totals.0 + added_records).to_string(),
+                ),
+                (
+                    "total-data-files".to_owned(),
+                    (totals.1 + added_files as u64).to_string(),
+                ),
+                (
+                    "total-files-size".to_owned(),
+                    (totals.2 + added_size).to_string(),
+                ),
+                ("total-delete-files".to_owned(), "0".to_owned()),
+                ("total-position-deletes".to_owned(), "0".to_owned()),
+                ("total-equality-deletes".to_owned(), "0".to_owned()),
+            ]),
+        };
+        let mut summary = summary;
+        if !replaced.is_empty() {
+            summary
+                .additional_properties
+                .insert(REPLACED_MANIFESTS.to_owned(), replaced.join(","));
+        }
+        if !removed_files.is_empty() {
+            summary
+                .additional_properties
+                .insert(REMOVED_FILES.to_owned(), removed_files.join(","));
+        }
+        let snapshot = Snapshot::builder()
+            .with_snapshot_id(snapshot_id)
+            .with_parent_snapshot_id(parent.map(|p| p.snapshot_id()))
+            .with_sequence_number(sequence)
+            .with_timestamp_ms(now_ms().max(metadata.last_updated_ms()))
+            .with_manifest_list(list_location)
+            .with_summary(summary)
+            .with_schema_id(metadata.current_schema_id())
+            .build();
+        Ok((snapshot, written))
+    }
+}
+
+/// Partition and offset range (`first..next`) of a data file, from its name.
+fn file_range(path: &str) -> Option<(u32, u64, u64)> {
+    let (dir, name) = path.rsplit_once('/')?;
+    let p = dir.rsplit_once("/partition=")?.1.parse().ok()?;
+    let mut parts = name.split('-');
+    let first = parts.next()?.parse().ok()?;
+    let next = parts.next()?.parse().ok()?;
+    Some((p, first, next))
+}
+
+/// The rows of a Parquet data file at offsets `from` and after.
+fn keep_from(
+    file: Vec<u8>,
+    from: u64,
+    schema: arrow::datatypes::SchemaRef,
+) -> TableResult<RecordBatch> {
+    use arrow::array::{Array, Int64Array};
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(file))
+        .map_err(|e| TableError::Task(format!("reading a data file to rewrite: {e}")))?
+        .build()
+        .map_err(|e| TableError::Task(format!("reading a data file to rewrite: {e}")))?;
+    let mut kept = Vec::new();
+    for batch in reader {
+        let batch = RecordBatch::try_new(schema.clone(), batch?.columns().to_vec())?;
+        let offsets = batch
+            .column_by_name(crate::schema::OFFSET)
+            .and_then(|c| c.as_any().downcast_ref::<Int64Array>())
+            .ok_or_else(|| TableError::Task("data file without an offset column".into()))?;
+        let from = i64::try_from(from).unwrap_or(i64::MAX);
+        let keep = arrow::compute::kernels::cmp::gt_eq(offsets, &Int64Array::new_scalar(from))?;
+        kept.push(arrow::compute::filter_record_batch(&batch, &keep)?);
+    }
+    Ok(arrow::compute::concat_batches(&schema, &kept)?)
+}
+
+/// A snapshot id not yet used by the table (positive, as Iceberg wants).
+fn new_snapshot_id(metadata: &TableMetadata) -> i64 {
+    loop {
+        let id = (uuid::Uuid::new_v4().as_u128() as i64) & i64::MAX;
+        if id != 0 && metadata.snapshot_by_id(id).is_none() {
+            return id;
+        }
+    }
+}
+
+/// Metadata of a new, empty topic table.
+fn new_metadata(location: &str, topic: &TopicRecord) -> TableResult<TableMetadata> {
+    let properties = HashMap::from([
+        ("eddy.topic-id".to_owned(), format!("{:032x}", topic.id)),
+        (
+            "write.parquet.compression-codec".to_owned(),
+            "zstd".to_owned(),
+        ),
+    ]);
+    Ok(TableMetadataBuilder::new(
+        topic_schema()?,
+        topic_partition_spec()?,
+        SortOrder::unsorted_order(),
+        location.to_owned(),
+        FormatVersion::V2,
+        properties,
+    )?
+    .build()?
+    .metadata)
+}
+
+/// Reads the untabled records of every partition, up to `max_bytes` in all.
+fn collect(
+    catalog: &dyn Catalog,
+    topic: &TopicRecord,
+    tabled: &[u64],
+    schema: arrow::datatypes::SchemaRef,
+    max_bytes: usize,
+) -> TableResult<Collected> {
+    let mut out = Collected {
+        files: Vec::new(),
+        tabled: vec![0; topic.partitions as usize],
+        more: false,
+    };
+    let mut budget = max_bytes;
+    for p in 0..topic.partitions {
+        let before = tabled.get(p as usize).copied().unwrap_or(0);
+        out.tabled[p as usize] = before;
+        let Some(st) = catalog.partition(topic.id, p)? else {
+            continue;
+        };
+        let first = before.max(st.log_start_offset);
+        let to = st.next_offset;
+        if first >= to {
+            out.tabled[p as usize] = first;
+            continue;
+        }
+        if budget == 0 {
+            out.more = true;
+            continue;
+        }
+        let mut rows = RowBuilder::new(schema.clone(), p)?;
+        let mut pos = first;
+        while pos < to && rows.bytes < budget {
+            let batches = catalog.read_batches(topic.id, p, pos, 4 << 20)?;
+            if batches.is_empty() {
+                pos = to;
+                break;
+            }
+            for b in &batches {
+                if b.base_offset >= to {
+                    pos = to;
+                    break;
+                }
+                rows.add_batch(&topic.name, p, b, pos, to)?;
+                pos = pos.max(b.last_offset + 1).min(to);
+            }
+        }
+        budget = budget.saturating_sub(rows.bytes);
+        out.more |= pos < to;
+        out.tabled[p as usize] = pos;
+        if !rows.is_empty() {
+            out.files.push(PartitionRows {
+                partition: p,
+                first,
+                next: pos,
+                rows: rows.finish()?,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Runs blocking catalog or storage work off the async threads.
+pub async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> TableResult<T> + Send + 'static,
+) -> TableResult<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| TableError::Task(e.to_string()))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::file_range;
+
+    #[test]
+    fn data_file_names_give_partition_and_offsets() {
+        assert_eq!(
+            file_range(
+                "s3://kafka/kafka_topics/t-1/data/partition=3/00000000000000000010-00000000000000000025-3f0a.parquet"
+            ),
+            Some((3, 10, 25))
+        );
+        assert_eq!(file_range("s3://kafka/kafka_topics/t/data/x.parquet"), None);
+        assert_eq!(
+            file_range("s3://kafka/other/partition=x/1-2-u.parquet"),
+            None
+        );
+    }
+}
