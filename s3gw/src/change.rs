@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use catalog::{CatalogError, CommitOutcome, ObjectVersion, Op, Transaction};
-use notify::{EventKind, ObjectChange, Requester, Rows};
+use notify::{ObjectChange, Requester, Rows};
 use s3s::S3Result;
 use storage::BlobMeta;
 
@@ -18,43 +18,7 @@ use crate::error::{OrS3, catalog_error};
 use crate::{Gateway, bucket, versioning};
 
 /// What kind of S3 event a change is (the notification's `eventName`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Event {
-    /// `ObjectCreated:Put`.
-    Put,
-    /// `ObjectCreated:Post` (browser-form upload).
-    Post,
-    /// `ObjectCreated:Copy`.
-    Copy,
-    /// `ObjectCreated:CompleteMultipartUpload`.
-    CompleteMultipartUpload,
-    /// `ObjectRemoved:Delete`.
-    Delete,
-    /// `ObjectRemoved:DeleteMarkerCreated`.
-    DeleteMarkerCreated,
-    /// `ObjectTagging:Put`.
-    TaggingPut,
-    /// `ObjectTagging:Delete`.
-    TaggingDelete,
-    /// Multipart bookkeeping (create, part, abort): no event.
-    None,
-}
-
-impl Event {
-    fn kind(self) -> Option<EventKind> {
-        Some(match self {
-            Event::Put => EventKind::Put,
-            Event::Post => EventKind::Post,
-            Event::Copy => EventKind::Copy,
-            Event::CompleteMultipartUpload => EventKind::CompleteMultipartUpload,
-            Event::Delete => EventKind::Delete,
-            Event::DeleteMarkerCreated => EventKind::DeleteMarkerCreated,
-            Event::TaggingPut => EventKind::TaggingPut,
-            Event::TaggingDelete => EventKind::TaggingDelete,
-            Event::None => return None,
-        })
-    }
-}
+pub use notify::EventKind as Event;
 
 /// An event of the change, with what its record reports about the object.
 #[derive(Debug, Clone)]
@@ -213,15 +177,13 @@ impl Change {
         let changes: Vec<ObjectChange> = self
             .events
             .iter()
-            .filter_map(|p| {
-                Some(ObjectChange {
-                    kind: p.event.kind()?,
-                    bucket: p.bucket.clone(),
-                    key: p.key.clone(),
-                    size: p.size,
-                    etag: p.etag.clone(),
-                    version_id: versioning::reported_version(&b, &p.version_id),
-                })
+            .map(|p| ObjectChange {
+                kind: p.event,
+                bucket: p.bucket.clone(),
+                key: p.key.clone(),
+                size: p.size,
+                etag: p.etag.clone(),
+                version_id: versioning::reported_version(&b, &p.version_id),
             })
             .collect();
         if changes.is_empty() {
