@@ -538,20 +538,18 @@ impl Tabler {
                         removed_files.push(f.file_path().to_owned());
                         mw.add_delete_file(f.clone(), seq, Some(seq))?;
                         if rows.num_rows() > 0 {
-                            let location = format!(
-                                "{table_location}/data/partition={p}/{ls:020}-{next:020}-{}.parquet",
-                                uuid::Uuid::new_v4()
-                            );
-                            let mut w = ParquetWriterBuilder::new(props.clone(), schema.clone())
-                                .build(io.new_output(&location)?)
-                                .await?;
-                            w.write(&rows).await?;
-                            for mut b in w.close().await? {
-                                b.partition(Struct::from_iter([Some(Literal::int(p as i32))]))
-                                    .partition_spec_id(spec.spec_id());
-                                let nf = b.build().map_err(|e| {
-                                    TableError::Task(format!("data file entry: {e}"))
-                                })?;
+                            let (location, files) = write_data_file(
+                                io,
+                                &props,
+                                &schema,
+                                table_location,
+                                p,
+                                (ls, next),
+                                &rows,
+                                spec.spec_id(),
+                            )
+                            .await?;
+                            for nf in files {
                                 added_files += 1;
                                 added_records += nf.record_count();
                                 total_records += nf.record_count();
@@ -647,25 +645,18 @@ impl Tabler {
         let mut added_records = 0u64;
         let mut added_size = 0u64;
         for part in parts {
-            let location = format!(
-                "{table_location}/data/partition={}/{:020}-{:020}-{}.parquet",
+            let (location, files) = write_data_file(
+                io,
+                &props,
+                &schema,
+                table_location,
                 part.partition,
-                part.first,
-                part.next,
-                uuid::Uuid::new_v4()
-            );
-            let mut w = ParquetWriterBuilder::new(props.clone(), schema.clone())
-                .build(io.new_output(&location)?)
-                .await?;
-            w.write(&part.rows).await?;
-            for mut b in w.close().await? {
-                b.partition(Struct::from_iter([Some(Literal::int(
-                    part.partition as i32,
-                ))]))
-                .partition_spec_id(spec.spec_id());
-                let f = b
-                    .build()
-                    .map_err(|e| TableError::Task(format!("data file entry: {e}")))?;
+                (part.first, part.next),
+                &part.rows,
+                spec_id,
+            )
+            .await?;
+            for f in files {
                 added_records += f.record_count();
                 added_size += f.file_size_in_bytes();
                 self.metrics.rows.inc_by(f.record_count());
@@ -769,20 +760,18 @@ impl Tabler {
                     mw.add_delete_file(f.clone(), *seq, Some(*seq))?;
                 }
                 let rows = arrow::compute::concat_batches(&arrow_schema, &batches)?;
-                let location = format!(
-                    "{table_location}/data/partition={p}/{first:020}-{next:020}-{}.parquet",
-                    uuid::Uuid::new_v4()
-                );
-                let mut w = ParquetWriterBuilder::new(props.clone(), schema.clone())
-                    .build(io.new_output(&location)?)
-                    .await?;
-                w.write(&rows).await?;
-                for mut b in w.close().await? {
-                    b.partition(Struct::from_iter([Some(Literal::int(p as i32))]))
-                        .partition_spec_id(spec_id);
-                    let nf = b
-                        .build()
-                        .map_err(|e| TableError::Task(format!("data file entry: {e}")))?;
+                let (location, files) = write_data_file(
+                    io,
+                    &props,
+                    &schema,
+                    table_location,
+                    p,
+                    (first, next),
+                    &rows,
+                    spec_id,
+                )
+                .await?;
+                for nf in files {
                     compacted_files += 1;
                     compacted_size += nf.file_size_in_bytes();
                     mw.add_file(nf, sequence)?;
@@ -866,6 +855,39 @@ impl Tabler {
 }
 
 /// Partition and offset range (`first..next`) of a data file, from its name.
+/// Writes one partition's rows as a Parquet data file named by its offset range
+/// (`first` up to `next`), returning its location and its manifest entries.
+#[allow(clippy::too_many_arguments)]
+async fn write_data_file(
+    io: &FileIO,
+    props: &WriterProperties,
+    schema: &iceberg::spec::SchemaRef,
+    table_location: &str,
+    partition: u32,
+    (first, next): (u64, u64),
+    rows: &RecordBatch,
+    spec_id: i32,
+) -> TableResult<(String, Vec<DataFile>)> {
+    let location = format!(
+        "{table_location}/data/partition={partition}/{first:020}-{next:020}-{}.parquet",
+        uuid::Uuid::new_v4()
+    );
+    let mut w = ParquetWriterBuilder::new(props.clone(), schema.clone())
+        .build(io.new_output(&location)?)
+        .await?;
+    w.write(rows).await?;
+    let mut files = Vec::new();
+    for mut b in w.close().await? {
+        b.partition(Struct::from_iter([Some(Literal::int(partition as i32))]))
+            .partition_spec_id(spec_id);
+        files.push(
+            b.build()
+                .map_err(|e| TableError::Task(format!("data file entry: {e}")))?,
+        );
+    }
+    Ok((location, files))
+}
+
 fn file_range(path: &str) -> Option<(u32, u64, u64)> {
     let (dir, name) = path.rsplit_once('/')?;
     let p = dir.rsplit_once("/partition=")?.1.parse().ok()?;
