@@ -188,6 +188,48 @@ fn checksum_mode(m: Option<&ChecksumMode>) -> bool {
     m.is_some_and(|m| m.as_str().eq_ignore_ascii_case(ChecksumMode::ENABLED))
 }
 
+/// What GetObject and HeadObject answer with: the version after its conditions held,
+/// the byte range, its stored headers, and the checksums to report (whole-object reads
+/// in checksum mode only).
+struct Selected {
+    v: ObjectVersion,
+    start: u64,
+    end: u64,
+    content_range: Option<String>,
+    h: crate::StoredHeaders,
+    f: crate::checksum::Fields,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn read_selection(
+    gw: &Gateway,
+    b: &BucketRecord,
+    key: &str,
+    version_id: Option<&str>,
+    conditions: Conditions<'_>,
+    range: Option<&Range>,
+    part_number: Option<i32>,
+    mode: Option<&ChecksumMode>,
+) -> S3Result<Selected> {
+    let v = find_version(gw, b, key, version_id)?;
+    conditions.check(&v).map_err(failed_error)?;
+    let (start, end, content_range) = select(&v, range, part_number)?;
+    let h = stored_headers(&v.metadata);
+    let f = if content_range.is_none() && checksum_mode(mode) {
+        fields(&v.checksums)
+    } else {
+        Default::default()
+    };
+    Ok(Selected {
+        v,
+        start,
+        end,
+        content_range,
+        h,
+        f,
+    })
+}
+
 /// GetObject.
 pub async fn get_object(
     gw: &Gateway,
@@ -195,23 +237,28 @@ pub async fn get_object(
 ) -> S3Result<S3Response<GetObjectOutput>> {
     let b = gw.bucket_for(&req, &req.input.bucket)?;
     let i = &req.input;
-    let v = find_version(gw, &b, &i.key, i.version_id.as_deref())?;
-    Conditions {
-        if_match: i.if_match.as_ref(),
-        if_none_match: i.if_none_match.as_ref(),
-        if_modified_since: i.if_modified_since.as_ref(),
-        if_unmodified_since: i.if_unmodified_since.as_ref(),
-    }
-    .check(&v)
-    .map_err(failed_error)?;
-    let (start, end, content_range) = select(&v, i.range.as_ref(), i.part_number)?;
-    let h = stored_headers(&v.metadata);
-    let whole = content_range.is_none();
-    let f = if whole && checksum_mode(i.checksum_mode.as_ref()) {
-        fields(&v.checksums)
-    } else {
-        Default::default()
-    };
+    let Selected {
+        v,
+        start,
+        end,
+        content_range,
+        h,
+        f,
+    } = read_selection(
+        gw,
+        &b,
+        &i.key,
+        i.version_id.as_deref(),
+        Conditions {
+            if_match: i.if_match.as_ref(),
+            if_none_match: i.if_none_match.as_ref(),
+            if_modified_since: i.if_modified_since.as_ref(),
+            if_unmodified_since: i.if_unmodified_since.as_ref(),
+        },
+        i.range.as_ref(),
+        i.part_number,
+        i.checksum_mode.as_ref(),
+    )?;
     let body = response_body(gw.catalog().blobs(), &v.data, start, end);
     Ok(S3Response::new(GetObjectOutput {
         body: Some(body),
@@ -247,22 +294,28 @@ pub async fn head_object(
 ) -> S3Result<S3Response<HeadObjectOutput>> {
     let b = gw.bucket_for(&req, &req.input.bucket)?;
     let i = &req.input;
-    let v = find_version(gw, &b, &i.key, i.version_id.as_deref())?;
-    Conditions {
-        if_match: i.if_match.as_ref(),
-        if_none_match: i.if_none_match.as_ref(),
-        if_modified_since: i.if_modified_since.as_ref(),
-        if_unmodified_since: i.if_unmodified_since.as_ref(),
-    }
-    .check(&v)
-    .map_err(failed_error)?;
-    let (start, end, content_range) = select(&v, i.range.as_ref(), i.part_number)?;
-    let h = stored_headers(&v.metadata);
-    let f = if content_range.is_none() && checksum_mode(i.checksum_mode.as_ref()) {
-        fields(&v.checksums)
-    } else {
-        Default::default()
-    };
+    let Selected {
+        v,
+        start,
+        end,
+        content_range,
+        h,
+        f,
+    } = read_selection(
+        gw,
+        &b,
+        &i.key,
+        i.version_id.as_deref(),
+        Conditions {
+            if_match: i.if_match.as_ref(),
+            if_none_match: i.if_none_match.as_ref(),
+            if_modified_since: i.if_modified_since.as_ref(),
+            if_unmodified_since: i.if_unmodified_since.as_ref(),
+        },
+        i.range.as_ref(),
+        i.part_number,
+        i.checksum_mode.as_ref(),
+    )?;
     Ok(S3Response::new(HeadObjectOutput {
         accept_ranges: Some("bytes".into()),
         content_length: Some((end - start) as i64),
