@@ -1,5 +1,6 @@
 //! `eddy`: an S3 object store with an integrated Kafka-compatible event broker.
 
+mod background;
 mod config;
 mod heal;
 mod http;
@@ -9,6 +10,7 @@ mod scrub;
 mod serve;
 
 use clap::{Parser, Subcommand};
+
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]

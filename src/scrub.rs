@@ -11,13 +11,14 @@ use tokio::sync::watch;
 /// Pause between blobs while scrubbing.
 const PACE: Duration = Duration::from_millis(20);
 
-/// Starts the scrub loop; it ends when `stop` flips.
+/// Starts the scrub loop on the background runtime; it ends when `stop` flips.
 pub fn spawn(
+    background: &crate::background::Background,
     catalog: Arc<EmbeddedCatalog>,
     interval: Duration,
     mut stop: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
+    background.spawn(async move {
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(interval) => {}

@@ -145,7 +145,9 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             .with_snapshot_max_age(config.table_snapshot_max_age),
     );
     metrics.register_tables(tabler.metrics());
-    tasks.spawn(tables::background::run(
+    let background =
+        crate::background::Background::start().context("starting the background runtime")?;
+    let sealing = background.spawn(tables::background::run(
         tabler.clone(),
         tables::background::Thresholds {
             max_age: config.table_seal_age,
@@ -200,6 +202,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     }
     let signalled = shutdown_signal();
     let scrub = crate::scrub::spawn(
+        &background,
         catalog.clone(),
         Duration::from_secs(config.storage.scrub_interval_secs),
         stop_rx.clone(),
@@ -224,6 +227,8 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let _ = stop_tx.send(true);
     while tasks.join_next().await.is_some() {}
     let _ = scrub.await;
+    let _ = sealing.await;
+    background.stop().await;
     tokio::task::spawn_blocking(move || catalog.shutdown()).await?;
     tracing::info!("eddy stopped");
     Ok(())

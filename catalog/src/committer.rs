@@ -139,9 +139,11 @@ impl Committer {
 
     /// An fsync'd empty commit: everything applied so far survives without the log.
     fn flush(&self) -> CatalogResult<u64> {
+        let started = Instant::now();
         let mut w = self.db.begin_write()?;
         w.set_durability(Durability::Immediate)?;
         w.commit()?;
+        self.shared.metrics.stage("flush", started);
         Ok(*self.shared.applied.borrow())
     }
 
@@ -220,6 +222,8 @@ impl Committer {
             Err(e) => return self.fail_accepted(Some(w), accepted, &e.to_string()),
         };
         let payload_len = payload.len() as u64;
+        self.shared.metrics.stage("apply", started);
+        let logging = Instant::now();
         match self.wal.append(payload) {
             Ok(p) if p == position => {}
             result => {
@@ -230,10 +234,13 @@ impl Committer {
                 return self.fail_accepted(Some(w), accepted, &why);
             }
         }
+        self.shared.metrics.stage("log", logging);
+        let storing = Instant::now();
         if let Err(e) = w.commit() {
             // Durable in the log but not applied here: a restart replays it.
             return self.fail_accepted(None, accepted, &e.to_string());
         }
+        self.shared.metrics.stage("store", storing);
         self.shared.applied.send_replace(lsn);
         self.shared
             .log_bytes_since_checkpoint

@@ -43,6 +43,10 @@ const REMOVED_FILES: &str = "eddy.removed-files";
 /// Data files below this size are small: when manifests merge, a partition's small
 /// files are rewritten into one once there are this many of them.
 const SMALL_FILE_BYTES: u64 = 16 << 20;
+/// ... and below this many rows. Compressible topics make files that are small on disk
+/// but hold hundreds of MB of rows each; rewriting those over and over would cost
+/// more CPU than the sealing itself for no fewer files worth having.
+const SMALL_FILE_ROWS: u64 = 1 << 18;
 /// How many small files of a partition make a rewrite worth it.
 const COMPACT_FILES: usize = 4;
 /// Most bytes of small files one seal on load rewrites.
@@ -533,11 +537,12 @@ impl Tabler {
                     Some((p, first, next, ls)) if first < ls => {
                         let old = self.read_file(f.file_path()).await?;
                         let rows = keep_from(old, ls, arrow_schema.clone())?;
+                        let kept: usize = rows.iter().map(|b| b.num_rows()).sum();
                         deleted_files += 1;
                         deleted_records += f.record_count();
                         removed_files.push(f.file_path().to_owned());
                         mw.add_delete_file(f.clone(), seq, Some(seq))?;
-                        if rows.num_rows() > 0 {
+                        if kept > 0 {
                             let (location, files) = write_data_file(
                                 io,
                                 &props,
@@ -652,7 +657,7 @@ impl Tabler {
                 table_location,
                 part.partition,
                 (part.first, part.next),
-                &part.rows,
+                std::slice::from_ref(&part.rows),
                 spec_id,
             )
             .await?;
@@ -722,7 +727,10 @@ impl Tabler {
             let mut keep = Vec::new();
             for (f, snapshot, seq) in live {
                 match file_range(f.file_path()) {
-                    Some((p, first, next)) if f.file_size_in_bytes() < SMALL_FILE_BYTES => {
+                    Some((p, first, next))
+                        if f.file_size_in_bytes() < SMALL_FILE_BYTES
+                            && f.record_count() < SMALL_FILE_ROWS =>
+                    {
                         small
                             .entry(p)
                             .or_default()
@@ -754,12 +762,11 @@ impl Tabler {
                 let (first, next) = (files[0].1, files[files.len() - 1].2);
                 for (f, _, _, _, seq) in &files {
                     let bytes = self.read_file(f.file_path()).await?;
-                    batches.push(keep_from(bytes, 0, arrow_schema.clone())?);
+                    batches.extend(keep_from(bytes, 0, arrow_schema.clone())?);
                     removed_files.push(f.file_path().to_owned());
                     removed_size += f.file_size_in_bytes();
                     mw.add_delete_file(f.clone(), *seq, Some(*seq))?;
                 }
-                let rows = arrow::compute::concat_batches(&arrow_schema, &batches)?;
                 let (location, files) = write_data_file(
                     io,
                     &props,
@@ -767,7 +774,7 @@ impl Tabler {
                     table_location,
                     p,
                     (first, next),
-                    &rows,
+                    &batches,
                     spec_id,
                 )
                 .await?;
@@ -855,7 +862,8 @@ impl Tabler {
 }
 
 /// Partition and offset range (`first..next`) of a data file, from its name.
-/// Writes one partition's rows as a Parquet data file named by its offset range
+/// Writes one partition's rows (in order, without concatenating them first) as a
+/// Parquet data file named by its offset range
 /// (`first` up to `next`), returning its location and its manifest entries.
 #[allow(clippy::too_many_arguments)]
 async fn write_data_file(
@@ -865,7 +873,7 @@ async fn write_data_file(
     table_location: &str,
     partition: u32,
     (first, next): (u64, u64),
-    rows: &RecordBatch,
+    rows: &[RecordBatch],
     spec_id: i32,
 ) -> TableResult<(String, Vec<DataFile>)> {
     let location = format!(
@@ -875,7 +883,9 @@ async fn write_data_file(
     let mut w = ParquetWriterBuilder::new(props.clone(), schema.clone())
         .build(io.new_output(&location)?)
         .await?;
-    w.write(rows).await?;
+    for batch in rows {
+        w.write(batch).await?;
+    }
     let mut files = Vec::new();
     for mut b in w.close().await? {
         b.partition(Struct::from_iter([Some(Literal::int(partition as i32))]))
@@ -897,12 +907,12 @@ fn file_range(path: &str) -> Option<(u32, u64, u64)> {
     Some((p, first, next))
 }
 
-/// The rows of a Parquet data file at offsets `from` and after.
+/// The rows of a Parquet data file at offsets `from` and after, batch by batch.
 fn keep_from(
     file: Vec<u8>,
     from: u64,
     schema: arrow::datatypes::SchemaRef,
-) -> TableResult<RecordBatch> {
+) -> TableResult<Vec<RecordBatch>> {
     use arrow::array::{Array, Int64Array};
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     let reader = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(file))
@@ -917,10 +927,18 @@ fn keep_from(
             .and_then(|c| c.as_any().downcast_ref::<Int64Array>())
             .ok_or_else(|| TableError::Task("data file without an offset column".into()))?;
         let from = i64::try_from(from).unwrap_or(i64::MAX);
+        if offsets.null_count() == 0 && offsets.values().first().is_some_and(|&o| o >= from) {
+            // Offsets ascend within a file: the whole batch stays, uncopied.
+            kept.push(batch);
+            continue;
+        }
         let keep = arrow::compute::kernels::cmp::gt_eq(offsets, &Int64Array::new_scalar(from))?;
-        kept.push(arrow::compute::filter_record_batch(&batch, &keep)?);
+        let batch = arrow::compute::filter_record_batch(&batch, &keep)?;
+        if batch.num_rows() > 0 {
+            kept.push(batch);
+        }
     }
-    Ok(arrow::compute::concat_batches(&schema, &kept)?)
+    Ok(kept)
 }
 
 /// A snapshot id not yet used by the table (positive, as Iceberg wants).
