@@ -4,8 +4,9 @@
 
 use std::collections::BTreeMap;
 
+use md5_asm::Digest as _;
 use s3s::checksum::ChecksumHasher;
-use s3s::crypto::{Checksum as _, Crc32, Crc32c, Crc64Nvme, Md5, Sha1, Sha256};
+use s3s::crypto::{Checksum as _, Crc32, Crc32c, Crc64Nvme, Sha1, Sha256};
 use s3s::dto::Checksum;
 use s3s::{S3Error, S3ErrorCode, S3Result, TrailingHeaders, s3_error};
 
@@ -94,7 +95,7 @@ impl Wanted {
         }
         Hasher {
             sums: h,
-            md5: Md5::new(),
+            md5: md5_asm::Md5::new(),
         }
     }
 
@@ -145,7 +146,7 @@ impl Wanted {
 /// Running MD5 and S3 checksums over a body.
 pub struct Hasher {
     sums: ChecksumHasher,
-    md5: Md5,
+    md5: md5_asm::Md5,
 }
 
 impl Hasher {
@@ -157,7 +158,7 @@ impl Hasher {
 
     /// The MD5 and the checksums by algorithm (base64).
     pub fn finish(self) -> ([u8; 16], BTreeMap<String, String>) {
-        let md5 = self.md5.finalize();
+        let md5 = self.md5.finalize().into();
         (md5, to_map(self.sums.finalize()))
     }
 }

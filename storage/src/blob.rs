@@ -71,6 +71,9 @@ impl FromStr for BlobId {
 pub struct BlobStore {
     set: Arc<DriveSet>,
     shard_size: usize,
+    /// Threads that finish blobs (trailer and fsync per shard, in parallel), kept alive:
+    /// spawning six threads per blob was a tenth of the CPU of a 1 MiB upload.
+    syncers: Arc<rayon::ThreadPool>,
 }
 
 impl BlobStore {
@@ -88,9 +91,18 @@ impl BlobStore {
                 });
             }
         });
+        // Two per drive, so two blobs finishing at once do not queue behind each other.
+        let syncers = rayon::ThreadPoolBuilder::new()
+            .num_threads(2 * set.drives().len().max(1))
+            .thread_name(|i| format!("blob-sync-{i}"))
+            .build()
+            .map_err(|e| {
+                StorageError::io("start blob sync threads", "", std::io::Error::other(e))
+            })?;
         Ok(Self {
             set,
             shard_size: shard_len(shard_size, 1),
+            syncers: Arc::new(syncers),
         })
     }
 
@@ -257,6 +269,17 @@ fn create_shard_file(path: &std::path::Path) -> std::io::Result<File> {
     }
 }
 
+/// Starts writing the file's dirty pages to the drive without waiting for them, so the
+/// `fdatasync` that makes the blob durable finds little left to do: a large blob's disk
+/// writes overlap its upload instead of following it. Advisory: failure changes nothing.
+fn start_writeback(f: &File) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid open descriptor; offset 0 with length 0 means the whole file.
+    unsafe {
+        libc::sync_file_range(f.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);
+    }
+}
+
 /// Streams one blob onto the drives with memory bounded by one stripe.
 pub struct BlobWriter {
     store: BlobStore,
@@ -367,7 +390,9 @@ impl BlobWriter {
                 tracing::warn!(drive = i, blob = %self.id, error = %e, "blob shard write failed");
                 set.drives()[i].record_error(true);
                 *slot = None;
+                continue;
             }
+            start_writeback(f);
         }
         self.stripe += 1;
         self.len += data_len as u64;
@@ -384,34 +409,33 @@ impl BlobWriter {
         let set = self.store.set.clone();
         let (id, len, stripes) = (self.id, self.len, self.stripe);
         let store = &self.store;
-        let results: Vec<(usize, std::io::Result<()>)> = std::thread::scope(|s| {
-            let handles: Vec<_> = self
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, std::io::Result<()>)>();
+        store.syncers.scope(|s| {
+            for (i, f) in self
                 .files
                 .iter_mut()
                 .enumerate()
                 .filter_map(|(i, f)| f.as_mut().map(|f| (i, f)))
-                .map(|(i, f)| {
-                    let dir = store
-                        .shard_path(&set.drives()[i], id)
-                        .parent()
-                        .map(PathBuf::from);
-                    s.spawn(move || {
-                        let r = f
-                            .write_all(&trailer_bytes(id, i, len, stripes))
-                            .and_then(|_| f.sync_data())
-                            .and_then(|_| match dir {
-                                Some(dir) => File::open(dir)?.sync_all(),
-                                None => Ok(()),
-                            });
-                        (i, r)
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or((usize::MAX, Ok(()))))
-                .collect()
+            {
+                let dir = store
+                    .shard_path(&set.drives()[i], id)
+                    .parent()
+                    .map(PathBuf::from);
+                let tx = tx.clone();
+                s.spawn(move |_| {
+                    let r = f
+                        .write_all(&trailer_bytes(id, i, len, stripes))
+                        .and_then(|_| f.sync_data())
+                        .and_then(|_| match dir {
+                            Some(dir) => File::open(dir)?.sync_all(),
+                            None => Ok(()),
+                        });
+                    let _ = tx.send((i, r));
+                });
+            }
         });
+        drop(tx);
+        let results: Vec<(usize, std::io::Result<()>)> = rx.into_iter().collect();
         for (i, r) in results {
             if let Err(e) = r {
                 tracing::warn!(drive = i, blob = %id, error = %e, "blob shard sync failed");
