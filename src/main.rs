@@ -10,7 +10,6 @@ mod scrub;
 mod serve;
 
 use clap::{Parser, Subcommand};
-
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]

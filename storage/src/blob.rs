@@ -71,8 +71,8 @@ impl FromStr for BlobId {
 pub struct BlobStore {
     set: Arc<DriveSet>,
     shard_size: usize,
-    /// Threads that finish blobs (trailer and fsync per shard, in parallel), kept alive:
-    /// spawning six threads per blob was a tenth of the CPU of a 1 MiB upload.
+    /// Threads that finish blobs (trailer and fsync per shard, in parallel), kept alive
+    /// rather than six new threads per blob.
     syncers: Arc<rayon::ThreadPool>,
 }
 

@@ -861,10 +861,9 @@ impl Tabler {
     }
 }
 
-/// Partition and offset range (`first..next`) of a data file, from its name.
 /// Writes one partition's rows (in order, without concatenating them first) as a
-/// Parquet data file named by its offset range
-/// (`first` up to `next`), returning its location and its manifest entries.
+/// Parquet data file named by its offset range (`first` up to `next`), returning its
+/// location and its manifest entries.
 #[allow(clippy::too_many_arguments)]
 async fn write_data_file(
     io: &FileIO,
@@ -898,6 +897,7 @@ async fn write_data_file(
     Ok((location, files))
 }
 
+/// Partition and offset range (`first..next`) of a data file, from its name.
 fn file_range(path: &str) -> Option<(u32, u64, u64)> {
     let (dir, name) = path.rsplit_once('/')?;
     let p = dir.rsplit_once("/partition=")?.1.parse().ok()?;
