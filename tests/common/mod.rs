@@ -46,16 +46,23 @@ impl Server {
             .args(extra)
             .env("EDDY_LOG", "warn")
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap();
         let mut out = child.stdout.take().unwrap();
+        let mut err = child.stderr.take().unwrap();
         let mut seen = Vec::new();
         let mut byte = [0u8; 1];
         while !String::from_utf8_lossy(&seen).contains("eddy ready:") {
-            assert_eq!(out.read(&mut byte).unwrap(), 1, "eddy exited before ready");
+            if out.read(&mut byte).unwrap() != 1 {
+                let mut why = String::new();
+                let _ = err.read_to_string(&mut why);
+                panic!("eddy exited before ready: {why}");
+            }
             seen.push(byte[0]);
         }
+        // Keep draining its log so a chatty server never blocks on a full pipe.
+        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
         Server { child, kafka, http }
     }
 
