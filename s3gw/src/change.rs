@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use catalog::{CatalogError, CommitOutcome, ObjectVersion, Op, Transaction};
+use catalog::{BucketRecord, CatalogError, CommitOutcome, ObjectVersion, Op, Transaction};
 use notify::{ObjectChange, Requester, Rows};
 use s3s::S3Result;
 use storage::BlobMeta;
@@ -24,7 +24,6 @@ pub use notify::EventKind as Event;
 #[derive(Debug, Clone)]
 struct Pending {
     event: Event,
-    bucket: String,
     key: String,
     size: Option<u64>,
     etag: Option<String>,
@@ -37,18 +36,22 @@ const TOPIC_RACE_RETRIES: usize = 3;
 
 /// One object change: its ops, the events it raises and the blobs it brings in.
 #[must_use]
-pub struct Change {
+pub struct Change<'a> {
     ops: Vec<Op>,
+    /// The bucket of its events, as the request loaded it: its notification
+    /// configuration decides their rows (a change touches one bucket).
+    bucket: Option<&'a BucketRecord>,
     events: Vec<Pending>,
     new_blobs: Vec<BlobMeta>,
     requester: Requester,
 }
 
-impl Change {
+impl<'a> Change<'a> {
     /// An empty change.
     pub fn new() -> Self {
         Self {
             ops: Vec::new(),
+            bucket: None,
             events: Vec::new(),
             new_blobs: Vec::new(),
             requester: Requester::default(),
@@ -77,22 +80,22 @@ impl Change {
     pub fn put_version(
         mut self,
         event: Event,
-        bucket: &str,
+        bucket: &'a BucketRecord,
         key: &str,
         version: ObjectVersion,
         replace_null: bool,
     ) -> Self {
         let data = !version.delete_marker;
+        self.bucket = Some(bucket);
         self.events.push(Pending {
             event,
-            bucket: bucket.into(),
             key: key.into(),
             size: data.then_some(version.size),
             etag: data.then(|| version.etag.clone()),
             version_id: version.version_id.clone(),
         });
         self.ops.push(Op::PutObject {
-            bucket: bucket.into(),
+            bucket: bucket.name.clone(),
             key: key.into(),
             version,
             replace_null,
@@ -107,17 +110,17 @@ impl Change {
     }
 
     /// Removes one version permanently.
-    pub fn delete_version(mut self, bucket: &str, key: &str, version_id: &str) -> Self {
+    pub fn delete_version(mut self, bucket: &'a BucketRecord, key: &str, version_id: &str) -> Self {
+        self.bucket = Some(bucket);
         self.events.push(Pending {
             event: Event::Delete,
-            bucket: bucket.into(),
             key: key.into(),
             size: None,
             etag: None,
             version_id: version_id.into(),
         });
         self.ops.push(Op::DeleteObjectVersion {
-            bucket: bucket.into(),
+            bucket: bucket.name.clone(),
             key: key.into(),
             version_id: version_id.into(),
         });
@@ -128,21 +131,21 @@ impl Change {
     pub fn set_tags(
         mut self,
         event: Event,
-        bucket: &str,
+        bucket: &'a BucketRecord,
         key: &str,
         version: &ObjectVersion,
         tags: BTreeMap<String, String>,
     ) -> Self {
+        self.bucket = Some(bucket);
         self.events.push(Pending {
             event,
-            bucket: bucket.into(),
             key: key.into(),
             size: Some(version.size),
             etag: Some(version.etag.clone()),
             version_id: version.version_id.clone(),
         });
         self.ops.push(Op::SetObjectTags {
-            bucket: bucket.into(),
+            bucket: bucket.name.clone(),
             key: key.into(),
             version_id: Some(version.version_id.clone()),
             tags,
@@ -156,22 +159,10 @@ impl Change {
         self
     }
 
-    /// The events this change raises, as (event, bucket, key).
-    pub fn events(&self) -> Vec<(Event, String, String)> {
-        self.events
-            .iter()
-            .map(|p| (p.event, p.bucket.clone(), p.key.clone()))
-            .collect()
-    }
-
-    /// The notification rows of this change's events, under the bucket's current
-    /// configuration.
+    /// The notification rows of this change's events, under the configuration of the
+    /// bucket as the request loaded it.
     fn rows(&self, gw: &Gateway) -> S3Result<Rows> {
-        let Some(first) = self.events.first() else {
-            return Ok(Rows::default());
-        };
-        // A change touches one bucket; when it is gone the commit fails on its own.
-        let Some(b) = gw.catalog().bucket(&first.bucket).or_s3()? else {
+        let Some(b) = self.bucket else {
             return Ok(Rows::default());
         };
         let changes: Vec<ObjectChange> = self
@@ -179,21 +170,18 @@ impl Change {
             .iter()
             .map(|p| ObjectChange {
                 kind: p.event,
-                bucket: p.bucket.clone(),
+                bucket: b.name.clone(),
                 key: p.key.clone(),
                 size: p.size,
                 etag: p.etag.clone(),
-                version_id: versioning::reported_version(&b, &p.version_id),
+                version_id: versioning::reported_version(b, &p.version_id),
             })
             .collect();
-        if changes.is_empty() {
-            return Ok(Rows::default());
-        }
         gw.notifier()
             .rows(
                 gw.catalog(),
-                &b,
-                &bucket::region(&b),
+                b,
+                &bucket::region(b),
                 &changes,
                 &self.requester,
             )
@@ -240,7 +228,7 @@ impl Change {
     }
 }
 
-impl Default for Change {
+impl Default for Change<'_> {
     fn default() -> Self {
         Self::new()
     }

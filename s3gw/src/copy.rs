@@ -211,7 +211,7 @@ pub async fn copy_object(
     };
     Change::new()
         .by(requester)
-        .put_version(Event::Copy, &b.name, &i.key, version, replace_null)
+        .put_version(Event::Copy, &b, &i.key, version, replace_null)
         .owns(&blobs)
         .commit(gw)
         .await?;

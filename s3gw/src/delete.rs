@@ -71,7 +71,7 @@ async fn delete_one(
                 delete_marker: false,
             });
         };
-        ignore_missing(change.delete_version(&b.name, key, vid).commit(gw).await)?;
+        ignore_missing(change.delete_version(b, key, vid).commit(gw).await)?;
         return Ok(Deleted {
             version_id: Some(vid.to_owned()),
             delete_marker: v.delete_marker,
@@ -85,7 +85,7 @@ async fn delete_one(
                 .or_s3()?
                 .is_some()
             {
-                ignore_missing(change.delete_version(&b.name, key, "null").commit(gw).await)?;
+                ignore_missing(change.delete_version(b, key, "null").commit(gw).await)?;
             }
             Ok(Deleted {
                 version_id: None,
@@ -97,7 +97,7 @@ async fn delete_one(
             change
                 .put_version(
                     Event::DeleteMarkerCreated,
-                    &b.name,
+                    b,
                     key,
                     marker(id.clone()),
                     false,
@@ -113,7 +113,7 @@ async fn delete_one(
             change
                 .put_version(
                     Event::DeleteMarkerCreated,
-                    &b.name,
+                    b,
                     key,
                     marker("null".into()),
                     true,

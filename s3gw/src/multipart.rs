@@ -365,7 +365,7 @@ pub async fn complete_multipart_upload(
         })
         .put_version(
             Event::CompleteMultipartUpload,
-            &b.name,
+            &b,
             &i.key,
             version,
             replace_null,

@@ -119,7 +119,7 @@ pub async fn put_object(
         change = change.expect_etag(&b.name, &key, Some(e.value().to_owned()));
     }
     change
-        .put_version(event, &b.name, &key, version, replace_null)
+        .put_version(event, &b, &key, version, replace_null)
         .owns(&blobs)
         .commit(gw)
         .await?;

@@ -148,7 +148,7 @@ pub async fn put_object_tagging(
     let v = target(gw, &b.name, key, req.input.version_id.as_deref())?;
     Change::new()
         .by(gw.requester(&req))
-        .set_tags(Event::TaggingPut, &b.name, key, &v, tags)
+        .set_tags(Event::TaggingPut, &b, key, &v, tags)
         .commit(gw)
         .await?;
     Ok(S3Response::new(PutObjectTaggingOutput {
@@ -179,7 +179,7 @@ pub async fn delete_object_tagging(
     let v = target(gw, &b.name, key, req.input.version_id.as_deref())?;
     Change::new()
         .by(gw.requester(&req))
-        .set_tags(Event::TaggingDelete, &b.name, key, &v, BTreeMap::new())
+        .set_tags(Event::TaggingDelete, &b, key, &v, BTreeMap::new())
         .commit(gw)
         .await?;
     Ok(S3Response::with_status(

@@ -28,6 +28,7 @@ async fn failed_commit_deletes_the_new_blobs() {
     .await
     .unwrap();
     let gw = Gateway::new(cat.clone() as Arc<dyn Catalog>, "admin");
+    let b = cat.bucket("b").unwrap().unwrap();
     let blob = cat.blobs().put(&[7u8; 100_000]).unwrap();
     let version = ObjectVersion {
         version_id: "null".into(),
@@ -43,7 +44,7 @@ async fn failed_commit_deletes_the_new_blobs() {
     };
     let err = Change::new()
         .expect_etag("b", "k", Some("not-there".into()))
-        .put_version(Event::Put, "b", "k", version.clone(), true)
+        .put_version(Event::Put, &b, "k", version.clone(), true)
         .owns(&[blob])
         .commit(&gw)
         .await
@@ -57,7 +58,7 @@ async fn failed_commit_deletes_the_new_blobs() {
     let mut v2 = version;
     v2.data = ObjectData::Blobs(vec![blob2]);
     Change::new()
-        .put_version(Event::Put, "b", "k", v2, true)
+        .put_version(Event::Put, &b, "k", v2, true)
         .owns(&[blob2])
         .commit(&gw)
         .await
@@ -104,6 +105,7 @@ async fn event_rows_commit_with_the_change_or_not_at_all() {
     .await
     .unwrap();
     let gw = Gateway::new(cat.clone() as Arc<dyn Catalog>, "admin");
+    let b = cat.bucket("b").unwrap().unwrap();
     let version = ObjectVersion {
         version_id: "null".into(),
         delete_marker: false,
@@ -123,7 +125,7 @@ async fn event_rows_commit_with_the_change_or_not_at_all() {
     };
     let err = Change::new()
         .expect_etag("b", "k", Some("not-there".into()))
-        .put_version(Event::Put, "b", "k", version.clone(), true)
+        .put_version(Event::Put, &b, "k", version.clone(), true)
         .commit(&gw)
         .await
         .unwrap_err();
@@ -131,7 +133,7 @@ async fn event_rows_commit_with_the_change_or_not_at_all() {
     assert_eq!(appended(), 0, "a failed change appended its event");
 
     Change::new()
-        .put_version(Event::Put, "b", "k", version, true)
+        .put_version(Event::Put, &b, "k", version, true)
         .commit(&gw)
         .await
         .unwrap();
