@@ -18,7 +18,7 @@ use tokio::sync::{oneshot, watch};
 
 use crate::apply::{Effects, LogCursor, Tables};
 use crate::error::{CatalogError, CatalogResult};
-use crate::metrics::CatalogMetrics;
+use crate::metrics::{CatalogMetrics, observe_since};
 use crate::tables::{APPLIED_LSN, SEGMENT_REFS};
 use crate::txn::{CommitOutcome, Transaction};
 
@@ -143,7 +143,7 @@ impl Committer {
         let mut w = self.db.begin_write()?;
         w.set_durability(Durability::Immediate)?;
         w.commit()?;
-        self.shared.metrics.stage("flush", started);
+        observe_since(&self.shared.metrics.stages.flush, started);
         Ok(*self.shared.applied.borrow())
     }
 
@@ -222,7 +222,7 @@ impl Committer {
             Err(e) => return self.fail_accepted(Some(w), accepted, &e.to_string()),
         };
         let payload_len = payload.len() as u64;
-        self.shared.metrics.stage("apply", started);
+        observe_since(&self.shared.metrics.stages.apply, started);
         let logging = Instant::now();
         match self.wal.append(payload) {
             Ok(p) if p == position => {}
@@ -234,13 +234,13 @@ impl Committer {
                 return self.fail_accepted(Some(w), accepted, &why);
             }
         }
-        self.shared.metrics.stage("log", logging);
+        observe_since(&self.shared.metrics.stages.log, logging);
         let storing = Instant::now();
         if let Err(e) = w.commit() {
             // Durable in the log but not applied here: a restart replays it.
             return self.fail_accepted(None, accepted, &e.to_string());
         }
-        self.shared.metrics.stage("store", storing);
+        observe_since(&self.shared.metrics.stages.store, storing);
         self.shared.applied.send_replace(lsn);
         self.shared
             .log_bytes_since_checkpoint
