@@ -230,6 +230,28 @@ fn read_selection(
     })
 }
 
+/// [`read_selection`] for a GetObject or HeadObject input: s3s gives the two operations
+/// distinct input types with the same fields.
+macro_rules! select {
+    ($gw:expr, $b:expr, $i:expr) => {
+        read_selection(
+            $gw,
+            $b,
+            &$i.key,
+            $i.version_id.as_deref(),
+            Conditions {
+                if_match: $i.if_match.as_ref(),
+                if_none_match: $i.if_none_match.as_ref(),
+                if_modified_since: $i.if_modified_since.as_ref(),
+                if_unmodified_since: $i.if_unmodified_since.as_ref(),
+            },
+            $i.range.as_ref(),
+            $i.part_number,
+            $i.checksum_mode.as_ref(),
+        )
+    };
+}
+
 /// GetObject.
 pub async fn get_object(
     gw: &Gateway,
@@ -244,21 +266,7 @@ pub async fn get_object(
         content_range,
         h,
         f,
-    } = read_selection(
-        gw,
-        &b,
-        &i.key,
-        i.version_id.as_deref(),
-        Conditions {
-            if_match: i.if_match.as_ref(),
-            if_none_match: i.if_none_match.as_ref(),
-            if_modified_since: i.if_modified_since.as_ref(),
-            if_unmodified_since: i.if_unmodified_since.as_ref(),
-        },
-        i.range.as_ref(),
-        i.part_number,
-        i.checksum_mode.as_ref(),
-    )?;
+    } = select!(gw, &b, i)?;
     let body = response_body(gw.catalog().blobs(), &v.data, start, end);
     Ok(S3Response::new(GetObjectOutput {
         body: Some(body),
@@ -301,21 +309,7 @@ pub async fn head_object(
         content_range,
         h,
         f,
-    } = read_selection(
-        gw,
-        &b,
-        &i.key,
-        i.version_id.as_deref(),
-        Conditions {
-            if_match: i.if_match.as_ref(),
-            if_none_match: i.if_none_match.as_ref(),
-            if_modified_since: i.if_modified_since.as_ref(),
-            if_unmodified_since: i.if_unmodified_since.as_ref(),
-        },
-        i.range.as_ref(),
-        i.part_number,
-        i.checksum_mode.as_ref(),
-    )?;
+    } = select!(gw, &b, i)?;
     Ok(S3Response::new(HeadObjectOutput {
         accept_ranges: Some("bytes".into()),
         content_length: Some((end - start) as i64),
