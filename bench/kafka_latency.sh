@@ -22,6 +22,7 @@ S=${SCRATCH:-/work/scratch-kbench}
 PERF=$S/librdkafka/examples/rdkafka_performance
 [ -x "$PERF" ] || { echo "no $PERF: run bench/kafka.sh once to build it" >&2; exit 1; }
 PY=${PY:-.venv/bin/python}
+. bench/lib.sh
 W=$(mktemp -d "$S/latency-XXXXXX")
 trap 'kill "$SP" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$W/data"' EXIT
 mkdir -p "$W/data"
@@ -33,7 +34,7 @@ else
     --s3-listen 127.0.0.1:29000 --http-listen 127.0.0.1:28181 >"$W/server.log" 2>&1 &
 fi
 SP=$!
-for _ in $(seq 1 100); do (exec 3<>/dev/tcp/127.0.0.1/29092) 2>/dev/null && break; sleep 0.1; done
+wait_port 127.0.0.1 29092 10
 "$PY" -c "
 from confluent_kafka.admin import AdminClient, NewTopic
 a = AdminClient({'bootstrap.servers': '127.0.0.1:29092'})

