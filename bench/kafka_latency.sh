@@ -9,7 +9,9 @@
 # built by bench/kafka.sh in SCRATCH). SECONDS: default 12; the first 2 s are left out.
 # Environment: SCRATCH (default /work/scratch-kbench), LINGER (linger.ms, default 5),
 # EXTRA (more rdkafka_performance arguments, e.g. "-X debug=protocol" to see each
-# request's round trip), PERF=1 to record the broker with `perf record` meanwhile.
+# request's round trip), PERF=1 to record the broker with `perf record` meanwhile,
+# DATA_ON (a directory for Eddy's data dir instead of SCRATCH, e.g. /dev/shm to take the
+# disk out of the measurement).
 #
 # Prints p50/p90/p99/p99.9/max of produce() to delivery report, the broker's and the
 # machine's CPU, and for Eddy how many group commits, commit stages
@@ -24,13 +26,13 @@ PERF=$S/librdkafka/examples/rdkafka_performance
 PY=${PY:-.venv/bin/python}
 . bench/lib.sh
 W=$(mktemp -d "$S/latency-XXXXXX")
-trap 'kill "$SP" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$W/data"' EXIT
-mkdir -p "$W/data"
+D=$(mktemp -d "${DATA_ON:-$W}/data-XXXXXX")
+trap 'kill "$SP" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$D"' EXIT
 if [[ $BROKER == *tansu* ]]; then
   setsid "$BROKER" broker --listener-url tcp://127.0.0.1:29092 --advertised-listener-url tcp://127.0.0.1:29092 \
     --storage-engine memory://tansu/ >"$W/server.log" 2>&1 &
 else
-  EDDY_LOG=warn setsid "$BROKER" serve --data-dir "$W/data" --kafka-listen 127.0.0.1:29092 \
+  EDDY_LOG=warn setsid "$BROKER" serve --data-dir "$D" --kafka-listen 127.0.0.1:29092 \
     --s3-listen 127.0.0.1:29000 --http-listen 127.0.0.1:28181 >"$W/server.log" 2>&1 &
 fi
 SP=$!

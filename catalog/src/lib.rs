@@ -223,7 +223,7 @@ impl EmbeddedCatalog {
     pub fn open(config: CatalogConfig) -> CatalogResult<Arc<Self>> {
         let set = Arc::new(DriveSet::open(&config.drives)?);
         let locks = set.lock()?;
-        let blobs = BlobStore::new(set.clone(), config.shard_size)?;
+        let blobs = BlobStore::new(set.clone(), config.shard_size)?.with_spares()?;
         let meta_dir = match &config.meta_dir {
             Some(d) => d.clone(),
             None => set
@@ -440,6 +440,7 @@ impl EmbeddedCatalog {
                 let _ = h.join();
             }
         }
+        self.blobs.release_spares();
     }
 }
 

@@ -20,6 +20,7 @@ use crate::checksum;
 use crate::drives::{Drive, DriveSet, fsync_dir};
 use crate::erasure::shard_len;
 use crate::error::{StorageError, StorageResult};
+use crate::spare::{Spare, SparePool};
 
 const HEADER_MAGIC: &[u8; 8] = b"EDDYBLB1";
 const TRAILER_MAGIC: &[u8; 8] = b"EDDYEND1";
@@ -74,6 +75,8 @@ pub struct BlobStore {
     /// Threads that finish blobs (trailer and fsync per shard, in parallel), kept alive
     /// rather than six new threads per blob.
     syncers: Arc<rayon::ThreadPool>,
+    /// Shard files made ahead of time, when the owner asked for them.
+    pub(crate) spares: Option<Arc<SparePool>>,
 }
 
 impl BlobStore {
@@ -103,7 +106,27 @@ impl BlobStore {
             set,
             shard_size: shard_len(shard_size, 1),
             syncers: Arc::new(syncers),
+            spares: None,
         })
+    }
+
+    /// Keeps shard files of future blobs ready (see [`crate::spare`]), first removing
+    /// those an earlier process left. Only for the process that holds the drives' lock
+    /// and writes blobs.
+    pub fn with_spares(mut self) -> StorageResult<Self> {
+        self.spares = Some(SparePool::start(self.clone())?);
+        Ok(self)
+    }
+
+    /// Removes the spare shard files and stops making more (at shutdown).
+    pub fn release_spares(&self) {
+        if let Some(p) = &self.spares {
+            p.close();
+        }
+    }
+
+    pub(crate) fn shard_size(&self) -> usize {
+        self.shard_size
     }
 
     /// The drive set under this store.
@@ -117,6 +140,9 @@ impl BlobStore {
 
     /// Starts writing a new blob with a fresh id.
     pub fn create(&self) -> StorageResult<BlobWriter> {
+        if let Some(spare) = self.spares.as_ref().and_then(|p| p.take()) {
+            return BlobWriter::from_spare(self.clone(), spare);
+        }
         BlobWriter::new(self.clone(), BlobId::random())
     }
 
@@ -180,7 +206,7 @@ impl BlobStore {
         Ok(ids.into_iter().collect())
     }
 
-    fn shard_path(&self, drive: &Drive, id: BlobId) -> PathBuf {
+    pub(crate) fn shard_path(&self, drive: &Drive, id: BlobId) -> PathBuf {
         drive.join(id.file_name())
     }
 }
@@ -194,7 +220,13 @@ pub struct BlobMeta {
     pub len: u64,
 }
 
-fn header_bytes(id: BlobId, shard: usize, k: usize, m: usize, shard_size: usize) -> [u8; 64] {
+pub(crate) fn header_bytes(
+    id: BlobId,
+    shard: usize,
+    k: usize,
+    m: usize,
+    shard_size: usize,
+) -> [u8; 64] {
     let mut h = [0u8; 64];
     h[..8].copy_from_slice(HEADER_MAGIC);
     h[8..24].copy_from_slice(&id.0.to_le_bytes());
@@ -289,6 +321,9 @@ pub struct BlobWriter {
     stripe: u64,
     len: u64,
     finished: bool,
+    /// The shard files' names are already durable (made from a spare), so finishing
+    /// need not fsync their directories.
+    names_durable: bool,
 }
 
 impl BlobWriter {
@@ -323,6 +358,23 @@ impl BlobWriter {
             stripe: 0,
             len: 0,
             finished: false,
+            names_durable: false,
+        };
+        w.check_quorum()?;
+        Ok(w)
+    }
+
+    fn from_spare(store: BlobStore, spare: Spare) -> StorageResult<Self> {
+        let capacity = store.stripe_data() as usize;
+        let w = Self {
+            store,
+            id: spare.id,
+            files: spare.files,
+            buf: Vec::with_capacity(capacity),
+            stripe: 0,
+            len: 0,
+            finished: false,
+            names_durable: true,
         };
         w.check_quorum()?;
         Ok(w)
@@ -420,6 +472,7 @@ impl BlobWriter {
                 let dir = store
                     .shard_path(&set.drives()[i], id)
                     .parent()
+                    .filter(|_| !self.names_durable)
                     .map(PathBuf::from);
                 let tx = tx.clone();
                 s.spawn(move |_| {

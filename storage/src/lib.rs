@@ -10,6 +10,7 @@ pub mod erasure;
 pub mod error;
 pub mod heal;
 pub mod replicated;
+mod spare;
 pub mod wal;
 
 pub use blob::{BlobId, BlobMeta, BlobReader, BlobStore, BlobWriter};
