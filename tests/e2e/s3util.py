@@ -62,8 +62,12 @@ def aws(eddy, *args, check=True, access_key=None, secret_key=None, timeout=600):
 
 
 def blob_files(eddy, drive=0):
+    """Shard files holding data on one drive. The spare files Eddy makes ahead of time
+    hold only their 64-byte header until a blob starts from one, so they are left out."""
     root = Path(eddy.data_dir) / f"drive-{drive}" / "blobs"
-    return {p.name for p in root.rglob("*") if p.is_file()} if root.exists() else set()
+    if not root.exists():
+        return set()
+    return {p.name for p in root.glob("??/*") if p.is_file() and p.stat().st_size > 64}
 
 
 __all__ = ["ClientError", "client", "new_bucket", "error_code", "status", "aws", "tool", "blob_files"]
