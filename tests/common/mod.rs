@@ -11,8 +11,22 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
-/// A free loopback port.
+/// A free loopback port, below the kernel's ephemeral range where it can: a port the
+/// kernel hands out (`bind(0)`) is also the source port of the next outgoing connection
+/// of any test, which can take it before our server binds it.
 pub fn free_port() -> u16 {
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(0);
+    if low > 12_000 {
+        loop {
+            let port = rand::random_range(10_000..low);
+            if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+                return port;
+            }
+        }
+    }
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

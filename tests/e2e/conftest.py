@@ -3,6 +3,7 @@ on free loopback ports with a fresh data dir, stopped with SIGTERM afterwards (a
 clean exit checked)."""
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -24,9 +25,21 @@ def eddy_bin() -> str:
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+    """A free port, below the kernel's ephemeral range where it can: a port from bind(0)
+    is also the source port of the next outgoing connection, which can take it before
+    the server binds it."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 0
+    while True:
+        port = random.randrange(10_000, low) if low > 12_000 else 0
+        with socket.socket() as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+            return s.getsockname()[1]
 
 
 @dataclass
