@@ -349,6 +349,19 @@ impl BlobWriter {
                 }
             }
         }
+        Self::with_files(store, id, files, false)
+    }
+
+    fn from_spare(store: BlobStore, spare: Spare) -> StorageResult<Self> {
+        Self::with_files(store, spare.id, spare.files, true)
+    }
+
+    fn with_files(
+        store: BlobStore,
+        id: BlobId,
+        files: Vec<Option<File>>,
+        names_durable: bool,
+    ) -> StorageResult<Self> {
         let capacity = store.stripe_data() as usize;
         let w = Self {
             store,
@@ -358,23 +371,7 @@ impl BlobWriter {
             stripe: 0,
             len: 0,
             finished: false,
-            names_durable: false,
-        };
-        w.check_quorum()?;
-        Ok(w)
-    }
-
-    fn from_spare(store: BlobStore, spare: Spare) -> StorageResult<Self> {
-        let capacity = store.stripe_data() as usize;
-        let w = Self {
-            store,
-            id: spare.id,
-            files: spare.files,
-            buf: Vec::with_capacity(capacity),
-            stripe: 0,
-            len: 0,
-            finished: false,
-            names_durable: true,
+            names_durable,
         };
         w.check_quorum()?;
         Ok(w)
