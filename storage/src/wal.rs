@@ -17,8 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
 use crate::checksum;
@@ -216,51 +215,140 @@ fn scan_frames(bytes: &[u8], shard_index: usize, k: usize) -> Vec<FrameInfo> {
 }
 
 enum DriveCmd {
-    Open(PathBuf),
+    /// Open (create) the segment at the drive's path in the list.
+    Open(Vec<PathBuf>),
     Append(Arc<EncodedRecord>),
 }
 
-/// A thread per drive, so the frames of one record are written and fsync'd on all drives
-/// in parallel.
-struct DriveLog {
-    tx: mpsc::Sender<DriveCmd>,
-    rx: mpsc::Receiver<std::io::Result<()>>,
-    thread: Option<JoinHandle<()>>,
+/// What the drive threads share: the command of the current round, which drives take
+/// part, and their results.
+struct Round {
+    number: u64,
+    cmd: Option<Arc<DriveCmd>>,
+    targets: Vec<bool>,
+    pending: usize,
+    results: Vec<Option<std::io::Result<()>>>,
+    stop: bool,
 }
 
-impl DriveLog {
-    fn spawn(index: usize) -> Self {
-        let (tx, cmd_rx) = mpsc::channel::<DriveCmd>();
-        let (res_tx, rx) = mpsc::channel();
-        let thread = std::thread::Builder::new()
-            .name(format!("wal-drive-{index}"))
-            .spawn(move || {
-                let mut file: Option<File> = None;
-                for cmd in cmd_rx {
-                    let r = match cmd {
-                        DriveCmd::Open(path) => open_segment(&path).map(|f| file = Some(f)),
-                        DriveCmd::Append(record) => match file.as_mut() {
-                            Some(f) => record.write_frame(index, f),
-                            None => Err(std::io::Error::other("no open segment")),
-                        },
-                    };
-                    if res_tx.send(r).is_err() {
-                        break;
-                    }
+/// A thread per drive, so the frames of one record are written and fsync'd on all
+/// drives in parallel. A round wakes every thread with one notification and the
+/// committer once, when the last drive is done: with two cores shared with clients,
+/// each extra hand-off per commit is a chance to wait for a core.
+struct Crew {
+    round: Mutex<Round>,
+    work: Condvar,
+    done: Condvar,
+}
+
+impl Crew {
+    fn spawn(drives: usize) -> std::io::Result<(Arc<Self>, Vec<JoinHandle<()>>)> {
+        let crew = Arc::new(Self {
+            round: Mutex::new(Round {
+                number: 0,
+                cmd: None,
+                targets: vec![false; drives],
+                pending: 0,
+                results: (0..drives).map(|_| None).collect(),
+                stop: false,
+            }),
+            work: Condvar::new(),
+            done: Condvar::new(),
+        });
+        let mut threads = Vec::with_capacity(drives);
+        for index in 0..drives {
+            let c = crew.clone();
+            match std::thread::Builder::new()
+                .name(format!("wal-drive-{index}"))
+                .spawn(move || c.serve(index))
+            {
+                Ok(t) => threads.push(t),
+                Err(e) => {
+                    crew.stop();
+                    threads.into_iter().for_each(|t: JoinHandle<()>| {
+                        let _ = t.join();
+                    });
+                    return Err(e);
                 }
+            }
+        }
+        Ok((crew, threads))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Round> {
+        self.round.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn serve(&self, index: usize) {
+        let mut file: Option<File> = None;
+        let mut seen = 0;
+        loop {
+            let cmd = {
+                let mut r = self.lock();
+                while r.number == seen && !r.stop {
+                    r = self.work.wait(r).unwrap_or_else(|p| p.into_inner());
+                }
+                if r.stop {
+                    return;
+                }
+                seen = r.number;
+                if !r.targets[index] {
+                    continue;
+                }
+                r.cmd.clone()
+            };
+            // The round must count this drive whatever happens, or the committer waits
+            // for ever: a panic is this drive's failure.
+            let result =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match cmd.as_deref() {
+                    Some(DriveCmd::Open(paths)) => {
+                        open_segment(&paths[index]).map(|f| file = Some(f))
+                    }
+                    Some(DriveCmd::Append(record)) => match file.as_mut() {
+                        Some(f) => record.write_frame(index, f),
+                        None => Err(std::io::Error::other("no open segment")),
+                    },
+                    None => Ok(()),
+                }))
+                .unwrap_or_else(|_| Err(std::io::Error::other("drive log thread panicked")));
+            let mut r = self.lock();
+            r.results[index] = Some(result);
+            r.pending -= 1;
+            if r.pending == 0 {
+                self.done.notify_one();
+            }
+        }
+    }
+
+    /// Runs `cmd` on the drives in `targets` and returns each one's result.
+    fn run(&self, cmd: DriveCmd, targets: &[usize]) -> Vec<(usize, std::io::Result<()>)> {
+        let mut r = self.lock();
+        r.cmd = Some(Arc::new(cmd));
+        r.targets.iter_mut().for_each(|t| *t = false);
+        for &i in targets {
+            r.targets[i] = true;
+        }
+        r.pending = targets.len();
+        r.number += 1;
+        self.work.notify_all();
+        while r.pending > 0 {
+            r = self.done.wait(r).unwrap_or_else(|p| p.into_inner());
+        }
+        r.cmd = None;
+        targets
+            .iter()
+            .map(|&i| {
+                let result = r.results[i]
+                    .take()
+                    .unwrap_or_else(|| Err(std::io::Error::other("drive log thread ended")));
+                (i, result)
             })
-            .ok();
-        Self { tx, rx, thread }
+            .collect()
     }
 
-    fn call(&self, cmd: DriveCmd) -> bool {
-        self.tx.send(cmd).is_ok()
-    }
-
-    fn result(&self) -> std::io::Result<()> {
-        self.rx
-            .recv()
-            .unwrap_or_else(|_| Err(std::io::Error::other("drive log thread ended")))
+    fn stop(&self) {
+        self.lock().stop = true;
+        self.work.notify_all();
     }
 }
 
@@ -276,7 +364,8 @@ fn open_segment(path: &Path) -> std::io::Result<File> {
 pub struct Wal {
     set: Arc<DriveSet>,
     config: WalConfig,
-    logs: Vec<DriveLog>,
+    crew: Arc<Crew>,
+    crew_threads: Vec<JoinHandle<()>>,
     /// Segment starts, oldest first; the last is being written.
     segments: Vec<u64>,
     segment_written: u64,
@@ -374,15 +463,13 @@ impl Wal {
         truncate_tail(&set, &scanned, next, &keep)?;
         let mut segments: Vec<u64> = segments.into_iter().filter(|s| *s < next).collect();
         segments.push(next);
-        let logs = set
-            .drives()
-            .iter()
-            .map(|d| DriveLog::spawn(d.index))
-            .collect();
+        let (crew, crew_threads) = Crew::spawn(set.drives().len())
+            .map_err(|e| StorageError::io("start log threads", "", e))?;
         let mut wal = Self {
             set,
             config,
-            logs,
+            crew,
+            crew_threads,
             segments,
             segment_written: 0,
             segment_offset: 0,
@@ -405,11 +492,14 @@ impl Wal {
 
     fn open_segment(&mut self, start: u64) -> StorageResult<()> {
         let online: Vec<usize> = self.online_drives();
-        for &i in &online {
-            let path = wal_dir(&self.set.drives()[i].path).join(segment_name(start));
-            self.logs[i].call(DriveCmd::Open(path));
-        }
-        self.collect(&online, "open segment")?;
+        let paths = self
+            .set
+            .drives()
+            .iter()
+            .map(|d| wal_dir(&d.path).join(segment_name(start)))
+            .collect();
+        let results = self.crew.run(DriveCmd::Open(paths), &online);
+        self.collect(results, "open segment")?;
         if self.segments.last() != Some(&start) {
             self.segments.push(start);
         }
@@ -447,12 +537,16 @@ impl Wal {
             .collect()
     }
 
-    /// Waits for every drive in `sent`; a drive that failed is taken offline, and the call
-    /// fails when fewer than `k` drives succeeded.
-    fn collect(&mut self, sent: &[usize], what: &str) -> StorageResult<()> {
+    /// Takes the drives' results of one round: a drive that failed is taken offline, and
+    /// the call fails when fewer than `k` drives succeeded.
+    fn collect(
+        &mut self,
+        results: Vec<(usize, std::io::Result<()>)>,
+        what: &str,
+    ) -> StorageResult<()> {
         let mut ok = 0;
-        for &i in sent {
-            match self.logs[i].result() {
+        for (i, result) in results {
+            match result {
                 Ok(()) => ok += 1,
                 Err(e) => {
                     tracing::error!(drive = i, error = %e, "log {what} failed; drive taken offline");
@@ -499,10 +593,8 @@ impl Wal {
             parity,
         });
         let online = self.online_drives();
-        for &i in &online {
-            self.logs[i].call(DriveCmd::Append(record.clone()));
-        }
-        self.collect(&online, "append")?;
+        let results = self.crew.run(DriveCmd::Append(record), &online);
+        self.collect(results, "append")?;
         self.next_lsn += 1;
         self.segment_written += payload_len;
         self.segment_offset += frame_len(payload_len, k);
@@ -541,12 +633,9 @@ impl Wal {
 
 impl Drop for Wal {
     fn drop(&mut self) {
-        for log in &mut self.logs {
-            let (tx, _) = mpsc::channel();
-            drop(std::mem::replace(&mut log.tx, tx));
-            if let Some(t) = log.thread.take() {
-                let _ = t.join();
-            }
+        self.crew.stop();
+        for t in self.crew_threads.drain(..) {
+            let _ = t.join();
         }
     }
 }
