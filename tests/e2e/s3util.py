@@ -65,9 +65,14 @@ def blob_files(eddy, drive=0):
     """Shard files holding data on one drive. The spare files Eddy makes ahead of time
     hold only their 64-byte header until a blob starts from one, so they are left out."""
     root = Path(eddy.data_dir) / f"drive-{drive}" / "blobs"
-    if not root.exists():
-        return set()
-    return {p.name for p in root.glob("??/*") if p.is_file() and p.stat().st_size > 64}
+    names = set()
+    for p in root.glob("??/*"):
+        try:
+            if p.stat().st_size > 64:
+                names.add(p.name)
+        except FileNotFoundError:  # removed while we looked
+            pass
+    return names
 
 
 __all__ = ["ClientError", "client", "new_bucket", "error_code", "status", "aws", "tool", "blob_files"]
