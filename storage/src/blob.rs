@@ -125,8 +125,12 @@ impl BlobStore {
         }
     }
 
-    pub(crate) fn shard_size(&self) -> usize {
-        self.shard_size
+    /// Creates one shard file of a new blob with its header written (not yet durable).
+    pub(crate) fn create_shard(&self, drive: &Drive, id: BlobId) -> std::io::Result<File> {
+        let (k, m) = (self.set.k(), self.set.m());
+        let mut f = create_shard_file(&self.shard_path(drive, id))?;
+        f.write_all(&header_bytes(id, drive.index, k, m, self.shard_size))?;
+        Ok(f)
     }
 
     /// The drive set under this store.
@@ -335,14 +339,10 @@ impl BlobWriter {
                 files.push(None);
                 continue;
             }
-            let path = store.shard_path(d, id);
-            let opened = create_shard_file(&path).and_then(|mut f| {
-                f.write_all(&header_bytes(id, d.index, k, m, store.shard_size))?;
-                Ok(f)
-            });
-            match opened {
+            match store.create_shard(d, id) {
                 Ok(f) => files.push(Some(f)),
                 Err(e) => {
+                    let path = store.shard_path(d, id);
                     tracing::warn!(drive = d.index, path = %path.display(), error = %e, "blob shard create failed");
                     d.record_error(true);
                     files.push(None);
@@ -466,11 +466,9 @@ impl BlobWriter {
                 .enumerate()
                 .filter_map(|(i, f)| f.as_mut().map(|f| (i, f)))
             {
-                let dir = store
-                    .shard_path(&set.drives()[i], id)
-                    .parent()
-                    .filter(|_| !self.names_durable)
-                    .map(PathBuf::from);
+                let dir = (!self.names_durable)
+                    .then(|| store.shard_path(&set.drives()[i], id))
+                    .and_then(|p| p.parent().map(PathBuf::from));
                 let tx = tx.clone();
                 s.spawn(move |_| {
                     let r = f

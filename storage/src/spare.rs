@@ -12,13 +12,13 @@
 //! used) are kept.
 
 use std::collections::{BTreeSet, VecDeque};
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::Write;
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Duration;
 
-use crate::blob::{BlobId, BlobStore, header_bytes};
+use crate::blob::{BlobId, BlobStore};
 use crate::drives::{DriveSet, fsync_dir};
 use crate::error::{StorageError, StorageResult};
 
@@ -93,8 +93,8 @@ impl SparePool {
             if complete {
                 return Some(spare);
             }
-            // A drive came back since: this spare lacks its shard.
-            let _ = self.store.delete(spare.id);
+            // A drive was formatted back in (by the scrub) since: no shard there.
+            discard(&self.store, spare);
         }
     }
 
@@ -127,14 +127,17 @@ impl SparePool {
         }
         let spares =
             std::mem::take(&mut self.ready.lock().unwrap_or_else(|p| p.into_inner()).spares);
-        for s in spares {
-            drop(s.files);
-            let _ = self.store.delete(s.id);
-        }
+        spares.into_iter().for_each(|s| discard(&self.store, s));
         for d in self.store.drives().drives() {
             let _ = fs::remove_file(d.join("blobs").join(LIST));
         }
     }
+}
+
+/// Closes a spare's files and removes them.
+fn discard(store: &BlobStore, spare: Spare) {
+    drop(spare.files);
+    let _ = store.delete(spare.id);
 }
 
 fn refill(pool: Weak<SparePool>) {
@@ -165,9 +168,7 @@ fn refill(pool: Weak<SparePool>) {
                 let mut ready = p.ready.lock().unwrap_or_else(|e| e.into_inner());
                 if ready.closed {
                     drop(ready);
-                    batch.into_iter().for_each(|s| {
-                        let _ = p.store.delete(s.id);
-                    });
+                    batch.into_iter().for_each(|s| discard(&p.store, s));
                     return;
                 }
                 ready.spares.extend(batch);
@@ -219,12 +220,13 @@ fn make_batch(store: &BlobStore, listed: &[BlobId]) -> StorageResult<Vec<Spare>>
         .into_iter()
         .map(|f| f.map(Vec::into_iter))
         .collect();
-    if per_drive.iter().filter(|f| f.is_some()).count() < set.k() {
+    let present = per_drive.iter().filter(|f| f.is_some()).count();
+    if present < set.k() {
         for id in &ids {
             let _ = store.delete(*id);
         }
         return Err(StorageError::TooFewShards {
-            present: per_drive.iter().filter(|f| f.is_some()).count(),
+            present,
             needed: set.k(),
         });
     }
@@ -252,22 +254,9 @@ fn make_on_drive(
     write_list(&root, all)?;
     let mut files = Vec::with_capacity(ids.len());
     for id in ids {
-        let path = store.shard_path(drive, *id);
-        let created = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .and_then(|mut f| {
-                f.write_all(&header_bytes(
-                    *id,
-                    index,
-                    set.k(),
-                    set.m(),
-                    store.shard_size(),
-                ))?;
-                Ok(f)
-            })
-            .map_err(|e| StorageError::io("create spare", &path, e))?;
+        let created = store
+            .create_shard(drive, *id)
+            .map_err(|e| StorageError::io("create spare", store.shard_path(drive, *id), e))?;
         files.push(created);
     }
     if let Some(dir) = store.shard_path(drive, ids[0]).parent() {

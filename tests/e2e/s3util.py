@@ -62,16 +62,22 @@ def aws(eddy, *args, check=True, access_key=None, secret_key=None, timeout=600):
 
 
 def blob_files(eddy, drive=0):
-    """Shard files holding data on one drive. The spare files Eddy makes ahead of time
-    hold only their 64-byte header until a blob starts from one, so they are left out."""
+    """Shard files on one drive, leaving out the spares Eddy makes ahead of time: files
+    listed in `blobs/spares` that still hold only their 64-byte header."""
     root = Path(eddy.data_dir) / f"drive-{drive}" / "blobs"
+    try:
+        listed = (root / "spares").read_bytes()
+    except FileNotFoundError:
+        listed = b""
+    spares = {int.from_bytes(listed[i:i + 16], "little") for i in range(0, len(listed) - 15, 16)}
     names = set()
     for p in root.glob("??/*"):
         try:
-            if p.stat().st_size > 64:
-                names.add(p.name)
+            if p.stat().st_size == 64 and int(p.name, 16) in spares:
+                continue
         except FileNotFoundError:  # removed while we looked
-            pass
+            continue
+        names.add(p.name)
     return names
 
 
