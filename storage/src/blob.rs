@@ -17,7 +17,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::checksum;
-use crate::drives::{Drive, DriveSet, fsync_dir};
+use crate::drives::{Drive, DriveSet, fsync_dir, start_writeback};
 use crate::erasure::shard_len;
 use crate::error::{StorageError, StorageResult};
 use crate::spare::{Spare, SparePool};
@@ -302,17 +302,6 @@ fn create_shard_file(path: &std::path::Path) -> std::io::Result<File> {
             open()
         }
         other => other,
-    }
-}
-
-/// Starts writing the file's dirty pages to the drive without waiting for them, so the
-/// `fdatasync` that makes the blob durable finds little left to do: a large blob's disk
-/// writes overlap its upload instead of following it. Advisory: failure changes nothing.
-fn start_writeback(f: &File) {
-    use std::os::fd::AsRawFd;
-    // SAFETY: a valid open descriptor; offset 0 with length 0 means the whole file.
-    unsafe {
-        libc::sync_file_range(f.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);
     }
 }
 
