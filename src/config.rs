@@ -75,6 +75,10 @@ pub struct ServeArgs {
     /// (default 30).
     #[arg(long, env = "EDDY_TABLE_SEAL_AGE_SECS")]
     pub table_seal_age_secs: Option<u64>,
+    /// The background tabler seals a topic once this many MiB were stored in it since
+    /// its last seal (default 64).
+    #[arg(long, env = "EDDY_TABLE_SEAL_MB")]
+    pub table_seal_mb: Option<u64>,
 }
 
 /// The TOML file's shape (every key optional).
@@ -101,6 +105,7 @@ pub struct FileConfig {
     notify_ce_type_prefix: Option<String>,
     table_snapshot_max_age_secs: Option<u64>,
     table_seal_age_secs: Option<u64>,
+    table_seal_mb: Option<u64>,
     #[serde(default)]
     users: Vec<User>,
 }
@@ -166,6 +171,8 @@ pub struct ServeConfig {
     pub table_snapshot_max_age: std::time::Duration,
     /// Age of untabled data after which the background tabler seals a topic.
     pub table_seal_age: std::time::Duration,
+    /// Bytes stored since a topic's last seal after which the background tabler seals it.
+    pub table_seal_bytes: u64,
 }
 
 fn load_file(path: Option<&Path>) -> anyhow::Result<FileConfig> {
@@ -300,6 +307,12 @@ impl ServeArgs {
                     .unwrap_or(30)
                     .max(1),
             ),
+            table_seal_bytes: self
+                .table_seal_mb
+                .or(file.table_seal_mb)
+                .unwrap_or(64)
+                .clamp(1, 1 << 20)
+                << 20,
         })
     }
 }

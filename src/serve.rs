@@ -151,6 +151,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         tabler.clone(),
         tables::background::Thresholds {
             max_age: config.table_seal_age,
+            max_bytes: config.table_seal_bytes,
             ..Default::default()
         },
         stop_rx.clone(),
