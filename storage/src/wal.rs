@@ -461,9 +461,9 @@ impl Wal {
         };
         // Every frame is written and its writeback started before the first fdatasync,
         // so the drives write all six at once while the syncs follow one another from
-        // this thread. On this VM's disk that beat one thread per drive (each writing
-        // and syncing its own frame) in the median and the tail, and a commit no longer
-        // has to wake six threads and wait for each to get a core.
+        // this thread. Measured alone on this VM's disk that beat one thread per drive
+        // (each writing and syncing its own frame) in the median and the tail
+        // (docs/benchmarks.md), and a commit has no threads to wake and wait for.
         let mut results = Vec::new();
         let mut written = Vec::new();
         for i in self.online_drives() {
