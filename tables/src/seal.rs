@@ -44,9 +44,11 @@ const REMOVED_FILES: &str = "eddy.removed-files";
 /// files are rewritten into one once there are this many of them.
 const SMALL_FILE_BYTES: u64 = 16 << 20;
 /// ... and below this many rows. Compressible topics make files that are small on disk
-/// but hold hundreds of MB of rows each; rewriting those over and over would cost
-/// more CPU than the sealing itself for no fewer files worth having.
-const SMALL_FILE_ROWS: u64 = 1 << 18;
+/// but hold up to a whole snapshot's 64 MiB of records each (65,536 rows of 1 KiB):
+/// rewriting those would pass every such row through Parquet twice (a tenth of the
+/// tabler's CPU at half load in docs/benchmarks.md) for no fewer files worth having;
+/// the files of short, age-triggered seals stay small and are merged.
+const SMALL_FILE_ROWS: u64 = 1 << 15;
 /// How many small files of a partition make a rewrite worth it.
 const COMPACT_FILES: usize = 4;
 /// Most bytes of small files one seal on load rewrites.
