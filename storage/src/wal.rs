@@ -147,7 +147,7 @@ impl EncodedRecord {
     }
 
     /// Writes drive `i`'s frame and starts its writeback (see [`Wal::append`]).
-    fn write_frame(&self, i: usize, f: &mut File) -> std::io::Result<()> {
+    fn write_frame(&self, i: usize, mut f: &File) -> std::io::Result<()> {
         let shard = self.shard(i);
         f.write_all(&frame_header(i, self.lsn, self.payload_len))?;
         f.write_all(shard)?;
@@ -467,21 +467,16 @@ impl Wal {
         let mut results = Vec::new();
         let mut written = Vec::new();
         for i in self.online_drives() {
-            match self.files[i].as_mut() {
-                Some(f) => match record.write_frame(i, f) {
-                    Ok(()) => written.push(i),
-                    Err(e) => results.push((i, Err(e))),
-                },
-                None => results.push((i, Err(std::io::Error::other("no open segment")))),
+            let Some(f) = &self.files[i] else {
+                results.push((i, Err(std::io::Error::other("no open segment"))));
+                continue;
+            };
+            match record.write_frame(i, f) {
+                Ok(()) => written.push((i, f)),
+                Err(e) => results.push((i, Err(e))),
             }
         }
-        for i in written {
-            let synced = match &self.files[i] {
-                Some(f) => f.sync_data(),
-                None => Err(std::io::Error::other("no open segment")),
-            };
-            results.push((i, synced));
-        }
+        results.extend(written.into_iter().map(|(i, f)| (i, f.sync_data())));
         self.collect(results, "append")?;
         self.next_lsn += 1;
         self.segment_written += payload_len;
