@@ -36,7 +36,8 @@
 # downloads live on tmpfs (/dev/shm) so the client does not compete for the disk.
 # Concurrency: s5cmd --numworkers C; aws-cli s3.max_concurrent_requests = C.
 # Reports MB/s (10^6 bytes/s) and objects/s from the client command's wall time, the mean
-# over RUNS passes, and Eddy / best peer per row. Raw results stay in SCRATCH/results-<time>/.
+# over RUNS passes, and Eddy / best peer per row; then the CPU each server and each client
+# used per MB moved (from /proc: the server process's, the client command's). Raw results stay in SCRATCH/results-<time>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -149,19 +150,26 @@ EOF
   echo "$d"
 }
 
-# runs one transfer; prints seconds taken, fails when the client failed or moved fewer files
+# CPU seconds (user + system) the server has used, and the children of this shell have
+# (the client, once waited for): from /proc, in clock ticks.
+server_ticks() { awk '{print $14 + $15}' "/proc/${PIDS[-1]}/stat"; }
+client_ticks() { awk '{print $16 + $17}' "/proc/$1/stat"; } # pid of the shell
+
+# runs one transfer; prints seconds taken, the server's and the client's CPU seconds
+# meanwhile (tab-separated), or FAIL when the client failed or moved fewer files
 timed() { # expected-files dest-dir-or-empty log cmd...
   local want=$1 dest=$2 out=$3; shift 3
-  local t0 t1
-  t0=$(now)
+  local t0 t1 s0 s1 c0 c1 me=$BASHPID
+  t0=$(now); s0=$(server_ticks); c0=$(client_ticks "$me")
   if ! "$@" >"$out" 2>&1; then echo "client failed, see $out" >&2; tail -5 "$out" >&2; echo FAIL; return; fi
-  t1=$(now)
+  t1=$(now); s1=$(server_ticks); c1=$(client_ticks "$me")
   if [ -n "$dest" ]; then
     local got
     got=$(find "$dest" -type f | wc -l)
     [ "$got" = "$want" ] || { echo "got $got of $want files, see $out" >&2; echo FAIL; return; }
   fi
-  awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f\n", b-a}'
+  awk -v a="$t0" -v b="$t1" -v s=$(( s1 - s0 )) -v c=$(( c1 - c0 )) -v hz="$(getconf CLK_TCK)" \
+    'BEGIN{printf "%.3f\t%.2f\t%.2f\n", b-a, s/hz, c/hz}'
 }
 
 one_config() { # run sys tool size count conc
@@ -188,9 +196,10 @@ one_config() { # run sys tool size count conc
   rm -rf "$dl"
   for op in PUT GET; do
     local t=$tput; [ $op = GET ] && t=$tget
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$run" "$sys" "$tool" "$op" "$size" "$c" "$n" "$t" "$(loadavg | tr ' ' /)" >>"$RAW"
+    [ "$t" = FAIL ] && t="FAIL\t-\t-"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%b\t%s\n' "$run" "$sys" "$tool" "$op" "$size" "$c" "$n" "$t" "$(loadavg | tr ' ' /)" >>"$RAW"
   done
-  log "  $tool size=$size x$n c=$c: PUT ${tput}s GET ${tget}s (load $(loadavg))"
+  log "  $tool size=$size x$n c=$c: PUT ${tput%%$'\t'*}s GET ${tget%%$'\t'*}s (load $(loadavg))"
 }
 
 # ---------------------------------------------------------------- run
@@ -198,7 +207,7 @@ echo "== machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(df 
 echo "== eddy: $EDDY_BIN${EDDY_BASE_BIN:+; eddy-base: $EDDY_BASE_BIN}; seaweedfs: $("$WEED" version 2>/dev/null | head -1); s3s-fs: $S3S_FS_VERSION"
 echo "== s5cmd $("$S5" version); $("$AWS" --version 2>&1); RUNS=$RUNS; results in $RES"
 RAW=$RES/raw.tsv
-printf 'run\tsystem\ttool\top\tsize\tconc\tcount\tseconds\tload\n' >"$RAW"
+printf 'run\tsystem\ttool\top\tsize\tconc\tcount\tseconds\tserver_cpu\tclient_cpu\tload\n' >"$RAW"
 for run in $(seq 1 "$RUNS"); do
   for sys in $SYSTEMS; do
     log "run $run: $sys (load $(loadavg))"
