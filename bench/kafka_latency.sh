@@ -8,8 +8,8 @@
 # RATE: messages/s of 1 KiB (acks=all, one partition, librdkafka's rdkafka_performance
 # built by bench/kafka.sh in SCRATCH). SECONDS: default 12; the first 2 s are left out.
 # Environment: SCRATCH (default /work/scratch-kbench), LINGER (linger.ms, default 5),
-# EXTRA (more rdkafka_performance arguments, e.g. "-X debug=protocol" to see each
-# request's round trip), PERF=1 to record the broker with `perf record` meanwhile,
+# EXTRA (more rdkafka_performance arguments, e.g. "-X debug=protocol": then the
+# percentiles of librdkafka's produce round trips are printed too), PERF=1 to record the broker with `perf record` meanwhile,
 # DATA_ON (a directory for Eddy's data dir instead of SCRATCH, e.g. /dev/shm to take the
 # disk out of the measurement).
 #
@@ -72,6 +72,15 @@ def load(f):
             k, x = l.rsplit(" ", 1)
             d[k] = float(x)
     return d
+
+# With EXTRA="-X debug=protocol" librdkafka logs each request's round trip.
+import re
+rtt = sorted(float(m[1]) for m in re.finditer(r"Received ProduceResponse.*?rtt ([0-9.]+)ms",
+                                                   open(f"{w}/lat.out").read()))
+if rtt:
+    r = lambda p: rtt[min(len(rtt) - 1, int(len(rtt) * p))]
+    print(f"produce round trips (librdkafka) n {len(rtt)} p50 {r(.5):.2f} p90 {r(.9):.2f} "
+          f"p99 {r(.99):.2f} max {rtt[-1]:.2f} ms")
 
 a, b = load(f"{w}/m0.txt"), load(f"{w}/m1.txt")
 if not b:

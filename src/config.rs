@@ -60,6 +60,10 @@ pub struct ServeArgs {
     /// `group.min.session.timeout.ms`; default 6000).
     #[arg(long, env = "EDDY_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS")]
     pub kafka_group_min_session_timeout_ms: Option<u64>,
+    /// How often topics' `retention.ms` and `retention.bytes` are applied, in ms (Kafka's
+    /// `log.retention.check.interval.ms`; default 300000).
+    #[arg(long, env = "EDDY_KAFKA_RETENTION_CHECK_INTERVAL_MS")]
+    pub kafka_retention_check_interval_ms: Option<u64>,
     /// Domains of the S3 endpoint for virtual-host-style requests
     /// (`bucket.DOMAIN`), comma-separated; path style always works.
     #[arg(long, env = "EDDY_S3_DOMAIN", value_delimiter = ',')]
@@ -102,6 +106,7 @@ pub struct FileConfig {
     kafka_max_frame_mb: Option<usize>,
     kafka_group_initial_rebalance_delay_ms: Option<u64>,
     kafka_group_min_session_timeout_ms: Option<u64>,
+    kafka_retention_check_interval_ms: Option<u64>,
     notify_ce_type_prefix: Option<String>,
     table_snapshot_max_age_secs: Option<u64>,
     table_seal_age_secs: Option<u64>,
@@ -165,6 +170,8 @@ pub struct ServeConfig {
     pub kafka_group_initial_rebalance_delay_ms: u64,
     /// Shortest member session timeout, ms.
     pub kafka_group_min_session_timeout_ms: u64,
+    /// Interval between retention passes, ms.
+    pub kafka_retention_check_interval_ms: u64,
     /// Prefix of bucket notification records' `ce_type`.
     pub notify_ce_type_prefix: String,
     /// Age after which topic table snapshots expire.
@@ -291,6 +298,11 @@ impl ServeArgs {
                 .kafka_group_min_session_timeout_ms
                 .or(file.kafka_group_min_session_timeout_ms)
                 .unwrap_or(6000),
+            kafka_retention_check_interval_ms: self
+                .kafka_retention_check_interval_ms
+                .or(file.kafka_retention_check_interval_ms)
+                .unwrap_or(300_000)
+                .max(1),
             notify_ce_type_prefix: self
                 .notify_ce_type_prefix
                 .clone()

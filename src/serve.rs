@@ -186,11 +186,18 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         Duration::from_millis(config.kafka_group_initial_rebalance_delay_ms);
     kafka_config.groups.min_session_timeout =
         Duration::from_millis(config.kafka_group_min_session_timeout_ms);
+    kafka_config.retention_check_interval =
+        Duration::from_millis(config.kafka_retention_check_interval_ms);
     let kafka_broker = broker::Broker::new(catalog_dyn, kafka_config);
     metrics.register_kafka(&kafka_broker.metrics);
     tasks.spawn(broker::group::lag::run(
         kafka_broker.clone(),
         kafka_broker.config.lag_interval,
+        stop_rx.clone(),
+    ));
+    tasks.spawn(broker::retention::run(
+        kafka_broker.clone(),
+        kafka_broker.config.retention_check_interval,
         stop_rx.clone(),
     ));
     for (l, addr) in kafka.into_iter().zip(config.kafka_listen.iter().copied()) {
@@ -208,6 +215,8 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         Duration::from_secs(config.storage.scrub_interval_secs),
         stop_rx.clone(),
     );
+    // Not awaited at shutdown: what a stopped collection leaves is collected next start.
+    drop(background.spawn(collect_orphans(catalog.clone())));
     println!(
         "eddy ready: s3 http://{} kafka {} http http://{} (data on {} drives, {}+{})",
         config.s3_listen,
@@ -233,4 +242,18 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     tokio::task::spawn_blocking(move || catalog.shutdown()).await?;
     tracing::info!("eddy stopped");
     Ok(())
+}
+
+/// Removes blobs a crash left without a catalog record, off the serving threads.
+async fn collect_orphans(catalog: Arc<EmbeddedCatalog>) {
+    match tokio::task::spawn_blocking(move || catalog.collect_orphans()).await {
+        Ok(Ok(r)) if r.removed > 0 => tracing::info!(
+            removed = r.removed,
+            checked = r.candidates,
+            "removed orphaned blobs"
+        ),
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => tracing::warn!(error = %e, "collecting orphaned blobs failed"),
+        Err(e) => tracing::warn!(error = %e, "collecting orphaned blobs panicked"),
+    }
 }

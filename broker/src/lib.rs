@@ -10,6 +10,7 @@ pub mod connection;
 pub mod error;
 pub mod group;
 pub mod metrics;
+pub mod retention;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -40,6 +41,9 @@ pub struct BrokerConfig {
     pub groups: group::state::GroupConfig,
     /// How often consumer lag is measured for the metrics.
     pub lag_interval: std::time::Duration,
+    /// How often retention deletes what topics no longer keep (Kafka's
+    /// `log.retention.check.interval.ms`).
+    pub retention_check_interval: std::time::Duration,
 }
 
 impl BrokerConfig {
@@ -54,6 +58,7 @@ impl BrokerConfig {
             cluster_id: "eddy".into(),
             groups: Default::default(),
             lag_interval: std::time::Duration::from_secs(10),
+            retention_check_interval: std::time::Duration::from_secs(300),
         }
     }
 }

@@ -47,6 +47,10 @@ pub struct BrokerMetrics {
     /// Records not yet consumed (high watermark minus committed offset) by group and
     /// topic, for groups with committed offsets.
     pub consumer_lag: Family<LagLabels, Gauge>,
+    /// Records deleted by retention (offsets the log start moved past).
+    pub retention_deleted_records: Counter,
+    /// Batch bytes deleted by retention.
+    pub retention_deleted_bytes: Counter,
 }
 
 impl Default for BrokerMetrics {
@@ -64,6 +68,8 @@ impl Default for BrokerMetrics {
             groups_in_memory: Gauge::default(),
             offset_commits: Counter::default(),
             consumer_lag: Family::default(),
+            retention_deleted_records: Counter::default(),
+            retention_deleted_bytes: Counter::default(),
         }
     }
 }
@@ -116,6 +122,16 @@ impl BrokerMetrics {
             "consumer_lag",
             "Records behind the high watermark, by consumer group and topic",
             self.consumer_lag.clone(),
+        );
+        r.register(
+            "retention_deleted_records",
+            "Records deleted by retention.ms / retention.bytes",
+            self.retention_deleted_records.clone(),
+        );
+        r.register(
+            "retention_deleted_bytes",
+            "Record batch bytes deleted by retention.ms / retention.bytes",
+            self.retention_deleted_bytes.clone(),
         );
     }
 }

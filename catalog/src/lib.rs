@@ -12,6 +12,7 @@ mod committer;
 pub mod error;
 pub mod metrics;
 pub mod model;
+pub mod orphans;
 mod read;
 mod record;
 pub mod tables;
@@ -213,6 +214,9 @@ pub struct EmbeddedCatalog {
     committer: Mutex<Option<JoinHandle<()>>>,
     checkpointer: Mutex<Option<(mpsc::Sender<()>, JoinHandle<()>)>>,
     checkpoint_lock: Mutex<()>,
+    /// Blobs on the drives at open (and the checkpoint blob the store was opened with),
+    /// until [`EmbeddedCatalog::collect_orphans`] takes them.
+    orphan_candidates: Mutex<Option<(Vec<storage::BlobId>, Option<storage::BlobId>)>>,
     _locks: Vec<File>,
 }
 
@@ -223,7 +227,11 @@ impl EmbeddedCatalog {
     pub fn open(config: CatalogConfig) -> CatalogResult<Arc<Self>> {
         let set = Arc::new(DriveSet::open(&config.drives)?);
         let locks = set.lock()?;
-        let blobs = BlobStore::new(set.clone(), config.shard_size)?.with_spares()?;
+        let store = BlobStore::new(set.clone(), config.shard_size)?;
+        store.remove_spare_leftovers()?;
+        // Listed before this process can write a blob: see `orphans`.
+        let preexisting = store.list()?;
+        let blobs = store.with_spares()?;
         let meta_dir = match &config.meta_dir {
             Some(d) => d.clone(),
             None => set
@@ -308,6 +316,7 @@ impl EmbeddedCatalog {
             committer: Mutex::new(Some(handle)),
             checkpointer: Mutex::new(None),
             checkpoint_lock: Mutex::new(()),
+            orphan_candidates: Mutex::new(Some((preexisting, ptr.map(|p| p.blob.id)))),
             _locks: locks,
         });
         catalog.start_checkpointer(
@@ -398,6 +407,30 @@ impl EmbeddedCatalog {
             .store(ptr.blob.len, Ordering::Relaxed);
         self.shared.metrics.checkpoints.inc();
         Ok(ptr.lsn)
+    }
+
+    /// Removes the blobs that were on the drives when the catalog opened and that no
+    /// record references: leftovers of a crash between writing a blob and committing
+    /// (or freeing) it. Only the first call does anything; it can run while serving.
+    pub fn collect_orphans(&self) -> CatalogResult<orphans::OrphanReport> {
+        let taken = self
+            .orphan_candidates
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        let Some((candidates, opened_with)) = taken else {
+            return Ok(orphans::OrphanReport::default());
+        };
+        let candidates = candidates
+            .into_iter()
+            .filter(|id| Some(*id) != opened_with)
+            .collect();
+        let report = orphans::collect(&self.db, &self.blobs, candidates)?;
+        self.shared
+            .metrics
+            .orphan_blobs_removed
+            .inc_by(report.removed as u64);
+        Ok(report)
     }
 
     /// The commit path's metrics.

@@ -32,6 +32,8 @@ pub struct CatalogMetrics {
     pub transaction_seconds: Histogram,
     /// Checkpoints written.
     pub checkpoints: Counter,
+    /// Blobs removed because nothing referenced them (crash leftovers).
+    pub orphan_blobs_removed: Counter,
 }
 
 /// Handles on the series of [`CatalogMetrics::commit_stage_seconds`].
@@ -78,6 +80,7 @@ impl Default for CatalogMetrics {
             commit_stage_seconds,
             transaction_seconds: Histogram::new(exponential_buckets(0.0001, 2.0, 16)),
             checkpoints: Counter::default(),
+            orphan_blobs_removed: Counter::default(),
         }
     }
 }
@@ -131,6 +134,11 @@ impl CatalogMetrics {
             "checkpoints",
             "Checkpoints written",
             self.checkpoints.clone(),
+        );
+        registry.register(
+            "orphan_blobs_removed",
+            "Blobs removed at start-up because no catalog record referenced them",
+            self.orphan_blobs_removed.clone(),
         );
     }
 }

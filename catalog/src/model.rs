@@ -236,6 +236,8 @@ pub struct BatchInfo {
     pub last_offset: u64,
     /// Its largest timestamp.
     pub max_timestamp: i64,
+    /// Its length in bytes.
+    pub len: u32,
 }
 
 /// A committed consumer-group offset.

@@ -1,7 +1,7 @@
 //! Reads over a snapshot of the embedded store. A read transaction sees every commit
 //! the committer made visible, which it does only after the log record is durable.
 
-use redb::{Database, ReadableDatabase, TableError};
+use redb::{Database, ReadableDatabase, ReadableTable, TableError};
 use serde::de::DeserializeOwned;
 
 use crate::apply::dec;
@@ -200,6 +200,7 @@ pub fn batch_index(
             base_offset: base,
             last_offset: e.last_offset,
             max_timestamp: e.max_timestamp,
+            len: e.len,
         });
         Ok(out.len() < limit)
     })?;
@@ -285,6 +286,33 @@ pub fn parts(
     let mut out = Vec::new();
     for e in t.range(from.as_slice()..hi.as_slice())?.take(limit) {
         out.push(dec(e?.1.value())?);
+    }
+    Ok(out)
+}
+
+/// Every blob the store references (object versions, current objects, multipart parts),
+/// read in one snapshot so a part becoming an object's data is seen in one place or
+/// the other.
+pub fn referenced_blobs(
+    db: &Database,
+) -> CatalogResult<std::collections::HashSet<storage::BlobId>> {
+    let r = db.begin_read()?;
+    let mut out = std::collections::HashSet::new();
+    for def in [tables::VERSIONS, tables::OBJECTS] {
+        if let Some(t) = open(&r, def)? {
+            for e in t.iter()? {
+                let (_, v) = e?;
+                let version: ObjectVersion = dec(v.value())?;
+                out.extend(version.data.blobs().iter().map(|b| b.id));
+            }
+        }
+    }
+    if let Some(t) = open(&r, tables::PARTS)? {
+        for e in t.iter()? {
+            let (_, v) = e?;
+            let part: PartRecord = dec(v.value())?;
+            out.insert(part.blob.id);
+        }
     }
     Ok(out)
 }

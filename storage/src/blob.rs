@@ -110,6 +110,12 @@ impl BlobStore {
         })
     }
 
+    /// Removes the spare shard files an earlier process left (see [`crate::spare`]).
+    /// Only for the process that holds the drives' lock.
+    pub fn remove_spare_leftovers(&self) -> StorageResult<()> {
+        crate::spare::remove_leftovers(self)
+    }
+
     /// Keeps shard files of future blobs ready (see [`crate::spare`]), first removing
     /// those an earlier process left. Only for the process that holds the drives' lock
     /// and writes blobs.

@@ -281,7 +281,7 @@ fn write_list(root: &Path, ids: &[BlobId]) -> StorageResult<()> {
 }
 
 /// Removes the listed spares that never became finished blobs, and the lists.
-fn remove_leftovers(store: &BlobStore) -> StorageResult<()> {
+pub(crate) fn remove_leftovers(store: &BlobStore) -> StorageResult<()> {
     let mut ids = BTreeSet::new();
     for d in store.drives().drives() {
         let Ok(bytes) = fs::read(d.join("blobs").join(LIST)) else {

@@ -26,8 +26,11 @@ def name(prefix="tbl"):
 
 
 def create(eddy, topic, partitions):
+    # The sample records are stamped in 2023: kept from retention (7 days by default),
+    # which would otherwise delete them at the first retention pass.
     a = AdminClient({"bootstrap.servers": eddy.bootstrap})
-    a.create_topics([NewTopic(topic, partitions, 1)])[topic].result(timeout=30)
+    a.create_topics([NewTopic(topic, partitions, 1, config={"retention.ms": "-1"})])[
+        topic].result(timeout=30)
 
 
 def produce(eddy, topic, records):

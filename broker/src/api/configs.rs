@@ -49,6 +49,11 @@ fn broker_configs(ctx: &Ctx) -> Vec<(&'static str, String, Kind)> {
             Kind::Int(1),
         ),
         ("log.retention.ms", "604800000".into(), Kind::Long(-1)),
+        (
+            "log.retention.check.interval.ms",
+            c.retention_check_interval.as_millis().to_string(),
+            Kind::Long(1),
+        ),
     ]
 }
 

@@ -1,0 +1,319 @@
+//! Retention: deletes the oldest batches of a topic's partitions once they are older
+//! than `retention.ms` or the partition holds more than `retention.bytes`, as Kafka does
+//! for `cleanup.policy=delete`, at batch rather than segment granularity.
+//!
+//! A pass moves the log start offsets of a topic's due partitions in one catalog
+//! transaction, the operation DeleteRecords uses, so fetches, ListOffsets and the topic's
+//! Iceberg table see a partition lose its head at once, and the batches' log space is
+//! released with them.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use catalog::{BatchInfo, Catalog, CatalogResult, Op, PartitionState, TopicRecord};
+use tokio::sync::watch;
+
+use crate::Broker;
+use crate::api::{commit_ops, now_ms};
+use crate::configs;
+
+/// Batch index entries read at a time while walking a partition's head.
+const PAGE: usize = 1024;
+
+/// What a topic keeps under `cleanup.policy=delete`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    /// A batch whose newest timestamp is older than this many ms goes; `None`: no limit.
+    pub max_age_ms: Option<i64>,
+    /// The oldest batches go while the rest still hold at least this many bytes;
+    /// `None`: no limit.
+    pub max_bytes: Option<u64>,
+}
+
+impl Policy {
+    /// The policy a topic's configs set, if any: none when its `cleanup.policy` lacks
+    /// `delete` or both limits are -1.
+    pub fn of(configs: &BTreeMap<String, String>) -> Option<Policy> {
+        let cleanup = configs::value(configs, "cleanup.policy");
+        if !cleanup.split(',').any(|p| p.trim() == "delete") {
+            return None;
+        }
+        let limit = |name| {
+            configs::value(configs, name)
+                .parse::<i64>()
+                .ok()
+                .filter(|v| *v >= 0)
+        };
+        let policy = Policy {
+            max_age_ms: limit("retention.ms"),
+            max_bytes: limit("retention.bytes").map(|v| v as u64),
+        };
+        (policy.max_age_ms.is_some() || policy.max_bytes.is_some()).then_some(policy)
+    }
+}
+
+/// A walk over a partition's batches from its head, deciding where it will start.
+#[derive(Debug, Clone, Copy)]
+pub struct Cut {
+    /// The first offset kept so far.
+    pub start: u64,
+    /// Bytes of the batches from `start` on.
+    pub remaining: u64,
+    /// Batches older than this (ms since the epoch) are due; `i64::MIN` when the policy
+    /// has no age limit.
+    cutoff: i64,
+    max_bytes: Option<u64>,
+}
+
+impl Cut {
+    /// A walk over a partition in `state` under `policy` at `now_ms`.
+    pub fn new(state: &PartitionState, policy: Policy, now_ms: i64) -> Self {
+        Self {
+            start: state.log_start_offset,
+            remaining: state.bytes,
+            cutoff: policy
+                .max_age_ms
+                .map_or(i64::MIN, |ms| now_ms.saturating_sub(ms)),
+            max_bytes: policy.max_bytes,
+        }
+    }
+
+    /// Takes the next batch from the head: deletes it if it is too old or the size limit
+    /// lets it go, and says whether the walk goes on. Batches go strictly in order, so a
+    /// young batch keeps older-stamped ones behind it (as Kafka's segments do).
+    pub fn step(&mut self, b: &BatchInfo) -> bool {
+        if b.last_offset < self.start {
+            return true;
+        }
+        let len = u64::from(b.len);
+        let expired = b.max_timestamp < self.cutoff;
+        let oversize = self
+            .max_bytes
+            .is_some_and(|m| self.remaining.saturating_sub(len) >= m);
+        if !(expired || oversize) {
+            return false;
+        }
+        self.start = b.last_offset + 1;
+        self.remaining = self.remaining.saturating_sub(len);
+        true
+    }
+}
+
+/// Where a partition should start under `policy` now, if that is past its log start.
+pub fn new_start(
+    catalog: &dyn Catalog,
+    topic_id: u128,
+    partition: u32,
+    state: &PartitionState,
+    policy: Policy,
+    now_ms: i64,
+) -> CatalogResult<Option<Cut>> {
+    let mut cut = Cut::new(state, policy, now_ms);
+    loop {
+        let page = catalog.batch_index(topic_id, partition, cut.start, PAGE)?;
+        let full = page.len() == PAGE;
+        if !page.iter().all(|b| cut.step(b)) || !full {
+            break;
+        }
+    }
+    Ok((cut.start > state.log_start_offset).then_some(cut))
+}
+
+/// One topic's truncations: the ops and what they delete (records, bytes).
+fn plan_topic(
+    catalog: &dyn Catalog,
+    topic: &TopicRecord,
+    policy: Policy,
+    now_ms: i64,
+) -> CatalogResult<(Vec<Op>, u64, u64)> {
+    let (mut ops, mut records, mut bytes) = (Vec::new(), 0, 0);
+    for partition in 0..topic.partitions {
+        let Some(state) = catalog.partition(topic.id, partition)? else {
+            continue;
+        };
+        if let Some(cut) = new_start(catalog, topic.id, partition, &state, policy, now_ms)? {
+            records += cut.start - state.log_start_offset;
+            bytes += state.bytes - cut.remaining;
+            ops.push(Op::TruncateBefore {
+                topic_id: topic.id,
+                partition,
+                offset: cut.start,
+            });
+        }
+    }
+    Ok((ops, records, bytes))
+}
+
+/// Applies every topic's retention once; returns the records deleted.
+pub async fn pass(broker: &Arc<Broker>) -> CatalogResult<u64> {
+    let catalog = broker.catalog.clone();
+    let topics = tokio::task::spawn_blocking({
+        let catalog = catalog.clone();
+        move || catalog.topics()
+    })
+    .await
+    .map_err(|e| catalog::CatalogError::Invalid(format!("retention planning failed: {e}")))??;
+    let mut deleted = 0;
+    for topic in topics {
+        let Some(policy) = Policy::of(&topic.configs) else {
+            continue;
+        };
+        let now = now_ms();
+        let planned = tokio::task::spawn_blocking({
+            let catalog = catalog.clone();
+            move || plan_topic(catalog.as_ref(), &topic, policy, now).map(|p| (topic, p))
+        })
+        .await
+        .map_err(|e| catalog::CatalogError::Invalid(format!("retention planning failed: {e}")))?;
+        let (topic, (ops, records, bytes)) = planned?;
+        if ops.is_empty() {
+            continue;
+        }
+        // One transaction per topic: a topic deleted meanwhile fails only its own.
+        match commit_ops(catalog.as_ref(), ops).await {
+            None => {
+                tracing::info!(topic = %topic.name, records, bytes, "retention deleted records");
+                broker.metrics.retention_deleted_records.inc_by(records);
+                broker.metrics.retention_deleted_bytes.inc_by(bytes);
+                deleted += records;
+            }
+            Some(e) => {
+                tracing::debug!(topic = %topic.name, error = ?e, "retention skipped a topic that changed")
+            }
+        }
+    }
+    Ok(deleted)
+}
+
+/// Runs a retention pass every `every` until `shutdown` flips.
+pub async fn run(broker: Arc<Broker>, every: Duration, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = shutdown.changed() => return,
+        }
+        if let Err(e) = pass(&broker).await {
+            tracing::warn!(error = %e, "retention pass failed");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(base: u64, last: u64, ts: i64, len: u32) -> BatchInfo {
+        BatchInfo {
+            base_offset: base,
+            last_offset: last,
+            max_timestamp: ts,
+            len,
+        }
+    }
+
+    fn configs(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn policy_follows_cleanup_policy_and_limits() {
+        // Kafka's defaults: seven days, no size limit.
+        assert_eq!(
+            Policy::of(&configs(&[])),
+            Some(Policy {
+                max_age_ms: Some(604_800_000),
+                max_bytes: None
+            })
+        );
+        assert_eq!(Policy::of(&configs(&[("cleanup.policy", "compact")])), None);
+        assert_eq!(Policy::of(&configs(&[("retention.ms", "-1")])), None);
+        assert_eq!(
+            Policy::of(&configs(&[
+                ("cleanup.policy", "compact,delete"),
+                ("retention.ms", "-1"),
+                ("retention.bytes", "100"),
+            ])),
+            Some(Policy {
+                max_age_ms: None,
+                max_bytes: Some(100)
+            })
+        );
+    }
+
+    fn walk(state: PartitionState, policy: Policy, now: i64, batches: &[BatchInfo]) -> u64 {
+        let mut cut = Cut::new(&state, policy, now);
+        for b in batches {
+            if !cut.step(b) {
+                break;
+            }
+        }
+        cut.start
+    }
+
+    #[test]
+    fn age_deletes_the_old_head_and_stops_at_the_first_young_batch() {
+        let policy = Policy {
+            max_age_ms: Some(1000),
+            max_bytes: None,
+        };
+        let state = PartitionState {
+            next_offset: 40,
+            log_start_offset: 0,
+            bytes: 400,
+        };
+        let batches = [
+            batch(0, 9, 100, 100),
+            batch(10, 19, 200, 100),
+            batch(20, 29, 5000, 100),
+            // older-stamped, but behind a young batch: kept
+            batch(30, 39, 100, 100),
+        ];
+        assert_eq!(walk(state, policy, 5500, &batches), 20);
+        // A batch exactly at the cutoff is kept.
+        assert_eq!(walk(state, policy, 1100, &batches), 0);
+        assert_eq!(walk(state, policy, 1101, &batches), 10);
+        // Everything expired: the partition becomes empty.
+        assert_eq!(walk(state, policy, 10_000, &batches[..3]), 30);
+    }
+
+    #[test]
+    fn size_keeps_the_smallest_suffix_holding_the_limit() {
+        let policy = Policy {
+            max_age_ms: None,
+            max_bytes: Some(250),
+        };
+        let state = PartitionState {
+            next_offset: 50,
+            log_start_offset: 0,
+            bytes: 500,
+        };
+        let batches: Vec<_> = (0..5).map(|i| batch(i * 10, i * 10 + 9, 0, 100)).collect();
+        // 500 -> 400 -> 300 bytes: one more would leave 200 < 250.
+        assert_eq!(walk(state, policy, 0, &batches), 20);
+        let exact = Policy {
+            max_bytes: Some(300),
+            ..policy
+        };
+        assert_eq!(walk(state, exact, 0, &batches), 20);
+    }
+
+    #[test]
+    fn a_head_inside_a_batch_counts_that_batch() {
+        // DeleteRecords left the start inside the first stored batch.
+        let policy = Policy {
+            max_age_ms: Some(10),
+            max_bytes: None,
+        };
+        let state = PartitionState {
+            next_offset: 20,
+            log_start_offset: 5,
+            bytes: 200,
+        };
+        let batches = [batch(0, 9, 0, 100), batch(10, 19, 1000, 100)];
+        assert_eq!(walk(state, policy, 100, &batches), 10);
+    }
+}
