@@ -342,6 +342,7 @@ mod tests {
             "data_dir = \"/srv/eddy\"\nk = 2\nm = 1\nhttp_listen = \"127.0.0.1:1\"\n\
              s3_domain = [\"s3.example.com\"]\n\
              notify_ce_type_prefix = \"file.example:\"\ntable_seal_mb = 256\n\
+             kafka_retention_check_interval_ms = 5000\n\
              [[users]]\naccess_key = \"alice\"\nsecret_key = \"alicesecret\"\n",
         )
         .unwrap();
@@ -364,16 +365,20 @@ mod tests {
         assert_eq!(c.s3_domains, ["s3.example.com"]);
         assert_eq!(c.notify_ce_type_prefix, "file.example:");
         assert_eq!(c.table_seal_bytes, 256 << 20);
+        assert_eq!(c.kafka_retention_check_interval_ms, 5000);
         let flagged = ServeArgs {
             notify_ce_type_prefix: Some("flag.example:".into()),
             table_seal_mb: Some(8),
+            kafka_retention_check_interval_ms: Some(200),
             ..args.clone()
         };
         let flagged = flagged.resolve().unwrap();
         assert_eq!(flagged.notify_ce_type_prefix, "flag.example:");
         assert_eq!(flagged.table_seal_bytes, 8 << 20);
+        assert_eq!(flagged.kafka_retention_check_interval_ms, 200);
         let defaults = ServeArgs::default().resolve().unwrap();
         assert_eq!(defaults.table_seal_bytes, 64 << 20);
+        assert_eq!(defaults.kafka_retention_check_interval_ms, 300_000);
 
         std::fs::write(&path, "colour = \"blue\"\n").unwrap();
         let err = args.resolve().unwrap_err();
