@@ -620,7 +620,7 @@ async fn blobs_a_crash_left_unreferenced_are_removed_at_the_next_start() {
     else {
         unreachable!()
     };
-    version.data = ObjectData::Blobs(vec![data.clone()]);
+    version.data = ObjectData::Blobs(vec![data]);
     let put = Op::PutObject {
         bucket: b,
         key,
