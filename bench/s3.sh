@@ -32,8 +32,10 @@
 #   s3s-fs           the s3s project's file-system example server: files written and
 #                    renamed into place, no fsync
 # and for each client, object size and concurrency: PUT COUNT objects (one request each:
-# multipart is off below 128 MiB), then GET them back (one request each). Sources and
-# downloads live on tmpfs (/dev/shm) so the client does not compete for the disk.
+# multipart is off below 128 MiB), then GET them back (one request each), then delete
+# them (DEL: s5cmd rm sends DeleteObjects of up to 1000 keys, aws s3 rm one DeleteObject
+# per key), checking that none is left. Sources and downloads live on tmpfs (/dev/shm)
+# so the client does not compete for the disk.
 # Concurrency: s5cmd --numworkers C; aws-cli s3.max_concurrent_requests = C.
 # Reports MB/s (10^6 bytes/s) and objects/s from the client command's wall time, the mean
 # over RUNS passes, and Eddy / best peer per row; then the CPU each server and each client
@@ -174,7 +176,7 @@ timed() { # expected-files dest-dir-or-empty log cmd...
 
 one_config() { # run sys tool size count conc
   local run=$1 sys=$2 tool=$3 size=$4 n=$5 c=$6
-  local src pfx dl tput tget
+  local src pfx dl tput tget tdel
   src=$(make_source "$size" "$n")
   pfx=$tool-$size-$c
   dl=$TMP/dl-$pfx
@@ -184,22 +186,27 @@ one_config() { # run sys tool size count conc
     s5cmd)
       tput=$(timed "$n" "" "$tag.put.out" s5 --numworkers "$c" cp -c 1 -p 128 "$src/*" "s3://bench/$pfx/")
       tget=$(timed "$n" "$dl" "$tag.get.out" s5 --numworkers "$c" cp -c 1 -p 128 "s3://bench/$pfx/*" "$dl/")
+      tdel=$(timed "$n" "" "$tag.del.out" s5 --numworkers "$c" rm "s3://bench/$pfx/*")
       ;;
     aws)
       tput=$(timed "$n" "" "$tag.put.out" awsc "$c" s3 cp --recursive --only-show-errors "$src" "s3://bench/$pfx/")
       tget=$(timed "$n" "$dl" "$tag.get.out" awsc "$c" s3 cp --recursive --only-show-errors "s3://bench/$pfx/" "$dl/")
+      tdel=$(timed "$n" "" "$tag.del.out" awsc "$c" s3 rm --recursive --only-show-errors "s3://bench/$pfx/")
       ;;
   esac
   if [ "$tget" != FAIL ] && ! cmp -s "$src/obj00000" "$dl/obj00000"; then
     echo "downloaded object differs from the source ($sys $pfx)" >&2; tget=FAIL
   fi
+  if [ "$tdel" != FAIL ] && [ "$(s5 ls "s3://bench/$pfx/*" 2>/dev/null | wc -l)" != 0 ]; then
+    echo "objects left after the delete ($sys $pfx)" >&2; tdel=FAIL
+  fi
   rm -rf "$dl"
-  for op in PUT GET; do
-    local t=$tput; [ $op = GET ] && t=$tget
+  for op in PUT GET DEL; do
+    local t=$tput; [ $op = GET ] && t=$tget; [ $op = DEL ] && t=$tdel
     [ "$t" = FAIL ] && t="FAIL\t-\t-"
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%b\t%s\n' "$run" "$sys" "$tool" "$op" "$size" "$c" "$n" "$t" "$(loadavg | tr ' ' /)" >>"$RAW"
   done
-  log "  $tool size=$size x$n c=$c: PUT ${tput%%$'\t'*}s GET ${tget%%$'\t'*}s (load $(loadavg))"
+  log "  $tool size=$size x$n c=$c: PUT ${tput%%$'\t'*}s GET ${tget%%$'\t'*}s DEL ${tdel%%$'\t'*}s (load $(loadavg))"
 }
 
 # ---------------------------------------------------------------- run

@@ -13,7 +13,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use redb::{Database, Durability};
-use storage::{BlobStore, Wal};
+use storage::Wal;
 use tokio::sync::{oneshot, watch};
 
 use crate::apply::{Effects, LogCursor, Tables};
@@ -55,7 +55,8 @@ pub(crate) struct Shared {
 pub(crate) struct Committer {
     pub db: Arc<Database>,
     pub wal: Wal,
-    pub blobs: BlobStore,
+    /// Where freed blobs go to be deleted.
+    pub reaper: std::sync::mpsc::Sender<crate::reaper::Job>,
     pub rx: Receiver<Msg>,
     pub shared: Arc<Shared>,
 }
@@ -256,10 +257,15 @@ impl Committer {
                 .observe(queued.elapsed().as_secs_f64());
             let _ = reply.send(Ok(CommitOutcome { lsn, ops }));
         }
-        for blob in effects.freed_blobs {
-            if let Err(e) = self.blobs.delete(blob.id) {
-                tracing::warn!(blob = %blob.id, error = %e, "could not delete a freed blob");
-            }
+        if !effects.freed_blobs.is_empty() {
+            let freed = effects.freed_blobs;
+            self.shared
+                .metrics
+                .blob_deletes_pending
+                .inc_by(freed.len() as i64);
+            // The reaper outlives the committer, so this only fails if it panicked; the
+            // blobs are then orphans for the next start.
+            let _ = self.reaper.send(crate::reaper::Job::Delete(freed));
         }
     }
 }

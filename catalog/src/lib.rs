@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod model;
 pub mod orphans;
 mod read;
+mod reaper;
 mod record;
 pub mod tables;
 pub mod txn;
@@ -214,6 +215,8 @@ pub struct EmbeddedCatalog {
     committer: Mutex<Option<JoinHandle<()>>>,
     checkpointer: Mutex<Option<(mpsc::Sender<()>, JoinHandle<()>)>>,
     checkpoint_lock: Mutex<()>,
+    /// The freed-blob deleter: its sender (for barriers) and thread, until shutdown.
+    reaper: Mutex<Option<reaper::Reaper>>,
     /// Blobs on the drives at open (and the checkpoint blob the store was opened with),
     /// until [`EmbeddedCatalog::collect_orphans`] takes them.
     orphan_candidates: Mutex<Option<(Vec<storage::BlobId>, Option<storage::BlobId>)>>,
@@ -296,10 +299,12 @@ impl EmbeddedCatalog {
         });
         let log = wal.reader();
         let (tx, rx) = mpsc::channel();
+        let reaper =
+            reaper::Reaper::start(blobs.clone(), shared.metrics.blob_deletes_pending.clone())?;
         let committer = Committer {
             db: db.clone(),
             wal,
-            blobs: blobs.clone(),
+            reaper: reaper.jobs.clone(),
             rx,
             shared: shared.clone(),
         };
@@ -316,6 +321,7 @@ impl EmbeddedCatalog {
             committer: Mutex::new(Some(handle)),
             checkpointer: Mutex::new(None),
             checkpoint_lock: Mutex::new(()),
+            reaper: Mutex::new(Some(reaper)),
             orphan_candidates: Mutex::new(Some((preexisting, ptr.map(|p| p.blob.id)))),
             _locks: locks,
         });
@@ -473,7 +479,32 @@ impl EmbeddedCatalog {
                 let _ = h.join();
             }
         }
+        // The committer is gone with its sender: the reaper finishes the queue and ends.
+        if let Some(r) = self.reaper.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            drop(r.jobs);
+            let _ = r.thread.join();
+        }
         self.blobs.release_spares();
+    }
+
+    /// Returns once every blob freed by the commits acknowledged before this call has
+    /// been deleted (frees are deleted in the background, after the commit's answer).
+    pub async fn freed_blobs_deleted(&self) -> CatalogResult<()> {
+        // The committer hands a commit's freed blobs over after answering it, and before
+        // taking the next: once this empty commit is answered they are queued.
+        self.commit(Transaction::new(Vec::new())).await?;
+        let (done, wait) = mpsc::channel();
+        {
+            let reaper = self.reaper.lock().unwrap_or_else(|p| p.into_inner());
+            let r = reaper.as_ref().ok_or(CatalogError::Closed)?;
+            r.jobs
+                .send(reaper::Job::Barrier(done))
+                .map_err(|_| CatalogError::Closed)?;
+        }
+        tokio::task::spawn_blocking(move || wait.recv())
+            .await
+            .map_err(|e| CatalogError::Store(format!("waiting for the blob reaper: {e}")))?
+            .map_err(|_| CatalogError::Closed)
     }
 }
 

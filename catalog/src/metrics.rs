@@ -3,6 +3,7 @@
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -34,6 +35,8 @@ pub struct CatalogMetrics {
     pub checkpoints: Counter,
     /// Blobs removed because nothing referenced them (crash leftovers).
     pub orphan_blobs_removed: Counter,
+    /// Blobs freed by durable commits and not deleted yet.
+    pub blob_deletes_pending: Gauge,
 }
 
 /// Handles on the series of [`CatalogMetrics::commit_stage_seconds`].
@@ -81,6 +84,7 @@ impl Default for CatalogMetrics {
             transaction_seconds: Histogram::new(exponential_buckets(0.0001, 2.0, 16)),
             checkpoints: Counter::default(),
             orphan_blobs_removed: Counter::default(),
+            blob_deletes_pending: Gauge::default(),
         }
     }
 }
@@ -139,6 +143,11 @@ impl CatalogMetrics {
             "orphan_blobs_removed",
             "Blobs removed at start-up because no catalog record referenced them",
             self.orphan_blobs_removed.clone(),
+        );
+        registry.register(
+            "blob_deletes_pending",
+            "Blobs freed by durable commits and not deleted yet",
+            self.blob_deletes_pending.clone(),
         );
     }
 }

@@ -2,6 +2,7 @@
 
 import os
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -81,4 +82,17 @@ def blob_files(eddy, drive=0):
     return names
 
 
-__all__ = ["ClientError", "client", "new_bucket", "error_code", "status", "aws", "tool", "blob_files"]
+def new_blob_files(eddy, before, expect, timeout=20):
+    """The shard files on drive 0 that are not in `before`, once there are `expect` of
+    them (freed blobs are deleted in the background after the commit that frees them
+    is answered), or whatever there is after `timeout` seconds."""
+    deadline = time.time() + timeout
+    while True:
+        now = blob_files(eddy) - before
+        if len(now) == expect or time.time() > deadline:
+            return now
+        time.sleep(0.05)
+
+
+__all__ = ["ClientError", "client", "new_bucket", "error_code", "status", "aws", "tool", "blob_files",
+           "new_blob_files"]

@@ -182,6 +182,45 @@ def test_delete_objects(s3, bucket):
     assert s3.list_objects_v2(Bucket=bucket, Prefix="del/")["KeyCount"] == 0
 
 
+def test_delete_objects_a_thousand_keys_in_request_order(s3):
+    """The most one request may name, unversioned and versioned, with keys that do not
+    exist, a duplicate and blob-backed objects: every key answered once, in request
+    order, and nothing left behind."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    plain, versioned = new_bucket(s3), new_bucket(s3)
+    s3.put_bucket_versioning(Bucket=versioned, VersioningConfiguration={"Status": "Enabled"})
+    keys = [f"k/{i:04d}" for i in range(998)]
+    big = os.urandom(40 << 10)  # above the inline limit: a blob
+
+    def put(args):
+        b, k = args
+        s3.put_object(Bucket=b, Key=k, Body=big if k.endswith("7") else k.encode())
+
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(put, [(b, k) for b in (plain, versioned) for k in keys[:900]]))
+    # 900 that exist, 98 that never did, one duplicate, one key twice over: 1000 entries.
+    request = keys + [keys[5], "k/never"]
+    for b in (plain, versioned):
+        r = s3.delete_objects(Bucket=b, Delete={"Objects": [{"Key": k} for k in request]})
+        assert "Errors" not in r
+        assert [d["Key"] for d in r["Deleted"]] == request
+        if b == versioned:
+            marks = [d["DeleteMarkerVersionId"] for d in r["Deleted"]]
+            assert all(d["DeleteMarker"] for d in r["Deleted"])
+            assert len(set(marks)) == len(marks)
+        assert s3.list_objects_v2(Bucket=b)["KeyCount"] == 0
+    # Each existing key keeps its version under a marker; every entry made one marker.
+    found, markers = 0, 0
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=versioned):
+        found += len(page.get("Versions", []))
+        markers += len(page.get("DeleteMarkers", []))
+    assert (found, markers) == (900, 1000)
+    with pytest.raises(ClientError) as e:
+        s3.delete_objects(Bucket=plain, Delete={"Objects": [{"Key": f"x{i}"} for i in range(1001)]})
+    assert error_code(e) == "MalformedXML"
+
+
 def test_object_tagging(s3, bucket):
     s3.put_object(Bucket=bucket, Key="tagged", Body=b"x", Tagging="a=1&b=two%20words")
     tags = s3.get_object_tagging(Bucket=bucket, Key="tagged")["TagSet"]
