@@ -22,6 +22,8 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
+from pyiceberg.catalog.rest import RestCatalog
+
 from conftest import new_eddy
 
 HOUR_MS = 3_600_000
@@ -157,3 +159,29 @@ def test_altered_retention_applies_to_stored_data(eddy):
     c.close()
     assert m is not None and m.error() is None
     assert (m.offset(), m.value()) == (3, b"d")
+
+
+def test_the_topic_table_follows_retention(eddy):
+    """The topic's Iceberg table (read with PyIceberg), sealed before retention applies,
+    drops what retention then deletes."""
+    topic = name("tbl")
+    create(eddy, topic, 1, {"retention.ms": "-1"})
+    values = [os.urandom(10_000) for _ in range(12)]
+    produce(eddy, topic, 0, values)
+    cat = RestCatalog(
+        "eddy", uri=f"{eddy.http_url}/iceberg",
+        credential=f"{eddy.access_key}:{eddy.secret_key}", warehouse="kafka",
+        **{"oauth2-server-uri": f"{eddy.http_url}/iceberg/v1/oauth/tokens"})
+
+    def table_rows():
+        rows = cat.load_table(("kafka_topics", topic)).scan().to_arrow().to_pylist()
+        return sorted((r["offset"], r["value"]) for r in rows)
+
+    assert table_rows() == list(enumerate(values))  # loading sealed all twelve
+    a = AdminClient({"bootstrap.servers": eddy.bootstrap})
+    res = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+        ConfigEntry("retention.bytes", "50000", incremental_operation=AlterConfigOpType.SET),
+    ])
+    a.incremental_alter_configs([res])[res].result(timeout=10)
+    assert await_low(eddy, topic, 0, 7) == 7
+    assert table_rows() == [(7 + i, v) for i, v in enumerate(values[7:])]
