@@ -27,16 +27,20 @@ fn bucket(name: &str) -> Op {
 }
 
 fn object(bucket: &str, key: &str, body: &[u8]) -> Op {
+    object_with(bucket, key, body.len() as u64, ObjectData::Inline(body.to_vec()))
+}
+
+fn object_with(bucket: &str, key: &str, size: u64, data: ObjectData) -> Op {
     Op::PutObject {
         bucket: bucket.into(),
         key: key.into(),
         version: ObjectVersion {
             version_id: "null".into(),
             delete_marker: false,
-            size: body.len() as u64,
-            etag: format!("etag-{}", body.len()),
+            size,
+            etag: format!("etag-{size}"),
             last_modified_ms: 2,
-            data: ObjectData::Inline(body.to_vec()),
+            data,
             metadata: BTreeMap::new(),
             tags: BTreeMap::new(),
             checksums: BTreeMap::new(),
@@ -364,6 +368,20 @@ async fn settle(c: &EmbeddedCatalog) {
     c.freed_blobs_deleted().await.unwrap();
 }
 
+fn upload(key: &str, id: &str) -> Op {
+    Op::CreateUpload(catalog::UploadRecord {
+        upload_id: id.into(),
+        bucket: "b".into(),
+        key: key.into(),
+        owner: "eddyadmin".into(),
+        initiated_ms: 1,
+        metadata: BTreeMap::new(),
+        tags: BTreeMap::new(),
+        checksum_algorithm: None,
+        checksum_type: None,
+    })
+}
+
 fn put_part(key: &str, id: &str, p: catalog::PartRecord) -> Op {
     Op::PutPart {
         bucket: "b".into(),
@@ -379,18 +397,7 @@ async fn multipart_uploads_are_durable_and_free_their_blobs() {
     let c = open(dir.path());
     commit(&c, vec![bucket("b")]).await.unwrap();
     for (key, id) in [("k", "u1"), ("k", "u2"), ("j", "u3")] {
-        let u = catalog::UploadRecord {
-            upload_id: id.into(),
-            bucket: "b".into(),
-            key: key.into(),
-            owner: "eddyadmin".into(),
-            initiated_ms: 1,
-            metadata: BTreeMap::new(),
-            tags: BTreeMap::new(),
-            checksum_algorithm: None,
-            checksum_type: None,
-        };
-        commit(&c, vec![Op::CreateUpload(u)]).await.unwrap();
+        commit(&c, vec![upload(key, id)]).await.unwrap();
     }
     // Parts: replacing part 1 frees the first blob.
     let p1 = part(&c, 1, b"one");
@@ -610,39 +617,8 @@ async fn blobs_a_crash_left_unreferenced_are_removed_at_the_next_start() {
     commit(&c, vec![bucket("b")]).await.unwrap();
     // Referenced: an object's data, a multipart part, the checkpoint.
     let data = c.blobs().put(b"object body").unwrap();
-    let Op::PutObject {
-        bucket: b,
-        key,
-        mut version,
-        replace_null,
-    } = object("b", "k", b"")
-    else {
-        unreachable!()
-    };
-    version.data = ObjectData::Blobs(vec![data]);
-    let put = Op::PutObject {
-        bucket: b,
-        key,
-        version,
-        replace_null,
-    };
-    commit(&c, vec![put]).await.unwrap();
-    commit(
-        &c,
-        vec![Op::CreateUpload(catalog::UploadRecord {
-            upload_id: "u".into(),
-            bucket: "b".into(),
-            key: "m".into(),
-            owner: "eddyadmin".into(),
-            initiated_ms: 1,
-            metadata: BTreeMap::new(),
-            tags: BTreeMap::new(),
-            checksum_algorithm: None,
-            checksum_type: None,
-        })],
-    )
-    .await
-    .unwrap();
+    let put = object_with("b", "k", data.len, ObjectData::Blobs(vec![data]));
+    commit(&c, vec![put, upload("m", "u")]).await.unwrap();
     let p = part(&c, 1, b"part one");
     commit(&c, vec![put_part("m", "u", p.clone())])
         .await

@@ -4,10 +4,12 @@ clean exit checked)."""
 
 import os
 import random
+import re
 import signal
 import socket
 import subprocess
 import tempfile
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -105,6 +107,14 @@ class Eddy:
     def restart(self) -> "Eddy":
         self.stop()
         return self.start()
+
+
+def metric(eddy: Eddy, name: str) -> int:
+    """The value of an unlabelled counter or gauge on the server's /metrics (0 if absent)."""
+    with urllib.request.urlopen(eddy.http_url + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    m = re.search(rf"^{name}(?:_total)? (\d+)", text, re.M)
+    return int(m.group(1)) if m else 0
 
 
 def new_eddy(tmp: Path, **kw) -> Eddy:

@@ -12,7 +12,6 @@ import re
 import threading
 import time
 import urllib.parse
-import urllib.request
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,7 +22,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from conftest import new_eddy
+from conftest import metric, new_eddy
 from s3util import aws, client, error_code, new_bucket, status
 
 ALL_EVENTS = ["s3:ObjectCreated:*", "s3:ObjectRemoved:*", "s3:ObjectTagging:*"]
@@ -463,13 +462,6 @@ def test_filters_and_two_configurations(eddy):
         ("big", "ObjectCreated:Put", f"{b}/img/big.jpg"),
         ("removals", "ObjectRemoved:Delete", f"{b}/img/a.png"),
     ])
-
-
-def metric(eddy, name):
-    with urllib.request.urlopen(eddy.http_url + "/metrics", timeout=10) as r:
-        text = r.read().decode()
-    m = re.search(rf"^{name}(?:_total)? (\d+)", text, re.M)
-    return int(m.group(1)) if m else 0
 
 
 def test_deleted_topic_drops_events_and_recreated_topic_gets_them(eddy):

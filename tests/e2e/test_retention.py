@@ -4,10 +4,8 @@ The server runs a retention pass every 200 ms so the tests wait for conditions, 
 for the default five minutes."""
 
 import os
-import re
 import tempfile
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 
@@ -24,7 +22,7 @@ from confluent_kafka.admin import (
 
 from pyiceberg.catalog.rest import RestCatalog
 
-from conftest import new_eddy
+from conftest import metric, new_eddy
 
 HOUR_MS = 3_600_000
 
@@ -91,13 +89,6 @@ def read_from_earliest(eddy, topic, partition, expected):
             break
     c.close()
     return got
-
-
-def metric(eddy, metric_name):
-    with urllib.request.urlopen(eddy.http_url + "/metrics", timeout=10) as r:
-        text = r.read().decode()
-    m = re.search(rf"^{metric_name}(?:_total)? (\d+)", text, re.M)
-    return int(m.group(1)) if m else 0
 
 
 def test_retention_ms_deletes_old_batches_and_keeps_the_rest(eddy):
