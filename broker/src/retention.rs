@@ -178,8 +178,10 @@ pub async fn pass(broker: &Arc<Broker>) -> CatalogResult<u64> {
                 broker.metrics.retention_deleted_bytes.inc_by(bytes);
                 deleted += records;
             }
+            // Most likely the topic was deleted or recreated since planning; the next
+            // pass plans it afresh.
             Some(e) => {
-                tracing::debug!(topic = %topic.name, error = ?e, "retention skipped a topic that changed")
+                tracing::warn!(topic = %topic.name, error = ?e, "retention could not commit")
             }
         }
     }

@@ -27,7 +27,12 @@ fn bucket(name: &str) -> Op {
 }
 
 fn object(bucket: &str, key: &str, body: &[u8]) -> Op {
-    object_with(bucket, key, body.len() as u64, ObjectData::Inline(body.to_vec()))
+    object_with(
+        bucket,
+        key,
+        body.len() as u64,
+        ObjectData::Inline(body.to_vec()),
+    )
 }
 
 fn object_with(bucket: &str, key: &str, size: u64, data: ObjectData) -> Op {
