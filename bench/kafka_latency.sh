@@ -9,7 +9,8 @@
 # built by bench/kafka.sh in SCRATCH). SECONDS: default 12; the first 2 s are left out.
 # Environment: SCRATCH (default /work/scratch-kbench), LINGER (linger.ms, default 5),
 # EXTRA (more rdkafka_performance arguments, e.g. "-X debug=protocol": then the
-# percentiles of librdkafka's produce round trips are printed too), PERF=1 to record the broker with `perf record` meanwhile,
+# percentiles of librdkafka's produce round trips are printed too), PERF=1 to record the
+# broker with `perf record` meanwhile,
 # DATA_ON (a directory for Eddy's data dir instead of SCRATCH, e.g. /dev/shm to take the
 # disk out of the measurement).
 #

@@ -39,7 +39,8 @@
 # Concurrency: s5cmd --numworkers C; aws-cli s3.max_concurrent_requests = C.
 # Reports MB/s (10^6 bytes/s) and objects/s from the client command's wall time, the mean
 # over RUNS passes, and Eddy / best peer per row; then the CPU each server and each client
-# used per MB moved (from /proc: the server process's, the client command's). Raw results stay in SCRATCH/results-<time>/.
+# used per MB moved (from /proc: the server process's, the client command's). Raw results
+# stay in SCRATCH/results-<time>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
