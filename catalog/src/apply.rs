@@ -273,6 +273,21 @@ impl<'t> Tables<'t> {
                 }
             }
             Op::UpdateBucket(b) => self.require_bucket(&b.name)?,
+            Op::ReplaceBucket { expected, record } => {
+                if record.name != expected.name {
+                    return Err(CatalogError::Invalid(format!(
+                        "bucket {} cannot become {}",
+                        expected.name, record.name
+                    )));
+                }
+                self.require_bucket(&expected.name)?;
+                if self.bucket(&expected.name)?.as_ref() != Some(expected) {
+                    return Err(CatalogError::PreconditionFailed(format!(
+                        "bucket {} changed",
+                        expected.name
+                    )));
+                }
+            }
             Op::DeleteBucket { name } => {
                 self.require_bucket(name)?;
                 if has_prefix(&self.versions, &bucket_prefix(name))? {
@@ -459,7 +474,7 @@ impl<'t> Tables<'t> {
         log: &mut LogCursor,
     ) -> CatalogResult<OpOutcome> {
         match op {
-            Op::CreateBucket(b) | Op::UpdateBucket(b) => {
+            Op::CreateBucket(b) | Op::UpdateBucket(b) | Op::ReplaceBucket { record: b, .. } => {
                 put(&mut self.buckets, b.name.as_bytes(), b)?;
             }
             Op::DeleteBucket { name } => {

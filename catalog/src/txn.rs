@@ -15,7 +15,8 @@ use storage::BlobMeta;
 pub enum Op {
     /// Creates a bucket (fails if it exists).
     CreateBucket(BucketRecord),
-    /// Replaces an existing bucket's record (tags, versioning, settings).
+    /// Replaces an existing bucket's record (tags, versioning, settings) unconditionally.
+    /// Written by builds before [`Op::ReplaceBucket`]; kept so their logs replay.
     UpdateBucket(BucketRecord),
     /// Deletes an empty bucket.
     DeleteBucket {
@@ -168,6 +169,15 @@ pub enum Op {
         /// The new state (its generation must be `expected + 1`).
         table: TopicTable,
     },
+    /// Replaces a bucket's record if it is still `expected`: a read-modify-write that
+    /// fails with [`crate::CatalogError::PreconditionFailed`] when another change (or a
+    /// delete and re-create) came first, so concurrent setting changes are never lost.
+    ReplaceBucket {
+        /// The record the change was built on.
+        expected: BucketRecord,
+        /// The new record (same name).
+        record: BucketRecord,
+    },
 }
 
 /// An idempotent producer's fields of one batch.
@@ -268,5 +278,18 @@ mod tests {
             },
         };
         assert_eq!(index(&table), 20);
+        let bucket = crate::model::BucketRecord {
+            name: "b".into(),
+            owner: "o".into(),
+            created_ms: 1,
+            versioning: crate::model::Versioning::Unversioned,
+            tags: Default::default(),
+            settings: Default::default(),
+        };
+        let replace = Op::ReplaceBucket {
+            expected: bucket.clone(),
+            record: bucket,
+        };
+        assert_eq!(index(&replace), 21);
     }
 }

@@ -655,3 +655,50 @@ async fn blobs_a_crash_left_unreferenced_are_removed_at_the_next_start() {
     assert_eq!(c.collect_orphans().unwrap().removed, 0);
     assert!(c.blobs().open(fresh.id).is_ok());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bucket_replacements_apply_only_to_the_record_they_were_built_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = open(dir.path());
+    let Op::CreateBucket(original) = bucket("b") else {
+        unreachable!()
+    };
+    commit(&c, vec![Op::CreateBucket(original.clone())])
+        .await
+        .unwrap();
+    let mut tagged = original.clone();
+    tagged.tags.insert("k".into(), "v".into());
+    let replace = |expected: &BucketRecord, record: &BucketRecord| Op::ReplaceBucket {
+        expected: expected.clone(),
+        record: record.clone(),
+    };
+    commit(&c, vec![replace(&original, &tagged)]).await.unwrap();
+    // Built on the record before the tags: refused, and the tags stay.
+    let mut versioned = original.clone();
+    versioned.versioning = Versioning::Enabled;
+    assert!(matches!(
+        commit(&c, vec![replace(&original, &versioned)]).await,
+        Err(CatalogError::PreconditionFailed(_))
+    ));
+    assert_eq!(c.bucket("b").unwrap(), Some(tagged.clone()));
+    // Built on the current record: applied.
+    let mut both = tagged.clone();
+    both.versioning = Versioning::Enabled;
+    commit(&c, vec![replace(&tagged, &both)]).await.unwrap();
+    assert_eq!(c.bucket("b").unwrap(), Some(both.clone()));
+    // A deleted bucket is not brought back, and a record cannot rename its bucket.
+    let mut renamed = both.clone();
+    renamed.name = "other".into();
+    assert!(matches!(
+        commit(&c, vec![replace(&both, &renamed)]).await,
+        Err(CatalogError::Invalid(_))
+    ));
+    commit(&c, vec![Op::DeleteBucket { name: "b".into() }])
+        .await
+        .unwrap();
+    assert!(matches!(
+        commit(&c, vec![replace(&both, &both)]).await,
+        Err(CatalogError::NoSuchBucket(_))
+    ));
+    assert_eq!(c.bucket("b").unwrap(), None);
+}

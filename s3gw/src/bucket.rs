@@ -181,17 +181,48 @@ pub async fn list_buckets(
     }))
 }
 
+/// Attempts at a bucket setting change before giving up on concurrent changes.
+const UPDATE_ATTEMPTS: usize = 16;
+
+/// Changes a bucket's record with `change` as a compare-and-set ([`Op::ReplaceBucket`]):
+/// when another request changed the record first, reads it again and applies `change`
+/// to that, so concurrent changes of different settings (tags, versioning,
+/// notifications) are all kept, and a bucket deleted and re-created meanwhile is not
+/// overwritten with the old one's record.
+pub(crate) async fn update_bucket<T: Sync>(
+    gw: &Gateway,
+    req: &S3Request<T>,
+    name: &str,
+    mut change: impl FnMut(&mut BucketRecord) -> S3Result<()> + Send,
+) -> S3Result<()> {
+    for _ in 0..UPDATE_ATTEMPTS {
+        let expected = gw.bucket_for(req, name)?;
+        let mut record = expected.clone();
+        change(&mut record)?;
+        let op = Op::ReplaceBucket { expected, record };
+        match gw.catalog().commit(Transaction::new(vec![op])).await {
+            Ok(_) => return Ok(()),
+            Err(CatalogError::PreconditionFailed(_)) => continue,
+            Err(e) => return Err(catalog_error(e)),
+        }
+    }
+    Err(s3_error!(
+        OperationAborted,
+        "A conflicting conditional operation is currently in progress against this resource. Please try again."
+    ))
+}
+
 /// PutBucketTagging (at most 50 tags).
 pub async fn put_bucket_tagging(
     gw: &Gateway,
     req: S3Request<PutBucketTaggingInput>,
 ) -> S3Result<S3Response<PutBucketTaggingOutput>> {
-    let mut b = gw.bucket_for(&req, &req.input.bucket)?;
-    b.tags = validate_tags(&req.input.tagging.tag_set, 50)?;
-    gw.catalog()
-        .commit(Transaction::new(vec![Op::UpdateBucket(b)]))
-        .await
-        .or_s3()?;
+    let tags = validate_tags(&req.input.tagging.tag_set, 50)?;
+    update_bucket(gw, &req, &req.input.bucket, |b| {
+        b.tags = tags.clone();
+        Ok(())
+    })
+    .await?;
     Ok(S3Response::new(PutBucketTaggingOutput {}))
 }
 
@@ -214,12 +245,11 @@ pub async fn delete_bucket_tagging(
     gw: &Gateway,
     req: S3Request<DeleteBucketTaggingInput>,
 ) -> S3Result<S3Response<DeleteBucketTaggingOutput>> {
-    let mut b = gw.bucket_for(&req, &req.input.bucket)?;
-    b.tags.clear();
-    gw.catalog()
-        .commit(Transaction::new(vec![Op::UpdateBucket(b)]))
-        .await
-        .or_s3()?;
+    update_bucket(gw, &req, &req.input.bucket, |b| {
+        b.tags.clear();
+        Ok(())
+    })
+    .await?;
     Ok(S3Response::with_status(
         DeleteBucketTaggingOutput {},
         http::StatusCode::NO_CONTENT,

@@ -7,10 +7,9 @@ use notify::config::{Destination, NotificationConfig, RuleSpec};
 use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result};
 
-use catalog::{Op, Transaction};
-
 use crate::Gateway;
-use crate::error::{OrS3, notify_config_error};
+use crate::bucket::update_bucket;
+use crate::error::notify_config_error;
 
 fn filter_rules(f: Option<&NotificationConfigurationFilter>) -> Vec<(String, String)> {
     f.and_then(|f| f.key.as_ref())
@@ -42,8 +41,8 @@ pub async fn put_bucket_notification_configuration(
     gw: &Gateway,
     req: S3Request<PutBucketNotificationConfigurationInput>,
 ) -> S3Result<S3Response<PutBucketNotificationConfigurationOutput>> {
-    let mut b = gw.bucket_for(&req, &req.input.bucket)?;
-    let c = req.input.notification_configuration;
+    gw.bucket_for(&req, &req.input.bucket)?;
+    let c = req.input.notification_configuration.clone();
     if c.lambda_function_configurations
         .as_ref()
         .is_some_and(|l| !l.is_empty())
@@ -80,11 +79,11 @@ pub async fn put_bucket_notification_configuration(
         matches!(gw.catalog().topic(topic), Ok(Some(_)))
     })
     .map_err(notify_config_error)?;
-    config.store(&mut b.settings);
-    gw.catalog()
-        .commit(Transaction::new(vec![Op::UpdateBucket(b)]))
-        .await
-        .or_s3()?;
+    update_bucket(gw, &req, &req.input.bucket, |b| {
+        config.store(&mut b.settings);
+        Ok(())
+    })
+    .await?;
     Ok(S3Response::new(PutBucketNotificationConfigurationOutput {}))
 }
 

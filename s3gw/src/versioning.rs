@@ -1,11 +1,11 @@
 //! Bucket versioning: Put/GetBucketVersioning and the version-id rules writes follow.
 
-use catalog::{BucketRecord, Op, Transaction, Versioning};
+use catalog::{BucketRecord, Versioning};
 use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::Gateway;
-use crate::error::OrS3;
+use crate::bucket::update_bucket;
 
 /// The version id a new write gets and whether it replaces the `null` version:
 /// versioned buckets make a fresh id; unversioned and suspended ones write `null`.
@@ -31,28 +31,27 @@ pub async fn put_bucket_versioning(
     gw: &Gateway,
     req: S3Request<PutBucketVersioningInput>,
 ) -> S3Result<S3Response<PutBucketVersioningOutput>> {
-    let mut b = gw.bucket_for(&req, &req.input.bucket)?;
     let status = req
         .input
         .versioning_configuration
         .status
         .as_ref()
         .map(|s| s.as_str().to_owned());
-    b.versioning = match status.as_deref() {
-        Some(BucketVersioningStatus::ENABLED) => Versioning::Enabled,
-        Some(BucketVersioningStatus::SUSPENDED) => Versioning::Suspended,
-        None if b.versioning == Versioning::Unversioned => Versioning::Unversioned,
-        _ => {
-            return Err(s3_error!(
-                MalformedXML,
-                "The versioning status must be Enabled or Suspended"
-            ));
-        }
-    };
-    gw.catalog()
-        .commit(Transaction::new(vec![Op::UpdateBucket(b)]))
-        .await
-        .or_s3()?;
+    update_bucket(gw, &req, &req.input.bucket, |b| {
+        b.versioning = match status.as_deref() {
+            Some(BucketVersioningStatus::ENABLED) => Versioning::Enabled,
+            Some(BucketVersioningStatus::SUSPENDED) => Versioning::Suspended,
+            None if b.versioning == Versioning::Unversioned => Versioning::Unversioned,
+            _ => {
+                return Err(s3_error!(
+                    MalformedXML,
+                    "The versioning status must be Enabled or Suspended"
+                ));
+            }
+        };
+        Ok(())
+    })
+    .await?;
     Ok(S3Response::new(PutBucketVersioningOutput {}))
 }
 

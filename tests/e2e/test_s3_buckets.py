@@ -128,3 +128,33 @@ def test_versioning(eddy):
     d = s3.delete_object(Bucket=name, Key="k")
     assert d["DeleteMarker"] is True and d["VersionId"] == "null"
     assert s3.get_object(Bucket=name, Key="k", VersionId=v1)["Body"].read() == b"one"
+
+
+def test_concurrent_setting_changes_are_all_kept(eddy):
+    """Two boto3 clients change different settings of one bucket at the same time, many
+    times over: each setting ends as its own client last set it (none is overwritten
+    by the other client's stale copy of the bucket)."""
+    import threading
+
+    s3 = client(eddy)
+    b = new_bucket(s3)
+    rounds = 200
+
+    def tags():
+        c = client(eddy)
+        for i in range(rounds):
+            c.put_bucket_tagging(Bucket=b, Tagging={"TagSet": [{"Key": "round", "Value": str(i)}]})
+
+    def versioning():
+        c = client(eddy)
+        for i in range(rounds):
+            status = "Suspended" if i % 2 == 0 else "Enabled"  # the last one: Enabled
+            c.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": status})
+
+    threads = [threading.Thread(target=f) for f in (tags, versioning)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert s3.get_bucket_tagging(Bucket=b)["TagSet"] == [{"Key": "round", "Value": str(rounds - 1)}]
+    assert s3.get_bucket_versioning(Bucket=b)["Status"] == "Enabled"
