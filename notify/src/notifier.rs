@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 use catalog::{BucketRecord, Catalog, CatalogError, Op, TopicRecord};
 
@@ -44,6 +45,7 @@ pub struct Notifier {
     settings: NotifySettings,
     metrics: NotifyMetrics,
     last_sequencer: AtomicU64,
+    order: Mutex<()>,
 }
 
 impl Notifier {
@@ -53,7 +55,14 @@ impl Notifier {
             settings,
             metrics: NotifyMetrics::default(),
             last_sequencer: AtomicU64::new(0),
+            order: Mutex::new(()),
         }
+    }
+
+    /// Held while a change's rows are built (taking their sequencers) and its
+    /// transaction is queued for the committer, so that sequencers follow commit order.
+    pub fn ordered(&self) -> MutexGuard<'_, ()> {
+        self.order.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Its metrics.

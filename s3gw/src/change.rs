@@ -193,19 +193,26 @@ impl<'a> Change<'a> {
     pub async fn commit(mut self, gw: &Gateway) -> S3Result<CommitOutcome> {
         let mut attempt = 0;
         let result = loop {
-            let rows = match self.rows(gw) {
-                Ok(r) => r,
-                Err(e) => break Err(e),
+            // Sequencers are handed out and the transaction queued for the committer
+            // under one lock, so the committer (which takes transactions in queue order)
+            // commits a key's changes in the order of their sequencers.
+            let (rows, committed) = {
+                let _in_order = gw.notifier().ordered();
+                let rows = match self.rows(gw) {
+                    Ok(r) => r,
+                    Err(e) => break Err(e),
+                };
+                let ops = if rows.ops.is_empty() {
+                    // Nothing to retry for: the ops move into the transaction.
+                    std::mem::take(&mut self.ops)
+                } else {
+                    let mut ops = self.ops.clone();
+                    ops.extend(rows.ops.iter().cloned());
+                    ops
+                };
+                (rows, gw.catalog().commit(Transaction::new(ops)))
             };
-            let ops = if rows.ops.is_empty() {
-                // Nothing to retry for: the ops move into the transaction.
-                std::mem::take(&mut self.ops)
-            } else {
-                let mut ops = self.ops.clone();
-                ops.extend(rows.ops.iter().cloned());
-                ops
-            };
-            match gw.catalog().commit(Transaction::new(ops)).await {
+            match committed.await {
                 Ok(o) => {
                     gw.notifier().committed(&rows);
                     break Ok(o);

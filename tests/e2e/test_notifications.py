@@ -464,6 +464,34 @@ def test_filters_and_two_configurations(eddy):
     ])
 
 
+def test_sequencers_of_one_key_follow_its_commit_order(eddy):
+    """Eight boto3 clients overwrite one key at once: in its partition, the events'
+    sequencers rise with their offsets (the order the changes committed in), and the
+    highest one belongs to the version the key holds in the end, as consumers that
+    order one key's events by sequencer rely on."""
+    s3 = client(eddy)
+    b = new_bucket(s3)
+    topic = create_topic(eddy)
+    configure(s3, b, (topic, ["s3:ObjectCreated:*"]))
+
+    def put(i):
+        c = client(eddy)
+        for n in range(10):
+            c.put_object(Bucket=b, Key="hot", Body=f"{i}-{n}".encode())
+
+    threads = [threading.Thread(target=put, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    events = sorted(read_topic(eddy, topic), key=lambda e: e["offset"])
+    assert len(events) == 80 and len({e["partition"] for e in events}) == 1
+    seqs = [int(record(e)["s3"]["object"]["sequencer"], 16) for e in events]
+    assert seqs == sorted(seqs) and len(set(seqs)) == 80
+    final = s3.head_object(Bucket=b, Key="hot")["ETag"].strip('"')
+    assert record(events[-1])["s3"]["object"]["eTag"] == final
+
+
 def test_deleted_topic_drops_events_and_recreated_topic_gets_them(eddy):
     s3 = client(eddy)
     b = new_bucket(s3)
