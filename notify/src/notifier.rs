@@ -102,7 +102,7 @@ impl Notifier {
             return Ok(Rows::default());
         };
         let mut topics: BTreeMap<&str, Option<TopicRecord>> = BTreeMap::new();
-        let mut batches: BTreeMap<(u128, u32), Vec<EventRecord>> = BTreeMap::new();
+        let mut batches: BTreeMap<(u128, u32), (bool, Vec<EventRecord>)> = BTreeMap::new();
         let time_ms = now_ms();
         for change in changes {
             let sequencer = self.next_sequencer();
@@ -136,15 +136,21 @@ impl Notifier {
                 };
                 let record = event_record(change, &env);
                 let partition = partition_for(&record.key, topic.partitions);
+                let log_append_time = topic
+                    .configs
+                    .get("message.timestamp.type")
+                    .is_some_and(|t| t == "LogAppendTime");
                 batches
                     .entry((topic.id, partition))
-                    .or_default()
+                    .or_insert_with(|| (log_append_time, Vec::new()))
+                    .1
                     .push(record);
             }
         }
         let mut rows = Rows::default();
-        for ((topic_id, partition), records) in batches {
-            let batch = encode_batch(&records).map_err(|e| CatalogError::Store(e.to_string()))?;
+        for ((topic_id, partition), (log_append_time, records)) in batches {
+            let batch = encode_batch(&records, log_append_time)
+                .map_err(|e| CatalogError::Store(e.to_string()))?;
             rows.events += records.len() as u64;
             rows.ops.push(Op::Append {
                 topic_id,

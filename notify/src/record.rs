@@ -188,7 +188,17 @@ pub struct EncodedBatch {
 }
 
 /// Encodes `records` into one batch with kafka-protocol's encoder.
-pub fn encode_batch(records: &[EventRecord]) -> Result<EncodedBatch, RecordError> {
+pub fn encode_batch(
+    records: &[EventRecord],
+    log_append_time: bool,
+) -> Result<EncodedBatch, RecordError> {
+    // On a LogAppendTime topic the batch says so, and its records' time (taken when the
+    // change was built, just before it commits) is the append time consumers see.
+    let timestamp_type = if log_append_time {
+        TimestampType::LogAppend
+    } else {
+        TimestampType::Creation
+    };
     let records: Vec<Record> = records
         .iter()
         .enumerate()
@@ -199,7 +209,7 @@ pub fn encode_batch(records: &[EventRecord]) -> Result<EncodedBatch, RecordError
             partition_leader_epoch: NO_PARTITION_LEADER_EPOCH,
             producer_id: NO_PRODUCER_ID,
             producer_epoch: NO_PRODUCER_EPOCH,
-            timestamp_type: TimestampType::Creation,
+            timestamp_type,
             offset: i as i64,
             // The encoder starts a new batch where offset minus sequence changes; with
             // no producer the batch's base sequence stays NO_SEQUENCE.
@@ -308,7 +318,7 @@ mod tests {
             event_record(&change(EventKind::Put, "k"), &env),
             event_record(&change(EventKind::Delete, "k"), &env),
         ];
-        let b = encode_batch(&rs).unwrap();
+        let b = encode_batch(&rs, false).unwrap();
         assert_eq!(b.offset_count, 2);
         // Header: producer id (bytes 43..51) and base sequence (53..57) say "none".
         assert_eq!(&b.bytes[43..51], &(-1i64).to_be_bytes());
@@ -319,5 +329,9 @@ mod tests {
         assert_eq!(decoded.records[1].offset, 1);
         assert_eq!(decoded.records[0].value.as_ref(), Some(&rs[0].value));
         assert_eq!(decoded.records[0].headers.len(), rs[0].headers.len());
+        assert_eq!(decoded.records[0].timestamp_type, TimestampType::Creation);
+        let mut stamped = encode_batch(&rs, true).unwrap().bytes;
+        let decoded = RecordBatchDecoder::decode(&mut stamped).unwrap();
+        assert_eq!(decoded.records[0].timestamp_type, TimestampType::LogAppend);
     }
 }

@@ -492,6 +492,34 @@ def test_sequencers_of_one_key_follow_its_commit_order(eddy):
     assert record(events[-1])["s3"]["object"]["eTag"] == final
 
 
+def test_events_on_a_log_append_time_topic_carry_the_append_time(eddy):
+    """confluent-kafka reads the events of a LogAppendTime topic as log-append-time
+    records, stamped between the request and its answer."""
+    from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME
+
+    s3 = client(eddy)
+    b = new_bucket(s3)
+    topic = name()
+    a = AdminClient({"bootstrap.servers": eddy.bootstrap})
+    a.create_topics([NewTopic(topic, 1, 1, config={"message.timestamp.type": "LogAppendTime"})])[
+        topic].result(timeout=30)
+    configure(s3, b, (topic, ["s3:ObjectCreated:*"]))
+    before = int(time.time() * 1000)
+    s3.put_object(Bucket=b, Key="stamped", Body=b"x")
+    after = int(time.time() * 1000)
+    c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": name("g")})
+    c.assign([TopicPartition(topic, 0, 0)])
+    m = None
+    deadline = time.time() + 20
+    while m is None and time.time() < deadline:
+        m = c.poll(0.5)
+    c.close()
+    assert m is not None and m.error() is None
+    kind, ts = m.timestamp()
+    assert kind == TIMESTAMP_LOG_APPEND_TIME
+    assert before - 5 <= ts <= after + 5
+
+
 def test_deleted_topic_drops_events_and_recreated_topic_gets_them(eddy):
     s3 = client(eddy)
     b = new_bucket(s3)

@@ -337,6 +337,10 @@ impl RecordBatchEncoder {
         if first_record.delete_horizon {
             attributes |= 1 << 6;
         }
+        // Eddy patch: the decoder reads bit 3 into `timestamp_type`; encode it too.
+        if first_record.timestamp_type == TimestampType::LogAppend {
+            attributes |= 1 << 3;
+        }
         types::Int16.encode(buf, attributes)?;
 
         // Last offset delta
