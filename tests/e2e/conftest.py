@@ -117,6 +117,23 @@ def metric(eddy: Eddy, name: str) -> int:
     return int(m.group(1)) if m else 0
 
 
+def first_message(bootstrap: str, topic: str, partition: int, offset: int, timeout=20, **conf):
+    """The first message a confluent-kafka consumer assigned to `topic`/`partition` at
+    `offset` receives (extra consumer settings in `conf`), or None after `timeout` s."""
+    import time
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"first-{random.random()}", **conf})
+    c.assign([TopicPartition(topic, partition, offset)])
+    m = None
+    deadline = time.time() + timeout
+    while m is None and time.time() < deadline:
+        m = c.poll(0.5)
+    c.close()
+    return m
+
+
 def new_eddy(tmp: Path, **kw) -> Eddy:
     port = free_port()
     return Eddy(

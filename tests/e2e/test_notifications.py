@@ -22,7 +22,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from conftest import metric, new_eddy
+from conftest import first_message, metric, new_eddy
 from s3util import aws, client, error_code, new_bucket, status
 
 ALL_EVENTS = ["s3:ObjectCreated:*", "s3:ObjectRemoved:*", "s3:ObjectTagging:*"]
@@ -507,13 +507,7 @@ def test_events_on_a_log_append_time_topic_carry_the_append_time(eddy):
     before = int(time.time() * 1000)
     s3.put_object(Bucket=b, Key="stamped", Body=b"x")
     after = int(time.time() * 1000)
-    c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": name("g")})
-    c.assign([TopicPartition(topic, 0, 0)])
-    m = None
-    deadline = time.time() + 20
-    while m is None and time.time() < deadline:
-        m = c.poll(0.5)
-    c.close()
+    m = first_message(eddy.bootstrap, topic, 0, 0)
     assert m is not None and m.error() is None
     kind, ts = m.timestamp()
     assert kind == TIMESTAMP_LOG_APPEND_TIME

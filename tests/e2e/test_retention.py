@@ -22,7 +22,7 @@ from confluent_kafka.admin import (
 
 from pyiceberg.catalog.rest import RestCatalog
 
-from conftest import metric, new_eddy
+from conftest import first_message, metric, new_eddy
 
 HOUR_MS = 3_600_000
 
@@ -140,14 +140,7 @@ def test_altered_retention_applies_to_stored_data(eddy):
     assert await_low(eddy, topic, 0, 3) == 3
     assert read_from_earliest(eddy, topic, 0, 1) == [(3, b"d")]
     # A consumer positioned below the new start follows auto.offset.reset.
-    c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": name("g"),
-                  "auto.offset.reset": "earliest"})
-    c.assign([TopicPartition(topic, 0, 1)])
-    m = None
-    deadline = time.time() + 20
-    while m is None and time.time() < deadline:
-        m = c.poll(0.5)
-    c.close()
+    m = first_message(eddy.bootstrap, topic, 0, 1, **{"auto.offset.reset": "earliest"})
     assert m is not None and m.error() is None
     assert (m.offset(), m.value()) == (3, b"d")
 
