@@ -290,21 +290,19 @@ pub fn parts(
     Ok(out)
 }
 
-/// Every blob the store references (object versions, current objects, multipart parts),
-/// read in one snapshot so a part becoming an object's data is seen in one place or
-/// the other.
+/// Every blob the store references (object versions and multipart parts), read in one
+/// snapshot so a part becoming an object's data is seen in one place or the other.
+/// `OBJECTS` is not read: it only ever holds copies of the newest entries of `VERSIONS`.
 pub fn referenced_blobs(
     db: &Database,
 ) -> CatalogResult<std::collections::HashSet<storage::BlobId>> {
     let r = db.begin_read()?;
     let mut out = std::collections::HashSet::new();
-    for def in [tables::VERSIONS, tables::OBJECTS] {
-        if let Some(t) = open(&r, def)? {
-            for e in t.iter()? {
-                let (_, v) = e?;
-                let version: ObjectVersion = dec(v.value())?;
-                out.extend(version.data.blobs().iter().map(|b| b.id));
-            }
+    if let Some(t) = open(&r, tables::VERSIONS)? {
+        for e in t.iter()? {
+            let (_, v) = e?;
+            let version: ObjectVersion = dec(v.value())?;
+            out.extend(version.data.blobs().iter().map(|b| b.id));
         }
     }
     if let Some(t) = open(&r, tables::PARTS)? {
