@@ -51,6 +51,8 @@ pub struct BrokerMetrics {
     pub retention_deleted_records: Counter,
     /// Batch bytes deleted by retention.
     pub retention_deleted_bytes: Counter,
+    /// Retention passes completed (over every topic).
+    pub retention_passes: Counter,
 }
 
 impl Default for BrokerMetrics {
@@ -70,6 +72,7 @@ impl Default for BrokerMetrics {
             consumer_lag: Family::default(),
             retention_deleted_records: Counter::default(),
             retention_deleted_bytes: Counter::default(),
+            retention_passes: Counter::default(),
         }
     }
 }
@@ -132,6 +135,11 @@ impl BrokerMetrics {
             "retention_deleted_bytes",
             "Record batch bytes deleted by retention.ms / retention.bytes",
             self.retention_deleted_bytes.clone(),
+        );
+        r.register(
+            "retention_passes",
+            "Retention passes completed over every topic",
+            self.retention_passes.clone(),
         );
     }
 }

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use catalog::{BatchInfo, Catalog, CatalogResult, Op, PartitionState, TopicRecord};
+use catalog::{BatchInfo, Catalog, CatalogError, CatalogResult, Op, PartitionState};
 use tokio::sync::watch;
 
 use crate::Broker;
@@ -120,71 +120,76 @@ pub fn new_start(
     Ok((cut.start > state.log_start_offset).then_some(cut))
 }
 
-/// One topic's truncations: the ops and what they delete (records, bytes).
-fn plan_topic(
-    catalog: &dyn Catalog,
-    topic: &TopicRecord,
-    policy: Policy,
-    now_ms: i64,
-) -> CatalogResult<(Vec<Op>, u64, u64)> {
-    let (mut ops, mut records, mut bytes) = (Vec::new(), 0, 0);
-    for partition in 0..topic.partitions {
-        let Some(state) = catalog.partition(topic.id, partition)? else {
+/// What a pass does to one topic: its truncations and what they delete.
+struct TopicPlan {
+    name: String,
+    ops: Vec<Op>,
+    records: u64,
+    bytes: u64,
+}
+
+/// The truncations every topic is due at `now_ms` (topics with nothing to delete left out).
+fn plan(catalog: &dyn Catalog, now_ms: i64) -> CatalogResult<Vec<TopicPlan>> {
+    let mut plans = Vec::new();
+    for topic in catalog.topics()? {
+        let Some(policy) = Policy::of(&topic.configs) else {
             continue;
         };
-        if let Some(cut) = new_start(catalog, topic.id, partition, &state, policy, now_ms)? {
-            records += cut.start - state.log_start_offset;
-            bytes += state.bytes - cut.remaining;
-            ops.push(Op::TruncateBefore {
-                topic_id: topic.id,
-                partition,
-                offset: cut.start,
-            });
+        let mut plan = TopicPlan {
+            name: topic.name.clone(),
+            ops: Vec::new(),
+            records: 0,
+            bytes: 0,
+        };
+        for partition in 0..topic.partitions {
+            let Some(state) = catalog.partition(topic.id, partition)? else {
+                continue;
+            };
+            if let Some(cut) = new_start(catalog, topic.id, partition, &state, policy, now_ms)? {
+                plan.records += cut.start - state.log_start_offset;
+                plan.bytes += state.bytes - cut.remaining;
+                plan.ops.push(Op::TruncateBefore {
+                    topic_id: topic.id,
+                    partition,
+                    offset: cut.start,
+                });
+            }
+        }
+        if !plan.ops.is_empty() {
+            plans.push(plan);
         }
     }
-    Ok((ops, records, bytes))
+    Ok(plans)
 }
 
 /// Applies every topic's retention once; returns the records deleted.
 pub async fn pass(broker: &Arc<Broker>) -> CatalogResult<u64> {
     let catalog = broker.catalog.clone();
-    let topics = tokio::task::spawn_blocking({
+    let now = now_ms();
+    let plans = tokio::task::spawn_blocking({
         let catalog = catalog.clone();
-        move || catalog.topics()
+        move || plan(catalog.as_ref(), now)
     })
     .await
-    .map_err(|e| catalog::CatalogError::Invalid(format!("retention planning failed: {e}")))??;
+    .map_err(|e| CatalogError::Store(format!("retention planning failed: {e}")))??;
     let mut deleted = 0;
-    for topic in topics {
-        let Some(policy) = Policy::of(&topic.configs) else {
-            continue;
-        };
-        let now = now_ms();
-        let planned = tokio::task::spawn_blocking({
-            let catalog = catalog.clone();
-            move || plan_topic(catalog.as_ref(), &topic, policy, now).map(|p| (topic, p))
-        })
-        .await
-        .map_err(|e| catalog::CatalogError::Invalid(format!("retention planning failed: {e}")))?;
-        let (topic, (ops, records, bytes)) = planned?;
-        if ops.is_empty() {
-            continue;
-        }
+    for p in plans {
         // One transaction per topic: a topic deleted meanwhile fails only its own.
-        match commit_ops(catalog.as_ref(), ops).await {
+        match commit_ops(catalog.as_ref(), p.ops).await {
             None => {
-                tracing::info!(topic = %topic.name, records, bytes, "retention deleted records");
-                broker.metrics.retention_deleted_records.inc_by(records);
-                broker.metrics.retention_deleted_bytes.inc_by(bytes);
-                deleted += records;
+                tracing::info!(topic = %p.name, records = p.records, bytes = p.bytes, "retention deleted records");
+                broker.metrics.retention_deleted_records.inc_by(p.records);
+                broker.metrics.retention_deleted_bytes.inc_by(p.bytes);
+                deleted += p.records;
             }
             // Most likely the topic was deleted or recreated since planning; the next
             // pass plans it afresh.
             Some(e) => {
-                tracing::warn!(topic = %topic.name, error = ?e, "retention could not commit")
+                tracing::warn!(topic = %p.name, error = ?e, "retention could not commit")
             }
         }
     }
+    broker.metrics.retention_passes.inc();
     Ok(deleted)
 }
 
@@ -214,6 +219,28 @@ mod tests {
         }
     }
 
+    fn state(log_start_offset: u64, next_offset: u64, bytes: u64) -> PartitionState {
+        PartitionState {
+            next_offset,
+            log_start_offset,
+            bytes,
+        }
+    }
+
+    fn by_age(ms: i64) -> Policy {
+        Policy {
+            max_age_ms: Some(ms),
+            max_bytes: None,
+        }
+    }
+
+    fn by_size(bytes: u64) -> Policy {
+        Policy {
+            max_age_ms: None,
+            max_bytes: Some(bytes),
+        }
+    }
+
     fn configs(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
             .iter()
@@ -224,13 +251,7 @@ mod tests {
     #[test]
     fn policy_follows_cleanup_policy_and_limits() {
         // Kafka's defaults: seven days, no size limit.
-        assert_eq!(
-            Policy::of(&configs(&[])),
-            Some(Policy {
-                max_age_ms: Some(604_800_000),
-                max_bytes: None
-            })
-        );
+        assert_eq!(Policy::of(&configs(&[])), Some(by_age(604_800_000)));
         assert_eq!(Policy::of(&configs(&[("cleanup.policy", "compact")])), None);
         assert_eq!(Policy::of(&configs(&[("retention.ms", "-1")])), None);
         assert_eq!(
@@ -239,10 +260,7 @@ mod tests {
                 ("retention.ms", "-1"),
                 ("retention.bytes", "100"),
             ])),
-            Some(Policy {
-                max_age_ms: None,
-                max_bytes: Some(100)
-            })
+            Some(by_size(100))
         );
     }
 
@@ -258,15 +276,7 @@ mod tests {
 
     #[test]
     fn age_deletes_the_old_head_and_stops_at_the_first_young_batch() {
-        let policy = Policy {
-            max_age_ms: Some(1000),
-            max_bytes: None,
-        };
-        let state = PartitionState {
-            next_offset: 40,
-            log_start_offset: 0,
-            bytes: 400,
-        };
+        let (policy, state) = (by_age(1000), state(0, 40, 400));
         let batches = [
             batch(0, 9, 100, 100),
             batch(10, 19, 200, 100),
@@ -284,38 +294,17 @@ mod tests {
 
     #[test]
     fn size_keeps_the_smallest_suffix_holding_the_limit() {
-        let policy = Policy {
-            max_age_ms: None,
-            max_bytes: Some(250),
-        };
-        let state = PartitionState {
-            next_offset: 50,
-            log_start_offset: 0,
-            bytes: 500,
-        };
+        let state = state(0, 50, 500);
         let batches: Vec<_> = (0..5).map(|i| batch(i * 10, i * 10 + 9, 0, 100)).collect();
         // 500 -> 400 -> 300 bytes: one more would leave 200 < 250.
-        assert_eq!(walk(state, policy, 0, &batches), 20);
-        let exact = Policy {
-            max_bytes: Some(300),
-            ..policy
-        };
-        assert_eq!(walk(state, exact, 0, &batches), 20);
+        assert_eq!(walk(state, by_size(250), 0, &batches), 20);
+        assert_eq!(walk(state, by_size(300), 0, &batches), 20);
     }
 
     #[test]
     fn a_head_inside_a_batch_counts_that_batch() {
         // DeleteRecords left the start inside the first stored batch.
-        let policy = Policy {
-            max_age_ms: Some(10),
-            max_bytes: None,
-        };
-        let state = PartitionState {
-            next_offset: 20,
-            log_start_offset: 5,
-            bytes: 200,
-        };
         let batches = [batch(0, 9, 0, 100), batch(10, 19, 1000, 100)];
-        assert_eq!(walk(state, policy, 100, &batches), 10);
+        assert_eq!(walk(state(5, 20, 200), by_age(10), 100, &batches), 10);
     }
 }

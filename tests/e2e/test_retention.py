@@ -76,6 +76,16 @@ def await_low(eddy, topic, partition, at_least, timeout=30):
         time.sleep(0.1)
 
 
+def await_full_pass(eddy, timeout=30):
+    """Waits until a retention pass has started and ended after this call: two more
+    completed passes than now."""
+    start = metric(eddy, "eddy_kafka_retention_passes")
+    deadline = time.time() + timeout
+    while metric(eddy, "eddy_kafka_retention_passes") < start + 2:
+        assert time.time() < deadline, "no retention pass completed"
+        time.sleep(0.1)
+
+
 def read_from_earliest(eddy, topic, partition, expected):
     """kafka-python: a new consumer with auto_offset_reset=earliest reads the partition."""
     c = kafka.KafkaConsumer(bootstrap_servers=eddy.bootstrap, auto_offset_reset="earliest",
@@ -106,7 +116,8 @@ def test_retention_ms_deletes_old_batches_and_keeps_the_rest(eddy):
     assert await_low(eddy, topic, 0, 5) == 5
     assert watermarks(eddy, topic, 0) == (5, 8)
     assert read_from_earliest(eddy, topic, 0, 3) == [(5, b"new0"), (6, b"new1"), (7, b"new2")]
-    # Young data and a compact-only topic are untouched.
+    # Young data and a compact-only topic are untouched, also by a whole later pass.
+    await_full_pass(eddy)
     assert watermarks(eddy, topic, 1) == (0, 4)
     assert watermarks(eddy, compact, 0) == (0, 2)
     assert metric(eddy, "eddy_kafka_retention_deleted_records") - before == 5
