@@ -1,7 +1,7 @@
 //! Deletes the blobs that commits free (overwritten and deleted versions, replaced and
-//! aborted parts) on a thread of its own. Removing six shard files per blob costs about
-//! a millisecond on this kind of disk (more with online discard); done on the committer,
-//! it held up every commit queued behind one that freed blobs.
+//! aborted parts) on a thread of its own. Removing six shard files per blob took about
+//! a millisecond here (docs/benchmarks.md, deletes); done on the committer, it held up
+//! every commit queued behind one that freed blobs.
 //!
 //! A blob is only handed over once the commit that freed it is durable, so no record
 //! references it any more. If the process stops before the reaper gets to it, it is an

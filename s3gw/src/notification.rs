@@ -39,10 +39,12 @@ fn events(list: &[Event]) -> Vec<String> {
 /// one turns notifications off). Every destination topic must exist.
 pub async fn put_bucket_notification_configuration(
     gw: &Gateway,
-    req: S3Request<PutBucketNotificationConfigurationInput>,
+    mut req: S3Request<PutBucketNotificationConfigurationInput>,
 ) -> S3Result<S3Response<PutBucketNotificationConfigurationOutput>> {
+    // Access first, so a caller without it learns nothing about the topics from the
+    // validation errors below.
     gw.bucket_for(&req, &req.input.bucket)?;
-    let c = req.input.notification_configuration.clone();
+    let c = std::mem::take(&mut req.input.notification_configuration);
     if c.lambda_function_configurations
         .as_ref()
         .is_some_and(|l| !l.is_empty())
