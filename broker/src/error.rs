@@ -14,10 +14,19 @@ pub fn from_catalog(e: &CatalogError) -> ResponseError {
         CatalogError::OutOfOrderSequence => ResponseError::OutOfOrderSequenceNumber,
         CatalogError::ProducerFenced => ResponseError::InvalidProducerEpoch,
         CatalogError::Invalid(_) => ResponseError::InvalidRequest,
-        CatalogError::Storage(_) | CatalogError::Store(_) | CatalogError::Corrupt(_) => {
-            ResponseError::KafkaStorageError
-        }
-        CatalogError::Closed => ResponseError::KafkaStorageError,
-        _ => ResponseError::UnknownServerError,
+        CatalogError::Storage(_)
+        | CatalogError::Store(_)
+        | CatalogError::Corrupt(_)
+        | CatalogError::Format { .. }
+        | CatalogError::Closed => ResponseError::KafkaStorageError,
+        // S3-side and table-side refusals: no Kafka request makes them.
+        CatalogError::PreconditionFailed(_)
+        | CatalogError::NoSuchBucket(_)
+        | CatalogError::BucketExists(_)
+        | CatalogError::BucketNotEmpty(_)
+        | CatalogError::NoSuchKey { .. }
+        | CatalogError::NoSuchUpload(_)
+        | CatalogError::InvalidPart(_)
+        | CatalogError::InvalidKey(_) => ResponseError::UnknownServerError,
     }
 }

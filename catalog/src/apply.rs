@@ -4,12 +4,11 @@
 //! what lets recovery replay the log into the same state.
 
 use redb::{ReadableTable, WriteTransaction};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use storage::BlobMeta;
 use storage::wal::LogPosition;
 
 use crate::error::{CatalogError, CatalogResult};
+use crate::format::Stored;
 use crate::model::{
     BucketRecord, ObjectVersion, PartRecord, PartitionState, TopicRecord, TopicTable, UploadRecord,
 };
@@ -21,14 +20,14 @@ type RedbTable<'t> = redb::Table<'t, &'static [u8], &'static [u8]>;
 /// Longest S3 key, in bytes.
 pub const MAX_KEY_LEN: usize = 1024;
 
-/// Encodes a record.
-pub fn enc<T: Serialize>(v: &T) -> CatalogResult<Vec<u8>> {
-    Ok(postcard::to_stdvec(v)?)
+/// Encodes a record in the store's format.
+pub fn enc<T: Stored>(v: &T) -> CatalogResult<Vec<u8>> {
+    v.encode()
 }
 
-/// Decodes a record.
-pub fn dec<T: DeserializeOwned>(b: &[u8]) -> CatalogResult<T> {
-    Ok(postcard::from_bytes(b)?)
+/// Decodes a record of the store's format.
+pub fn dec<T: Stored>(b: &[u8]) -> CatalogResult<T> {
+    T::decode(b)
 }
 
 /// Every table, open for writing for the length of one group commit.
@@ -93,11 +92,11 @@ impl LogCursor {
     }
 }
 
-fn get<T: DeserializeOwned>(t: &RedbTable<'_>, key: &[u8]) -> CatalogResult<Option<T>> {
+fn get<T: Stored>(t: &RedbTable<'_>, key: &[u8]) -> CatalogResult<Option<T>> {
     t.get(key)?.map(|v| dec(v.value())).transpose()
 }
 
-fn put<T: Serialize>(t: &mut RedbTable<'_>, key: &[u8], v: &T) -> CatalogResult<()> {
+fn put<T: Stored>(t: &mut RedbTable<'_>, key: &[u8], v: &T) -> CatalogResult<()> {
     t.insert(key, enc(v)?.as_slice())?;
     Ok(())
 }
@@ -272,7 +271,6 @@ impl<'t> Tables<'t> {
                     return Err(CatalogError::BucketExists(b.name.clone()));
                 }
             }
-            Op::UpdateBucket(b) => self.require_bucket(&b.name)?,
             Op::ReplaceBucket { expected, record } => {
                 if record.name != expected.name {
                     return Err(CatalogError::Invalid(format!(
@@ -474,7 +472,7 @@ impl<'t> Tables<'t> {
         log: &mut LogCursor,
     ) -> CatalogResult<OpOutcome> {
         match op {
-            Op::CreateBucket(b) | Op::UpdateBucket(b) | Op::ReplaceBucket { record: b, .. } => {
+            Op::CreateBucket(b) | Op::ReplaceBucket { record: b, .. } => {
                 put(&mut self.buckets, b.name.as_bytes(), b)?;
             }
             Op::DeleteBucket { name } => {

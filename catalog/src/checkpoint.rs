@@ -2,26 +2,30 @@
 //! pointer replicated on every drive. They bound how much log a restart replays, and
 //! rebuild the store when the drive holding its file is lost.
 //!
-//! Dump format: `EDDYCKP1`, then entries `[table tag u8][key len u32][key][value len u32]
-//! [value]`, then a `0` tag. Little-endian lengths.
+//! Dump format: `EDDYCKP1` (the digit is the layout, `format::CHECKPOINT_LAYOUT`), then
+//! entries `[table tag u8][key len u32][key][value len u32][value]`, then a `0` tag.
+//! Little-endian lengths. Values are in the store's format, which the dump carries as the
+//! store does: the `meta` entry `store_format` (absent: format 1).
 
 use std::path::Path;
 
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableError};
-use serde::{Deserialize, Serialize};
 use storage::{BlobMeta, BlobStore, replicated};
 
 use crate::apply::{dec, enc};
 use crate::error::{CatalogError, CatalogResult};
+use crate::format::{self, CHECKPOINT_LAYOUT, STORE_FORMAT, STORE_FORMAT_KEY};
 use crate::tables::{ALL, APPLIED_LSN, META};
 
-const MAGIC: &[u8; 8] = b"EDDYCKP1";
+const MAGIC: &[u8; 8] = &[b'E', b'D', b'D', b'Y', b'C', b'K', b'P', CHECKPOINT_LAYOUT];
 const POINTER: &str = "checkpoint";
+/// The dump tag of the `meta` table.
+const META_TAG: u8 = 1;
 /// Entries per store transaction while restoring.
 const RESTORE_BATCH: usize = 50_000;
 
 /// Where the newest checkpoint is.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy)]
 pub struct CheckpointPointer {
     /// The last log record the checkpoint includes.
     pub lsn: u64,
@@ -36,8 +40,40 @@ pub fn pointer(blobs: &BlobStore) -> CatalogResult<Option<CheckpointPointer>> {
         .transpose()
 }
 
+/// Checks the value format of a store just opened (or restored) and records it in a store
+/// that does not say yet (a new one, or one written by a build before formats were
+/// recorded, which wrote format 1). A store of a newer format is refused untouched.
+pub fn open_store_format(db: &Database) -> CatalogResult<()> {
+    let found = {
+        let r = db.begin_read()?;
+        match r.open_table(META) {
+            Ok(meta) => meta.get(STORE_FORMAT_KEY)?.map(|v| u64_value(v.value())),
+            Err(TableError::TableDoesNotExist(_)) => None,
+            Err(e) => return Err(e.into()),
+        }
+    };
+    match found {
+        Some(f) => format::check_store_format(f?),
+        None => {
+            let mut w = db.begin_write()?;
+            w.set_durability(Durability::Immediate)?;
+            w.open_table(META)?
+                .insert(STORE_FORMAT_KEY, STORE_FORMAT.to_be_bytes().as_slice())?;
+            w.commit()?;
+            Ok(())
+        }
+    }
+}
+
+/// A big-endian u64 `meta` value.
+pub(crate) fn u64_value(v: &[u8]) -> CatalogResult<u64> {
+    v.try_into()
+        .map(u64::from_be_bytes)
+        .map_err(|_| CatalogError::Corrupt("store format value".into()))
+}
+
 /// The applied LSN recorded in a store.
-pub fn applied_lsn(db: &Database) -> CatalogResult<u64> {
+pub fn applied_lsn(db: &impl ReadableDatabase) -> CatalogResult<u64> {
     let r = db.begin_read()?;
     let meta = match r.open_table(META) {
         Ok(t) => t,
@@ -102,16 +138,30 @@ pub fn write(db: &Database, blobs: &BlobStore) -> CatalogResult<CheckpointPointe
 pub fn restore(path: &Path, blobs: &BlobStore, ptr: &CheckpointPointer) -> CatalogResult<()> {
     let tmp = path.with_extension("restoring");
     let _ = std::fs::remove_file(&tmp);
-    let db = Database::create(&tmp)?;
+    let restored = restore_into(&tmp, blobs, ptr);
+    if restored.is_err() {
+        // A refused (newer) or unreadable checkpoint leaves nothing behind.
+        let _ = std::fs::remove_file(&tmp);
+    }
+    restored?;
+    std::fs::rename(&tmp, path).map_err(|e| storage::StorageError::io("rename", path, e))?;
+    if let Some(dir) = path.parent() {
+        storage::drives::fsync_dir(dir)?;
+    }
+    tracing::info!(lsn = ptr.lsn, "catalog restored from checkpoint");
+    Ok(())
+}
+
+/// Writes the checkpoint's entries into a new store file at `tmp`.
+fn restore_into(tmp: &Path, blobs: &BlobStore, ptr: &CheckpointPointer) -> CatalogResult<()> {
+    let db = Database::create(tmp)?;
     let reader = blobs.open(ptr.blob.id)?;
     let mut stream = ChunkStream {
         chunks: Box::new(reader.chunks(0, reader.len())?),
         buf: Vec::new(),
         pos: 0,
     };
-    if stream.take(8)? != MAGIC {
-        return Err(CatalogError::Corrupt("checkpoint magic".into()));
-    }
+    format::check_checkpoint_magic(&stream.take(8)?)?;
     let mut done = false;
     while !done {
         let mut w = db.begin_write()?;
@@ -132,6 +182,10 @@ pub fn restore(path: &Path, blobs: &BlobStore, ptr: &CheckpointPointer) -> Catal
             let key = stream.take(klen as usize)?;
             let vlen = u32::from_le_bytes(stream.take(4)?.try_into().unwrap_or_default());
             let value = stream.take(vlen as usize)?;
+            // A dump of a newer store is refused before the store file is replaced.
+            if tag == META_TAG && key == STORE_FORMAT_KEY {
+                format::check_store_format(u64_value(&value)?)?;
+            }
             w.open_table(def)?
                 .insert(key.as_slice(), value.as_slice())?;
             n += 1;
@@ -141,12 +195,6 @@ pub fn restore(path: &Path, blobs: &BlobStore, ptr: &CheckpointPointer) -> Catal
     let mut w = db.begin_write()?;
     w.set_durability(Durability::Immediate)?;
     w.commit()?;
-    drop(db);
-    std::fs::rename(&tmp, path).map_err(|e| storage::StorageError::io("rename", path, e))?;
-    if let Some(dir) = path.parent() {
-        storage::drives::fsync_dir(dir)?;
-    }
-    tracing::info!(lsn = ptr.lsn, "catalog restored from checkpoint");
     Ok(())
 }
 

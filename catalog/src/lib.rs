@@ -10,12 +10,14 @@ pub mod apply;
 pub mod checkpoint;
 mod committer;
 pub mod error;
+pub mod format;
 pub mod metrics;
 pub mod model;
 pub mod orphans;
 mod read;
 mod reaper;
 mod record;
+mod store_open;
 pub mod tables;
 pub mod txn;
 
@@ -231,10 +233,6 @@ impl EmbeddedCatalog {
         let set = Arc::new(DriveSet::open(&config.drives)?);
         let locks = set.lock()?;
         let store = BlobStore::new(set.clone(), config.shard_size)?;
-        store.remove_spare_leftovers()?;
-        // Listed before this process can write a blob: see `orphans`.
-        let preexisting = store.list()?;
-        let blobs = store.with_spares()?;
         let meta_dir = match &config.meta_dir {
             Some(d) => d.clone(),
             None => set
@@ -247,42 +245,45 @@ impl EmbeddedCatalog {
         std::fs::create_dir_all(&meta_dir)
             .map_err(|e| storage::StorageError::io("create dir", &meta_dir, e))?;
         let path = meta_dir.join("catalog.redb");
-        let ptr = checkpoint::pointer(&blobs)?;
-        let mut db = match Database::create(&path) {
-            Ok(db) => Some(db),
-            Err(e) => {
-                tracing::warn!(path = %path.display(), error = %e, "catalog store unreadable; rebuilding");
-                let _ = std::fs::rename(&path, path.with_extension("corrupt"));
-                None
-            }
-        };
-        let behind = match (&db, &ptr) {
-            (Some(db), Some(p)) => checkpoint::applied_lsn(db)? < p.lsn,
-            (None, _) => true,
-            (Some(_), None) => false,
-        };
-        if behind {
-            drop(db.take());
-            if let Some(p) = &ptr {
-                checkpoint::restore(&path, &blobs, p)?;
-            }
-            db = Some(Database::create(&path)?);
-        }
-        let db = Arc::new(db.ok_or(CatalogError::Closed)?);
-        let from = checkpoint::applied_lsn(&db)? + 1;
+        let ptr = checkpoint::pointer(&store)?;
+        // Nothing is written before the formats are known to be readable: the store is
+        // checked read-only, and opened for writing on the first record replayed.
+        let mut opening = store_open::Store::prepare(&path, &store, ptr.as_ref())?;
+        let from = opening.from;
         let started = Instant::now();
         let mut replayed = 0u64;
-        let wal = Wal::open(set.clone(), config.wal, from, |record| {
+        let wal_config = storage::WalConfig {
+            payload_format: format::RECORD_FORMAT,
+            ..config.wal
+        };
+        let wal = Wal::open(set.clone(), wal_config, from, |record| {
             let lsn = record.lsn;
-            replay(&db, record)
-                .map_err(|e| storage::StorageError::Log(format!("replay {lsn}: {e}")))?;
+            format::check_record_format(lsn, record.format)
+                .and_then(|()| replay(opening.writable()?, record))
+                .map_err(|e| match e {
+                    CatalogError::Format {
+                        what,
+                        found,
+                        newest,
+                    } => storage::StorageError::Format {
+                        what,
+                        found: u32::try_from(found).unwrap_or(u32::MAX),
+                        newest: u32::try_from(newest).unwrap_or(u32::MAX),
+                    },
+                    e => storage::StorageError::Log(format!("replay {lsn}: {e}")),
+                })?;
             replayed += 1;
             Ok(())
         })?;
+        let db = Arc::new(opening.open()?);
+        store.remove_spare_leftovers()?;
+        // Listed before this process can write a blob: see `orphans`.
+        let preexisting = store.list()?;
+        let blobs = store.with_spares()?;
         let mut w = db.begin_write()?;
         w.set_durability(Durability::Immediate)?;
         w.commit()?;
-        let applied_lsn = checkpoint::applied_lsn(&db)?;
+        let applied_lsn = checkpoint::applied_lsn(db.as_ref())?;
         tracing::info!(
             records = replayed,
             applied_lsn,
@@ -517,7 +518,7 @@ impl Drop for EmbeddedCatalog {
 /// Applies one log record during recovery.
 fn replay(db: &Database, record: storage::Record) -> CatalogResult<()> {
     let lsn = record.lsn;
-    let txns = record::decode(record.payload)?;
+    let txns = record::decode(lsn, record.format, record.payload)?;
     let mut w = db.begin_write()?;
     w.set_durability(Durability::None)?;
     {

@@ -1,12 +1,13 @@
-//! The records the catalog stores.
+//! The records the catalog stores, as the rest of Eddy uses them. These live types are
+//! free to change: the store keeps them in a versioned format of their own
+//! (`crate::format`), never as their own encoding.
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
 use storage::BlobMeta;
 
 /// A bucket.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BucketRecord {
     /// Bucket name.
     pub name: String,
@@ -24,7 +25,7 @@ pub struct BucketRecord {
 }
 
 /// S3 bucket versioning state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Versioning {
     /// Never enabled: every write replaces the `null` version.
     #[default]
@@ -36,7 +37,7 @@ pub enum Versioning {
 }
 
 /// Where an object's bytes are.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ObjectData {
     /// Small bodies live in the catalog record itself.
     Inline(Vec<u8>),
@@ -55,7 +56,7 @@ impl ObjectData {
 }
 
 /// One version of an object, or a delete marker.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ObjectVersion {
     /// Version id (`null` for writes to an unversioned or suspended bucket).
     pub version_id: String,
@@ -80,7 +81,7 @@ pub struct ObjectVersion {
 }
 
 /// An in-progress S3 multipart upload.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UploadRecord {
     /// Upload id.
     pub upload_id: String,
@@ -103,7 +104,7 @@ pub struct UploadRecord {
 }
 
 /// One uploaded part of a multipart upload: one blob.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartRecord {
     /// Part number, 1..=10000.
     pub part_number: u32,
@@ -120,7 +121,7 @@ pub struct PartRecord {
 }
 
 /// A topic.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopicRecord {
     /// Topic name.
     pub name: String,
@@ -135,7 +136,7 @@ pub struct TopicRecord {
 }
 
 /// The state of one partition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct PartitionState {
     /// The offset the next record gets (= high watermark: only committed data exists).
     pub next_offset: u64,
@@ -160,7 +161,7 @@ pub struct StoredBatch {
 
 /// What the broker remembers of an idempotent producer on one partition: its epoch and
 /// its last five batches, so retries are recognised as duplicates.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ProducerState {
     /// Current epoch.
     pub epoch: i16,
@@ -241,7 +242,7 @@ pub struct BatchInfo {
 }
 
 /// A committed consumer-group offset.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OffsetRecord {
     /// Next offset to consume.
     pub offset: i64,
@@ -254,7 +255,7 @@ pub struct OffsetRecord {
 }
 
 /// A consumer group's durable state, owned by the broker's group coordinator.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupRecord {
     /// Group id.
     pub name: String,
@@ -266,7 +267,7 @@ pub struct GroupRecord {
 /// the first offset not yet in a data file. Owned by the tables front end; the catalog
 /// only keeps it consistent with the topic (dropped, with the table's objects, when the
 /// topic is deleted).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopicTable {
     /// Id of the topic the table belongs to (a re-created topic gets a new table).
     pub topic_id: u128,

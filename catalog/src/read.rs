@@ -2,7 +2,6 @@
 //! the committer made visible, which it does only after the log record is durable.
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableError};
-use serde::de::DeserializeOwned;
 
 use crate::apply::dec;
 use crate::error::{CatalogError, CatalogResult};
@@ -30,12 +29,16 @@ pub fn get_raw(db: &Database, def: Table, key: &[u8]) -> CatalogResult<Option<Ve
 }
 
 /// One decoded value.
-pub fn get<T: DeserializeOwned>(db: &Database, def: Table, key: &[u8]) -> CatalogResult<Option<T>> {
+pub fn get<T: crate::format::Stored>(
+    db: &Database,
+    def: Table,
+    key: &[u8],
+) -> CatalogResult<Option<T>> {
     get_raw(db, def, key)?.map(|v| dec(&v)).transpose()
 }
 
 /// Up to `limit` decoded entries whose keys start with `prefix`.
-pub fn scan<T: DeserializeOwned>(
+pub fn scan<T: crate::format::Stored>(
     db: &Database,
     def: Table,
     prefix: &[u8],

@@ -1,7 +1,5 @@
 //! Transactions: lists of operations that commit all together or not at all.
 
-use serde::{Deserialize, Serialize};
-
 use crate::model::{
     BucketRecord, GroupRecord, ObjectVersion, OffsetRecord, PartRecord, TopicRecord, TopicTable,
     UploadRecord,
@@ -11,13 +9,13 @@ use storage::BlobMeta;
 /// One change. Operations in a transaction are checked against the state before the
 /// transaction, then applied in order; an operation cannot depend on an earlier one in
 /// the same transaction (create a topic, then append to it, in two transactions).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// This is the live type, free to change: the log stores ops in a versioned format of
+/// their own (`crate::format`).
+#[derive(Debug, Clone, PartialEq)]
 pub enum Op {
     /// Creates a bucket (fails if it exists).
     CreateBucket(BucketRecord),
-    /// Replaces an existing bucket's record (tags, versioning, settings) unconditionally.
-    /// Written by builds before [`Op::ReplaceBucket`]; kept so their logs replay.
-    UpdateBucket(BucketRecord),
     /// Deletes an empty bucket.
     DeleteBucket {
         /// Bucket.
@@ -88,7 +86,6 @@ pub enum Op {
         /// The batch bytes.
         batch: bytes::Bytes,
         /// The idempotent producer's ids and sequences, checked and recorded at commit.
-        #[serde(default)]
         producer: Option<ProducerBatch>,
     },
     /// Moves a partition's log start offset forward, deleting the batches wholly before it.
@@ -127,8 +124,6 @@ pub enum Op {
         /// Group id.
         name: String,
     },
-    // New variants go last: the log stores ops by variant index (postcard), so the
-    // order of existing variants must never change.
     /// Starts a multipart upload (the bucket must exist; the id must be new).
     CreateUpload(UploadRecord),
     /// Stores one part of an upload, replacing (and freeing) an earlier part of the same
@@ -181,7 +176,7 @@ pub enum Op {
 }
 
 /// An idempotent producer's fields of one batch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProducerBatch {
     /// Producer id.
     pub producer_id: i64,
@@ -194,7 +189,7 @@ pub struct ProducerBatch {
 }
 
 /// Operations that commit together.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Transaction {
     /// In order.
     pub ops: Vec<Op>,
@@ -243,53 +238,4 @@ pub struct CommitOutcome {
     pub lsn: u64,
     /// Per operation, in order.
     pub ops: Vec<OpOutcome>,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Op;
-
-    /// The log encodes an op by its variant index: existing indices never move.
-    #[test]
-    fn op_variant_indices_are_stable() {
-        let index = |op: &Op| postcard::to_stdvec(op).unwrap()[0];
-        assert_eq!(index(&Op::DeleteBucket { name: "b".into() }), 2);
-        assert_eq!(index(&Op::DeleteTopic { name: "t".into() }), 9);
-        assert_eq!(index(&Op::DeleteGroup { name: "g".into() }), 15);
-        let abort = Op::DeleteUpload {
-            bucket: "b".into(),
-            key: "k".into(),
-            upload_id: "u".into(),
-            keep: Vec::new(),
-        };
-        assert_eq!(index(&abort), 18);
-        assert_eq!(index(&Op::AllocateProducerId), 19);
-        let table = Op::PutTopicTable {
-            topic: "t".into(),
-            expected: 0,
-            table: crate::model::TopicTable {
-                topic_id: 1,
-                generation: 1,
-                bucket: "b".into(),
-                prefix: "p/".into(),
-                metadata_location: "s3://b/p/m.json".into(),
-                tabled: Vec::new(),
-                start: Vec::new(),
-            },
-        };
-        assert_eq!(index(&table), 20);
-        let bucket = crate::model::BucketRecord {
-            name: "b".into(),
-            owner: "o".into(),
-            created_ms: 1,
-            versioning: crate::model::Versioning::Unversioned,
-            tags: Default::default(),
-            settings: Default::default(),
-        };
-        let replace = Op::ReplaceBucket {
-            expected: bucket.clone(),
-            record: bucket,
-        };
-        assert_eq!(index(&replace), 21);
-    }
 }

@@ -35,7 +35,17 @@ pub fn catalog_error(e: CatalogError) -> S3Error {
         CatalogError::Invalid(m) => S3Error::with_message(S3ErrorCode::InvalidArgument, m),
         CatalogError::Storage(e) => storage_error(e),
         CatalogError::Closed => s3_error!(ServiceUnavailable, "The server is shutting down"),
-        e => {
+        // Kafka-side refusals reach S3 only through a notification append: the server's
+        // fault, not the request's.
+        e @ (CatalogError::UnknownTopic(_)
+        | CatalogError::TopicExists(_)
+        | CatalogError::UnknownPartition { .. }
+        | CatalogError::DuplicateSequence { .. }
+        | CatalogError::OutOfOrderSequence
+        | CatalogError::ProducerFenced
+        | CatalogError::Store(_)
+        | CatalogError::Format { .. }
+        | CatalogError::Corrupt(_)) => {
             tracing::error!(error = %e, "catalog error");
             S3Error::with_message(S3ErrorCode::InternalError, e.to_string())
         }
@@ -49,7 +59,19 @@ pub fn storage_error(e: StorageError) -> S3Error {
             s3_error!(InvalidRange, "The requested range is not satisfiable")
         }
         StorageError::Closed => s3_error!(ServiceUnavailable, "The server is shutting down"),
-        e => {
+        // Too many drives away: a retry may succeed once they are back.
+        e @ (StorageError::TooManyDrivesMissing { .. }
+        | StorageError::TooFewShards { .. }
+        | StorageError::Unrecoverable { .. }) => {
+            tracing::error!(error = %e, "storage unavailable");
+            S3Error::with_message(S3ErrorCode::ServiceUnavailable, e.to_string())
+        }
+        e @ (StorageError::Io { .. }
+        | StorageError::Config(_)
+        | StorageError::BlobNotFound(_)
+        | StorageError::Log(_)
+        | StorageError::Codec(_)
+        | StorageError::Format { .. }) => {
             tracing::error!(error = %e, "storage error");
             S3Error::with_message(S3ErrorCode::InternalError, e.to_string())
         }

@@ -50,6 +50,7 @@ async fn main() {
     // checkpoints.
     config.wal = WalConfig {
         segment_bytes: 1 << 20,
+        ..config.wal
     };
     config.checkpoint_bytes = 2 << 20;
     config.checkpoint_min_gap = std::time::Duration::ZERO;

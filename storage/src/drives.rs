@@ -14,6 +14,11 @@ use crate::erasure::{ErasureCode, ReedSolomon};
 use crate::error::{StorageError, StorageResult};
 
 const FORMAT_FILE: &str = ".eddy-drive.json";
+/// The drive layout this build writes and the newest it reads: the drive format file, the
+/// blob shard files and the log segments as `docs/format.md` describes them. A build that
+/// changes any of them in a way older builds would misread bumps it, so an older build
+/// refuses the drives at start instead of misreading them.
+pub const DRIVE_FORMAT: u32 = 1;
 
 /// Which drives and which code.
 #[derive(Debug, Clone)]
@@ -117,8 +122,11 @@ impl DriveSet {
             )));
         }
         let code = Arc::new(ReedSolomon::new(k, m)?);
-        let formats: Vec<Option<DriveFormat>> =
-            config.drives.iter().map(|p| read_format(p)).collect();
+        let formats: Vec<Option<DriveFormat>> = config
+            .drives
+            .iter()
+            .map(|p| read_format(p))
+            .collect::<StorageResult<_>>()?;
         let set_id = match formats.iter().flatten().next() {
             Some(f) => f.set.clone(),
             None => {
@@ -187,7 +195,7 @@ impl DriveSet {
     pub fn format_missing(&self) -> StorageResult<Vec<usize>> {
         let mut formatted = Vec::new();
         for d in &self.drives {
-            if !d.is_online() || read_format(&d.path).is_none() {
+            if !d.is_online() || read_format(&d.path)?.is_none() {
                 write_format(&d.path, &self.set_id, d.index, self.k(), self.m())?;
                 d.online.store(true, Ordering::Relaxed);
                 formatted.push(d.index);
@@ -256,15 +264,30 @@ impl DriveSet {
     }
 }
 
-fn read_format(path: &Path) -> Option<DriveFormat> {
-    let bytes = fs::read(path.join(FORMAT_FILE)).ok()?;
-    serde_json::from_slice(&bytes).ok()
+/// The drive's format file: `None` when it has none or an unreadable one (a drive to
+/// format, or to heal), an error when it names a layout newer than [`DRIVE_FORMAT`].
+fn read_format(path: &Path) -> StorageResult<Option<DriveFormat>> {
+    let Ok(bytes) = fs::read(path.join(FORMAT_FILE)) else {
+        return Ok(None);
+    };
+    // The version is checked before the rest: a newer layout may change the other fields.
+    let version = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .ok()
+        .and_then(|v| v.get("format").and_then(serde_json::Value::as_u64));
+    if let Some(found) = version.filter(|v| *v > DRIVE_FORMAT as u64) {
+        return Err(StorageError::Format {
+            what: format!("drive {}", path.display()),
+            found: u32::try_from(found).unwrap_or(u32::MAX),
+            newest: DRIVE_FORMAT,
+        });
+    }
+    Ok(serde_json::from_slice(&bytes).ok())
 }
 
 fn write_format(path: &Path, set: &str, index: usize, k: usize, m: usize) -> StorageResult<()> {
     fs::create_dir_all(path).map_err(|e| StorageError::io("create drive", path, e))?;
     let format = DriveFormat {
-        format: 1,
+        format: DRIVE_FORMAT,
         set: set.to_string(),
         index,
         k,

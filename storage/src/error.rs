@@ -72,6 +72,19 @@ pub enum StorageError {
     /// The erasure codec refused its input.
     #[error("erasure codec: {0}")]
     Codec(String),
+    /// Data written in a format newer than this build reads: refused, never misread or
+    /// rewritten.
+    #[error(
+        "{what} is format {found}, but this build reads formats up to {newest}: the data was written by a newer Eddy"
+    )]
+    Format {
+        /// Which encoding (the log frame layout, a drive's format file, ...).
+        what: String,
+        /// The version found.
+        found: u32,
+        /// The newest version this build reads.
+        newest: u32,
+    },
     /// The storage is shutting down.
     #[error("storage is closed")]
     Closed,

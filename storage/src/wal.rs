@@ -4,8 +4,8 @@
 //!
 //! Segments are named by their first LSN and rotated for every drive at once, so a
 //! segment's frames on different drives cover the same LSNs at the same offsets. A frame
-//! is a checksummed header (LSN, payload length), the shard, and one checksum per 64 KiB
-//! chunk of the shard, so a small range of a record can be read and verified without
+//! is a checksummed header (layout version, LSN, payload length, the payload's format as
+//! the log's user names it), the shard, and one checksum per 64 KiB chunk of the shard, so a small range of a record can be read and verified without
 //! reading its whole shard ([`WalReader`]). Recovery decodes each LSN from any `k` good
 //! frames and stops at the first LSN that has fewer (a torn tail: that record was never
 //! acknowledged).
@@ -26,6 +26,14 @@ use crate::error::{StorageError, StorageResult};
 
 const FRAME_MAGIC: &[u8; 4] = b"EWAL";
 const FRAME_HEADER: usize = 32;
+/// Frame layout 1 (builds up to 2026-11-30): `[EWAL][1 u16][shard u16][lsn u64]
+/// [payload len u64][checksum u64]`; its payloads are format 1.
+const FRAME_V1: u16 = 1;
+/// Frame layout 2: `[EWAL][2 u16][shard u16][lsn u64][payload len u32][payload format u16]
+/// [0 u16][checksum u64]`: the same 32 bytes, with the payload's format in it.
+const FRAME_V2: u16 = 2;
+/// The newest frame layout this build reads, and the one it writes.
+pub const FRAME_VERSION: u16 = FRAME_V2;
 /// Bytes of shard covered by one checksum.
 const CHUNK: usize = 64 * 1024;
 
@@ -57,12 +65,17 @@ pub struct LogPosition {
 pub struct WalConfig {
     /// Payload bytes after which a new segment starts.
     pub segment_bytes: u64,
+    /// The format of the payloads this writer appends, stored in every frame and handed
+    /// back with each [`Record`]; what it means is the log user's business (the catalog's
+    /// record formats). Frames of layout 1 carry none and read back as format 1.
+    pub payload_format: u16,
 }
 
 impl Default for WalConfig {
     fn default() -> Self {
         Self {
             segment_bytes: 64 << 20,
+            payload_format: 1,
         }
     }
 }
@@ -75,16 +88,71 @@ fn wal_dir(root: &Path) -> PathBuf {
     root.join("wal")
 }
 
-fn frame_header(shard_index: usize, lsn: u64, payload_len: u64) -> [u8; FRAME_HEADER] {
+fn frame_header(shard_index: usize, lsn: u64, payload_len: u32, format: u16) -> [u8; FRAME_HEADER] {
     let mut h = [0u8; FRAME_HEADER];
     h[..4].copy_from_slice(FRAME_MAGIC);
-    h[4..6].copy_from_slice(&1u16.to_le_bytes());
+    h[4..6].copy_from_slice(&FRAME_V2.to_le_bytes());
     h[6..8].copy_from_slice(&(shard_index as u16).to_le_bytes());
     h[8..16].copy_from_slice(&lsn.to_le_bytes());
-    h[16..24].copy_from_slice(&payload_len.to_le_bytes());
+    h[16..20].copy_from_slice(&payload_len.to_le_bytes());
+    h[20..22].copy_from_slice(&format.to_le_bytes());
     let sum = checksum::bytes(&h[..24]);
     h[24..].copy_from_slice(&sum.to_le_bytes());
     h
+}
+
+/// A frame header that verified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FrameHeader {
+    shard_index: usize,
+    lsn: u64,
+    payload_len: u64,
+    /// The payload's format (1 for layout-1 frames).
+    format: u16,
+}
+
+/// What 32 bytes at a frame position are.
+#[derive(Debug, PartialEq, Eq)]
+enum HeaderRead {
+    /// A frame of a layout this build knows.
+    Frame(FrameHeader),
+    /// A whole, checksummed header of a layout newer than this build: the log was written
+    /// by a newer Eddy and must not be read (or cut back as if torn).
+    Newer(u16),
+    /// No frame: a torn write, the end of the file, or garbage.
+    Torn,
+}
+
+fn parse_header(h: &[u8]) -> HeaderRead {
+    let field = |r: std::ops::Range<usize>| h.get(r).unwrap_or_default();
+    let u16_at = |at: usize| u16::from_le_bytes(field(at..at + 2).try_into().unwrap_or_default());
+    let u64_at = |at: usize| u64::from_le_bytes(field(at..at + 8).try_into().unwrap_or_default());
+    if h.len() < FRAME_HEADER || &h[..4] != FRAME_MAGIC || u64_at(24) != checksum::bytes(&h[..24]) {
+        return HeaderRead::Torn;
+    }
+    let (payload_len, format) = match u16_at(4) {
+        FRAME_V1 => (u64_at(16), 1),
+        FRAME_V2 => (
+            u32::from_le_bytes(field(16..20).try_into().unwrap_or_default()) as u64,
+            u16_at(20),
+        ),
+        newer if newer > FRAME_VERSION => return HeaderRead::Newer(newer),
+        _ => return HeaderRead::Torn,
+    };
+    HeaderRead::Frame(FrameHeader {
+        shard_index: u16_at(6) as usize,
+        lsn: u64_at(8),
+        payload_len,
+        format,
+    })
+}
+
+fn newer_frame(found: u16) -> StorageError {
+    StorageError::Format {
+        what: "log frame layout".into(),
+        found: found as u32,
+        newest: FRAME_VERSION as u32,
+    }
 }
 
 fn chunk_checksum(shard_index: usize, lsn: u64, chunk_index: usize, chunk: &[u8]) -> u64 {
@@ -116,9 +184,9 @@ fn verify_chunks(shard_index: usize, lsn: u64, first: usize, bytes: &[u8], sums:
 }
 
 /// One whole frame (header, shard, checksum), for rewrites by heal.
-fn frame(shard_index: usize, lsn: u64, payload_len: u64, shard: &[u8]) -> Vec<u8> {
+fn frame(shard_index: usize, lsn: u64, payload_len: u32, format: u16, shard: &[u8]) -> Vec<u8> {
     [
-        &frame_header(shard_index, lsn, payload_len)[..],
+        &frame_header(shard_index, lsn, payload_len, format)[..],
         shard,
         &shard_checksums(shard_index, lsn, shard),
     ]
@@ -129,7 +197,8 @@ fn frame(shard_index: usize, lsn: u64, payload_len: u64, shard: &[u8]) -> Vec<u8
 /// per-drive copy).
 struct EncodedRecord {
     lsn: u64,
-    payload_len: u64,
+    payload_len: u32,
+    format: u16,
     /// The payload zero-padded to `k` shards.
     data: Vec<u8>,
     shard_len: usize,
@@ -149,7 +218,7 @@ impl EncodedRecord {
     /// Writes drive `i`'s frame and starts its writeback (see [`Wal::append`]).
     fn write_frame(&self, i: usize, mut f: &File) -> std::io::Result<()> {
         let shard = self.shard(i);
-        f.write_all(&frame_header(i, self.lsn, self.payload_len))?;
+        f.write_all(&frame_header(i, self.lsn, self.payload_len, self.format))?;
         f.write_all(shard)?;
         f.write_all(&shard_checksums(i, self.lsn, shard))?;
         start_writeback(f);
@@ -167,52 +236,63 @@ fn shard_identity(shard_index: usize) -> [u8; 5] {
 struct FrameInfo {
     lsn: u64,
     payload_len: u64,
+    /// The payload's format.
+    format: u16,
     /// End of the whole frame in its segment file.
     end: u64,
     /// The shard, when its checksum verified.
     shard: Option<Vec<u8>>,
 }
 
+/// The frames of one segment file, up to the first unreadable header.
+#[derive(Debug, Default)]
+struct SegmentScan {
+    frames: Vec<FrameInfo>,
+    /// The layout of a whole header that this build does not know, where the scan stopped.
+    newer: Option<u16>,
+}
+
 /// Parses the frames of one segment file until the first unreadable header.
-fn scan_frames(bytes: &[u8], shard_index: usize, k: usize) -> Vec<FrameInfo> {
-    let mut frames = Vec::new();
+fn scan_frames(bytes: &[u8], shard_index: usize, k: usize) -> SegmentScan {
+    let mut scan = SegmentScan::default();
     let mut pos = 0usize;
     while bytes.len() - pos >= FRAME_HEADER {
-        let h = &bytes[pos..pos + FRAME_HEADER];
-        let sum = u64::from_le_bytes(h[24..32].try_into().unwrap_or_default());
-        if &h[..4] != FRAME_MAGIC
-            || sum != checksum::bytes(&h[..24])
-            || u16::from_le_bytes([h[6], h[7]]) as usize != shard_index
-        {
-            break;
-        }
-        let lsn = u64::from_le_bytes(h[8..16].try_into().unwrap_or_default());
-        let payload_len = u64::from_le_bytes(h[16..24].try_into().unwrap_or_default());
-        let Ok(payload) = usize::try_from(payload_len) else {
+        let h = match parse_header(&bytes[pos..pos + FRAME_HEADER]) {
+            HeaderRead::Frame(h) if h.shard_index == shard_index => h,
+            HeaderRead::Newer(v) => {
+                scan.newer = Some(v);
+                break;
+            }
+            _ => break,
+        };
+        let Ok(payload) = usize::try_from(h.payload_len) else {
             break;
         };
         let sl = shard_len(payload, k);
-        let end = pos + FRAME_HEADER + sl + trailer_len(sl);
-        if end > bytes.len() {
+        let Some(end) = (pos + FRAME_HEADER + sl)
+            .checked_add(trailer_len(sl))
+            .filter(|e| *e <= bytes.len())
+        else {
             break;
-        }
+        };
         let shard = &bytes[pos + FRAME_HEADER..pos + FRAME_HEADER + sl];
         let ok = verify_chunks(
             shard_index,
-            lsn,
+            h.lsn,
             0,
             shard,
             &bytes[pos + FRAME_HEADER + sl..end],
         );
-        frames.push(FrameInfo {
-            lsn,
-            payload_len,
+        scan.frames.push(FrameInfo {
+            lsn: h.lsn,
+            payload_len: h.payload_len,
+            format: h.format,
             end: end as u64,
             shard: ok.then(|| shard.to_vec()),
         });
         pos = end;
     }
-    frames
+    scan
 }
 
 fn open_segment(path: &Path) -> std::io::Result<File> {
@@ -246,6 +326,8 @@ pub struct Record {
     pub position: LogPosition,
     /// Its bytes.
     pub payload: Vec<u8>,
+    /// Their format, as [`WalConfig::payload_format`] named it when they were appended.
+    pub format: u16,
 }
 
 impl Wal {
@@ -269,7 +351,7 @@ impl Wal {
                 continue;
             }
             scanned.insert(start);
-            let frames = read_segment_frames(&set, start);
+            let frames = read_segment_frames(&set, start)?;
             let mut by_lsn: BTreeMap<u64, Vec<(usize, &FrameInfo)>> = BTreeMap::new();
             for (drive, fs) in frames.iter().enumerate() {
                 for f in fs {
@@ -298,7 +380,7 @@ impl Wal {
                     continue;
                 }
                 match decode_record(&set, shards) {
-                    Some(payload) => {
+                    Some((payload, format)) => {
                         let position = LogPosition {
                             lsn,
                             segment: start,
@@ -308,6 +390,7 @@ impl Wal {
                             lsn,
                             position,
                             payload,
+                            format,
                         })?;
                         for (drive, f) in shards {
                             keep.insert((*drive, start), f.end);
@@ -443,7 +526,12 @@ impl Wal {
         let position = self.next_position()?;
         let lsn = position.lsn;
         let k = self.set.k();
-        let payload_len = payload.len() as u64;
+        let payload_len = u32::try_from(payload.len()).map_err(|_| {
+            StorageError::Log(format!(
+                "a record of {} bytes is over the 4 GiB a frame holds",
+                payload.len()
+            ))
+        })?;
         let shard_len = shard_len(payload.len(), k);
         // Padded in place: the payload is not copied on its way to the drives.
         let mut data = payload;
@@ -455,6 +543,7 @@ impl Wal {
         let record = EncodedRecord {
             lsn,
             payload_len,
+            format: self.config.payload_format,
             data,
             shard_len,
             parity,
@@ -479,8 +568,8 @@ impl Wal {
         results.extend(written.into_iter().map(|(i, f)| (i, f.sync_data())));
         self.collect(results, "append")?;
         self.next_lsn += 1;
-        self.segment_written += payload_len;
-        self.segment_offset += frame_len(payload_len, k);
+        self.segment_written += payload_len as u64;
+        self.segment_offset += frame_len(payload_len as u64, k);
         Ok(position)
     }
 
@@ -625,11 +714,12 @@ fn read_frame_header(f: &File, shard_index: usize, pos: &LogPosition) -> Option<
     use std::os::unix::fs::FileExt;
     let mut h = [0u8; FRAME_HEADER];
     f.read_exact_at(&mut h, pos.offset).ok()?;
-    let ok = &h[..4] == FRAME_MAGIC
-        && h[24..32] == checksum::bytes(&h[..24]).to_le_bytes()
-        && u16::from_le_bytes([h[6], h[7]]) as usize == shard_index
-        && h[8..16] == pos.lsn.to_le_bytes();
-    ok.then(|| u64::from_le_bytes(h[16..24].try_into().unwrap_or_default()))
+    match parse_header(&h) {
+        HeaderRead::Frame(h) if h.shard_index == shard_index && h.lsn == pos.lsn => {
+            Some(h.payload_len)
+        }
+        _ => None,
+    }
 }
 
 /// Segment starts found on any drive, oldest first.
@@ -653,42 +743,50 @@ fn list_segments(set: &DriveSet) -> Vec<u64> {
     starts.into_iter().collect()
 }
 
-fn read_segment_frames(set: &DriveSet, start: u64) -> Vec<Vec<FrameInfo>> {
+/// Every drive's frames of one segment; fails when any drive's copy holds a frame of a
+/// newer layout.
+fn read_segment_frames(set: &DriveSet, start: u64) -> StorageResult<Vec<Vec<FrameInfo>>> {
     set.drives()
         .iter()
         .map(|d| {
             let path = wal_dir(&d.path).join(segment_name(start));
             let mut bytes = Vec::new();
             match File::open(&path).and_then(|mut f| f.read_to_end(&mut bytes)) {
-                Ok(_) => scan_frames(&bytes, d.index, set.k()),
-                Err(_) => Vec::new(),
+                Ok(_) => {
+                    let scan = scan_frames(&bytes, d.index, set.k());
+                    match scan.newer {
+                        Some(v) => Err(newer_frame(v)),
+                        None => Ok(scan.frames),
+                    }
+                }
+                Err(_) => Ok(Vec::new()),
             }
         })
         .collect()
 }
 
-/// Decodes one record from the frames found for its LSN, or `None` with fewer than `k`
-/// good shards of one agreed length.
-fn decode_record(set: &DriveSet, shards: &[(usize, &FrameInfo)]) -> Option<Vec<u8>> {
+/// Decodes one record (payload and format) from the frames found for its LSN, or `None`
+/// with fewer than `k` good shards of one agreed length and format.
+fn decode_record(set: &DriveSet, shards: &[(usize, &FrameInfo)]) -> Option<(Vec<u8>, u16)> {
     let (k, m) = (set.k(), set.m());
-    let mut lens: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut kinds: BTreeMap<(u64, u16), usize> = BTreeMap::new();
     for (_, f) in shards.iter().filter(|(_, f)| f.shard.is_some()) {
-        *lens.entry(f.payload_len).or_default() += 1;
+        *kinds.entry((f.payload_len, f.format)).or_default() += 1;
     }
-    let (&payload_len, &count) = lens.iter().max_by_key(|(_, c)| **c)?;
+    let (&(payload_len, format), &count) = kinds.iter().max_by_key(|(_, c)| **c)?;
     if count < k {
         return None;
     }
     let mut slots: Vec<Option<Vec<u8>>> = vec![None; k + m];
     for (drive, f) in shards {
-        if f.payload_len == payload_len && *drive < k + m {
+        if (f.payload_len, f.format) == (payload_len, format) && *drive < k + m {
             slots[*drive] = f.shard.clone();
         }
     }
     set.code().reconstruct(&mut slots).ok()?;
     let mut payload: Vec<u8> = slots.into_iter().take(k).flatten().flatten().collect();
     payload.truncate(payload_len as usize);
-    Some(payload)
+    Some((payload, format))
 }
 
 /// Cuts every drive's copy of the scanned segments back to the recovered end: frames past
@@ -756,14 +854,14 @@ pub fn heal(set: &DriveSet, include_last: bool) -> StorageResult<WalHealReport> 
     };
     for &start in &segments[..sealed] {
         report.segments += 1;
-        let frames = read_segment_frames(set, start);
+        let frames = read_segment_frames(set, start)?;
         let mut by_lsn: BTreeMap<u64, Vec<(usize, &FrameInfo)>> = BTreeMap::new();
         for (drive, fs) in frames.iter().enumerate() {
             for f in fs {
                 by_lsn.entry(f.lsn).or_default().push((drive, f));
             }
         }
-        let records: Vec<(u64, Vec<u8>)> = by_lsn
+        let records: Vec<(u64, (Vec<u8>, u16))> = by_lsn
             .iter()
             .map_while(|(lsn, shards)| decode_record(set, shards).map(|p| (*lsn, p)))
             .collect();
@@ -779,7 +877,8 @@ pub fn heal(set: &DriveSet, include_last: bool) -> StorageResult<WalHealReport> 
                 continue;
             }
             let mut bytes = Vec::new();
-            for (lsn, payload) in &records {
+            // Rewritten frames take the current layout; the payload keeps its format.
+            for (lsn, (payload, format)) in &records {
                 let data = split(payload, k);
                 let shard = if d.index < k {
                     data[d.index].clone()
@@ -787,7 +886,9 @@ pub fn heal(set: &DriveSet, include_last: bool) -> StorageResult<WalHealReport> 
                     let refs: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
                     set.code().encode(&refs)?.swap_remove(d.index - k)
                 };
-                bytes.extend_from_slice(&frame(d.index, *lsn, payload.len() as u64, &shard));
+                let len = u32::try_from(payload.len())
+                    .map_err(|_| StorageError::Log(format!("record {lsn} is over 4 GiB")))?;
+                bytes.extend_from_slice(&frame(d.index, *lsn, len, *format, &shard));
             }
             crate::drives::write_durable(&wal_dir(&d.path).join(segment_name(start)), &bytes)?;
             report.rewritten += 1;
@@ -804,7 +905,11 @@ mod tests {
     fn open(dir: &Path, from: u64) -> (Wal, Vec<(u64, Vec<u8>)>) {
         let set = Arc::new(DriveSet::open(&DriveSetConfig::under(dir, 4, 2)).unwrap());
         let mut got = Vec::new();
-        let wal = Wal::open(set, WalConfig { segment_bytes: 500 }, from, |r| {
+        let config = WalConfig {
+            segment_bytes: 500,
+            ..WalConfig::default()
+        };
+        let wal = Wal::open(set, config, from, |r| {
             got.push((r.lsn, r.payload));
             Ok(())
         })
@@ -907,7 +1012,7 @@ mod tests {
                 .path()
                 .join(format!("drive-{d}/wal/{}", segment_name(1)));
             let bytes = fs::read(&path).unwrap();
-            let frames = scan_frames(&bytes, d, 4);
+            let frames = scan_frames(&bytes, d, 4).frames;
             fs::write(&path, &bytes[..frames[1].end as usize + 10]).unwrap();
         }
         let (mut wal, got) = open(dir.path(), 1);
@@ -945,6 +1050,142 @@ mod tests {
         assert_eq!(got.len(), 20);
         for (lsn, p) in &got {
             assert_eq!(p, &payload(*lsn));
+        }
+    }
+
+    /// A frame of layout 1, as the builds up to 2026-11-30 wrote it.
+    fn v1_frame(shard_index: usize, lsn: u64, payload_len: u64, shard: &[u8]) -> Vec<u8> {
+        let mut h = [0u8; FRAME_HEADER];
+        h[..4].copy_from_slice(FRAME_MAGIC);
+        h[4..6].copy_from_slice(&1u16.to_le_bytes());
+        h[6..8].copy_from_slice(&(shard_index as u16).to_le_bytes());
+        h[8..16].copy_from_slice(&lsn.to_le_bytes());
+        h[16..24].copy_from_slice(&payload_len.to_le_bytes());
+        let sum = checksum::bytes(&h[..24]);
+        h[24..].copy_from_slice(&sum.to_le_bytes());
+        [&h[..], shard, &shard_checksums(shard_index, lsn, shard)].concat()
+    }
+
+    /// Writes records 1..=n as layout-1 frames into segment 1 of every drive.
+    fn write_v1_log(dir: &Path, n: u64) {
+        let set = DriveSet::open(&DriveSetConfig::under(dir, 4, 2)).unwrap();
+        for d in set.drives() {
+            let mut bytes = Vec::new();
+            for lsn in 1..=n {
+                let p = payload(lsn);
+                let data = split(&p, 4);
+                let refs: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
+                let parity = set.code().encode(&refs).unwrap();
+                let shard = if d.index < 4 {
+                    &data[d.index]
+                } else {
+                    &parity[d.index - 4]
+                };
+                bytes.extend(v1_frame(d.index, lsn, p.len() as u64, shard));
+            }
+            fs::create_dir_all(wal_dir(&d.path)).unwrap();
+            fs::write(wal_dir(&d.path).join(segment_name(1)), bytes).unwrap();
+        }
+    }
+
+    #[test]
+    fn layout_1_frames_read_back_as_format_1_and_the_log_continues_in_layout_2() {
+        let dir = tempfile::tempdir().unwrap();
+        write_v1_log(dir.path(), 5);
+        let set = Arc::new(DriveSet::open(&DriveSetConfig::under(dir.path(), 4, 2)).unwrap());
+        let config = WalConfig {
+            payload_format: 7,
+            ..WalConfig::default()
+        };
+        let mut got = Vec::new();
+        let mut wal = Wal::open(set.clone(), config, 1, |r| {
+            got.push((r.lsn, r.format, r.payload));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(got.len(), 5);
+        for (lsn, format, p) in &got {
+            assert_eq!((*format, p), (1, &payload(*lsn)));
+        }
+        let pos = wal.append(b"after the upgrade".to_vec()).unwrap();
+        assert_eq!(pos.lsn, 6);
+        // Ranged reads work on both layouts.
+        let reader = wal.reader();
+        let third = payload(3);
+        assert_eq!(
+            reader.read(&positions(&got)[2], 2, 10).unwrap(),
+            third[2..12].to_vec()
+        );
+        assert_eq!(reader.read(&pos, 6, 3).unwrap(), b"the".to_vec());
+        drop(wal);
+        let mut formats = Vec::new();
+        Wal::open(set, config, 1, |r| {
+            formats.push(r.format);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(formats, vec![1, 1, 1, 1, 1, 7]);
+    }
+
+    /// Positions of records replayed from segment 1, computed from their lengths.
+    fn positions(got: &[(u64, u16, Vec<u8>)]) -> Vec<LogPosition> {
+        let mut offset = 0;
+        got.iter()
+            .map(|(lsn, _, p)| {
+                let pos = LogPosition {
+                    lsn: *lsn,
+                    segment: 1,
+                    offset,
+                };
+                offset += frame_len(p.len() as u64, 4);
+                pos
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_newer_frame_layout_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut wal, _) = open(dir.path(), 1);
+        for i in 1..=3 {
+            wal.append(payload(i)).unwrap();
+        }
+        drop(wal);
+        // Record 3's frames on every drive claim a layout from the future.
+        let mut before = Vec::new();
+        for d in 0..6 {
+            let path = dir
+                .path()
+                .join(format!("drive-{d}/wal/{}", segment_name(1)));
+            let mut bytes = fs::read(&path).unwrap();
+            let at = scan_frames(&bytes, d, 4).frames[1].end as usize;
+            bytes[at + 4..at + 6].copy_from_slice(&9u16.to_le_bytes());
+            let sum = checksum::bytes(&bytes[at..at + 24]);
+            bytes[at + 24..at + 32].copy_from_slice(&sum.to_le_bytes());
+            fs::write(&path, &bytes).unwrap();
+            before.push(bytes);
+        }
+        let set = Arc::new(DriveSet::open(&DriveSetConfig::under(dir.path(), 4, 2)).unwrap());
+        let err = Wal::open(set.clone(), WalConfig::default(), 1, |_| Ok(()))
+            .err()
+            .expect("a newer layout must be refused");
+        assert!(
+            matches!(
+                err,
+                StorageError::Format {
+                    found: 9,
+                    newest: 2,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(heal(&set, true).is_err(), "heal must not rewrite it either");
+        for (d, bytes) in before.iter().enumerate() {
+            let path = dir
+                .path()
+                .join(format!("drive-{d}/wal/{}", segment_name(1)));
+            assert_eq!(&fs::read(&path).unwrap(), bytes, "drive {d} was rewritten");
         }
     }
 }

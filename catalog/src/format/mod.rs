@@ -1,0 +1,119 @@
+//! The catalog's persistent encodings and their versions (`docs/format.md` describes them
+//! byte by byte). Three things are versioned here:
+//!
+//! - **log record payloads**: the log frame names each record's format
+//!   ([`RECORD_FORMAT`] is written, every format up to [`NEWEST_RECORD_FORMAT`] is read);
+//! - **store values**: the embedded store keeps its format in its `meta` table
+//!   ([`STORE_FORMAT_KEY`]; a store without the key is format 1), and a checkpoint, being
+//!   a dump of the store, carries it in the same entry;
+//! - **checkpoint dumps**: the digit of the dump's magic ([`CHECKPOINT_LAYOUT`]).
+//!
+//! Each released format's types are frozen in their own module ([`v1`]) and converted to
+//! and from the live types; the live types are never encoded directly, so changing them
+//! never changes what stored bytes mean. A format this build does not know is refused
+//! with [`CatalogError::Format`], naming both versions, before anything is written.
+
+pub mod v1;
+
+use crate::checkpoint::CheckpointPointer;
+use crate::error::{CatalogError, CatalogResult};
+use crate::model::{
+    BucketRecord, GroupRecord, ObjectVersion, OffsetRecord, PartRecord, PartitionState,
+    ProducerState, TopicRecord, TopicTable, UploadRecord,
+};
+
+/// The log record payload format this build writes.
+pub const RECORD_FORMAT: u16 = 1;
+/// The newest log record payload format this build reads (it reads every older one).
+pub const NEWEST_RECORD_FORMAT: u16 = 1;
+/// The store value format this build writes and the newest it reads.
+pub const STORE_FORMAT: u64 = 1;
+/// `meta` key of the store's value format (u64, big-endian, like the other counters).
+pub const STORE_FORMAT_KEY: &[u8] = b"store_format";
+/// The checkpoint dump layout this build writes and the newest it reads: the last byte of
+/// the dump's magic, `EDDYCKP1`.
+pub const CHECKPOINT_LAYOUT: u8 = b'1';
+
+/// A value kept in the embedded store (and so in checkpoints), in the store's format.
+pub trait Stored: Sized {
+    /// Its bytes in [`STORE_FORMAT`].
+    fn encode(&self) -> CatalogResult<Vec<u8>>;
+    /// Reads bytes of [`STORE_FORMAT`] (a store of an older format is migrated when it
+    /// is opened, so values are always in the current one).
+    fn decode(bytes: &[u8]) -> CatalogResult<Self>;
+}
+
+/// Stores a live type as its frozen format-1 twin.
+macro_rules! stored_as_v1 {
+    ($($live:ty => $frozen:ty),* $(,)?) => {
+        $(
+            impl Stored for $live {
+                fn encode(&self) -> CatalogResult<Vec<u8>> {
+                    Ok(postcard::to_stdvec(&<$frozen>::from(self.clone()))?)
+                }
+                fn decode(bytes: &[u8]) -> CatalogResult<Self> {
+                    Ok(postcard::from_bytes::<$frozen>(bytes)?.into())
+                }
+            }
+        )*
+    };
+}
+
+stored_as_v1!(
+    BucketRecord => v1::BucketRecord,
+    ObjectVersion => v1::ObjectVersion,
+    UploadRecord => v1::UploadRecord,
+    PartRecord => v1::PartRecord,
+    TopicRecord => v1::TopicRecord,
+    PartitionState => v1::PartitionState,
+    ProducerState => v1::ProducerState,
+    OffsetRecord => v1::OffsetRecord,
+    GroupRecord => v1::GroupRecord,
+    TopicTable => v1::TopicTable,
+    CheckpointPointer => v1::CheckpointPointer,
+);
+
+/// Checks a store (or checkpoint) value format found on disk: `Ok` when this build reads
+/// it.
+pub fn check_store_format(found: u64) -> CatalogResult<()> {
+    match found {
+        1..=STORE_FORMAT => Ok(()),
+        0 => Err(CatalogError::Corrupt("store format 0".into())),
+        _ => Err(CatalogError::Format {
+            what: "catalog store".into(),
+            found,
+            newest: STORE_FORMAT,
+        }),
+    }
+}
+
+/// Checks a log record's payload format.
+pub fn check_record_format(lsn: u64, found: u16) -> CatalogResult<()> {
+    match found {
+        1..=NEWEST_RECORD_FORMAT => Ok(()),
+        0 => Err(CatalogError::Corrupt(format!("log record {lsn}: format 0"))),
+        _ => Err(CatalogError::Format {
+            what: format!("log record {lsn}"),
+            found: found.into(),
+            newest: NEWEST_RECORD_FORMAT.into(),
+        }),
+    }
+}
+
+/// Checks a checkpoint's magic: `EDDYCKP` and the layout digit.
+pub fn check_checkpoint_magic(magic: &[u8]) -> CatalogResult<()> {
+    match magic.split_last() {
+        Some((&CHECKPOINT_LAYOUT, b"EDDYCKP")) => Ok(()),
+        Some((&digit, b"EDDYCKP")) if digit.is_ascii_digit() && digit > CHECKPOINT_LAYOUT => {
+            Err(CatalogError::Format {
+                what: "checkpoint".into(),
+                found: (digit - b'0').into(),
+                newest: (CHECKPOINT_LAYOUT - b'0').into(),
+            })
+        }
+        _ => Err(CatalogError::Corrupt("checkpoint magic".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,336 @@
+// One value of every stored type and every op variant, built from the live types. The
+// same text compiles against the build of 2026-11-30, which is how `v1.golden` was made:
+// its bytes are what that build wrote for these values (see `tests.rs`).
+
+use std::collections::BTreeMap;
+
+use crate::model::{
+    BucketRecord, GroupRecord, ObjectData, ObjectVersion, OffsetRecord, PartRecord,
+    PartitionState, ProducerState, TopicRecord, TopicTable, UploadRecord, Versioning,
+};
+use crate::txn::{Op, ProducerBatch};
+
+fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+fn blob(id: u128, len: u64) -> storage::BlobMeta {
+    storage::BlobMeta {
+        id: storage::BlobId(id),
+        len,
+    }
+}
+
+fn sample_bucket() -> BucketRecord {
+    BucketRecord {
+        name: "photos".into(),
+        owner: "eddyadmin".into(),
+        created_ms: 1_764_500_000_123,
+        versioning: Versioning::Suspended,
+        tags: map(&[("team", "eddy"), ("cost", "7")]),
+        settings: [("notification".to_string(), b"{\"a\":1}".to_vec())].into(),
+    }
+}
+
+fn sample_version() -> ObjectVersion {
+    ObjectVersion {
+        version_id: "0000000000000042-abc".into(),
+        delete_marker: false,
+        size: 5_242_880 + 100,
+        etag: "0123456789abcdef0123456789abcdef-2".into(),
+        last_modified_ms: 1_764_500_001_000,
+        data: ObjectData::Blobs(vec![blob(u128::MAX - 5, 5_242_880), blob(7, 100)]),
+        metadata: map(&[("content-type", "image/png"), ("x-amz-meta-a", "b")]),
+        tags: map(&[("k", "v")]),
+        checksums: map(&[("CRC32C", "AAAAAA==")]),
+        parts: vec![5_242_880, 100],
+    }
+}
+
+fn sample_inline_version() -> ObjectVersion {
+    ObjectVersion {
+        version_id: "null".into(),
+        delete_marker: false,
+        size: 3,
+        etag: "acbd18db4cc2f85cedef654fccc4a4d8".into(),
+        last_modified_ms: -1,
+        data: ObjectData::Inline(b"foo".to_vec()),
+        metadata: BTreeMap::new(),
+        tags: BTreeMap::new(),
+        checksums: BTreeMap::new(),
+        parts: Vec::new(),
+    }
+}
+
+fn sample_upload() -> UploadRecord {
+    UploadRecord {
+        upload_id: "upload-1".into(),
+        bucket: "photos".into(),
+        key: "big.bin".into(),
+        owner: "alice".into(),
+        initiated_ms: 1_764_500_002_000,
+        metadata: map(&[("content-type", "application/octet-stream")]),
+        tags: map(&[("t", "1")]),
+        checksum_algorithm: Some("SHA256".into()),
+        checksum_type: None,
+    }
+}
+
+fn sample_part() -> PartRecord {
+    PartRecord {
+        part_number: 10_000,
+        etag: "ffffffffffffffffffffffffffffffff".into(),
+        size: 5_242_880,
+        last_modified_ms: 1_764_500_003_000,
+        blob: blob(1 << 100, 5_242_880),
+        checksums: map(&[("SHA256", "x")]),
+    }
+}
+
+fn sample_topic() -> TopicRecord {
+    TopicRecord {
+        name: "orders".into(),
+        id: 0x0123_4567_89ab_cdef_0123_4567_89ab_cdef,
+        partitions: 12,
+        configs: map(&[("cleanup.policy", "compact"), ("retention.ms", "-1")]),
+        created_ms: 1_764_500_004_000,
+    }
+}
+
+fn sample_partition() -> PartitionState {
+    PartitionState {
+        next_offset: 1_000_000,
+        log_start_offset: 17,
+        bytes: 123_456_789,
+    }
+}
+
+fn sample_producer() -> ProducerState {
+    ProducerState {
+        epoch: 3,
+        recent: vec![(0, 9, 100), (10, 19, 110), (i32::MAX - 1, 0, u64::MAX)],
+    }
+}
+
+fn sample_offset() -> OffsetRecord {
+    OffsetRecord {
+        offset: 42,
+        leader_epoch: -1,
+        metadata: Some("seventeen".into()),
+        commit_ms: 1_764_500_005_000,
+    }
+}
+
+fn sample_group() -> GroupRecord {
+    GroupRecord {
+        name: "readers".into(),
+        state: vec![1, 2, 3, 0, 255],
+    }
+}
+
+fn sample_table() -> TopicTable {
+    TopicTable {
+        topic_id: 99,
+        generation: 4,
+        bucket: "kafka".into(),
+        prefix: "kafka_topics/orders-63/".into(),
+        metadata_location: "s3://kafka/kafka_topics/orders-63/metadata/00004.metadata.json".into(),
+        tabled: vec![10, 0, 3],
+        start: vec![0, 0, 1],
+    }
+}
+
+fn sample_producer_batch() -> ProducerBatch {
+    ProducerBatch {
+        producer_id: 1000,
+        epoch: 0,
+        first_sequence: 5,
+        last_sequence: 9,
+    }
+}
+
+/// Every live op variant once (format 1's legacy `UpdateBucket` is not a live op).
+fn sample_ops() -> Vec<(&'static str, Op)> {
+    vec![
+        ("CreateBucket", Op::CreateBucket(sample_bucket())),
+        ("DeleteBucket", Op::DeleteBucket { name: "old".into() }),
+        (
+            "PutObject",
+            Op::PutObject {
+                bucket: "photos".into(),
+                key: "a/b.png".into(),
+                version: sample_version(),
+                replace_null: true,
+            },
+        ),
+        (
+            "PutObjectInline",
+            Op::PutObject {
+                bucket: "photos".into(),
+                key: "tiny".into(),
+                version: sample_inline_version(),
+                replace_null: false,
+            },
+        ),
+        (
+            "SetObjectTags",
+            Op::SetObjectTags {
+                bucket: "photos".into(),
+                key: "a/b.png".into(),
+                version_id: Some("v1".into()),
+                tags: map(&[("x", "y")]),
+            },
+        ),
+        (
+            "DeleteObjectVersion",
+            Op::DeleteObjectVersion {
+                bucket: "photos".into(),
+                key: "a/b.png".into(),
+                version_id: "v0".into(),
+            },
+        ),
+        (
+            "ExpectEtag",
+            Op::ExpectEtag {
+                bucket: "photos".into(),
+                key: "a/b.png".into(),
+                etag: None,
+            },
+        ),
+        ("CreateTopic", Op::CreateTopic(sample_topic())),
+        ("UpdateTopic", Op::UpdateTopic(sample_topic())),
+        ("DeleteTopic", Op::DeleteTopic { name: "gone".into() }),
+        (
+            "Append",
+            Op::Append {
+                topic_id: 99,
+                partition: 2,
+                offset_count: 10,
+                max_timestamp: 1_764_500_006_000,
+                batch: bytes::Bytes::from_static(b"batch bytes are in the data section"),
+                producer: Some(sample_producer_batch()),
+            },
+        ),
+        (
+            "AppendPlain",
+            Op::Append {
+                topic_id: 99,
+                partition: 0,
+                offset_count: 1,
+                max_timestamp: -1,
+                batch: bytes::Bytes::from_static(b"x"),
+                producer: None,
+            },
+        ),
+        (
+            "TruncateBefore",
+            Op::TruncateBefore {
+                topic_id: 99,
+                partition: 1,
+                offset: 77,
+            },
+        ),
+        (
+            "CommitOffset",
+            Op::CommitOffset {
+                group: "readers".into(),
+                topic: "orders".into(),
+                partition: 3,
+                offset: sample_offset(),
+            },
+        ),
+        (
+            "DeleteOffset",
+            Op::DeleteOffset {
+                group: "readers".into(),
+                topic: "orders".into(),
+                partition: 3,
+            },
+        ),
+        ("PutGroup", Op::PutGroup(sample_group())),
+        ("DeleteGroup", Op::DeleteGroup { name: "readers".into() }),
+        ("CreateUpload", Op::CreateUpload(sample_upload())),
+        (
+            "PutPart",
+            Op::PutPart {
+                bucket: "photos".into(),
+                key: "big.bin".into(),
+                upload_id: "upload-1".into(),
+                part: sample_part(),
+            },
+        ),
+        (
+            "DeleteUpload",
+            Op::DeleteUpload {
+                bucket: "photos".into(),
+                key: "big.bin".into(),
+                upload_id: "upload-1".into(),
+                keep: vec![blob(5, 6), blob(7, 8)],
+            },
+        ),
+        ("AllocateProducerId", Op::AllocateProducerId),
+        (
+            "PutTopicTable",
+            Op::PutTopicTable {
+                topic: "orders".into(),
+                expected: 3,
+                table: sample_table(),
+            },
+        ),
+        (
+            "ReplaceBucket",
+            Op::ReplaceBucket {
+                expected: sample_bucket(),
+                record: BucketRecord {
+                    versioning: Versioning::Enabled,
+                    ..sample_bucket()
+                },
+            },
+        ),
+    ]
+}
+
+/// The samples as the log and the store hold them: each op as a one-op log record, all
+/// ops in one record, and each stored value.
+fn encoded_samples() -> Vec<(String, Vec<u8>)> {
+    use crate::apply::enc;
+    let record = |ops: Vec<Op>| {
+        let data: Vec<u8> = ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::Append { batch, .. } => Some(batch.to_vec()),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        crate::record::encode(data, &[&crate::txn::Transaction::new(ops)]).unwrap()
+    };
+    let mut out = Vec::new();
+    for (name, op) in sample_ops() {
+        out.push((format!("record {name}"), record(vec![op])));
+    }
+    let all = sample_ops().into_iter().map(|(_, op)| op).collect();
+    out.push(("record all".into(), record(all)));
+    let pointer = crate::checkpoint::CheckpointPointer {
+        lsn: 12_345,
+        blob: blob(3, 4),
+    };
+    let values = [
+        ("BucketRecord", enc(&sample_bucket())),
+        ("ObjectVersion", enc(&sample_version())),
+        ("ObjectVersionInline", enc(&sample_inline_version())),
+        ("UploadRecord", enc(&sample_upload())),
+        ("PartRecord", enc(&sample_part())),
+        ("TopicRecord", enc(&sample_topic())),
+        ("PartitionState", enc(&sample_partition())),
+        ("ProducerState", enc(&sample_producer())),
+        ("OffsetRecord", enc(&sample_offset())),
+        ("GroupRecord", enc(&sample_group())),
+        ("TopicTable", enc(&sample_table())),
+        ("CheckpointPointer", enc(&pointer)),
+    ];
+    for (name, bytes) in values {
+        out.push((format!("value {name}"), bytes.unwrap()));
+    }
+    out
+}

@@ -1,0 +1,230 @@
+//! Format 1 is frozen: this build writes, byte for byte, what the build of 2026-11-30
+//! wrote for the same values, and reads those bytes back into the same live values.
+//! `v1.golden` holds that build's bytes: `samples.rs` compiled against it (commit c8a8f6c)
+//! printed them. Refusals of newer formats, and what adding a field later looks like.
+
+use super::*;
+use crate::apply::dec;
+use crate::txn::Transaction;
+
+include!("samples.rs");
+
+/// `v1.golden` as (name, bytes).
+fn golden() -> Vec<(String, Vec<u8>)> {
+    include_str!("v1.golden")
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let (name, hex) = l.rsplit_once(' ').expect("name and hex");
+            let bytes = (0..hex.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+                .collect();
+            (name.to_string(), bytes)
+        })
+        .collect()
+}
+
+fn golden_bytes(name: &str) -> Vec<u8> {
+    golden()
+        .into_iter()
+        .find(|(n, _)| n == name)
+        .unwrap_or_else(|| panic!("{name} is not in v1.golden"))
+        .1
+}
+
+#[test]
+fn this_build_writes_format_1_byte_for_byte() {
+    let golden = golden();
+    for (name, bytes) in encoded_samples() {
+        let want = golden
+            .iter()
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("{name} is not in v1.golden"));
+        assert_eq!(bytes, want.1, "{name} no longer encodes as format 1");
+    }
+}
+
+#[test]
+fn format_1_records_decode_into_the_live_ops() {
+    for (name, op) in sample_ops() {
+        let txns = crate::record::decode(1, 1, golden_bytes(&format!("record {name}"))).unwrap();
+        assert_eq!(txns, vec![Transaction::new(vec![op])], "{name}");
+    }
+    let all: Vec<Op> = sample_ops().into_iter().map(|(_, op)| op).collect();
+    let txns = crate::record::decode(1, 1, golden_bytes("record all")).unwrap();
+    assert_eq!(txns, vec![Transaction::new(all)]);
+}
+
+#[test]
+fn format_1_update_bucket_replays_as_a_replace_of_the_same_record() {
+    let txns = crate::record::decode(1, 1, golden_bytes("record UpdateBucket")).unwrap();
+    assert_eq!(
+        txns,
+        vec![Transaction::new(vec![Op::ReplaceBucket {
+            expected: sample_bucket(),
+            record: sample_bucket(),
+        }])]
+    );
+}
+
+#[test]
+fn format_1_values_decode_into_the_live_records() {
+    assert_eq!(
+        dec::<BucketRecord>(&golden_bytes("value BucketRecord")).unwrap(),
+        sample_bucket()
+    );
+    assert_eq!(
+        dec::<ObjectVersion>(&golden_bytes("value ObjectVersion")).unwrap(),
+        sample_version()
+    );
+    assert_eq!(
+        dec::<ObjectVersion>(&golden_bytes("value ObjectVersionInline")).unwrap(),
+        sample_inline_version()
+    );
+    assert_eq!(
+        dec::<UploadRecord>(&golden_bytes("value UploadRecord")).unwrap(),
+        sample_upload()
+    );
+    assert_eq!(
+        dec::<PartRecord>(&golden_bytes("value PartRecord")).unwrap(),
+        sample_part()
+    );
+    assert_eq!(
+        dec::<TopicRecord>(&golden_bytes("value TopicRecord")).unwrap(),
+        sample_topic()
+    );
+    assert_eq!(
+        dec::<PartitionState>(&golden_bytes("value PartitionState")).unwrap(),
+        sample_partition()
+    );
+    assert_eq!(
+        dec::<ProducerState>(&golden_bytes("value ProducerState")).unwrap(),
+        sample_producer()
+    );
+    assert_eq!(
+        dec::<OffsetRecord>(&golden_bytes("value OffsetRecord")).unwrap(),
+        sample_offset()
+    );
+    assert_eq!(
+        dec::<GroupRecord>(&golden_bytes("value GroupRecord")).unwrap(),
+        sample_group()
+    );
+    assert_eq!(
+        dec::<TopicTable>(&golden_bytes("value TopicTable")).unwrap(),
+        sample_table()
+    );
+    let ptr = dec::<CheckpointPointer>(&golden_bytes("value CheckpointPointer")).unwrap();
+    assert_eq!((ptr.lsn, ptr.blob), (12_345, blob(3, 4)));
+}
+
+#[test]
+fn newer_formats_are_refused_naming_both_versions() {
+    let err = crate::record::decode(9, 2, golden_bytes("record all")).unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            CatalogError::Format {
+                found: 2,
+                newest: 1,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("log record 9 is format 2"),
+        "{err}"
+    );
+    assert!(matches!(
+        check_store_format(2),
+        Err(CatalogError::Format {
+            found: 2,
+            newest: 1,
+            ..
+        })
+    ));
+    assert!(matches!(
+        check_checkpoint_magic(b"EDDYCKP2"),
+        Err(CatalogError::Format {
+            found: 2,
+            newest: 1,
+            ..
+        })
+    ));
+    assert!(check_checkpoint_magic(b"EDDYCKP1").is_ok());
+    assert!(matches!(
+        check_checkpoint_magic(b"NOTACKPT"),
+        Err(CatalogError::Corrupt(_))
+    ));
+    assert!(matches!(
+        check_record_format(1, 0),
+        Err(CatalogError::Corrupt(_))
+    ));
+}
+
+/// What the next format looks like when it adds a field: its own frozen type, converted
+/// from format 1's. A later build reads what this build wrote, with the new field at its
+/// default, and its own records with the field; format 1's bytes keep their meaning.
+mod a_later_format {
+    use serde::{Deserialize, Serialize};
+
+    use super::super::v1;
+
+    /// A format-2 `TopicRecord` with one field more than format 1's.
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    pub struct TopicRecord {
+        pub name: String,
+        pub id: u128,
+        pub partitions: u32,
+        pub configs: std::collections::BTreeMap<String, String>,
+        pub created_ms: i64,
+        pub description: Option<String>,
+    }
+
+    impl From<v1::TopicRecord> for TopicRecord {
+        fn from(v: v1::TopicRecord) -> Self {
+            let v1::TopicRecord {
+                name,
+                id,
+                partitions,
+                configs,
+                created_ms,
+            } = v;
+            Self {
+                name,
+                id,
+                partitions,
+                configs,
+                created_ms,
+                description: None,
+            }
+        }
+    }
+
+    /// The later build's reader: by the format the store or log names.
+    pub fn decode(format: u64, bytes: &[u8]) -> postcard::Result<TopicRecord> {
+        match format {
+            1 => postcard::from_bytes::<v1::TopicRecord>(bytes).map(Into::into),
+            _ => postcard::from_bytes(bytes),
+        }
+    }
+}
+
+#[test]
+fn a_field_added_in_a_later_format_leaves_format_1_data_readable() {
+    let written_now = sample_topic().encode().unwrap();
+    let read_later = a_later_format::decode(1, &written_now).unwrap();
+    assert_eq!(read_later.name, "orders");
+    assert_eq!(read_later.configs, sample_topic().configs);
+    assert_eq!(read_later.description, None);
+    let mut later = read_later;
+    later.description = Some("added in format 2".into());
+    let written_later = postcard::to_stdvec(&later).unwrap();
+    assert_eq!(a_later_format::decode(2, &written_later).unwrap(), later);
+    // The later bytes begin with the earlier ones, and a format-1 reader would take them
+    // without complaint (postcard ignores trailing bytes): only the format number that
+    // every record and store carries tells them apart.
+    assert_eq!(&written_later[..written_now.len()], &written_now[..]);
+    assert!(postcard::from_bytes::<super::v1::TopicRecord>(&written_later).is_ok());
+}

@@ -1,0 +1,261 @@
+"""Upgrades: every fixture data dir under tests/fixtures (written by an earlier build with
+real clients, see make_format_fixture.py) opens with this build, and everything its manifest
+lists reads back with boto3, confluent-kafka and PyIceberg: objects, versions, tags,
+uploads, notification configs, records of every codec, committed offsets and table rows.
+Then the store takes writes, and a restart reads old and new data together. A data dir of a
+newer format is refused with both versions named, and left as it was."""
+
+import hashlib
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from pyiceberg.catalog.rest import RestCatalog
+
+import s3util
+from conftest import ROOT, eddy_bin, new_eddy
+
+FIXTURES = sorted((ROOT / "tests" / "fixtures").glob("format-*/manifest.json"))
+
+
+def test_the_fixtures_are_there():
+    """The upgrade tests cannot be skipped by losing their data."""
+    kinds = {json.loads(m.read_text())["kind"] for m in FIXTURES}
+    assert {"clean", "killed"} <= kinds, FIXTURES
+
+
+def md5(b: bytes) -> str:
+    return hashlib.md5(b).hexdigest()
+
+
+def open_fixture(tmp_path, manifest_path, drop_store):
+    """A copy of the fixture's data dir, served by this build. With `drop_store`, the
+    embedded store file is removed first, so the catalog is rebuilt from the fixture's
+    checkpoint and log."""
+    eddy = new_eddy(tmp_path)
+    shutil.copytree(manifest_path.parent / "data", eddy.data_dir, symlinks=True)
+    if drop_store:
+        stores = list(eddy.data_dir.glob("drive-*/catalog/catalog.redb"))
+        assert stores, "the fixture has a store file"
+        for s in stores:
+            s.unlink()
+    return eddy.start()
+
+
+def read_all(eddy, topic):
+    """Every record of a topic, from offset 0 up to the high watermarks."""
+    c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": "upgrade-reader",
+                  "enable.auto.commit": False})
+    parts = sorted(c.list_topics(topic, timeout=10).topics[topic].partitions)
+    ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
+    c.assign([TopicPartition(topic, p, 0) for p in parts])
+    out = []
+    deadline = time.time() + 60
+    while len(out) < sum(ends.values()):
+        assert time.time() < deadline, f"{topic}: {len(out)} of {sum(ends.values())} records"
+        m = c.poll(0.5)
+        if m is None or m.error():
+            continue
+        out.append(m)
+    c.close()
+    return out, ends
+
+
+def as_manifest(m):
+    def s(x):
+        return None if x is None else x.decode()
+    return {
+        "partition": m.partition(), "offset": m.offset(), "key": s(m.key()), "value": s(m.value()),
+        "headers": [[k, s(v)] for k, v in (m.headers() or [])], "timestamp": m.timestamp()[1],
+    }
+
+
+def check_objects(eddy, manifest):
+    s3 = s3util.client(eddy)
+    for o in manifest["objects"]:
+        got = s3.get_object(Bucket=o["bucket"], Key=o["key"])
+        data = got["Body"].read()
+        assert (len(data), md5(data)) == (o["size"], o["md5"]), o["key"]
+        if "content_type" in o:
+            assert got["ContentType"] == o["content_type"]
+        assert got["Metadata"] == o["metadata"], o["key"]
+        if "etag" in o:
+            assert got["ETag"].strip('"') == o["etag"]
+        tags = s3.get_object_tagging(Bucket=o["bucket"], Key=o["key"])["TagSet"]
+        assert {t["Key"]: t["Value"] for t in tags} == o["tags"], o["key"]
+    for o in manifest.get("absent", []):
+        with pytest.raises(s3util.ClientError) as e:
+            s3.head_object(Bucket=o["bucket"], Key=o["key"])
+        assert s3util.status(e) == 404
+    for name, b in manifest["buckets"].items():
+        assert s3.get_bucket_versioning(Bucket=name).get("Status") == b["versioning"], name
+        if b["tags"]:
+            tags = s3.get_bucket_tagging(Bucket=name)["TagSet"]
+            assert {t["Key"]: t["Value"] for t in tags} == b["tags"]
+    # Versions and delete markers.
+    listed = s3.list_object_versions(Bucket="versioned")
+    got = {(v["Key"], v["VersionId"], False) for v in listed.get("Versions", [])}
+    got |= {(v["Key"], v["VersionId"], True) for v in listed.get("DeleteMarkers", [])}
+    want = {(v["key"], v["version_id"], v["delete_marker"]) for v in manifest["versions"]}
+    assert got == want
+    for v in manifest["versions"]:
+        if v["delete_marker"]:
+            continue
+        data = s3.get_object(Bucket="versioned", Key=v["key"], VersionId=v["version_id"])["Body"].read()
+        assert md5(data) == v["md5"], v
+        tags = s3.get_object_tagging(Bucket="versioned", Key=v["key"], VersionId=v["version_id"])
+        assert {t["Key"]: t["Value"] for t in tags["TagSet"]} == v.get("tags", {}), v
+    # The notification config, and its events.
+    cfg = s3.get_bucket_notification_configuration(Bucket="notified")["TopicConfigurations"]
+    assert [(c["Id"], c["TopicArn"], sorted(c["Events"])) for c in cfg] == [
+        (c["Id"], c["TopicArn"], sorted(c["Events"]))
+        for c in manifest["notification"]["TopicConfigurations"]]
+    events, _ = read_all(eddy, "bucket-events")
+    names = [json.loads(m.value())["Records"][0]["eventName"] for m in events]
+    assert names[:len(manifest["event_names"])] == manifest["event_names"]
+
+
+def check_uploads(eddy, manifest):
+    s3 = s3util.client(eddy)
+    for up in manifest["uploads"]:
+        listed = s3.list_multipart_uploads(Bucket=up["bucket"]).get("Uploads", [])
+        assert [(u["Key"], u["UploadId"]) for u in listed] == [(up["key"], up["upload_id"])]
+        parts = s3.list_parts(Bucket=up["bucket"], Key=up["key"], UploadId=up["upload_id"])["Parts"]
+        assert [(p["PartNumber"], p["ETag"].strip('"'), p["Size"]) for p in parts] == [
+            (p["number"], p["etag"], p["size"]) for p in up["parts"]]
+        # The upload a user started before the upgrade completes after it (with its last
+        # part only: the first is under the 5 MiB minimum for a part that is not last).
+        last = up["parts"][-1]
+        s3.complete_multipart_upload(
+            Bucket=up["bucket"], Key=up["key"], UploadId=up["upload_id"],
+            MultipartUpload={"Parts": [{"PartNumber": last["number"], "ETag": last["etag"]}]})
+        data = s3.get_object(Bucket=up["bucket"], Key=up["key"])["Body"].read()
+        assert md5(data) == last["md5"]
+
+
+def check_topics(eddy, manifest):
+    for topic, records in manifest["topics"].items():
+        got, _ = read_all(eddy, topic)
+        assert sorted((as_manifest(m) for m in got), key=lambda r: (r["partition"], r["offset"])) \
+            == records, topic
+    c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": "fixture-group"})
+    for group, offsets in manifest["offsets"].items():
+        assert group == "fixture-group"
+        got = c.committed([TopicPartition(t, p) for t, p, _, _ in offsets], timeout=10)
+        assert [(g.topic, g.partition, g.offset, g.metadata) for g in got] == \
+            [tuple(o) for o in offsets]
+    c.close()
+
+
+def check_tables(eddy, manifest):
+    cat = RestCatalog(
+        "eddy", uri=f"{eddy.http_url}/iceberg", credential=f"{eddy.access_key}:{eddy.secret_key}",
+        warehouse="kafka", **{"oauth2-server-uri": f"{eddy.http_url}/iceberg/v1/oauth/tokens"})
+    for topic, records in manifest["topics"].items():
+        rows = cat.load_table(("kafka_topics", topic)).scan().to_arrow().to_pylist()
+        got = sorted(
+            (r["partition"], r["offset"], r["key"] and r["key"].decode(),
+             r["value"] and r["value"].decode()) for r in rows)
+        assert got == [(r["partition"], r["offset"], r["key"], r["value"]) for r in records], topic
+
+
+def check_killed(eddy, manifest):
+    k = manifest["killed"]
+    got, _ = read_all(eddy, "under-load")
+    stored = {(m.partition(), m.offset()): m.value().decode() for m in got}
+    for partition, offset, value in k["acked"]:
+        assert stored.get((partition, offset)) == value, (partition, offset)
+    assert set(stored.values()) <= set(k["attempted"]), "records nobody produced"
+    s3 = s3util.client(eddy)
+    present = {}
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket="plain", Prefix="load/"):
+        for o in page.get("Contents", []):
+            present[o["Key"]] = md5(s3.get_object(Bucket="plain", Key=o["Key"])["Body"].read())
+    for o in k["objects_acked"]:
+        assert present.get(o["key"]) == o["md5"], o["key"]
+    attempted = {o["key"]: o["md5"] for o in k["objects_attempted"]}
+    for key, digest in present.items():
+        assert attempted.get(key) == digest, key
+
+
+def check_writes(eddy, manifest):
+    """The upgraded store takes new writes of every kind next to the old data."""
+    s3 = s3util.client(eddy)
+    s3.put_object(Bucket="plain", Key="after-upgrade", Body=b"new" * 20_000)
+    s3.put_object(Bucket="notified", Key="in/after-upgrade", Body=b"event")
+    s3.put_object_tagging(Bucket="plain", Key="size/00000001",
+                          Tagging={"TagSet": [{"Key": "after", "Value": "upgrade"}]})
+    s3.create_bucket(Bucket="new-bucket")
+    topic = "codec-zstd"
+    _, ends = read_all(eddy, topic)
+    p = Producer({"bootstrap.servers": eddy.bootstrap, "enable.idempotence": True,
+                  "compression.type": "zstd"})
+    delivered = []
+    for i in range(20):
+        p.produce(topic, value=f"after-{i}".encode(), partition=i % 2,
+                  on_delivery=lambda err, m: delivered.append((err, m.partition(), m.offset())))
+    assert p.flush(30) == 0
+    assert all(err is None for err, _, _ in delivered)
+    for part in (0, 1):
+        offsets = sorted(o for _, pp, o in delivered if pp == part)
+        assert offsets[0] == ends[part], "offsets continue where the old log ended"
+    return {"topic": topic, "ends": ends, "count": len(delivered)}
+
+
+def check_after_restart(eddy, manifest, written):
+    s3 = s3util.client(eddy)
+    assert s3.get_object(Bucket="plain", Key="after-upgrade")["Body"].read() == b"new" * 20_000
+    tags = s3.get_object_tagging(Bucket="plain", Key="size/00000001")["TagSet"]
+    assert tags == [{"Key": "after", "Value": "upgrade"}]
+    got, ends = read_all(eddy, written["topic"])
+    assert sum(ends.values()) == sum(written["ends"].values()) + written["count"]
+    events, _ = read_all(eddy, "bucket-events")
+    keys = [json.loads(m.value())["Records"][0]["s3"]["object"]["key"] for m in events]
+    assert "in/after-upgrade" in keys
+
+
+@pytest.mark.parametrize("drop_store", [False, True], ids=["store", "rebuilt-from-checkpoint"])
+@pytest.mark.parametrize("manifest_path", FIXTURES, ids=[m.parent.name for m in FIXTURES])
+def test_a_fixture_reads_back_and_takes_writes(tmp_path, manifest_path, drop_store):
+    manifest = json.loads(manifest_path.read_text())
+    eddy = open_fixture(tmp_path, manifest_path, drop_store)
+    try:
+        check_objects(eddy, manifest)
+        check_topics(eddy, manifest)
+        check_tables(eddy, manifest)
+        if manifest["kind"] == "killed":
+            check_killed(eddy, manifest)
+        check_uploads(eddy, manifest)
+        written = check_writes(eddy, manifest)
+        eddy.restart()
+        check_after_restart(eddy, manifest, written)
+    finally:
+        eddy.stop()
+
+
+def tree_digest(root: Path):
+    return {str(p.relative_to(root)): md5(p.read_bytes())
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_newer_drive_format_is_refused_and_left_alone(tmp_path):
+    clean = next(m for m in FIXTURES if json.loads(m.read_text())["kind"] == "clean")
+    data = tmp_path / "data"
+    shutil.copytree(clean.parent / "data", data)
+    for f in data.glob("drive-*/.eddy-drive.json"):
+        fmt = json.loads(f.read_text())
+        fmt["format"] = 2
+        f.write_text(json.dumps(fmt))
+    before = tree_digest(data)
+    eddy = new_eddy(tmp_path)
+    proc = subprocess.run(
+        [eddy_bin(), "serve", "--data-dir", str(data), "--s3-listen", f"127.0.0.1:{eddy.s3_port}",
+         "--http-listen", f"127.0.0.1:{eddy.http_port}", "--kafka-listen", eddy.bootstrap],
+        capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert "is format 2, but this build reads formats up to 1" in proc.stderr, proc.stderr
+    assert tree_digest(data) == before, "a refused data dir must not be written"
