@@ -17,10 +17,13 @@ pub fn handle(ctx: Ctx, req: DeleteRecordsRequest) -> Reply {
     let mut ops = Vec::new();
     let mut plan = Vec::new();
     for t in req.topics {
-        let topic = catalog.topic(&t.name).ok().flatten();
+        let (topic, unreadable) = super::found(catalog.topic(&t.name));
         let mut parts = Vec::new();
         for p in t.partitions {
             let result = match &topic {
+                _ if unreadable.is_some() => {
+                    Err(unreadable.unwrap_or(ResponseError::KafkaStorageError))
+                }
                 Some(topic)
                     if p.partition_index >= 0 && (p.partition_index as u32) < topic.partitions =>
                 {

@@ -27,7 +27,7 @@ fn read_once(ctx: &Ctx, req: &FetchRequest) -> (FetchResponse, usize, bool) {
         } else {
             catalog.topic(&t.topic)
         };
-        let topic = found.ok().flatten();
+        let (topic, unreadable) = super::found(found);
         let mut partitions = Vec::with_capacity(t.partitions.len());
         for p in &t.partitions {
             let mut data = PartitionData::default()
@@ -39,6 +39,9 @@ fn read_once(ctx: &Ctx, req: &FetchRequest) -> (FetchResponse, usize, bool) {
                 .with_aborted_transactions(Some(Vec::new()))
                 .with_records(Some(Bytes::new()));
             let error = (|| {
+                if unreadable.is_some() {
+                    return unreadable;
+                }
                 let Some(topic) = &topic else {
                     return Some(if ctx.version >= 13 {
                         ResponseError::UnknownTopicId

@@ -92,7 +92,7 @@ pub fn handle(ctx: Ctx, req: ListOffsetsRequest) -> Reply {
             req.topics
                 .iter()
                 .map(|t| {
-                    let topic = c.broker.catalog.topic(&t.name).ok().flatten();
+                    let (topic, unreadable) = super::found(c.broker.catalog.topic(&t.name));
                     let partitions = t
                         .partitions
                         .iter()
@@ -102,6 +102,9 @@ pub fn handle(ctx: Ctx, req: ListOffsetsRequest) -> Reply {
                                 .with_offset(-1)
                                 .with_timestamp(-1);
                             let found = match &topic {
+                                _ if unreadable.is_some() => {
+                                    Err(unreadable.unwrap_or(ResponseError::KafkaStorageError))
+                                }
                                 None => Err(ResponseError::UnknownTopicOrPartition),
                                 Some(topic)
                                     if p.partition_index < 0

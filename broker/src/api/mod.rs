@@ -227,3 +227,15 @@ pub fn sb(s: &str) -> kafka_protocol::protocol::StrBytes {
 pub fn topic_name(s: &str) -> kafka_protocol::messages::TopicName {
     kafka_protocol::messages::TopicName(sb(s))
 }
+
+/// Splits a catalog lookup into what was found and, when the catalog could not be read,
+/// the error to answer with: a storage error, never "unknown topic" (which a client
+/// retries as if the topic were still being created).
+pub(crate) fn found<T>(
+    lookup: catalog::CatalogResult<Option<T>>,
+) -> (Option<T>, Option<kafka_protocol::error::ResponseError>) {
+    match lookup {
+        Ok(found) => (found, None),
+        Err(e) => (None, Some(crate::error::from_catalog(&e))),
+    }
+}

@@ -42,7 +42,7 @@ pub fn handle(ctx: Ctx, req: OffsetCommitRequest) -> Reply {
     let now = now_ms();
     let mut plan: Vec<(OffsetCommitResponseTopic, Vec<Result<(), ResponseError>>)> = Vec::new();
     for t in req.topics {
-        let topic = broker.catalog.topic(&t.name).ok().flatten();
+        let (topic, unreadable) = super::found(broker.catalog.topic(&t.name));
         let mut results = Vec::new();
         let mut out = OffsetCommitResponseTopic::default()
             .with_name(t.name.clone())
@@ -50,6 +50,9 @@ pub fn handle(ctx: Ctx, req: OffsetCommitRequest) -> Reply {
         for p in t.partitions {
             let r = match (&checked, &topic) {
                 (Err(e), _) => Err(*e),
+                (Ok(_), _) if unreadable.is_some() => {
+                    Err(unreadable.unwrap_or(ResponseError::KafkaStorageError))
+                }
                 (Ok(_), Some(topic))
                     if p.partition_index >= 0 && (p.partition_index as u32) < topic.partitions =>
                 {

@@ -33,10 +33,13 @@ pub fn handle(ctx: Ctx, req: OffsetDeleteRequest) -> Reply {
     let mut ops = Vec::new();
     let mut plan = Vec::new();
     for t in req.topics {
-        let topic = catalog.topic(&t.name).ok().flatten();
+        let (topic, unreadable) = super::found(catalog.topic(&t.name));
         let mut parts = Vec::new();
         for p in t.partitions {
             let r = match &topic {
+                _ if unreadable.is_some() => {
+                    Err(unreadable.unwrap_or(ResponseError::KafkaStorageError))
+                }
                 _ if subscribed.iter().any(|s| s.as_str() == t.name.as_str()) => {
                     Err(ResponseError::GroupSubscribedToTopic)
                 }

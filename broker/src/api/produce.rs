@@ -132,7 +132,7 @@ pub fn handle(ctx: Ctx, req: ProduceRequest) -> Reply {
         } else {
             catalog.topic(&t.name)
         };
-        let record = found.ok().flatten();
+        let (record, unreadable) = super::found(found);
         let unknown = if ctx.version >= 13 {
             ResponseError::UnknownTopicId
         } else {
@@ -143,9 +143,12 @@ pub fn handle(ctx: Ctx, req: ProduceRequest) -> Reply {
             .into_iter()
             .map(|p| Partition {
                 index: p.index,
-                plan: match &record {
-                    Some(topic) => plan_partition(&ctx, topic, p.index, p.records, &mut ops),
-                    None => Plan::Refused(unknown, None),
+                plan: match (&record, unreadable) {
+                    (_, Some(e)) => Plan::Refused(e, None),
+                    (Some(topic), None) => {
+                        plan_partition(&ctx, topic, p.index, p.records, &mut ops)
+                    }
+                    (None, None) => Plan::Refused(unknown, None),
                 },
             })
             .collect();
