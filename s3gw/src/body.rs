@@ -220,7 +220,9 @@ async fn finish_stream(
 
 /// A response body fed by a blocking reader thread through a small channel.
 pub struct ChannelBody {
-    rx: mpsc::Receiver<Result<Bytes, s3s::StdError>>,
+    /// The chunk read before the response started.
+    first: Option<Bytes>,
+    rx: mpsc::Receiver<StorageResult<Bytes>>,
     remaining: u64,
 }
 
@@ -228,11 +230,21 @@ impl Stream for ChannelBody {
     type Item = Result<Bytes, s3s::StdError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let p = self.rx.poll_recv(cx);
-        if let Poll::Ready(Some(Ok(b))) = &p {
-            self.remaining = self.remaining.saturating_sub(b.len() as u64);
+        let next = match self.first.take() {
+            Some(b) => Poll::Ready(Some(Ok(b))),
+            None => self.rx.poll_recv(cx),
+        };
+        match next {
+            Poll::Ready(Some(Ok(b))) => {
+                self.remaining = self.remaining.saturating_sub(b.len() as u64);
+                Poll::Ready(Some(Ok(b)))
+            }
+            // Past the first chunk the status line is sent: the connection is cut short,
+            // which the client sees against Content-Length.
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(Box::new(e)))),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
         }
-        p
     }
 }
 
@@ -295,14 +307,23 @@ pub fn read_range(
     Ok(())
 }
 
-/// A streaming response body of `start..end` of `data`.
-pub fn response_body(store: &BlobStore, data: &ObjectData, start: u64, end: u64) -> StreamingBlob {
+/// A streaming response body of `start..end` of `data`. Its first chunk is read before
+/// the response starts, so object data that cannot be read is an error response (503 when
+/// too many drives are away, 500 otherwise, with the request id), never a 200 cut short.
+pub async fn response_body(
+    store: &BlobStore,
+    data: &ObjectData,
+    start: u64,
+    end: u64,
+) -> S3Result<StreamingBlob> {
     if let ObjectData::Inline(d) = data {
         let s = (start as usize).min(d.len());
         let e = (end as usize).min(d.len());
-        return StreamingBlob::new(Exact(Some(Bytes::copy_from_slice(&d[s..e]))));
+        return Ok(StreamingBlob::new(Exact(Some(Bytes::copy_from_slice(
+            &d[s..e],
+        )))));
     }
-    let (tx, rx) = mpsc::channel(2);
+    let (tx, mut rx) = mpsc::channel(2);
     let store = store.clone();
     let data = data.clone();
     tokio::task::spawn_blocking(move || {
@@ -311,12 +332,17 @@ pub fn response_body(store: &BlobStore, data: &ObjectData, start: u64, end: u64)
         });
         if let Err(e) = res {
             tracing::error!(error = %e, "reading object data failed");
-            let err: s3s::StdError = Box::new(std::io::Error::other(e.to_string()));
-            let _ = tx.blocking_send(Err(err));
+            let _ = tx.blocking_send(Err(e));
         }
     });
-    StreamingBlob::new(ChannelBody {
+    let first = match rx.recv().await {
+        Some(Ok(b)) => Some(b),
+        Some(Err(e)) => return Err(crate::error::storage_error(e)),
+        None => None,
+    };
+    Ok(StreamingBlob::new(ChannelBody {
+        first,
         rx,
         remaining: end.saturating_sub(start),
-    })
+    }))
 }

@@ -267,7 +267,7 @@ pub async fn get_object(
         h,
         f,
     } = select!(gw, &b, i)?;
-    let body = response_body(gw.catalog().blobs(), &v.data, start, end);
+    let body = response_body(gw.catalog().blobs(), &v.data, start, end).await?;
     Ok(S3Response::new(GetObjectOutput {
         body: Some(body),
         accept_ranges: Some("bytes".into()),
