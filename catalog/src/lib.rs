@@ -20,6 +20,7 @@ mod record;
 mod store_open;
 pub mod tables;
 pub mod txn;
+pub mod wakeups;
 
 use std::fs::File;
 use std::future::Future;
@@ -48,9 +49,9 @@ pub type CommitFuture = Pin<Box<dyn Future<Output = CatalogResult<CommitOutcome>
 pub trait Catalog: Send + Sync {
     /// Commits a transaction: all of its operations or none.
     fn commit(&self, txn: Transaction) -> CommitFuture;
-    /// Watches the last applied log sequence number (changes after every commit), so
-    /// long-polling readers wake on commits rather than on a timer.
-    fn subscribe(&self) -> watch::Receiver<u64>;
+    /// Registers a long-polling reader on these partitions: it is woken by the commits
+    /// that append to (or truncate) one of them, and only by those.
+    fn watch_partitions(&self, partitions: &[wakeups::PartitionId]) -> wakeups::PartitionWaiter;
     /// The blob store that object data lives in.
     fn blobs(&self) -> &BlobStore;
 
@@ -297,6 +298,7 @@ impl EmbeddedCatalog {
             last_checkpoint_bytes: AtomicU64::new(ptr.as_ref().map_or(0, |p| p.blob.len)),
             failed: AtomicBool::new(false),
             metrics: CatalogMetrics::default(),
+            wakeups: Default::default(),
         });
         let log = wal.reader();
         let (tx, rx) = mpsc::channel();
@@ -550,8 +552,8 @@ impl Catalog for EmbeddedCatalog {
         })
     }
 
-    fn subscribe(&self) -> watch::Receiver<u64> {
-        self.shared.applied.subscribe()
+    fn watch_partitions(&self, partitions: &[wakeups::PartitionId]) -> wakeups::PartitionWaiter {
+        self.shared.wakeups.watch(partitions)
     }
 
     fn blobs(&self) -> &BlobStore {

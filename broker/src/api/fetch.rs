@@ -1,7 +1,7 @@
 //! Fetch: committed data only (the high watermark is the last stable offset), stored
-//! batches returned as they were stored. A fetch that finds less than `min_bytes` waits
-//! for commits (woken by the catalog, not by a timer loop) until `max_wait_ms`. Every
-//! fetch is a full fetch: no sessions are created.
+//! batches returned as they were stored. A fetch that finds less than `min_bytes` parks
+//! until `max_wait_ms`, woken only by commits to the partitions it reads (not by a timer
+//! loop, nor by every commit). Every fetch is a full fetch: no sessions are created.
 
 use std::time::Duration;
 
@@ -14,12 +14,24 @@ use tokio::time::Instant;
 use super::{Ctx, Reply, topic_name, uuid};
 use crate::error::from_catalog;
 
-/// Reads every requested partition once; returns the response and the record bytes in it.
-fn read_once(ctx: &Ctx, req: &FetchRequest) -> (FetchResponse, usize, bool) {
+/// One read of every requested partition.
+struct Read {
+    response: FetchResponse,
+    /// Record bytes in it.
+    bytes: usize,
+    /// Whether a partition answered with an error.
+    errors: bool,
+    /// The partitions that were read (where a commit can bring more data).
+    read: Vec<(u128, u32)>,
+}
+
+/// Reads every requested partition once.
+fn read_once(ctx: &Ctx, req: &FetchRequest) -> Read {
     let catalog = &ctx.broker.catalog;
     let mut remaining = req.max_bytes.max(0) as usize;
     let mut total = 0usize;
     let mut errors = false;
+    let mut read = Vec::new();
     let mut responses = Vec::with_capacity(req.topics.len());
     for t in &req.topics {
         let found = if ctx.version >= 13 {
@@ -67,6 +79,7 @@ fn read_once(ctx: &Ctx, req: &FetchRequest) -> (FetchResponse, usize, bool) {
                 if p.fetch_offset < state.log_start_offset as i64 || p.fetch_offset > hw {
                     return Some(ResponseError::OffsetOutOfRange);
                 }
+                read.push((topic.id, p.partition as u32));
                 if p.fetch_offset == hw {
                     return None;
                 }
@@ -111,11 +124,12 @@ fn read_once(ctx: &Ctx, req: &FetchRequest) -> (FetchResponse, usize, bool) {
                 .with_partitions(partitions),
         );
     }
-    (
-        FetchResponse::default().with_responses(responses),
-        total,
+    Read {
+        response: FetchResponse::default().with_responses(responses),
+        bytes: total,
         errors,
-    )
+        read,
+    }
 }
 
 /// Handles a fetch, long-polling when there is too little data.
@@ -123,29 +137,28 @@ pub fn handle(ctx: Ctx, req: FetchRequest) -> Reply {
     Box::pin(async move {
         let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
         let min_bytes = req.min_bytes.max(1) as usize;
-        let mut commits = ctx.broker.catalog.subscribe();
         let req = std::sync::Arc::new(req);
+        let mut waiter = None;
         loop {
-            commits.borrow_and_update();
             let (c, r) = (ctx.clone(), req.clone());
-            let read = tokio::task::spawn_blocking(move || read_once(&c, &r)).await;
-            let Ok((response, bytes, errors)) = read else {
+            let Ok(read) = tokio::task::spawn_blocking(move || read_once(&c, &r)).await else {
                 return Some(ResponseKind::Fetch(
                     FetchResponse::default()
                         .with_error_code(ResponseError::UnknownServerError.code()),
                 ));
             };
-            if bytes >= min_bytes || errors || Instant::now() >= deadline {
-                ctx.broker.metrics.fetched_bytes.inc_by(bytes as u64);
-                return Some(ResponseKind::Fetch(response));
+            if read.bytes >= min_bytes || read.errors || Instant::now() >= deadline {
+                ctx.broker.metrics.fetched_bytes.inc_by(read.bytes as u64);
+                return Some(ResponseKind::Fetch(read.response));
             }
-            tokio::select! {
-                changed = commits.changed() => {
-                    if changed.is_err() {
-                        return Some(ResponseKind::Fetch(response));
-                    }
-                }
-                _ = tokio::time::sleep_until(deadline) => {}
+            match &waiter {
+                // Parked from here on; read once more, since a commit may have landed
+                // between the read and the registration.
+                None => waiter = Some(ctx.broker.catalog.watch_partitions(&read.read)),
+                Some(w) => tokio::select! {
+                    _ = w.changed() => {}
+                    _ = tokio::time::sleep_until(deadline) => {}
+                },
             }
         }
     })
