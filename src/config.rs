@@ -83,6 +83,18 @@ pub struct ServeArgs {
     /// its last seal (default 64).
     #[arg(long, env = "EDDY_TABLE_SEAL_MB")]
     pub table_seal_mb: Option<u64>,
+    /// Connections each listener (S3, every Kafka address, HTTP) keeps open at most;
+    /// more are closed as they arrive (default 4096).
+    #[arg(long, env = "EDDY_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+    /// A connection that sends no request for this many seconds is closed (default 600,
+    /// Kafka's `connections.max.idle.ms`).
+    #[arg(long, env = "EDDY_IDLE_TIMEOUT_SECS")]
+    pub idle_timeout_secs: Option<u64>,
+    /// Kafka request MiB the whole process holds at once; when they are spent,
+    /// connections stop reading until responses go out (default 256).
+    #[arg(long, env = "EDDY_KAFKA_MAX_REQUEST_MB_IN_FLIGHT")]
+    pub kafka_max_request_mb_in_flight: Option<usize>,
 }
 
 /// The TOML file's shape (every key optional).
@@ -111,6 +123,9 @@ pub struct FileConfig {
     table_snapshot_max_age_secs: Option<u64>,
     table_seal_age_secs: Option<u64>,
     table_seal_mb: Option<u64>,
+    max_connections: Option<usize>,
+    idle_timeout_secs: Option<u64>,
+    kafka_max_request_mb_in_flight: Option<usize>,
     #[serde(default)]
     users: Vec<User>,
 }
@@ -166,6 +181,12 @@ pub struct ServeConfig {
     pub kafka_default_partitions: u32,
     /// Largest Kafka request, in MiB.
     pub kafka_max_frame_mb: usize,
+    /// Kafka request MiB held at once by the whole process.
+    pub kafka_max_request_mb_in_flight: usize,
+    /// Connections per listener.
+    pub max_connections: usize,
+    /// Idle time after which a connection is closed.
+    pub idle_timeout: std::time::Duration,
     /// First-rebalance delay of an empty group, ms.
     pub kafka_group_initial_rebalance_delay_ms: u64,
     /// Shortest member session timeout, ms.
@@ -290,6 +311,22 @@ impl ServeArgs {
                 || file.kafka_auto_create_topics.unwrap_or(false),
             kafka_default_partitions: file.kafka_default_partitions.unwrap_or(1).max(1),
             kafka_max_frame_mb: file.kafka_max_frame_mb.unwrap_or(100).clamp(1, 1024),
+            kafka_max_request_mb_in_flight: self
+                .kafka_max_request_mb_in_flight
+                .or(file.kafka_max_request_mb_in_flight)
+                .unwrap_or(256)
+                .clamp(1, 4095),
+            max_connections: self
+                .max_connections
+                .or(file.max_connections)
+                .unwrap_or(listener::DEFAULT_MAX_CONNECTIONS)
+                .max(1),
+            idle_timeout: self
+                .idle_timeout_secs
+                .or(file.idle_timeout_secs)
+                .map_or(listener::DEFAULT_IDLE_TIMEOUT, |s| {
+                    std::time::Duration::from_secs(s.max(1))
+                }),
             kafka_group_initial_rebalance_delay_ms: self
                 .kafka_group_initial_rebalance_delay_ms
                 .or(file.kafka_group_initial_rebalance_delay_ms)

@@ -12,7 +12,6 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -36,55 +35,83 @@ pub fn reply(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> 
 pub async fn serve<F, Fut>(
     name: &'static str,
     listener: TcpListener,
+    limits: listener::Limits,
     metrics: Arc<Metrics>,
     handler: F,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
 ) where
     F: Fn(Request<Incoming>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Reply> + Send + 'static,
 {
     let handler = Arc::new(handler);
-    let graceful = GracefulShutdown::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, _) = match accepted {
-                    Ok(a) => a,
-                    Err(e) => {
-                        tracing::warn!(listener = name, error = %e, "accept failed");
-                        continue;
-                    }
-                };
-                let handler = handler.clone();
-                let metrics = metrics.clone();
-                let service = hyper::service::service_fn(move |req| {
-                    let r = handler(req);
-                    let metrics = metrics.clone();
-                    async move {
-                        let r = r.await;
-                        metrics
-                            .requests
-                            .get_or_create(&RequestLabels {
-                                listener: name.into(),
-                                status: r.status().as_u16().to_string(),
-                            })
-                            .inc();
-                        Ok::<_, Infallible>(r)
-                    }
-                });
-                let conn = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service);
-                let conn = graceful.watch(conn);
-                tokio::spawn(async move {
-                    if let Err(e) = conn.await {
-                        tracing::debug!(listener = name, error = %e, "connection ended with an error");
-                    }
-                });
+    let stop = shutdown.clone();
+    let accept_metrics = metrics.listeners.clone();
+    let on_connection = move |stream, _peer| {
+        let handler = handler.clone();
+        let metrics = metrics.clone();
+        let service = hyper::service::service_fn(move |req| {
+            let r = handler(req);
+            let metrics = metrics.clone();
+            async move {
+                let r = r.await;
+                metrics
+                    .requests
+                    .get_or_create(&RequestLabels {
+                        listener: name.into(),
+                        status: r.status().as_u16().to_string(),
+                    })
+                    .inc();
+                Ok::<_, Infallible>(r)
             }
-            _ = shutdown.changed() => break,
+        });
+        serve_connection(name, stream, service, limits.idle_timeout, stop.clone())
+    };
+    listener::serve(
+        name,
+        listener,
+        limits,
+        accept_metrics,
+        shutdown,
+        on_connection,
+        || {},
+    )
+    .await;
+}
+
+/// One HTTP/1 connection: closed when it sits `idle` without sending a request's
+/// headers, and finished gracefully (the request in hand answered) on shutdown.
+pub fn serve_connection<S, B>(
+    name: &'static str,
+    stream: tokio::net::TcpStream,
+    service: S,
+    idle: std::time::Duration,
+    mut shutdown: watch::Receiver<bool>,
+) -> impl Future<Output = ()> + Send + 'static
+where
+    S: hyper::service::Service<Request<Incoming>, Response = hyper::Response<B>> + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(idle)
+        .serve_connection(TokioIo::new(stream), service);
+    async move {
+        tokio::pin!(conn);
+        let ended = tokio::select! {
+            r = conn.as_mut() => r,
+            _ = shutdown.changed() => {
+                conn.as_mut().graceful_shutdown();
+                conn.await
+            }
+        };
+        if let Err(e) = ended {
+            tracing::debug!(listener = name, error = %e, "connection ended with an error");
         }
     }
-    graceful.shutdown().await;
 }
 
 /// A response still being computed.

@@ -35,6 +35,8 @@ pub struct Metrics {
     drive_errors: Family<DriveLabels, Gauge>,
     /// HTTP requests by listener and status.
     pub requests: Family<RequestLabels, Counter>,
+    /// Every listener's accept loop.
+    pub listeners: listener::ListenerMetrics,
 }
 
 impl Metrics {
@@ -60,11 +62,14 @@ impl Metrics {
             "Requests answered, by listener and status",
             requests.clone(),
         );
+        let listeners = listener::ListenerMetrics::default();
+        listeners.register(&mut registry);
         Self {
             registry: Mutex::new(registry),
             drive_online,
             drive_errors,
             requests,
+            listeners,
         }
     }
 

@@ -5,8 +5,6 @@ use std::sync::Arc;
 
 use hyper::Request;
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
-use hyper_util::server::graceful::GracefulShutdown;
 use s3s::service::S3Service;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -17,59 +15,51 @@ use crate::metrics::{Metrics, RequestLabels};
 /// flight.
 pub async fn serve(
     listener: TcpListener,
+    limits: listener::Limits,
     metrics: Arc<Metrics>,
     service: S3Service,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
 ) {
-    let graceful = GracefulShutdown::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, peer) = match accepted {
-                    Ok(a) => a,
-                    Err(e) => {
-                        tracing::warn!(listener = "s3", error = %e, "accept failed");
-                        continue;
-                    }
-                };
-                let service = service.clone();
-                let metrics = metrics.clone();
-                let svc = hyper::service::service_fn(move |mut req: Request<Incoming>| {
-                    let service = service.clone();
-                    let metrics = metrics.clone();
-                    async move {
-                        // The id goes into the response header and, through the
-                        // extensions, into the request's event records.
-                        let id = s3gw::RequestId::new();
-                        let header = hyper::header::HeaderValue::from_str(&id.0).ok();
-                        req.extensions_mut().insert(s3gw::ClientAddr(peer));
-                        req.extensions_mut().insert(id);
-                        let mut r = hyper::service::Service::call(&service, req).await;
-                        if let (Ok(resp), Some(h)) = (r.as_mut(), header) {
-                            resp.headers_mut().insert("x-amz-request-id", h);
-                        }
-                        let status = r.as_ref().map_or(500, |r| r.status().as_u16());
-                        metrics
-                            .requests
-                            .get_or_create(&RequestLabels {
-                                listener: "s3".into(),
-                                status: status.to_string(),
-                            })
-                            .inc();
-                        r
-                    }
-                });
-                let conn = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), svc);
-                let conn = graceful.watch(conn);
-                tokio::spawn(async move {
-                    if let Err(e) = conn.await {
-                        tracing::debug!(listener = "s3", error = %e, "connection ended with an error");
-                    }
-                });
+    let stop = shutdown.clone();
+    let accept_metrics = metrics.listeners.clone();
+    let on_connection = move |stream, peer| {
+        let service = service.clone();
+        let metrics = metrics.clone();
+        let svc = hyper::service::service_fn(move |mut req: Request<Incoming>| {
+            let service = service.clone();
+            let metrics = metrics.clone();
+            async move {
+                // The id goes into the response header and, through the extensions, into
+                // the request's event records.
+                let id = s3gw::RequestId::new();
+                let header = hyper::header::HeaderValue::from_str(&id.0).ok();
+                req.extensions_mut().insert(s3gw::ClientAddr(peer));
+                req.extensions_mut().insert(id);
+                let mut r = hyper::service::Service::call(&service, req).await;
+                if let (Ok(resp), Some(h)) = (r.as_mut(), header) {
+                    resp.headers_mut().insert("x-amz-request-id", h);
+                }
+                let status = r.as_ref().map_or(500, |r| r.status().as_u16());
+                metrics
+                    .requests
+                    .get_or_create(&RequestLabels {
+                        listener: "s3".into(),
+                        status: status.to_string(),
+                    })
+                    .inc();
+                r
             }
-            _ = shutdown.changed() => break,
-        }
-    }
-    graceful.shutdown().await;
+        });
+        crate::http::serve_connection("s3", stream, svc, limits.idle_timeout, stop.clone())
+    };
+    listener::serve(
+        "s3",
+        listener,
+        limits,
+        accept_metrics,
+        shutdown,
+        on_connection,
+        || {},
+    )
+    .await;
 }

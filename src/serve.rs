@@ -134,8 +134,13 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     metrics.register_notify(notifier.metrics());
     let s3_service = s3gw::service(catalog.clone(), &users, &config.s3_domains, notifier)
         .map_err(anyhow::Error::msg)?;
+    let limits = listener::Limits {
+        max_connections: config.max_connections,
+        idle_timeout: config.idle_timeout,
+    };
     tasks.spawn(crate::s3::serve(
         s3,
+        limits,
         metrics.clone(),
         s3_service,
         stop_rx.clone(),
@@ -174,6 +179,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     tasks.spawn(http::serve(
         "http",
         http_listener,
+        limits,
         metrics.clone(),
         http::endpoint(catalog.clone(), metrics.clone(), iceberg),
         stop_rx.clone(),
@@ -182,6 +188,8 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     kafka_config.auto_create_topics = config.kafka_auto_create_topics;
     kafka_config.default_partitions = config.kafka_default_partitions;
     kafka_config.max_frame_bytes = config.kafka_max_frame_mb << 20;
+    kafka_config.max_request_bytes_in_flight = config.kafka_max_request_mb_in_flight << 20;
+    kafka_config.idle_timeout = config.idle_timeout;
     kafka_config.groups.initial_rebalance_delay =
         Duration::from_millis(config.kafka_group_initial_rebalance_delay_ms);
     kafka_config.groups.min_session_timeout =
@@ -201,11 +209,22 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         stop_rx.clone(),
     ));
     for (l, addr) in kafka.into_iter().zip(config.kafka_listen.iter().copied()) {
-        tasks.spawn(broker::serve(
-            kafka_broker.clone(),
+        let node = kafka_broker.cluster.node_of(addr);
+        let (on_stop, stop) = (kafka_broker.clone(), stop_rx.clone());
+        let broker = kafka_broker.clone();
+        tasks.spawn(listener::serve(
+            "kafka",
             l,
-            addr,
+            limits,
+            metrics.listeners.clone(),
             stop_rx.clone(),
+            move |sock, peer| {
+                let _ = sock.set_nodelay(true);
+                broker::connection::run(broker.clone(), sock, peer, node, stop.clone())
+            },
+            // Waiting joins and syncs are answered, so connections can finish the
+            // request in hand and close.
+            move || on_stop.groups.close(),
         ));
     }
     let signalled = shutdown_signal();

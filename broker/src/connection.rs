@@ -4,7 +4,10 @@
 //!
 //! A frame that is too large, truncated or undecodable closes the connection with a log
 //! line, as Kafka does; nothing a client sends can panic the server or make it allocate
-//! more than the frame limit.
+//! more than the frame limit. A frame's bytes are taken from the process-wide request
+//! budget before its body is read and given back once its response is written, so when
+//! the budget is spent connections stop reading and TCP holds the clients back. A
+//! connection idle for [`crate::BrokerConfig::idle_timeout`] is closed.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -16,7 +19,7 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
 use crate::Broker;
 use crate::api::{self, Ctx, Reply};
@@ -52,6 +55,8 @@ pub enum FrameError {
 }
 
 struct Pending {
+    /// The request's share of the budget, held until its response is written.
+    _budget: OwnedSemaphorePermit,
     correlation_id: i32,
     api: ApiKey,
     version: i16,
@@ -73,14 +78,31 @@ pub async fn run(
     let (tx, rx) = mpsc::channel::<Pending>(broker.config.max_in_flight.max(1));
     let writer = tokio::spawn(write_loop(broker.clone(), wr, rx));
     loop {
+        let read = read_frame(
+            &mut rd,
+            broker.config.max_frame_bytes,
+            &broker.request_budget,
+        );
         let frame = tokio::select! {
-            f = read_frame(&mut rd, broker.config.max_frame_bytes) => f,
+            f = tokio::time::timeout(broker.config.idle_timeout, read) => match f {
+                Ok(f) => f,
+                Err(_) => {
+                    tracing::debug!(%peer, "closing idle kafka connection");
+                    break;
+                }
+            },
             _ = shutdown.changed() => break,
         };
-        let result = match frame {
-            Ok(Some(frame)) => decode(frame),
+        let (result, budget) = match frame {
+            Ok(Some((frame, budget))) => (decode(frame), budget),
             Ok(None) => break,
-            Err(e) => Err(e),
+            Err(e) => {
+                if !matches!(e, FrameError::Io(_)) {
+                    broker.metrics.bad_frames.inc();
+                }
+                tracing::info!(%peer, error = %e, "closing kafka connection");
+                break;
+            }
         };
         let (header, request) = match result {
             Ok(r) => r,
@@ -104,6 +126,7 @@ pub async fn run(
             client_id: header.client_id.as_ref().map(|s| s.to_string()),
         };
         let pending = Pending {
+            _budget: budget,
             correlation_id: header.correlation_id,
             api,
             version: header.request_api_version,
@@ -119,9 +142,13 @@ pub async fn run(
     broker.metrics.connections.dec();
 }
 
-/// Reads one frame; `None` at a clean end of stream. The buffer grows as bytes arrive,
-/// so a size prefix alone never makes the server allocate.
-async fn read_frame(rd: &mut OwnedReadHalf, max: usize) -> Result<Option<Bytes>, FrameError> {
+/// Reads one frame with its share of `budget`; `None` at a clean end of stream. The
+/// buffer grows as bytes arrive, so a size prefix alone never makes the server allocate.
+async fn read_frame(
+    rd: &mut OwnedReadHalf,
+    max: usize,
+    budget: &Arc<Semaphore>,
+) -> Result<Option<(Bytes, OwnedSemaphorePermit)>, FrameError> {
     let size = match rd.read_i32().await {
         Ok(s) => s,
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
@@ -131,6 +158,13 @@ async fn read_frame(rd: &mut OwnedReadHalf, max: usize) -> Result<Option<Bytes>,
         .ok()
         .filter(|s| (8..=max).contains(s))
         .ok_or(FrameError::Size(i64::from(size), max))?;
+    // The broker sizes the budget to hold at least one frame of the largest size.
+    let permits = u32::try_from(size).unwrap_or(u32::MAX);
+    let permit = budget
+        .clone()
+        .acquire_many_owned(permits)
+        .await
+        .map_err(|_| std::io::Error::other("request budget closed"))?;
     let mut buf = BytesMut::with_capacity(size.min(64 << 10));
     while buf.len() < size {
         buf.reserve((size - buf.len()).min(1 << 20));
@@ -142,7 +176,7 @@ async fn read_frame(rd: &mut OwnedReadHalf, max: usize) -> Result<Option<Bytes>,
             return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into());
         }
     }
-    Ok(Some(buf.freeze()))
+    Ok(Some((buf.freeze(), permit)))
 }
 
 /// Decodes one request frame (without its size prefix): the header, then the body at the

@@ -16,8 +16,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use catalog::Catalog;
-use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::sync::Semaphore;
 
 pub use cluster::Cluster;
 pub use metrics::BrokerMetrics;
@@ -31,6 +30,13 @@ pub struct BrokerConfig {
     pub max_frame_bytes: usize,
     /// Requests processed at once per connection (responses stay in order).
     pub max_in_flight: usize,
+    /// Request bytes the whole process holds at once, from reading a frame until its
+    /// response is written: when they are spent, connections stop reading (TCP pushes
+    /// back on the clients) instead of the process growing.
+    pub max_request_bytes_in_flight: usize,
+    /// A connection that sends no request for this long is closed (Kafka's
+    /// `connections.max.idle.ms`).
+    pub idle_timeout: std::time::Duration,
     /// Create unknown topics on metadata requests and produce.
     pub auto_create_topics: bool,
     /// Partitions of auto-created topics and the `num.partitions` default.
@@ -53,6 +59,8 @@ impl BrokerConfig {
             listeners,
             max_frame_bytes: 100 << 20,
             max_in_flight: 16,
+            max_request_bytes_in_flight: 256 << 20,
+            idle_timeout: std::time::Duration::from_secs(600),
             auto_create_topics: false,
             default_partitions: 1,
             cluster_id: "eddy".into(),
@@ -75,6 +83,9 @@ pub struct Broker {
     pub metrics: BrokerMetrics,
     /// The consumer group coordinator.
     pub groups: Arc<group::GroupCoordinator>,
+    /// The request bytes still free of [`BrokerConfig::max_request_bytes_in_flight`], in
+    /// permits of one byte.
+    pub request_budget: Arc<Semaphore>,
 }
 
 impl Broker {
@@ -92,44 +103,18 @@ impl Broker {
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "restoring consumer groups failed"),
         }
+        // A frame larger than the budget could never be read.
+        let budget = config
+            .max_request_bytes_in_flight
+            .max(config.max_frame_bytes)
+            .min(Semaphore::MAX_PERMITS);
         Arc::new(Self {
             catalog,
             cluster: Cluster::new(config.listeners.clone()),
             config,
             metrics,
             groups,
+            request_budget: Arc::new(Semaphore::new(budget)),
         })
     }
-}
-
-/// Accepts connections on one listener until `shutdown` flips.
-pub async fn serve(
-    broker: Arc<Broker>,
-    listener: TcpListener,
-    listen_addr: SocketAddr,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let node = broker.cluster.node_of(listen_addr);
-    let mut connections = tokio::task::JoinSet::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((sock, peer)) => {
-                    let _ = sock.set_nodelay(true);
-                    let broker = broker.clone();
-                    let stop = shutdown.clone();
-                    connections.spawn(async move {
-                        connection::run(broker, sock, peer, node, stop).await;
-                    });
-                }
-                Err(e) => tracing::warn!(error = %e, "kafka accept failed"),
-            },
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            _ = shutdown.changed() => break,
-        }
-    }
-    // Waiting joins and syncs are answered, so connections can finish the request in
-    // hand and close.
-    broker.groups.close();
-    while connections.join_next().await.is_some() {}
 }
