@@ -120,9 +120,9 @@ def main():
     if not binaries:
         sys.exit(__doc__)
     SCRATCH.mkdir(parents=True, exist_ok=True)
-    files = SCRATCH / "put-4k"
-    if not files.exists():
-        files.mkdir()
+    files = SCRATCH / f"put-4k-{FILES}"
+    if not files.exists() or len(list(files.iterdir())) != FILES:
+        files.mkdir(exist_ok=True)
         for i in range(FILES):
             (files / f"{i:05d}").write_bytes(os.urandom(4096))
     print(f"# load {os.getloadavg()[0]:.2f}, {FILES} x 4 KiB, s5cmd --numworkers {WORKERS}")

@@ -20,11 +20,9 @@ pub fn handle(ctx: Ctx, req: DeleteRecordsRequest) -> Reply {
         let (topic, unreadable) = super::found(catalog.topic(&t.name));
         let mut parts = Vec::new();
         for p in t.partitions {
-            let result = match &topic {
-                _ if unreadable.is_some() => {
-                    Err(unreadable.unwrap_or(ResponseError::KafkaStorageError))
-                }
-                Some(topic)
+            let result = match (&topic, unreadable) {
+                (_, Some(e)) => Err(e),
+                (Some(topic), None)
                     if p.partition_index >= 0 && (p.partition_index as u32) < topic.partitions =>
                 {
                     if !ctx.leads(&topic.name, p.partition_index) {

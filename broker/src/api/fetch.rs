@@ -51,8 +51,8 @@ fn read_once(ctx: &Ctx, req: &FetchRequest) -> Read {
                 .with_aborted_transactions(Some(Vec::new()))
                 .with_records(Some(Bytes::new()));
             let error = (|| {
-                if unreadable.is_some() {
-                    return unreadable;
+                if let Some(e) = unreadable {
+                    return Some(e);
                 }
                 let Some(topic) = &topic else {
                     return Some(if ctx.version >= 13 {

@@ -101,21 +101,19 @@ pub fn handle(ctx: Ctx, req: ListOffsetsRequest) -> Reply {
                                 .with_partition_index(p.partition_index)
                                 .with_offset(-1)
                                 .with_timestamp(-1);
-                            let found = match &topic {
-                                _ if unreadable.is_some() => {
-                                    Err(unreadable.unwrap_or(ResponseError::KafkaStorageError))
-                                }
-                                None => Err(ResponseError::UnknownTopicOrPartition),
-                                Some(topic)
+                            let found = match (&topic, unreadable) {
+                                (_, Some(e)) => Err(e),
+                                (None, None) => Err(ResponseError::UnknownTopicOrPartition),
+                                (Some(topic), None)
                                     if p.partition_index < 0
                                         || p.partition_index as u32 >= topic.partitions =>
                                 {
                                     Err(ResponseError::UnknownTopicOrPartition)
                                 }
-                                Some(topic) if !c.leads(&topic.name, p.partition_index) => {
+                                (Some(topic), None) if !c.leads(&topic.name, p.partition_index) => {
                                     Err(ResponseError::NotLeaderOrFollower)
                                 }
-                                Some(topic) => {
+                                (Some(topic), None) => {
                                     lookup(&c, topic, p.partition_index as u32, p.timestamp)
                                 }
                             };

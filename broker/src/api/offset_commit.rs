@@ -48,12 +48,10 @@ pub fn handle(ctx: Ctx, req: OffsetCommitRequest) -> Reply {
             .with_name(t.name.clone())
             .with_topic_id(t.topic_id);
         for p in t.partitions {
-            let r = match (&checked, &topic) {
-                (Err(e), _) => Err(*e),
-                (Ok(_), _) if unreadable.is_some() => {
-                    Err(unreadable.unwrap_or(ResponseError::KafkaStorageError))
-                }
-                (Ok(_), Some(topic))
+            let r = match (&checked, &topic, unreadable) {
+                (Err(e), _, _) => Err(*e),
+                (Ok(_), _, Some(e)) => Err(e),
+                (Ok(_), Some(topic), None)
                     if p.partition_index >= 0 && (p.partition_index as u32) < topic.partitions =>
                 {
                     let metadata = p.committed_metadata.as_ref().map(|m| m.to_string());
@@ -74,7 +72,7 @@ pub fn handle(ctx: Ctx, req: OffsetCommitRequest) -> Reply {
                         Ok(())
                     }
                 }
-                (Ok(_), _) => Err(ResponseError::UnknownTopicOrPartition),
+                (Ok(_), _, None) => Err(ResponseError::UnknownTopicOrPartition),
             };
             out.partitions.push(
                 OffsetCommitResponsePartition::default().with_partition_index(p.partition_index),

@@ -36,14 +36,12 @@ pub fn handle(ctx: Ctx, req: OffsetDeleteRequest) -> Reply {
         let (topic, unreadable) = super::found(catalog.topic(&t.name));
         let mut parts = Vec::new();
         for p in t.partitions {
-            let r = match &topic {
-                _ if unreadable.is_some() => {
-                    Err(unreadable.unwrap_or(ResponseError::KafkaStorageError))
-                }
+            let r = match (&topic, unreadable) {
+                (_, Some(e)) => Err(e),
                 _ if subscribed.iter().any(|s| s.as_str() == t.name.as_str()) => {
                     Err(ResponseError::GroupSubscribedToTopic)
                 }
-                Some(topic)
+                (Some(topic), None)
                     if p.partition_index >= 0 && (p.partition_index as u32) < topic.partitions =>
                 {
                     ops.push(Op::DeleteOffset {
