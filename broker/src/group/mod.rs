@@ -123,7 +123,7 @@ impl GroupCoordinator {
         let now = Instant::now();
         let mut n = 0;
         for record in self.catalog.groups().map_err(|e| from_catalog(&e))? {
-            let Some(stored) = StoredGroup::decode(&record.state) else {
+            let Ok(stored) = stored_state(&record) else {
                 continue;
             };
             if stored.members.is_empty() {
@@ -155,10 +155,7 @@ impl GroupCoordinator {
             return Ok(Some(s.clone()));
         }
         let group = match self.catalog.group(name).map_err(|e| from_catalog(&e))? {
-            Some(record) => {
-                let stored = StoredGroup::decode(&record.state).unwrap_or_default();
-                Group::restore(name, stored, Instant::now())
-            }
+            Some(record) => Group::restore(name, stored_state(&record)?, Instant::now()),
             None if create => Group::new(name),
             None => return Ok(None),
         };
@@ -449,7 +446,7 @@ impl GroupCoordinator {
         }
         match self.catalog.group(name).map_err(|e| from_catalog(&e))? {
             Some(record) => {
-                let stored = StoredGroup::decode(&record.state).unwrap_or_default();
+                let stored = stored_state(&record)?;
                 Ok(Some(view(&Group::restore(name, stored, Instant::now()))))
             }
             None => Ok(None),
@@ -466,8 +463,7 @@ impl GroupCoordinator {
             if !coordinates(&record.name) {
                 continue;
             }
-            let stored = StoredGroup::decode(&record.state).unwrap_or_default();
-            let g = Group::restore(&record.name, stored, Instant::now());
+            let g = Group::restore(&record.name, stored_state(&record)?, Instant::now());
             out.insert(record.name.clone(), view(&g));
         }
         let in_memory: Vec<Arc<Slot>> = self.slots().values().cloned().collect();
@@ -635,4 +631,13 @@ fn unreachable_join(req: &JoinRequest) -> Pending<JoinAnswer> {
         ResponseError::CoordinatorNotAvailable,
         &req.member_id,
     ))
+}
+/// A group's stored state. State this build cannot read (a newer format, or corrupt) is
+/// a storage error for the group's requests: taking it for an empty group would let the
+/// next change overwrite what a newer build stored.
+fn stored_state(record: &GroupRecord) -> Result<StoredGroup, ResponseError> {
+    StoredGroup::decode(&record.state).ok_or_else(|| {
+        tracing::error!(group = %record.name, "stored group state unreadable");
+        ResponseError::KafkaStorageError
+    })
 }
