@@ -49,6 +49,8 @@ def value(p, i):
 def test_large_produces_and_idle_floods_stay_within_the_budget(tmp_path):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 3 * IDLE + 1024)), hard))
+    # This process holds every idle socket; the server inherits the same limit.
+    assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] > IDLE + 512, "open-files limit too low"
     config = tmp_path / "eddy.toml"
     config.write_text(f"kafka_max_frame_mb = {FRAME_MB}\n")
     eddy = new_eddy(tmp_path, extra_args=[
