@@ -380,6 +380,7 @@ mod tests {
              s3_domain = [\"s3.example.com\"]\n\
              notify_ce_type_prefix = \"file.example:\"\ntable_seal_mb = 256\n\
              kafka_retention_check_interval_ms = 5000\n\
+             max_connections = 100\nidle_timeout_secs = 30\nkafka_max_request_mb_in_flight = 64\n\
              [[users]]\naccess_key = \"alice\"\nsecret_key = \"alicesecret\"\n",
         )
         .unwrap();
@@ -403,19 +404,31 @@ mod tests {
         assert_eq!(c.notify_ce_type_prefix, "file.example:");
         assert_eq!(c.table_seal_bytes, 256 << 20);
         assert_eq!(c.kafka_retention_check_interval_ms, 5000);
+        assert_eq!(c.max_connections, 100);
+        assert_eq!(c.idle_timeout, std::time::Duration::from_secs(30));
+        assert_eq!(c.kafka_max_request_mb_in_flight, 64);
         let flagged = ServeArgs {
             notify_ce_type_prefix: Some("flag.example:".into()),
             table_seal_mb: Some(8),
             kafka_retention_check_interval_ms: Some(200),
+            max_connections: Some(7),
+            idle_timeout_secs: Some(5),
+            kafka_max_request_mb_in_flight: Some(16),
             ..args.clone()
         };
         let flagged = flagged.resolve().unwrap();
         assert_eq!(flagged.notify_ce_type_prefix, "flag.example:");
         assert_eq!(flagged.table_seal_bytes, 8 << 20);
         assert_eq!(flagged.kafka_retention_check_interval_ms, 200);
+        assert_eq!(flagged.max_connections, 7);
+        assert_eq!(flagged.idle_timeout, std::time::Duration::from_secs(5));
+        assert_eq!(flagged.kafka_max_request_mb_in_flight, 16);
         let defaults = ServeArgs::default().resolve().unwrap();
         assert_eq!(defaults.table_seal_bytes, 64 << 20);
         assert_eq!(defaults.kafka_retention_check_interval_ms, 300_000);
+        assert_eq!(defaults.max_connections, listener::DEFAULT_MAX_CONNECTIONS);
+        assert_eq!(defaults.idle_timeout, listener::DEFAULT_IDLE_TIMEOUT);
+        assert_eq!(defaults.kafka_max_request_mb_in_flight, 256);
 
         std::fs::write(&path, "colour = \"blue\"\n").unwrap();
         let err = args.resolve().unwrap_err();

@@ -36,6 +36,8 @@ pub struct BrokerMetrics {
     pub fetched_bytes: Counter,
     /// Open connections.
     pub connections: Gauge,
+    /// Fetches parked, waiting for data on their partitions.
+    pub fetches_parked: Gauge,
     /// Connections closed for a malformed or oversized frame.
     pub bad_frames: Counter,
     /// Completed group rebalances (join phases ended).
@@ -65,6 +67,7 @@ impl Default for BrokerMetrics {
             produced_bytes: Counter::default(),
             fetched_bytes: Counter::default(),
             connections: Gauge::default(),
+            fetches_parked: Gauge::default(),
             bad_frames: Counter::default(),
             rebalances: Counter::default(),
             groups_in_memory: Gauge::default(),
@@ -100,6 +103,11 @@ impl BrokerMetrics {
             "connections",
             "Open Kafka connections",
             self.connections.clone(),
+        );
+        r.register(
+            "fetches_parked",
+            "Fetches waiting for commits to their partitions (long-poll)",
+            self.fetches_parked.clone(),
         );
         r.register(
             "bad_frames",

@@ -24,7 +24,7 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
-from conftest import Eddy, free_port, new_eddy
+from conftest import Eddy, free_port, metric, new_eddy
 
 
 def name(prefix="t"):
@@ -192,6 +192,11 @@ def test_fetch_long_polls_until_a_commit(eddy):
                   "fetch.wait.max.ms": 5000, "enable.auto.commit": False})
     c.assign([TopicPartition(topic, 0, 0)])
     assert c.poll(1) is None
+    # Its fetch is parked on the partition (no thread, no timer loop).
+    deadline = time.time() + 10
+    while metric(eddy, "eddy_kafka_fetches_parked") < 1:
+        assert time.time() < deadline, "the consumer's fetch never parked"
+        time.sleep(0.05)
     p = Producer({"bootstrap.servers": eddy.bootstrap, "linger.ms": 0})
     sent = time.time()
     p.produce(topic, value=b"wake")

@@ -154,12 +154,33 @@ pub fn handle(ctx: Ctx, req: FetchRequest) -> Reply {
             match &waiter {
                 // Parked from here on; read once more, since a commit may have landed
                 // between the read and the registration.
-                None => waiter = Some(ctx.broker.catalog.watch_partitions(&read.read)),
-                Some(w) => tokio::select! {
+                None => {
+                    waiter = Some((
+                        ctx.broker.catalog.watch_partitions(&read.read),
+                        Parked::new(&ctx.broker.metrics.fetches_parked),
+                    ))
+                }
+                Some((w, _)) => tokio::select! {
                     _ = w.changed() => {}
                     _ = tokio::time::sleep_until(deadline) => {}
                 },
             }
         }
     })
+}
+
+/// Counts a fetch in `eddy_kafka_fetches_parked` while it lives.
+struct Parked(prometheus_client::metrics::gauge::Gauge);
+
+impl Parked {
+    fn new(gauge: &prometheus_client::metrics::gauge::Gauge) -> Self {
+        gauge.inc();
+        Self(gauge.clone())
+    }
+}
+
+impl Drop for Parked {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
 }
