@@ -52,6 +52,27 @@ pub(crate) struct Shared {
     pub metrics: CatalogMetrics,
     /// Fetches parked on partitions, woken by the commits that change them.
     pub wakeups: crate::wakeups::Wakeups,
+    /// The exact peak behind `metrics.commit_queue_peak_bytes`.
+    pub queue_peak: std::sync::atomic::AtomicI64,
+}
+
+impl Shared {
+    /// Counts a transaction into the commit queue; returns the bytes counted. Nothing
+    /// here limits the queue: its sources do (a Kafka request holds its share of the
+    /// request budget until its response, after the commit; each S3 connection has one
+    /// request at a time, under the connection cap). These gauges show that it holds.
+    pub fn queue_in(&self, txn: &Transaction) -> i64 {
+        let n = txn.approx_bytes() as i64;
+        let now = self.metrics.commit_queue_bytes.inc_by(n) + n;
+        let peak = self.queue_peak.fetch_max(now, Ordering::Relaxed).max(now);
+        self.metrics.commit_queue_peak_bytes.set(peak);
+        n
+    }
+
+    /// Counts bytes out of the commit queue.
+    pub fn queue_out(&self, n: i64) {
+        self.metrics.commit_queue_bytes.dec_by(n);
+    }
 }
 
 pub(crate) struct Committer {
@@ -92,7 +113,9 @@ impl Committer {
             while let Some(m) = next.take() {
                 match m {
                     Msg::Commit { txn, reply, queued } => {
-                        bytes += txn.approx_bytes();
+                        let n = txn.approx_bytes();
+                        self.shared.queue_out(n as i64);
+                        bytes += n;
                         group.push((txn, reply, queued));
                     }
                     Msg::Shutdown => stopping = true,

@@ -299,6 +299,7 @@ impl EmbeddedCatalog {
             failed: AtomicBool::new(false),
             metrics: CatalogMetrics::default(),
             wakeups: Default::default(),
+            queue_peak: Default::default(),
         });
         let log = wal.reader();
         let (tx, rx) = mpsc::channel();
@@ -541,11 +542,15 @@ fn replay(db: &Database, record: storage::Record) -> CatalogResult<()> {
 impl Catalog for EmbeddedCatalog {
     fn commit(&self, txn: Transaction) -> CommitFuture {
         let (reply, rx) = oneshot::channel();
+        let queued = self.shared.queue_in(&txn);
         let sent = self.send(Msg::Commit {
             txn,
             reply,
             queued: Instant::now(),
         });
+        if sent.is_err() {
+            self.shared.queue_out(queued);
+        }
         Box::pin(async move {
             sent?;
             rx.await.map_err(|_| CatalogError::Closed)?

@@ -37,6 +37,11 @@ pub struct CatalogMetrics {
     pub orphan_blobs_removed: Counter,
     /// Blobs freed by durable commits and not deleted yet.
     pub blob_deletes_pending: Gauge,
+    /// Transaction bytes (`Transaction::approx_bytes`) queued for the committer and not
+    /// taken into a group commit yet.
+    pub commit_queue_bytes: Gauge,
+    /// The most `commit_queue_bytes` has been since start.
+    pub commit_queue_peak_bytes: Gauge,
 }
 
 /// Handles on the series of [`CatalogMetrics::commit_stage_seconds`].
@@ -85,6 +90,8 @@ impl Default for CatalogMetrics {
             checkpoints: Counter::default(),
             orphan_blobs_removed: Counter::default(),
             blob_deletes_pending: Gauge::default(),
+            commit_queue_bytes: Gauge::default(),
+            commit_queue_peak_bytes: Gauge::default(),
         }
     }
 }
@@ -148,6 +155,16 @@ impl CatalogMetrics {
             "blob_deletes_pending",
             "Blobs freed by durable commits and not deleted yet",
             self.blob_deletes_pending.clone(),
+        );
+        registry.register(
+            "commit_queue_bytes",
+            "Transaction bytes queued for the committer, not yet in a group commit",
+            self.commit_queue_bytes.clone(),
+        );
+        registry.register(
+            "commit_queue_peak_bytes",
+            "The most transaction bytes queued for the committer since start",
+            self.commit_queue_peak_bytes.clone(),
         );
     }
 }

@@ -14,7 +14,7 @@ import time
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from conftest import new_eddy
+from conftest import metric, new_eddy
 
 BUDGET_MB = 32
 FRAME_MB = 8
@@ -117,8 +117,12 @@ def test_large_produces_and_idle_floods_stay_within_the_budget(tmp_path):
         # 96 MiB for buffers, connections and allocator slack. Without the budget the
         # producers alone can have 8 x 5 requests of 8 MiB in flight.
         bound_kb = baseline_kb + 3 * (BUDGET_MB << 10) + (96 << 10)
+        # What waits for the committer is bounded the same way: a produce request holds its
+        # share of the budget until its response, which comes after its commit.
+        queued = metric(eddy, "eddy_catalog_commit_queue_peak_bytes")
         print(f"VmRSS before {baseline_kb >> 10} MiB, VmHWM {peak_kb >> 10} MiB, "
-              f"bound {bound_kb >> 10} MiB, refused {closed}")
+              f"bound {bound_kb >> 10} MiB, refused {closed}, commit queue peak {queued >> 10} KiB")
+        assert 0 < queued <= (BUDGET_MB << 20), queued
         assert peak_kb <= bound_kb, f"VmHWM {peak_kb >> 10} MiB over the bound {bound_kb >> 10} MiB"
     except BaseException:
         eddy.stop(kill=True)
