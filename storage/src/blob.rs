@@ -523,7 +523,22 @@ impl BlobReader {
                 continue;
             };
             let mut h = [0u8; 64];
-            let header_ok = f.read_exact_at(&mut h, 0).is_ok()
+            let read = f.read_exact_at(&mut h, 0).is_ok();
+            // A whole header of a newer layout: refused, not rebuilt as if missing.
+            if read
+                && h[..7] == HEADER_MAGIC[..7]
+                && h[7].is_ascii_digit()
+                && h[7] > HEADER_MAGIC[7]
+                && u64::from_le_bytes(h[56..64].try_into().unwrap_or_default())
+                    == checksum::bytes(&h[..56])
+            {
+                return Err(StorageError::Format {
+                    what: format!("blob {id} shard {}", d.index),
+                    found: u32::from(h[7] - b'0'),
+                    newest: u32::from(HEADER_MAGIC[7] - b'0'),
+                });
+            }
+            let header_ok = read
                 && h[..8] == HEADER_MAGIC[..]
                 && u64::from_le_bytes(h[56..64].try_into().unwrap_or_default())
                     == checksum::bytes(&h[..56])
@@ -884,5 +899,37 @@ mod tests {
                 prop_assert_eq!(got, data);
             }
         }
+    }
+
+    #[test]
+    fn a_shard_header_of_a_newer_layout_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(dir.path(), 2, 1, 1024);
+        let mut w = s.create().unwrap();
+        w.write(b"written by a later build").unwrap();
+        let meta = w.finish().unwrap();
+        for d in s.set.drives() {
+            let path = s.shard_path(d, meta.id);
+            let mut bytes = std::fs::read(&path).unwrap();
+            bytes[7] = b'2';
+            let sum = checksum::bytes(&bytes[..56]);
+            bytes[56..64].copy_from_slice(&sum.to_le_bytes());
+            std::fs::write(&path, bytes).unwrap();
+        }
+        let err = s
+            .open(meta.id)
+            .err()
+            .expect("a newer layout must be refused");
+        assert!(
+            matches!(
+                err,
+                StorageError::Format {
+                    found: 2,
+                    newest: 1,
+                    ..
+                }
+            ),
+            "{err}"
+        );
     }
 }
