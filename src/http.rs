@@ -15,7 +15,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::metrics::{Metrics, RequestLabels};
+use crate::metrics::Metrics;
 
 /// A response with a full body.
 pub type Reply = Response<Full<Bytes>>;
@@ -44,33 +44,55 @@ pub async fn serve<F, Fut>(
     Fut: Future<Output = Reply> + Send + 'static,
 {
     let handler = Arc::new(handler);
-    let stop = shutdown.clone();
-    let accept_metrics = metrics.listeners.clone();
-    let on_connection = move |stream, _peer| {
+    let counts = metrics.clone();
+    let service = move |_peer| {
         let handler = handler.clone();
-        let metrics = metrics.clone();
-        let service = hyper::service::service_fn(move |req| {
+        let metrics = counts.clone();
+        hyper::service::service_fn(move |req| {
             let r = handler(req);
             let metrics = metrics.clone();
             async move {
                 let r = r.await;
-                metrics
-                    .requests
-                    .get_or_create(&RequestLabels {
-                        listener: name.into(),
-                        status: r.status().as_u16().to_string(),
-                    })
-                    .inc();
+                metrics.count_request(name, r.status().as_u16());
                 Ok::<_, Infallible>(r)
             }
-        });
-        serve_connection(name, stream, service, limits.idle_timeout, stop.clone())
+        })
+    };
+    serve_hyper(name, listener, limits, &metrics, shutdown, service).await;
+}
+
+/// Serves HTTP/1 on `listener` through the shared accept loop (connection cap, backoff,
+/// shutdown); `service` makes each connection's service from its peer's address.
+pub async fn serve_hyper<S, B>(
+    name: &'static str,
+    listener: TcpListener,
+    limits: listener::Limits,
+    metrics: &Metrics,
+    shutdown: watch::Receiver<bool>,
+    mut service: impl FnMut(std::net::SocketAddr) -> S,
+) where
+    S: hyper::service::Service<Request<Incoming>, Response = hyper::Response<B>> + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let stop = shutdown.clone();
+    let on_connection = move |stream, peer| {
+        serve_connection(
+            name,
+            stream,
+            service(peer),
+            limits.idle_timeout,
+            stop.clone(),
+        )
     };
     listener::serve(
         name,
         listener,
         limits,
-        accept_metrics,
+        metrics.listeners.clone(),
         shutdown,
         on_connection,
         || {},
@@ -80,7 +102,7 @@ pub async fn serve<F, Fut>(
 
 /// One HTTP/1 connection: closed when it sits `idle` without sending a request's
 /// headers, and finished gracefully (the request in hand answered) on shutdown.
-pub fn serve_connection<S, B>(
+fn serve_connection<S, B>(
     name: &'static str,
     stream: tokio::net::TcpStream,
     service: S,

@@ -34,7 +34,7 @@ pub struct Metrics {
     drive_online: Family<DriveLabels, Gauge>,
     drive_errors: Family<DriveLabels, Gauge>,
     /// HTTP requests by listener and status.
-    pub requests: Family<RequestLabels, Counter>,
+    requests: Family<RequestLabels, Counter>,
     /// Every listener's accept loop.
     pub listeners: listener::ListenerMetrics,
 }
@@ -71,6 +71,16 @@ impl Metrics {
             requests,
             listeners,
         }
+    }
+
+    /// Counts one HTTP request answered by `listener` with `status`.
+    pub fn count_request(&self, listener: &str, status: u16) {
+        self.requests
+            .get_or_create(&RequestLabels {
+                listener: listener.into(),
+                status: status.to_string(),
+            })
+            .inc();
     }
 
     /// Adds the Kafka API's metrics (prefix `eddy_kafka`).

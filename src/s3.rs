@@ -9,7 +9,7 @@ use s3s::service::S3Service;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::metrics::{Metrics, RequestLabels};
+use crate::metrics::Metrics;
 
 /// Serves S3 on `listener` until `shutdown` flips, then waits for the requests in
 /// flight.
@@ -20,12 +20,11 @@ pub async fn serve(
     service: S3Service,
     shutdown: watch::Receiver<bool>,
 ) {
-    let stop = shutdown.clone();
-    let accept_metrics = metrics.listeners.clone();
-    let on_connection = move |stream, peer| {
+    let counts = metrics.clone();
+    let per_connection = move |peer| {
         let service = service.clone();
-        let metrics = metrics.clone();
-        let svc = hyper::service::service_fn(move |mut req: Request<Incoming>| {
+        let metrics = counts.clone();
+        hyper::service::service_fn(move |mut req: Request<Incoming>| {
             let service = service.clone();
             let metrics = metrics.clone();
             async move {
@@ -39,27 +38,10 @@ pub async fn serve(
                 if let (Ok(resp), Some(h)) = (r.as_mut(), header) {
                     resp.headers_mut().insert("x-amz-request-id", h);
                 }
-                let status = r.as_ref().map_or(500, |r| r.status().as_u16());
-                metrics
-                    .requests
-                    .get_or_create(&RequestLabels {
-                        listener: "s3".into(),
-                        status: status.to_string(),
-                    })
-                    .inc();
+                metrics.count_request("s3", r.as_ref().map_or(500, |r| r.status().as_u16()));
                 r
             }
-        });
-        crate::http::serve_connection("s3", stream, svc, limits.idle_timeout, stop.clone())
+        })
     };
-    listener::serve(
-        "s3",
-        listener,
-        limits,
-        accept_metrics,
-        shutdown,
-        on_connection,
-        || {},
-    )
-    .await;
+    crate::http::serve_hyper("s3", listener, limits, &metrics, shutdown, per_connection).await;
 }

@@ -17,7 +17,6 @@ pub fn from_catalog(e: &CatalogError) -> ResponseError {
         CatalogError::Storage(_)
         | CatalogError::Store(_)
         | CatalogError::Corrupt(_)
-        | CatalogError::Format { .. }
         | CatalogError::Closed => ResponseError::KafkaStorageError,
         // S3-side and table-side refusals: no Kafka request makes them.
         CatalogError::PreconditionFailed(_)

@@ -493,12 +493,15 @@ impl<'t> Tables<'t> {
                 }
                 let seq = self.counter(VERSION_SEQ)? + 1;
                 self.set_counter(VERSION_SEQ, seq)?;
-                put(&mut self.versions, &version_key(bucket, key, seq), version)?;
+                // Encoded once for both tables: the PUT path's one conversion.
+                let stored = enc(version)?;
+                self.versions
+                    .insert(version_key(bucket, key, seq).as_slice(), stored.as_slice())?;
                 let ok = object_key(bucket, key);
                 if version.delete_marker {
                     self.objects.remove(ok.as_slice())?;
                 } else {
-                    put(&mut self.objects, &ok, version)?;
+                    self.objects.insert(ok.as_slice(), stored.as_slice())?;
                 }
             }
             Op::SetObjectTags {

@@ -14,7 +14,7 @@ use storage::{BlobMeta, BlobStore, replicated};
 
 use crate::apply::{dec, enc};
 use crate::error::{CatalogError, CatalogResult};
-use crate::format::{self, CHECKPOINT_LAYOUT, STORE_FORMAT, STORE_FORMAT_KEY};
+use crate::format::{self, CHECKPOINT_LAYOUT, STORE_FORMAT_KEY};
 use crate::tables::{ALL, APPLIED_LSN, META};
 
 const MAGIC: &[u8; 8] = &[b'E', b'D', b'D', b'Y', b'C', b'K', b'P', CHECKPOINT_LAYOUT];
@@ -38,31 +38,6 @@ pub fn pointer(blobs: &BlobStore) -> CatalogResult<Option<CheckpointPointer>> {
     replicated::read(blobs.drives(), POINTER)
         .map(|(_, bytes)| dec(&bytes))
         .transpose()
-}
-
-/// Checks the value format of a store just opened (or restored) and records it in a store
-/// that does not say yet (a new one, or one written by a build before formats were
-/// recorded, which wrote format 1). A store of a newer format is refused untouched.
-pub fn open_store_format(db: &Database) -> CatalogResult<()> {
-    let found = {
-        let r = db.begin_read()?;
-        match r.open_table(META) {
-            Ok(meta) => meta.get(STORE_FORMAT_KEY)?.map(|v| u64_value(v.value())),
-            Err(TableError::TableDoesNotExist(_)) => None,
-            Err(e) => return Err(e.into()),
-        }
-    };
-    match found {
-        Some(f) => format::check_store_format(f?),
-        None => {
-            let mut w = db.begin_write()?;
-            w.set_durability(Durability::Immediate)?;
-            w.open_table(META)?
-                .insert(STORE_FORMAT_KEY, STORE_FORMAT.to_be_bytes().as_slice())?;
-            w.commit()?;
-            Ok(())
-        }
-    }
 }
 
 /// A big-endian u64 `meta` value.

@@ -29,6 +29,8 @@ pub const MAX_GROUP_BYTES: usize = 64 << 20;
 pub(crate) enum Msg {
     Commit {
         txn: Transaction,
+        /// `txn.approx_bytes()`, counted into the commit queue when it was sent.
+        bytes: usize,
         reply: oneshot::Sender<CatalogResult<CommitOutcome>>,
         queued: Instant,
     },
@@ -57,21 +59,22 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// Counts a transaction into the commit queue; returns the bytes counted. Nothing
+    /// Counts a transaction into the commit queue; returns its bytes. Nothing
     /// here limits the queue: its sources do (a Kafka request holds its share of the
     /// request budget until its response, after the commit; each S3 connection has one
     /// request at a time, under the connection cap). These gauges show that it holds.
-    pub fn queue_in(&self, txn: &Transaction) -> i64 {
-        let n = txn.approx_bytes() as i64;
+    pub fn queue_in(&self, txn: &Transaction) -> usize {
+        let bytes = txn.approx_bytes();
+        let n = bytes as i64;
         let now = self.metrics.commit_queue_bytes.inc_by(n) + n;
         let peak = self.queue_peak.fetch_max(now, Ordering::Relaxed).max(now);
         self.metrics.commit_queue_peak_bytes.set(peak);
-        n
+        bytes
     }
 
     /// Counts bytes out of the commit queue.
-    pub fn queue_out(&self, n: i64) {
-        self.metrics.commit_queue_bytes.dec_by(n);
+    pub fn queue_out(&self, bytes: usize) {
+        self.metrics.commit_queue_bytes.dec_by(bytes as i64);
     }
 }
 
@@ -112,9 +115,13 @@ impl Committer {
             let mut after = Vec::new();
             while let Some(m) = next.take() {
                 match m {
-                    Msg::Commit { txn, reply, queued } => {
-                        let n = txn.approx_bytes();
-                        self.shared.queue_out(n as i64);
+                    Msg::Commit {
+                        txn,
+                        bytes: n,
+                        reply,
+                        queued,
+                    } => {
+                        self.shared.queue_out(n);
                         bytes += n;
                         group.push((txn, reply, queued));
                     }

@@ -71,18 +71,6 @@ pub enum CatalogError {
     /// The embedded store failed.
     #[error("embedded store: {0}")]
     Store(String),
-    /// Data in a format newer than this build reads: refused, never misread or rewritten.
-    #[error(
-        "{what} is format {found}, but this build reads formats up to {newest}: it was written by a newer Eddy"
-    )]
-    Format {
-        /// Which encoding.
-        what: String,
-        /// The version found.
-        found: u64,
-        /// The newest version this build reads.
-        newest: u64,
-    },
     /// A stored record does not decode.
     #[error("corrupt catalog record: {0}")]
     Corrupt(String),

@@ -248,7 +248,8 @@ impl EmbeddedCatalog {
         let path = meta_dir.join("catalog.redb");
         let ptr = checkpoint::pointer(&store)?;
         // Nothing is written before the formats are known to be readable: the store is
-        // checked read-only, and opened for writing on the first record replayed.
+        // checked read-only, and opened for writing once the first record to replay has
+        // decoded (which checks its format).
         let mut opening = store_open::Store::prepare(&path, &store, ptr.as_ref())?;
         let from = opening.from;
         let started = Instant::now();
@@ -259,18 +260,10 @@ impl EmbeddedCatalog {
         };
         let wal = Wal::open(set.clone(), wal_config, from, |record| {
             let lsn = record.lsn;
-            format::check_record_format(lsn, record.format)
-                .and_then(|()| replay(opening.writable()?, record))
+            record::decode(lsn, record.format, record.payload)
+                .and_then(|txns| replay(opening.writable()?, lsn, record.position, &txns))
                 .map_err(|e| match e {
-                    CatalogError::Format {
-                        what,
-                        found,
-                        newest,
-                    } => storage::StorageError::Format {
-                        what,
-                        found: u32::try_from(found).unwrap_or(u32::MAX),
-                        newest: u32::try_from(newest).unwrap_or(u32::MAX),
-                    },
+                    CatalogError::Storage(e @ storage::StorageError::Format { .. }) => e,
                     e => storage::StorageError::Log(format!("replay {lsn}: {e}")),
                 })?;
             replayed += 1;
@@ -519,16 +512,19 @@ impl Drop for EmbeddedCatalog {
 }
 
 /// Applies one log record during recovery.
-fn replay(db: &Database, record: storage::Record) -> CatalogResult<()> {
-    let lsn = record.lsn;
-    let txns = record::decode(lsn, record.format, record.payload)?;
+fn replay(
+    db: &Database,
+    lsn: u64,
+    position: storage::wal::LogPosition,
+    txns: &[Transaction],
+) -> CatalogResult<()> {
     let mut w = db.begin_write()?;
     w.set_durability(Durability::None)?;
     {
         let mut t = apply::Tables::open(&w)?;
         let mut effects = apply::Effects::default();
-        let mut log = apply::LogCursor::new(record.position, false);
-        for txn in &txns {
+        let mut log = apply::LogCursor::new(position, false);
+        for txn in txns {
             for op in &txn.ops {
                 t.apply(op, &mut effects, &mut log)?;
             }
@@ -542,14 +538,15 @@ fn replay(db: &Database, record: storage::Record) -> CatalogResult<()> {
 impl Catalog for EmbeddedCatalog {
     fn commit(&self, txn: Transaction) -> CommitFuture {
         let (reply, rx) = oneshot::channel();
-        let queued = self.shared.queue_in(&txn);
+        let bytes = self.shared.queue_in(&txn);
         let sent = self.send(Msg::Commit {
             txn,
+            bytes,
             reply,
             queued: Instant::now(),
         });
         if sent.is_err() {
-            self.shared.queue_out(queued);
+            self.shared.queue_out(bytes);
         }
         Box::pin(async move {
             sent?;

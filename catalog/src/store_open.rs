@@ -5,12 +5,12 @@
 
 use std::path::{Path, PathBuf};
 
-use redb::{Database, ReadOnlyDatabase, ReadableDatabase, TableError};
+use redb::{Database, Durability, ReadOnlyDatabase, ReadableDatabase, TableError};
 use storage::BlobStore;
 
 use crate::checkpoint::{self, CheckpointPointer};
 use crate::error::{CatalogError, CatalogResult};
-use crate::format::{self, STORE_FORMAT_KEY};
+use crate::format::{self, STORE_FORMAT, STORE_FORMAT_KEY};
 use crate::tables::META;
 
 /// The store file as found.
@@ -40,19 +40,22 @@ fn peek(path: &Path) -> CatalogResult<OnDisk> {
     }
 }
 
-/// Refuses a store whose recorded format is newer than this build reads (a store that
-/// records none is format 1).
-fn check_format(db: &impl ReadableDatabase) -> CatalogResult<()> {
+/// The format a store records (`None`: a new store, or one written by a build before
+/// formats were recorded, which wrote format 1).
+fn recorded_format(db: &impl ReadableDatabase) -> CatalogResult<Option<u64>> {
     let r = db.begin_read()?;
     let meta = match r.open_table(META) {
         Ok(t) => t,
-        Err(TableError::TableDoesNotExist(_)) => return Ok(()),
+        Err(TableError::TableDoesNotExist(_)) => return Ok(None),
         Err(e) => return Err(e.into()),
     };
-    match meta.get(STORE_FORMAT_KEY)? {
-        Some(v) => format::check_store_format(checkpoint::u64_value(v.value())?),
-        None => Ok(()),
-    }
+    let found = meta.get(STORE_FORMAT_KEY)?;
+    found.map(|v| checkpoint::u64_value(v.value())).transpose()
+}
+
+/// Refuses a store whose recorded format is newer than this build reads.
+fn check_format(db: &impl ReadableDatabase) -> CatalogResult<()> {
+    recorded_format(db)?.map_or(Ok(()), format::check_store_format)
 }
 
 /// The store, ready to replay the log from [`Store::from`].
@@ -118,11 +121,18 @@ impl Store {
         self.db.as_ref().ok_or(CatalogError::Closed)
     }
 
-    /// The store for the catalog to run on, with its format recorded.
+    /// The store for the catalog to run on, with its format recorded (every path here
+    /// has checked a format the store already records).
     pub fn open(mut self) -> CatalogResult<Database> {
         self.writable()?;
         let db = self.db.take().ok_or(CatalogError::Closed)?;
-        checkpoint::open_store_format(&db)?;
+        if recorded_format(&db)?.is_none() {
+            let mut w = db.begin_write()?;
+            w.set_durability(Durability::Immediate)?;
+            w.open_table(META)?
+                .insert(STORE_FORMAT_KEY, STORE_FORMAT.to_be_bytes().as_slice())?;
+            w.commit()?;
+        }
         Ok(db)
     }
 }

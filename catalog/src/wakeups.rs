@@ -68,7 +68,8 @@ impl Wakeups {
     }
 
     /// Fetches parked now (a waiter counts once however many partitions it watches).
-    pub fn waiting(&self) -> usize {
+    #[cfg(test)]
+    fn waiting(&self) -> usize {
         let r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let mut ids: Vec<u64> = r.waiters.values().flatten().map(|(id, _)| *id).collect();
         ids.sort_unstable();

@@ -101,16 +101,8 @@ impl ListenerMetrics {
 fn is_resource_error(e: &std::io::Error) -> bool {
     matches!(
         e.raw_os_error(),
-        Some(libc_errno::EMFILE | libc_errno::ENFILE | libc_errno::ENOBUFS | libc_errno::ENOMEM)
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
     )
-}
-
-/// The errno values above (Linux), without a libc dependency for four numbers.
-mod libc_errno {
-    pub const ENOMEM: i32 = 12;
-    pub const ENFILE: i32 = 23;
-    pub const EMFILE: i32 = 24;
-    pub const ENOBUFS: i32 = 105;
 }
 
 /// Accepts connections on `listener` until `shutdown` flips, handing each one under the

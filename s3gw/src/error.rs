@@ -44,7 +44,6 @@ pub fn catalog_error(e: CatalogError) -> S3Error {
         | CatalogError::OutOfOrderSequence
         | CatalogError::ProducerFenced
         | CatalogError::Store(_)
-        | CatalogError::Format { .. }
         | CatalogError::Corrupt(_)) => {
             tracing::error!(error = %e, "catalog error");
             S3Error::with_message(S3ErrorCode::InternalError, e.to_string())

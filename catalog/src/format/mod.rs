@@ -11,7 +11,8 @@
 //! Each released format's types are frozen in their own module ([`v1`]) and converted to
 //! and from the live types; the live types are never encoded directly, so changing them
 //! never changes what stored bytes mean. A format this build does not know is refused
-//! with [`CatalogError::Format`], naming both versions, before anything is written.
+//! with [`storage::StorageError::Format`] (the one error for every layer's formats),
+//! naming both versions, before anything is written.
 
 pub mod v1;
 
@@ -73,17 +74,22 @@ stored_as_v1!(
     CheckpointPointer => v1::CheckpointPointer,
 );
 
+/// The refusal of data in a format newer than `newest`.
+fn newer(what: String, found: u64, newest: u64) -> CatalogError {
+    CatalogError::Storage(storage::StorageError::Format {
+        what,
+        found: u32::try_from(found).unwrap_or(u32::MAX),
+        newest: u32::try_from(newest).unwrap_or(u32::MAX),
+    })
+}
+
 /// Checks a store (or checkpoint) value format found on disk: `Ok` when this build reads
 /// it.
 pub fn check_store_format(found: u64) -> CatalogResult<()> {
     match found {
         1..=STORE_FORMAT => Ok(()),
         0 => Err(CatalogError::Corrupt("store format 0".into())),
-        _ => Err(CatalogError::Format {
-            what: "catalog store".into(),
-            found,
-            newest: STORE_FORMAT,
-        }),
+        _ => Err(newer("catalog store".into(), found, STORE_FORMAT)),
     }
 }
 
@@ -92,11 +98,11 @@ pub fn check_record_format(lsn: u64, found: u16) -> CatalogResult<()> {
     match found {
         1..=NEWEST_RECORD_FORMAT => Ok(()),
         0 => Err(CatalogError::Corrupt(format!("log record {lsn}: format 0"))),
-        _ => Err(CatalogError::Format {
-            what: format!("log record {lsn}"),
-            found: found.into(),
-            newest: NEWEST_RECORD_FORMAT.into(),
-        }),
+        _ => Err(newer(
+            format!("log record {lsn}"),
+            found.into(),
+            NEWEST_RECORD_FORMAT.into(),
+        )),
     }
 }
 
@@ -105,11 +111,11 @@ pub fn check_checkpoint_magic(magic: &[u8]) -> CatalogResult<()> {
     match magic.split_last() {
         Some((&CHECKPOINT_LAYOUT, b"EDDYCKP")) => Ok(()),
         Some((&digit, b"EDDYCKP")) if digit.is_ascii_digit() && digit > CHECKPOINT_LAYOUT => {
-            Err(CatalogError::Format {
-                what: "checkpoint".into(),
-                found: (digit - b'0').into(),
-                newest: (CHECKPOINT_LAYOUT - b'0').into(),
-            })
+            Err(newer(
+                "checkpoint".into(),
+                (digit - b'0').into(),
+                (CHECKPOINT_LAYOUT - b'0').into(),
+            ))
         }
         _ => Err(CatalogError::Corrupt("checkpoint magic".into())),
     }

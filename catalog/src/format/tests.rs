@@ -6,6 +6,7 @@
 use super::*;
 use crate::apply::dec;
 use crate::txn::Transaction;
+use storage::StorageError;
 
 include!("samples.rs");
 
@@ -124,11 +125,11 @@ fn newer_formats_are_refused_naming_both_versions() {
     assert!(
         matches!(
             &err,
-            CatalogError::Format {
+            CatalogError::Storage(StorageError::Format {
                 found: 2,
                 newest: 1,
                 ..
-            }
+            })
         ),
         "{err}"
     );
@@ -138,19 +139,19 @@ fn newer_formats_are_refused_naming_both_versions() {
     );
     assert!(matches!(
         check_store_format(2),
-        Err(CatalogError::Format {
+        Err(CatalogError::Storage(StorageError::Format {
             found: 2,
             newest: 1,
             ..
-        })
+        }))
     ));
     assert!(matches!(
         check_checkpoint_magic(b"EDDYCKP2"),
-        Err(CatalogError::Format {
+        Err(CatalogError::Storage(StorageError::Format {
             found: 2,
             newest: 1,
             ..
-        })
+        }))
     ));
     assert!(check_checkpoint_magic(b"EDDYCKP1").is_ok());
     assert!(matches!(
