@@ -64,6 +64,15 @@ pub struct ServeArgs {
     /// `log.retention.check.interval.ms`; default 300000).
     #[arg(long, env = "EDDY_KAFKA_RETENTION_CHECK_INTERVAL_MS")]
     pub kafka_retention_check_interval_ms: Option<u64>,
+    /// How often compacted partitions are looked at, in ms (Kafka's
+    /// `log.cleaner.backoff.ms`; default 15000). A topic config change starts a look at
+    /// once.
+    #[arg(long, env = "EDDY_KAFKA_COMPACTION_CHECK_INTERVAL_MS")]
+    pub kafka_compaction_check_interval_ms: Option<u64>,
+    /// Memory for the log cleaner's key map, in MiB (Kafka's
+    /// `log.cleaner.dedupe.buffer.size`; default 64, about 1.6 million keys per pass).
+    #[arg(long, env = "EDDY_KAFKA_COMPACTION_MAP_MB")]
+    pub kafka_compaction_map_mb: Option<usize>,
     /// Domains of the S3 endpoint for virtual-host-style requests
     /// (`bucket.DOMAIN`), comma-separated; path style always works.
     #[arg(long, env = "EDDY_S3_DOMAIN", value_delimiter = ',')]
@@ -119,6 +128,8 @@ pub struct FileConfig {
     kafka_group_initial_rebalance_delay_ms: Option<u64>,
     kafka_group_min_session_timeout_ms: Option<u64>,
     kafka_retention_check_interval_ms: Option<u64>,
+    kafka_compaction_check_interval_ms: Option<u64>,
+    kafka_compaction_map_mb: Option<usize>,
     notify_ce_type_prefix: Option<String>,
     table_snapshot_max_age_secs: Option<u64>,
     table_seal_age_secs: Option<u64>,
@@ -193,6 +204,10 @@ pub struct ServeConfig {
     pub kafka_group_min_session_timeout_ms: u64,
     /// Interval between retention passes, ms.
     pub kafka_retention_check_interval_ms: u64,
+    /// Interval between compaction rounds, ms.
+    pub kafka_compaction_check_interval_ms: u64,
+    /// Key map memory of one compaction pass, MiB.
+    pub kafka_compaction_map_mb: usize,
     /// Prefix of bucket notification records' `ce_type`.
     pub notify_ce_type_prefix: String,
     /// Age after which topic table snapshots expire.
@@ -340,6 +355,16 @@ impl ServeArgs {
                 .or(file.kafka_retention_check_interval_ms)
                 .unwrap_or(300_000)
                 .max(1),
+            kafka_compaction_check_interval_ms: self
+                .kafka_compaction_check_interval_ms
+                .or(file.kafka_compaction_check_interval_ms)
+                .unwrap_or(15_000)
+                .max(1),
+            kafka_compaction_map_mb: self
+                .kafka_compaction_map_mb
+                .or(file.kafka_compaction_map_mb)
+                .unwrap_or(64)
+                .max(1),
             notify_ce_type_prefix: self
                 .notify_ce_type_prefix
                 .clone()
@@ -380,6 +405,7 @@ mod tests {
              s3_domain = [\"s3.example.com\"]\n\
              notify_ce_type_prefix = \"file.example:\"\ntable_seal_mb = 256\n\
              kafka_retention_check_interval_ms = 5000\n\
+             kafka_compaction_check_interval_ms = 700\nkafka_compaction_map_mb = 8\n\
              max_connections = 100\nidle_timeout_secs = 30\nkafka_max_request_mb_in_flight = 64\n\
              [[users]]\naccess_key = \"alice\"\nsecret_key = \"alicesecret\"\n",
         )
@@ -404,6 +430,8 @@ mod tests {
         assert_eq!(c.notify_ce_type_prefix, "file.example:");
         assert_eq!(c.table_seal_bytes, 256 << 20);
         assert_eq!(c.kafka_retention_check_interval_ms, 5000);
+        assert_eq!(c.kafka_compaction_check_interval_ms, 700);
+        assert_eq!(c.kafka_compaction_map_mb, 8);
         assert_eq!(c.max_connections, 100);
         assert_eq!(c.idle_timeout, std::time::Duration::from_secs(30));
         assert_eq!(c.kafka_max_request_mb_in_flight, 64);
@@ -411,6 +439,7 @@ mod tests {
             notify_ce_type_prefix: Some("flag.example:".into()),
             table_seal_mb: Some(8),
             kafka_retention_check_interval_ms: Some(200),
+            kafka_compaction_check_interval_ms: Some(100),
             max_connections: Some(7),
             idle_timeout_secs: Some(5),
             kafka_max_request_mb_in_flight: Some(16),
@@ -420,12 +449,16 @@ mod tests {
         assert_eq!(flagged.notify_ce_type_prefix, "flag.example:");
         assert_eq!(flagged.table_seal_bytes, 8 << 20);
         assert_eq!(flagged.kafka_retention_check_interval_ms, 200);
+        assert_eq!(flagged.kafka_compaction_check_interval_ms, 100);
+        assert_eq!(flagged.kafka_compaction_map_mb, 8);
         assert_eq!(flagged.max_connections, 7);
         assert_eq!(flagged.idle_timeout, std::time::Duration::from_secs(5));
         assert_eq!(flagged.kafka_max_request_mb_in_flight, 16);
         let defaults = ServeArgs::default().resolve().unwrap();
         assert_eq!(defaults.table_seal_bytes, 64 << 20);
         assert_eq!(defaults.kafka_retention_check_interval_ms, 300_000);
+        assert_eq!(defaults.kafka_compaction_check_interval_ms, 15_000);
+        assert_eq!(defaults.kafka_compaction_map_mb, 64);
         assert_eq!(defaults.max_connections, listener::DEFAULT_MAX_CONNECTIONS);
         assert_eq!(defaults.idle_timeout, listener::DEFAULT_IDLE_TIMEOUT);
         assert_eq!(defaults.kafka_max_request_mb_in_flight, 256);

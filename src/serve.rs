@@ -196,6 +196,9 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         Duration::from_millis(config.kafka_group_min_session_timeout_ms);
     kafka_config.retention_check_interval =
         Duration::from_millis(config.kafka_retention_check_interval_ms);
+    kafka_config.compaction_check_interval =
+        Duration::from_millis(config.kafka_compaction_check_interval_ms);
+    kafka_config.compaction.map_bytes = config.kafka_compaction_map_mb << 20;
     let kafka_broker = broker::Broker::new(catalog_dyn, kafka_config);
     metrics.register_kafka(&kafka_broker.metrics);
     tasks.spawn(broker::group::lag::run(
@@ -206,6 +209,11 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     tasks.spawn(broker::retention::run(
         kafka_broker.clone(),
         kafka_broker.config.retention_check_interval,
+        stop_rx.clone(),
+    ));
+    tasks.spawn(broker::compaction::run(
+        kafka_broker.clone(),
+        kafka_broker.config.compaction_check_interval,
         stop_rx.clone(),
     ));
     for (l, addr) in kafka.into_iter().zip(config.kafka_listen.iter().copied()) {

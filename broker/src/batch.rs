@@ -137,6 +137,25 @@ impl Batch {
         self.producer_id >= 0 && self.base_sequence >= 0
     }
 
+    /// Refuses a batch holding a record without a key, as Kafka does on compacted topics
+    /// (compaction keeps the latest record per key; a keyless one has none).
+    pub fn require_keys(&self) -> Result<(), Refusal> {
+        let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut self.bytes.clone())
+            .map_err(|e| {
+                refuse(
+                    ResponseError::CorruptMessage,
+                    format!("records do not decode: {e}"),
+                )
+            })?;
+        if set.records.iter().any(|r| r.key.is_none()) {
+            return Err(refuse(
+                ResponseError::InvalidRecord,
+                "compacted topic cannot accept a record without a key",
+            ));
+        }
+        Ok(())
+    }
+
     /// Sequence of the last record.
     pub fn last_sequence(&self) -> i32 {
         self.base_sequence.wrapping_add(self.record_count - 1) & i32::MAX

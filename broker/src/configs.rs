@@ -157,6 +157,13 @@ pub fn max_message_bytes(configs: &BTreeMap<String, String>) -> usize {
         .unwrap_or(1_048_588)
 }
 
+/// Whether a topic is compacted (`cleanup.policy` contains `compact`).
+pub fn compacted(configs: &BTreeMap<String, String>) -> bool {
+    value(configs, "cleanup.policy")
+        .split(',')
+        .any(|p| p.trim() == "compact")
+}
+
 /// Whether a topic stamps batches with the broker's time.
 pub fn log_append_time(configs: &BTreeMap<String, String>) -> bool {
     value(configs, "message.timestamp.type") == "LogAppendTime"

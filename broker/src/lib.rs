@@ -5,6 +5,7 @@
 pub mod api;
 pub mod batch;
 pub mod cluster;
+pub mod compaction;
 pub mod configs;
 pub mod connection;
 pub mod error;
@@ -50,6 +51,11 @@ pub struct BrokerConfig {
     /// How often retention deletes what topics no longer keep (Kafka's
     /// `log.retention.check.interval.ms`).
     pub retention_check_interval: std::time::Duration,
+    /// How often compacted partitions are looked at (Kafka's `log.cleaner.backoff.ms`);
+    /// a config change wakes the cleaner at once.
+    pub compaction_check_interval: std::time::Duration,
+    /// Memory bounds of one compaction pass.
+    pub compaction: compaction::Limits,
 }
 
 impl BrokerConfig {
@@ -67,6 +73,11 @@ impl BrokerConfig {
             groups: Default::default(),
             lag_interval: std::time::Duration::from_secs(10),
             retention_check_interval: std::time::Duration::from_secs(300),
+            compaction_check_interval: std::time::Duration::from_secs(15),
+            compaction: compaction::Limits {
+                map_bytes: 64 << 20,
+                max_pass_bytes: 64 << 20,
+            },
         }
     }
 }
@@ -86,6 +97,8 @@ pub struct Broker {
     /// The request bytes still free of [`BrokerConfig::max_request_bytes_in_flight`], in
     /// permits of one byte.
     pub request_budget: Arc<Semaphore>,
+    /// Wakes the log cleaner (a topic's configs changed).
+    pub compaction_wake: tokio::sync::Notify,
 }
 
 impl Broker {
@@ -115,6 +128,7 @@ impl Broker {
             metrics,
             groups,
             request_budget: Arc::new(Semaphore::new(budget)),
+            compaction_wake: tokio::sync::Notify::new(),
         })
     }
 }

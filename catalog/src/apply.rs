@@ -10,7 +10,8 @@ use storage::wal::LogPosition;
 use crate::error::{CatalogError, CatalogResult};
 use crate::format::Stored;
 use crate::model::{
-    BucketRecord, ObjectVersion, PartRecord, PartitionState, TopicRecord, TopicTable, UploadRecord,
+    BucketRecord, CompactionState, ObjectVersion, PartRecord, PartitionState, TopicRecord,
+    TopicTable, UploadRecord,
 };
 use crate::tables::{self, *};
 use crate::txn::{Op, OpOutcome};
@@ -47,6 +48,7 @@ pub struct Tables<'t> {
     uploads: RedbTable<'t>,
     parts: RedbTable<'t>,
     topic_tables: RedbTable<'t>,
+    compaction: RedbTable<'t>,
 }
 
 /// Side effects to carry out once the commit is durable.
@@ -197,6 +199,7 @@ impl<'t> Tables<'t> {
             uploads: w.open_table(UPLOADS)?,
             parts: w.open_table(PARTS)?,
             topic_tables: w.open_table(TOPIC_TABLES)?,
+            compaction: w.open_table(COMPACTION)?,
         })
     }
 
@@ -456,6 +459,40 @@ impl<'t> Tables<'t> {
                     )));
                 }
             }
+            Op::CompactPartition {
+                topic_id,
+                partition,
+                log_start,
+                expected_passes,
+                removed,
+                added: _,
+                state,
+            } => {
+                let st = self.require_partition(*topic_id, *partition)?;
+                let passes = get::<CompactionState>(
+                    &self.compaction,
+                    &partition_key(*topic_id, *partition),
+                )?
+                .map_or(0, |c| c.passes);
+                let stale = |why: String| Err(CatalogError::PreconditionFailed(why));
+                if st.log_start_offset != *log_start {
+                    return stale(format!(
+                        "partition starts at {}, not {log_start}",
+                        st.log_start_offset
+                    ));
+                }
+                if passes != *expected_passes || state.passes != expected_passes + 1 {
+                    return stale(format!(
+                        "compaction is at pass {passes}, not {expected_passes}"
+                    ));
+                }
+                for base in removed {
+                    let key = batch_key(*topic_id, *partition, *base);
+                    if self.batches.get(key.as_slice())?.is_none() {
+                        return stale(format!("batch {base} is gone"));
+                    }
+                }
+            }
             Op::CommitOffset { .. }
             | Op::DeleteOffset { .. }
             | Op::PutGroup(_)
@@ -598,6 +635,7 @@ impl<'t> Tables<'t> {
                     self.topic_ids.remove(t.id.to_be_bytes().as_slice())?;
                     let prefix = t.id.to_be_bytes();
                     remove_prefix(&mut self.partitions, &prefix, |_| Ok(()))?;
+                    remove_prefix(&mut self.compaction, &prefix, |_| Ok(()))?;
                     let mut segments = Vec::new();
                     remove_prefix(&mut self.batches, &prefix, |v| {
                         segments.push(entry(v)?.position.segment);
@@ -682,6 +720,45 @@ impl<'t> Tables<'t> {
                     }
                     put(&mut self.partitions, &pk, &st)?;
                 }
+            }
+            Op::CompactPartition {
+                topic_id,
+                partition,
+                removed,
+                added,
+                state,
+                ..
+            } => {
+                let pk = partition_key(*topic_id, *partition);
+                let mut st: PartitionState = get(&self.partitions, &pk)?.unwrap_or_default();
+                for base in removed {
+                    let key = batch_key(*topic_id, *partition, *base);
+                    let old = self
+                        .batches
+                        .remove(key.as_slice())?
+                        .map(|v| entry(v.value()));
+                    if let Some(e) = old.transpose()? {
+                        self.add_segment_ref(e.position.segment, -1)?;
+                        st.bytes = st.bytes.saturating_sub(u64::from(e.len));
+                    }
+                }
+                for b in added {
+                    let e = tables::BatchEntry {
+                        last_offset: b.last_offset,
+                        max_timestamp: b.max_timestamp,
+                        position: log.position,
+                        data_offset: log.push(&b.batch, b.base_offset),
+                        len: b.batch.len() as u32,
+                    };
+                    self.batches.insert(
+                        batch_key(*topic_id, *partition, b.base_offset).as_slice(),
+                        e.encode().as_slice(),
+                    )?;
+                    self.add_segment_ref(log.position.segment, 1)?;
+                    st.bytes += b.batch.len() as u64;
+                }
+                put(&mut self.partitions, &pk, &st)?;
+                put(&mut self.compaction, &pk, state)?;
             }
             Op::CommitOffset {
                 group,

@@ -38,7 +38,7 @@ use tokio::sync::{oneshot, watch};
 pub use error::{CatalogError, CatalogResult};
 pub use metrics::CatalogMetrics;
 pub use model::*;
-pub use txn::{CommitOutcome, Op, OpOutcome, ProducerBatch, Transaction};
+pub use txn::{CommitOutcome, CompactedBatch, Op, OpOutcome, ProducerBatch, Transaction};
 
 use committer::{Committer, Msg, Shared};
 
@@ -130,6 +130,8 @@ pub trait Catalog: Send + Sync {
         let _ = topic;
         Ok(None)
     }
+    /// Where log compaction stands in a partition (none before its first pass).
+    fn compaction(&self, topic_id: u128, partition: u32) -> CatalogResult<Option<CompactionState>>;
     /// Batches from the one holding `from_offset` on, until `max_bytes` is reached (at
     /// least one batch is returned when any exists).
     fn read_batches(
@@ -655,6 +657,14 @@ impl Catalog for EmbeddedCatalog {
     fn topics(&self) -> CatalogResult<Vec<TopicRecord>> {
         read::scan(&self.db, tables::TOPICS, b"", usize::MAX)
             .map(|v| v.into_iter().map(|(_, t)| t).collect())
+    }
+
+    fn compaction(&self, topic_id: u128, partition: u32) -> CatalogResult<Option<CompactionState>> {
+        read::get(
+            &self.db,
+            tables::COMPACTION,
+            &tables::partition_key(topic_id, partition),
+        )
     }
 
     fn partition(&self, topic_id: u128, partition: u32) -> CatalogResult<Option<PartitionState>> {

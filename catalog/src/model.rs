@@ -146,6 +146,31 @@ pub struct PartitionState {
     pub bytes: u64,
 }
 
+/// Where log compaction stands in one partition (`cleanup.policy=compact`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CompactionState {
+    /// Offsets below this have been cleaned: every record there that a later record of
+    /// the same key superseded is gone (Kafka's "first dirty offset").
+    pub cleaned_to: u64,
+    /// Passes committed so far; a pass names the count it was planned on, so two passes
+    /// never both build on the same state.
+    pub passes: u64,
+    /// When compaction first reached each cleaned range, ascending by `end`: the
+    /// tombstones of a range stay readable `delete.retention.ms` from then.
+    pub horizons: Vec<Horizon>,
+}
+
+/// One cleaned offset range's first-reached time (see [`CompactionState::horizons`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Horizon {
+    /// The range ends before this offset (it starts at the previous horizon's end).
+    pub end: u64,
+    /// When the pass that first cleaned it ran (ms since the epoch).
+    pub reached_ms: i64,
+    /// Tombstones the range still holds.
+    pub tombstones: u64,
+}
+
 /// A stored Kafka record batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredBatch {

@@ -1,8 +1,9 @@
 //! The payload of one log record (one group commit): the appended batch bytes first, then
 //! the transactions with those bytes left out, then the header's length.
 //!
-//! `[batch data][postcard header][u32 LE header length]` (format 1: the header is
-//! [`v1::RecordHeader`]; the log frame names the format, see `crate::format`).
+//! `[batch data][postcard header][u32 LE header length]`; the header is a
+//! [`v1::RecordHeader`] in format 1 and a [`v2::RecordHeader`] in format 2 (the log frame
+//! names the format, see `crate::format`).
 //!
 //! Batches come first so their offsets in the payload are known while the group is being
 //! applied, before the header is encoded; the catalog's batch index points at them, and
@@ -11,42 +12,64 @@
 use bytes::Bytes;
 
 use crate::error::{CatalogError, CatalogResult};
-use crate::format::{self, v1};
+use crate::format::{self, v1, v2};
 use crate::txn::{Op, Transaction};
 
-/// Builds a record payload (in [`format::RECORD_FORMAT`]) from the batch data section and
-/// the accepted transactions.
+/// Builds a record payload (in [`format::RECORD_FORMAT`], 2) from the batch data section
+/// and the accepted transactions.
 pub fn encode(mut data: Vec<u8>, txns: &[&Transaction]) -> CatalogResult<Vec<u8>> {
     let mut batch_lens = Vec::new();
     let txns = txns
         .iter()
         .map(|t| {
             for op in &t.ops {
-                if let Op::Append { batch, .. } = op {
-                    batch_lens.push(batch.len() as u32);
-                }
+                for_each_batch(op, |batch| batch_lens.push(batch.len() as u32));
             }
-            v1::Transaction {
-                ops: t.ops.iter().map(v1::op_for_record).collect(),
+            v2::Transaction {
+                ops: t.ops.iter().map(v2::op_for_record).collect(),
             }
         })
         .collect();
-    let header = postcard::to_stdvec(&v1::RecordHeader { txns, batch_lens })?;
+    let header = postcard::to_stdvec(&v2::RecordHeader { txns, batch_lens })?;
     data.extend_from_slice(&header);
     data.extend_from_slice(&(header.len() as u32).to_le_bytes());
     Ok(data)
+}
+
+/// Calls `f` on each batch an op puts in the data section, in order.
+fn for_each_batch(op: &Op, mut f: impl FnMut(&Bytes)) {
+    match op {
+        Op::Append { batch, .. } => f(batch),
+        Op::CompactPartition { added, .. } => added.iter().for_each(|b| f(&b.batch)),
+        _ => {}
+    }
 }
 
 /// Splits a record payload of `format` back into its transactions, batches included (as
 /// slices of the payload, not copies).
 pub fn decode(lsn: u64, format: u16, payload: Vec<u8>) -> CatalogResult<Vec<Transaction>> {
     format::check_record_format(lsn, format)?;
-    // Format 1 is the only one so far; the next adds its arm here.
-    decode_v1(payload)
+    let (header, data) = split(&payload)?;
+    let (txns, lens): (Vec<Transaction>, Vec<u32>) = match format {
+        1 => {
+            let h: v1::RecordHeader = postcard::from_bytes(header)?;
+            (h.txns.into_iter().map(Into::into).collect(), h.batch_lens)
+        }
+        _ => {
+            let h: v2::RecordHeader = postcard::from_bytes(header)?;
+            (h.txns.into_iter().map(Into::into).collect(), h.batch_lens)
+        }
+    };
+    let data = Bytes::from(payload).slice(..data);
+    fill_batches(txns, lens, data)
 }
 
-fn decode_v1(payload: Vec<u8>) -> CatalogResult<Vec<Transaction>> {
-    let corrupt = |what: &str| CatalogError::Corrupt(format!("log record: {what}"));
+fn corrupt(what: &str) -> CatalogError {
+    CatalogError::Corrupt(format!("log record: {what}"))
+}
+
+/// The header bytes and the data section's length.
+fn split(payload: &[u8]) -> CatalogResult<(&[u8], usize)> {
     let n = payload.len();
     let header_len = payload
         .get(n.saturating_sub(4)..)
@@ -56,17 +79,34 @@ fn decode_v1(payload: Vec<u8>) -> CatalogResult<Vec<Transaction>> {
     let data_len = n
         .checked_sub(4 + header_len)
         .ok_or_else(|| corrupt("header length"))?;
-    let header: v1::RecordHeader = postcard::from_bytes(&payload[data_len..n - 4])?;
-    let data = Bytes::from(payload).slice(..data_len);
-    let mut lens = header.batch_lens.into_iter();
+    Ok((&payload[data_len..n - 4], data_len))
+}
+
+/// Points every batch of the decoded ops at its bytes in the data section (same order in
+/// both formats: op order, an op's batches in order).
+fn fill_batches(
+    mut txns: Vec<Transaction>,
+    lens: Vec<u32>,
+    data: Bytes,
+) -> CatalogResult<Vec<Transaction>> {
+    let mut lens = lens.into_iter();
     let mut at = 0usize;
-    let mut txns: Vec<Transaction> = header.txns.into_iter().map(Into::into).collect();
+    let mut next = || -> CatalogResult<Bytes> {
+        let len = lens.next().ok_or_else(|| corrupt("batch count"))? as usize;
+        let end = at.checked_add(len).filter(|e| *e <= data.len());
+        let b = data.slice(at..end.ok_or_else(|| corrupt("batch bounds"))?);
+        at += len;
+        Ok(b)
+    };
     for op in txns.iter_mut().flat_map(|t| t.ops.iter_mut()) {
-        if let Op::Append { batch, .. } = op {
-            let len = lens.next().ok_or_else(|| corrupt("batch count"))? as usize;
-            let end = at.checked_add(len).filter(|e| *e <= data_len);
-            *batch = data.slice(at..end.ok_or_else(|| corrupt("batch bounds"))?);
-            at += len;
+        match op {
+            Op::Append { batch, .. } => *batch = next()?,
+            Op::CompactPartition { added, .. } => {
+                for b in added {
+                    b.batch = next()?;
+                }
+            }
+            _ => {}
         }
     }
     Ok(txns)

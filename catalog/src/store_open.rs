@@ -126,7 +126,9 @@ impl Store {
     pub fn open(mut self) -> CatalogResult<Database> {
         self.writable()?;
         let db = self.db.take().ok_or(CatalogError::Closed)?;
-        if recorded_format(&db)?.is_none() {
+        // Every format before this build's migrates by recording the new number: format
+        // 2 only added a table, which a format-1 store lacks.
+        if recorded_format(&db)? != Some(STORE_FORMAT) {
             let mut w = db.begin_write()?;
             w.set_durability(Durability::Immediate)?;
             w.open_table(META)?

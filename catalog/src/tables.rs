@@ -41,8 +41,11 @@ pub const PARTS: Table = TableDefinition::new("parts");
 /// Topic name -> `TopicTable`: how far a topic's Iceberg table reaches.
 pub const TOPIC_TABLES: Table = TableDefinition::new("topic_tables");
 
+/// `partition_key` -> `CompactionState` (store format 2 on; absent: never compacted).
+pub const COMPACTION: Table = TableDefinition::new("compaction");
+
 /// Every table, with the tag checkpoints use for it.
-pub const ALL: [(u8, Table); 15] = [
+pub const ALL: [(u8, Table); 16] = [
     (1, META),
     (2, BUCKETS),
     (3, OBJECTS),
@@ -58,6 +61,7 @@ pub const ALL: [(u8, Table); 15] = [
     (13, UPLOADS),
     (14, PARTS),
     (15, TOPIC_TABLES),
+    (16, COMPACTION),
 ];
 
 /// Meta key of the last applied log record.

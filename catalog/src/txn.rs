@@ -164,6 +164,28 @@ pub enum Op {
         /// The new state (its generation must be `expected + 1`).
         table: TopicTable,
     },
+    /// Commits one log compaction pass over a partition: removes the batches whose base
+    /// offsets are in `removed`, indexes `added` (their compacted forms, records at their
+    /// original offsets; the bytes go into the log record) and stores `state`. Fails with
+    /// [`crate::CatalogError::PreconditionFailed`] unless the partition still starts at
+    /// `log_start`, its compaction is still at `expected_passes` passes and every removed
+    /// batch is still there, so a pass planned on an older partition never commits.
+    CompactPartition {
+        /// Topic id.
+        topic_id: u128,
+        /// Partition.
+        partition: u32,
+        /// The log start offset the pass was planned on.
+        log_start: u64,
+        /// The pass count the pass was planned on.
+        expected_passes: u64,
+        /// Base offsets of the batches the pass replaces or drops.
+        removed: Vec<u64>,
+        /// The replacements, in offset order.
+        added: Vec<CompactedBatch>,
+        /// The partition's compaction state after the pass (`passes` = expected + 1).
+        state: crate::model::CompactionState,
+    },
     /// Replaces a bucket's record if it is still `expected`: a read-modify-write that
     /// fails with [`crate::CatalogError::PreconditionFailed`] when another change (or a
     /// delete and re-create) came first, so concurrent setting changes are never lost.
@@ -173,6 +195,19 @@ pub enum Op {
         /// The new record (same name).
         record: BucketRecord,
     },
+}
+
+/// A record batch rewritten by compaction: the records it keeps, at their offsets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompactedBatch {
+    /// Offset of its first record (its base offset field holds it).
+    pub base_offset: u64,
+    /// Offset of its last record.
+    pub last_offset: u64,
+    /// Its largest timestamp.
+    pub max_timestamp: i64,
+    /// The batch bytes.
+    pub batch: bytes::Bytes,
 }
 
 /// An idempotent producer's fields of one batch.
@@ -207,6 +242,9 @@ impl Transaction {
             .iter()
             .map(|op| match op {
                 Op::Append { batch, .. } => batch.len() + 64,
+                Op::CompactPartition { added, .. } => {
+                    added.iter().map(|b| b.batch.len() + 64).sum::<usize>() + 128
+                }
                 Op::PutObject { version, .. } => match &version.data {
                     crate::model::ObjectData::Inline(d) => d.len() + 256,
                     _ => 256,

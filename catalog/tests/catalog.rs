@@ -756,7 +756,7 @@ fn assert_refused(dir: &Path, what: &str) {
         .unwrap_or_else(|| panic!("{what} of a newer format was opened"));
     assert!(
         err.to_string()
-            .contains("is format 2, but this build reads formats up to 1"),
+            .contains("is format 3, but this build reads formats up to 2"),
         "{what}: {err}"
     );
     let after = files(dir);
@@ -775,7 +775,7 @@ fn assert_refused(dir: &Path, what: &str) {
 async fn a_store_of_a_newer_format_is_refused_untouched() {
     let dir = tempfile::tempdir().unwrap();
     closed_catalog(dir.path()).await;
-    set_store_format(dir.path(), 2);
+    set_store_format(dir.path(), 3);
     assert_refused(dir.path(), "the store");
 }
 
@@ -783,7 +783,7 @@ async fn a_store_of_a_newer_format_is_refused_untouched() {
 async fn a_checkpoint_of_a_newer_store_format_is_refused_untouched() {
     let dir = tempfile::tempdir().unwrap();
     closed_catalog(dir.path()).await;
-    set_store_format(dir.path(), 2);
+    set_store_format(dir.path(), 3);
     // A checkpoint of that store, then the store file lost: opening would restore it.
     {
         let set =
@@ -805,7 +805,7 @@ async fn a_log_record_of_a_newer_format_is_refused_untouched() {
         let set =
             Arc::new(storage::DriveSet::open(&DriveSetConfig::under(dir.path(), 4, 2)).unwrap());
         let config = storage::WalConfig {
-            payload_format: 2,
+            payload_format: 3,
             ..storage::WalConfig::default()
         };
         let mut wal = storage::Wal::open(set, config, 1, |_| Ok(())).unwrap();

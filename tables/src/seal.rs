@@ -66,6 +66,8 @@ pub struct Tabler {
     /// loaded the table less than this long ago can still plan their scans.
     snapshot_max_age_ms: i64,
     locks: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Per topic id: the compaction passes its table's files reflect, as last seen.
+    reflected: std::sync::Mutex<HashMap<u128, Vec<u64>>>,
     metrics: crate::TableMetrics,
 }
 
@@ -93,6 +95,7 @@ impl Tabler {
             max_snapshot_bytes: 64 << 20,
             snapshot_max_age_ms: 10 * 60 * 1000,
             locks: std::sync::Mutex::new(HashMap::new()),
+            reflected: std::sync::Mutex::new(HashMap::new()),
             metrics: crate::TableMetrics::default(),
         }
     }
@@ -173,9 +176,23 @@ impl Tabler {
             .filter(|t| t.topic_id == topic.id))
     }
 
-    /// Whether the topic has committed data its table does not hold yet.
+    /// Whether the topic has committed data its table does not hold yet, or compaction
+    /// removed records the table still holds.
     pub fn behind(&self, topic: &TopicRecord) -> TableResult<bool> {
         let table = self.current(topic)?;
+        let passes = compaction_passes(self.catalog.as_ref(), topic)?;
+        let reflected = {
+            let r = self.reflected.lock().unwrap_or_else(|p| p.into_inner());
+            r.get(&topic.id).cloned()
+        };
+        let compacted = match reflected {
+            Some(r) => r != passes,
+            // Not looked at since the start: a seal step reads what the table reflects.
+            None => passes.iter().any(|p| *p > 0),
+        };
+        if table.is_some() && compacted {
+            return Ok(true);
+        }
         for p in 0..topic.partitions {
             let Some(st) = self.catalog.partition(topic.id, p)? else {
                 continue;
@@ -219,6 +236,12 @@ impl Tabler {
             .topic(topic)?
             .ok_or_else(|| TableError::NoSuchTable(format!("{NAMESPACE}.{topic}")))?;
         let current = self.current(&t)?;
+        // Read before the log, so a pass committed meanwhile is seen again next step.
+        let passes_now = {
+            let catalog = self.catalog.clone();
+            let t = t.clone();
+            blocking(move || compaction_passes(catalog.as_ref(), &t)).await?
+        };
         let table_location =
             objects::location(&self.bucket, Self::prefix(topic).trim_end_matches('/'));
         let (metadata, previous_location) = match &current {
@@ -226,7 +249,7 @@ impl Tabler {
                 self.read_metadata(&c.metadata_location).await?,
                 Some(c.metadata_location.clone()),
             ),
-            None => (new_metadata(&table_location, &t)?, None),
+            None => (new_metadata(&table_location, &t, &passes_now)?, None),
         };
         let arrow_schema = Arc::new(schema_to_arrow_schema(metadata.current_schema())?);
         let tabled = current
@@ -257,30 +280,61 @@ impl Tabler {
             // Records deleted from the log leave the table first, in a snapshot of their
             // own; appends follow in the next step.
             let io = FileIO::new_with_memory();
-            let (snapshot, written) = self
-                .write_truncation(&io, &metadata, &table_location, &truncate, arrow_schema)
+            let rewrite = Rewrite::Truncate(&truncate);
+            let rewritten = self
+                .write_rewrite(&io, &metadata, &table_location, &rewrite, arrow_schema)
                 .await?;
-            let mut builder =
-                TableMetadataBuilder::new_from_metadata(metadata.clone(), previous_location);
-            let (expired, unreferenced) = self.expired(&metadata, &snapshot);
-            builder = builder.set_branch_snapshot(snapshot, "main")?;
-            if !expired.is_empty() {
-                builder = builder.remove_snapshots(&expired);
-            }
             let table = self
-                .publish(
+                .publish_rewrite(
                     &io,
                     &t,
-                    Some(c),
-                    builder,
-                    written,
-                    unreferenced,
-                    c.tabled.clone(),
+                    c,
+                    &metadata,
+                    previous_location,
+                    rewritten,
+                    None,
                     start,
                 )
                 .await?;
             return Ok((table, true));
         }
+        // Records compaction removed leave the table in a snapshot of their own too.
+        let passes = passes_now;
+        let reflected = reflected_passes(&metadata, t.partitions);
+        if let Some(c) = &current
+            && passes != reflected
+        {
+            let compacted: Vec<u32> = (0..t.partitions)
+                .filter(|p| passes[*p as usize] != reflected[*p as usize])
+                .collect();
+            let io = FileIO::new_with_memory();
+            let rewritten = match metadata.current_snapshot() {
+                Some(_) => {
+                    let rewrite = Rewrite::Compact {
+                        topic: &t,
+                        partitions: &compacted,
+                    };
+                    self.write_rewrite(&io, &metadata, &table_location, &rewrite, arrow_schema)
+                        .await?
+                }
+                None => None,
+            };
+            let table = self
+                .publish_rewrite(
+                    &io,
+                    &t,
+                    c,
+                    &metadata,
+                    previous_location,
+                    rewritten,
+                    Some(&passes),
+                    start,
+                )
+                .await?;
+            self.reflected(&t, passes);
+            return Ok((table, true));
+        }
+        self.reflected(&t, passes.clone());
         let collected = {
             let catalog = self.catalog.clone();
             let t = t.clone();
@@ -331,6 +385,55 @@ impl Tabler {
             )
             .await?;
         Ok((table, collected.more))
+    }
+
+    /// Publishes a rewrite (if any file changed) and, with `passes`, records the
+    /// compaction passes the table now reflects, keeping the tabled offsets.
+    #[allow(clippy::too_many_arguments)]
+    async fn publish_rewrite(
+        &self,
+        io: &FileIO,
+        t: &TopicRecord,
+        current: &TopicTable,
+        metadata: &TableMetadata,
+        previous_location: Option<String>,
+        rewritten: Option<(Snapshot, Vec<(String, &'static str)>)>,
+        passes: Option<&[u64]>,
+        start: Vec<u64>,
+    ) -> TableResult<TopicTable> {
+        let mut builder =
+            TableMetadataBuilder::new_from_metadata(metadata.clone(), previous_location);
+        let mut written = Vec::new();
+        let mut unreferenced = Vec::new();
+        if let Some((snapshot, files)) = rewritten {
+            let (expired, old) = self.expired(metadata, &snapshot);
+            builder = builder.set_branch_snapshot(snapshot, "main")?;
+            if !expired.is_empty() {
+                builder = builder.remove_snapshots(&expired);
+            }
+            written = files;
+            unreferenced = old;
+        }
+        if let Some(passes) = passes {
+            builder = builder.set_properties(passes_property(passes))?;
+        }
+        self.publish(
+            io,
+            t,
+            Some(current),
+            builder,
+            written,
+            unreferenced,
+            current.tabled.clone(),
+            start,
+        )
+        .await
+    }
+
+    /// Remembers the compaction passes a topic's table reflects, for [`Tabler::behind`].
+    fn reflected(&self, topic: &TopicRecord, passes: Vec<u64>) {
+        let mut r = self.reflected.lock().unwrap_or_else(|p| p.into_inner());
+        r.insert(topic.id, passes);
     }
 
     /// Writes the new `metadata.json` and commits it with the new files, the deletion
@@ -476,20 +579,74 @@ impl Tabler {
         (expired, files)
     }
 
-    /// Writes a snapshot without the records before each `(partition, log start)` of
-    /// `truncate`: files wholly before it are dropped, files across it rewritten without
-    /// the deleted records, and every manifest merged into one.
-    async fn write_truncation(
+    /// What becomes of one data file of `partition` holding offsets `first..next`.
+    async fn fate(
+        &self,
+        rewrite: &Rewrite<'_>,
+        f: &DataFile,
+        (partition, first, next): (u32, u64, u64),
+        arrow_schema: arrow::datatypes::SchemaRef,
+    ) -> TableResult<Fate> {
+        match rewrite {
+            Rewrite::Truncate(cuts) => {
+                let Some(&(_, start)) = cuts.iter().find(|(p, _)| *p == partition) else {
+                    return Ok(Fate::Keep);
+                };
+                if next <= start {
+                    return Ok(Fate::Drop);
+                }
+                if first >= start {
+                    return Ok(Fate::Keep);
+                }
+                let old = self.read_file(f.file_path()).await?;
+                let rows = keep_from(old, start, arrow_schema)?;
+                Ok(Fate::replace_or_drop(partition, (start, next), rows))
+            }
+            Rewrite::Compact { topic, partitions } => {
+                if !partitions.contains(&partition) {
+                    return Ok(Fate::Keep);
+                }
+                // The log is the truth: the file's range as the log holds it now. A
+                // compacted range only ever loses records, so the same count means the
+                // same rows.
+                let rows = {
+                    let catalog = self.catalog.clone();
+                    let topic = (*topic).clone();
+                    blocking(move || {
+                        log_rows(
+                            catalog.as_ref(),
+                            &topic,
+                            partition,
+                            first,
+                            next,
+                            arrow_schema,
+                        )
+                    })
+                    .await?
+                };
+                let count: usize = rows.iter().map(|b| b.num_rows()).sum();
+                if count as u64 == f.record_count() {
+                    return Ok(Fate::Keep);
+                }
+                Ok(Fate::replace_or_drop(partition, (first, next), rows))
+            }
+        }
+    }
+
+    /// Writes a snapshot that rewrites the table's files as `rewrite` says: files that
+    /// lost every row are dropped, files that lost some are rewritten without them, the
+    /// rest stay; every manifest is merged into one. Returns `None` when no file changed.
+    async fn write_rewrite(
         &self,
         io: &FileIO,
         metadata: &TableMetadata,
         table_location: &str,
-        truncate: &[(u32, u64)],
+        rewrite: &Rewrite<'_>,
         arrow_schema: arrow::datatypes::SchemaRef,
-    ) -> TableResult<(Snapshot, Vec<(String, &'static str)>)> {
+    ) -> TableResult<Option<(Snapshot, Vec<(String, &'static str)>)>> {
         let parent = metadata
             .current_snapshot()
-            .ok_or_else(|| TableError::Task("truncating a table without a snapshot".into()))?;
+            .ok_or_else(|| TableError::Task("rewriting a table without a snapshot".into()))?;
         let schema = metadata.current_schema().clone();
         let spec = metadata.default_partition_spec().as_ref().clone();
         let snapshot_id = new_snapshot_id(metadata);
@@ -523,51 +680,12 @@ impl Tabler {
             for e in entries.iter().filter(|e| e.is_alive()) {
                 let f = e.data_file();
                 let seq = e.sequence_number().unwrap_or(m.sequence_number);
-                let cut = file_range(f.file_path()).and_then(|(p, first, next)| {
-                    truncate
-                        .iter()
-                        .find(|(tp, _)| *tp == p)
-                        .map(|(_, ls)| (p, first, next, *ls))
-                });
-                match cut {
-                    Some((_, _, next, ls)) if next <= ls => {
-                        deleted_files += 1;
-                        deleted_records += f.record_count();
-                        removed_files.push(f.file_path().to_owned());
-                        mw.add_delete_file(f.clone(), seq, Some(seq))?;
-                    }
-                    Some((p, first, next, ls)) if first < ls => {
-                        let old = self.read_file(f.file_path()).await?;
-                        let rows = keep_from(old, ls, arrow_schema.clone())?;
-                        let kept: usize = rows.iter().map(|b| b.num_rows()).sum();
-                        deleted_files += 1;
-                        deleted_records += f.record_count();
-                        removed_files.push(f.file_path().to_owned());
-                        mw.add_delete_file(f.clone(), seq, Some(seq))?;
-                        if kept > 0 {
-                            let (location, files) = write_data_file(
-                                io,
-                                &props,
-                                &schema,
-                                table_location,
-                                p,
-                                (ls, next),
-                                &rows,
-                                spec.spec_id(),
-                            )
-                            .await?;
-                            for nf in files {
-                                added_files += 1;
-                                added_records += nf.record_count();
-                                total_records += nf.record_count();
-                                total_files += 1;
-                                total_size += nf.file_size_in_bytes();
-                                mw.add_file(nf, sequence)?;
-                            }
-                            written.push((location, "application/vnd.apache.parquet"));
-                        }
-                    }
-                    _ => {
+                let fate = match file_range(f.file_path()) {
+                    Some(range) => self.fate(rewrite, f, range, arrow_schema.clone()).await?,
+                    None => Fate::Keep,
+                };
+                match fate {
+                    Fate::Keep => {
                         total_records += f.record_count();
                         total_files += 1;
                         total_size += f.file_size_in_bytes();
@@ -578,9 +696,48 @@ impl Tabler {
                             Some(seq),
                         )?;
                     }
+                    Fate::Drop => {
+                        deleted_files += 1;
+                        deleted_records += f.record_count();
+                        removed_files.push(f.file_path().to_owned());
+                        mw.add_delete_file(f.clone(), seq, Some(seq))?;
+                    }
+                    Fate::Replace {
+                        partition,
+                        range,
+                        rows,
+                    } => {
+                        deleted_files += 1;
+                        deleted_records += f.record_count();
+                        removed_files.push(f.file_path().to_owned());
+                        mw.add_delete_file(f.clone(), seq, Some(seq))?;
+                        let (location, files) = write_data_file(
+                            io,
+                            &props,
+                            &schema,
+                            table_location,
+                            partition,
+                            range,
+                            &rows,
+                            spec.spec_id(),
+                        )
+                        .await?;
+                        for nf in files {
+                            added_files += 1;
+                            added_records += nf.record_count();
+                            total_records += nf.record_count();
+                            total_files += 1;
+                            total_size += nf.file_size_in_bytes();
+                            mw.add_file(nf, sequence)?;
+                        }
+                        written.push((location, "application/vnd.apache.parquet"));
+                    }
                 }
             }
             replaced.push(m.manifest_path);
+        }
+        if deleted_files == 0 {
+            return Ok(None);
         }
         let manifest = mw.write_manifest_file().await?;
         written.push((manifest_location, "application/avro"));
@@ -628,7 +785,7 @@ impl Tabler {
             })
             .with_schema_id(metadata.current_schema_id())
             .build();
-        Ok((snapshot, written))
+        Ok(Some((snapshot, written)))
     }
 
     /// Writes the data files, their manifest and the manifest list of a new append
@@ -863,6 +1020,98 @@ impl Tabler {
     }
 }
 
+/// How a snapshot rewrites a table's existing files.
+enum Rewrite<'a> {
+    /// Records before each `(partition, log start)` were deleted (DeleteRecords,
+    /// retention).
+    Truncate(&'a [(u32, u64)]),
+    /// These partitions were compacted: each file keeps the rows the log still has.
+    Compact {
+        topic: &'a TopicRecord,
+        partitions: &'a [u32],
+    },
+}
+
+/// What becomes of one data file.
+enum Fate {
+    Keep,
+    Drop,
+    Replace {
+        partition: u32,
+        range: (u64, u64),
+        rows: Vec<RecordBatch>,
+    },
+}
+
+impl Fate {
+    fn replace_or_drop(partition: u32, range: (u64, u64), rows: Vec<RecordBatch>) -> Self {
+        if rows.iter().all(|b| b.num_rows() == 0) {
+            Fate::Drop
+        } else {
+            Fate::Replace {
+                partition,
+                range,
+                rows,
+            }
+        }
+    }
+}
+
+/// Table property: per partition (comma-separated), the compaction passes the table's
+/// files reflect.
+const COMPACTION_PASSES: &str = "eddy.compaction-passes";
+
+/// The compaction passes of each of a topic's partitions, as the catalog has them now.
+fn compaction_passes(catalog: &dyn Catalog, topic: &TopicRecord) -> TableResult<Vec<u64>> {
+    (0..topic.partitions)
+        .map(|p| Ok(catalog.compaction(topic.id, p)?.map_or(0, |c| c.passes)))
+        .collect()
+}
+
+/// The compaction passes a table's files reflect (zeros when it never recorded any).
+fn reflected_passes(metadata: &TableMetadata, partitions: u32) -> Vec<u64> {
+    let mut v: Vec<u64> = metadata
+        .properties()
+        .get(COMPACTION_PASSES)
+        .map(|s| s.split(',').map(|n| n.parse().unwrap_or(0)).collect())
+        .unwrap_or_default();
+    v.resize(partitions as usize, 0);
+    v
+}
+
+fn passes_property(passes: &[u64]) -> HashMap<String, String> {
+    let list: Vec<String> = passes.iter().map(u64::to_string).collect();
+    HashMap::from([(COMPACTION_PASSES.to_owned(), list.join(","))])
+}
+
+/// The rows the log holds for offsets `first..next` of one partition.
+fn log_rows(
+    catalog: &dyn Catalog,
+    topic: &TopicRecord,
+    partition: u32,
+    first: u64,
+    next: u64,
+    schema: arrow::datatypes::SchemaRef,
+) -> TableResult<Vec<RecordBatch>> {
+    let mut rows = RowBuilder::new(schema, partition)?;
+    let mut pos = first;
+    while pos < next {
+        let batches = catalog.read_batches(topic.id, partition, pos, 4 << 20)?;
+        if batches.is_empty() {
+            break;
+        }
+        for b in &batches {
+            if b.base_offset >= next {
+                pos = next;
+                break;
+            }
+            rows.add_batch(&topic.name, partition, b, pos, next)?;
+            pos = pos.max(b.last_offset + 1);
+        }
+    }
+    Ok(vec![rows.finish()?])
+}
+
 /// Writes one partition's rows (in order, without concatenating them first) as a
 /// Parquet data file named by its offset range (`first` up to `next`), returning its
 /// location and its manifest entries.
@@ -953,9 +1202,11 @@ fn new_snapshot_id(metadata: &TableMetadata) -> i64 {
     }
 }
 
-/// Metadata of a new, empty topic table.
-fn new_metadata(location: &str, topic: &TopicRecord) -> TableResult<TableMetadata> {
-    let properties = HashMap::from([
+/// Metadata of a new, empty topic table, whose files will reflect the compaction
+/// `passes` there are now (they are read from the log as it is).
+fn new_metadata(location: &str, topic: &TopicRecord, passes: &[u64]) -> TableResult<TableMetadata> {
+    let mut properties = passes_property(passes);
+    properties.extend([
         ("eddy.topic-id".to_owned(), format!("{:032x}", topic.id)),
         (
             "write.parquet.compression-codec".to_owned(),

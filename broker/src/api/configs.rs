@@ -184,12 +184,21 @@ async fn settle(p: Result<Option<catalog::CommitFuture>, Outcome>) -> Outcome {
 /// A resource's change in flight: its type, name and pending commit.
 type Pending = (i8, StrBytes, Result<Option<catalog::CommitFuture>, Outcome>);
 
-/// Awaits every resource's change, in order: (type, name, error code, message).
-async fn settle_all(pending: Vec<Pending>) -> Vec<(i8, StrBytes, i16, Option<StrBytes>)> {
+/// Awaits every resource's change, in order: (type, name, error code, message). Wakes
+/// the log cleaner once any change committed, so new compaction settings apply at once.
+async fn settle_all(
+    broker: &crate::Broker,
+    pending: Vec<Pending>,
+) -> Vec<(i8, StrBytes, i16, Option<StrBytes>)> {
     let mut out = Vec::with_capacity(pending.len());
+    let mut changed = false;
     for (t, name, p) in pending {
+        changed |= matches!(p, Ok(Some(_)));
         let (code, message) = settle(p).await;
         out.push((t, name, code, message.as_deref().map(sb)));
+    }
+    if changed {
+        broker.compaction_wake.notify_one();
     }
     out
 }
@@ -223,7 +232,7 @@ pub fn alter(ctx: Ctx, req: AlterConfigsRequest) -> Reply {
         })
         .collect();
     Box::pin(async move {
-        let responses = settle_all(pending)
+        let responses = settle_all(&ctx.broker, pending)
             .await
             .into_iter()
             .map(|(t, name, code, message)| {
@@ -305,7 +314,7 @@ pub fn incremental_alter(ctx: Ctx, req: IncrementalAlterConfigsRequest) -> Reply
         })
         .collect();
     Box::pin(async move {
-        let responses = settle_all(pending)
+        let responses = settle_all(&ctx.broker, pending)
             .await
             .into_iter()
             .map(|(t, name, code, message)| {

@@ -63,6 +63,11 @@ fn plan_partition(
         Ok(b) => b,
         Err(r) => return Plan::Refused(r.error, Some(r.message)),
     };
+    if configs::compacted(&topic.configs)
+        && let Err(r) = batches.iter().try_for_each(Batch::require_keys)
+    {
+        return Plan::Refused(r.error, Some(r.message));
+    }
     let log_append_time = if configs::log_append_time(&topic.configs) {
         let now = super::now_ms();
         batches

@@ -8,32 +8,37 @@
 //!   a dump of the store, carries it in the same entry;
 //! - **checkpoint dumps**: the digit of the dump's magic ([`CHECKPOINT_LAYOUT`]).
 //!
-//! Each released format's types are frozen in their own module ([`v1`]) and converted to
+//! Each released format's types are frozen in their own module ([`v1`], [`v2`]: what
+//! format 2 added, log compaction) and converted to
 //! and from the live types; the live types are never encoded directly, so changing them
 //! never changes what stored bytes mean. A format this build does not know is refused
 //! with [`storage::StorageError::Format`] (the one error for every layer's formats),
 //! naming both versions, before anything is written.
 
 pub mod v1;
+pub mod v2;
 
 use crate::checkpoint::CheckpointPointer;
 use crate::error::{CatalogError, CatalogResult};
 use crate::model::{
-    BucketRecord, GroupRecord, ObjectVersion, OffsetRecord, PartRecord, PartitionState,
-    ProducerState, TopicRecord, TopicTable, UploadRecord,
+    BucketRecord, CompactionState, GroupRecord, ObjectVersion, OffsetRecord, PartRecord,
+    PartitionState, ProducerState, TopicRecord, TopicTable, UploadRecord,
 };
 
 /// The log record payload format this build writes.
-pub const RECORD_FORMAT: u16 = 1;
+pub const RECORD_FORMAT: u16 = 2;
 /// The newest log record payload format this build reads (it reads every older one).
-pub const NEWEST_RECORD_FORMAT: u16 = 1;
-/// The store value format this build writes and the newest it reads.
-pub const STORE_FORMAT: u64 = 1;
+pub const NEWEST_RECORD_FORMAT: u16 = 2;
+/// The store value format this build writes and the newest it reads. Format 2 added the
+/// `compaction` table; a format-1 store is migrated when it is opened (it has no such
+/// table, so nothing is rewritten: only the recorded format changes).
+pub const STORE_FORMAT: u64 = 2;
 /// `meta` key of the store's value format (u64, big-endian, like the other counters).
 pub const STORE_FORMAT_KEY: &[u8] = b"store_format";
 /// The checkpoint dump layout this build writes and the newest it reads: the last byte of
-/// the dump's magic, `EDDYCKP1`.
-pub const CHECKPOINT_LAYOUT: u8 = b'1';
+/// the dump's magic, `EDDYCKP2`. Layout 2 is layout 1 with table tag 16 (`compaction`);
+/// both are read.
+pub const CHECKPOINT_LAYOUT: u8 = b'2';
 
 /// A value kept in the embedded store (and so in checkpoints), in the store's format.
 pub trait Stored: Sized {
@@ -44,8 +49,8 @@ pub trait Stored: Sized {
     fn decode(bytes: &[u8]) -> CatalogResult<Self>;
 }
 
-/// Stores a live type as its frozen format-1 twin.
-macro_rules! stored_as_v1 {
+/// Stores a live type as its frozen twin of the format that introduced it.
+macro_rules! stored_as {
     ($($live:ty => $frozen:ty),* $(,)?) => {
         $(
             impl Stored for $live {
@@ -60,7 +65,7 @@ macro_rules! stored_as_v1 {
     };
 }
 
-stored_as_v1!(
+stored_as!(
     BucketRecord => v1::BucketRecord,
     ObjectVersion => v1::ObjectVersion,
     UploadRecord => v1::UploadRecord,
@@ -72,6 +77,7 @@ stored_as_v1!(
     GroupRecord => v1::GroupRecord,
     TopicTable => v1::TopicTable,
     CheckpointPointer => v1::CheckpointPointer,
+    CompactionState => v2::CompactionState,
 );
 
 /// The refusal of data in a format newer than `newest`.
@@ -109,7 +115,7 @@ pub fn check_record_format(lsn: u64, found: u16) -> CatalogResult<()> {
 /// Checks a checkpoint's magic: `EDDYCKP` and the layout digit.
 pub fn check_checkpoint_magic(magic: &[u8]) -> CatalogResult<()> {
     match magic.split_last() {
-        Some((&CHECKPOINT_LAYOUT, b"EDDYCKP")) => Ok(()),
+        Some((b'1'..=CHECKPOINT_LAYOUT, b"EDDYCKP")) => Ok(()),
         Some((&digit, b"EDDYCKP")) if digit.is_ascii_digit() && digit > CHECKPOINT_LAYOUT => {
             Err(newer(
                 "checkpoint".into(),

@@ -290,21 +290,103 @@ fn sample_ops() -> Vec<(&'static str, Op)> {
     ]
 }
 
-/// The samples as the log and the store hold them: each op as a one-op log record, all
-/// ops in one record, and each stored value.
-fn encoded_samples() -> Vec<(String, Vec<u8>)> {
-    use crate::apply::enc;
-    let record = |ops: Vec<Op>| {
-        let data: Vec<u8> = ops
+/// The data section of a record holding `ops`: their batches in op order.
+fn record_data(ops: &[Op]) -> Vec<u8> {
+    let mut data = Vec::new();
+    for op in ops {
+        match op {
+            Op::Append { batch, .. } => data.extend_from_slice(batch),
+            Op::CompactPartition { added, .. } => {
+                added.iter().for_each(|b| data.extend_from_slice(&b.batch))
+            }
+            _ => {}
+        }
+    }
+    data
+}
+
+/// A record payload of format 1, as the builds before format 2 wrote it.
+fn record_v1(ops: Vec<Op>) -> Vec<u8> {
+    let data = record_data(&ops);
+    let header = v1::RecordHeader {
+        txns: vec![v1::Transaction {
+            ops: ops.iter().filter_map(v1::op_for_record).collect(),
+        }],
+        batch_lens: ops
             .iter()
             .filter_map(|op| match op {
-                Op::Append { batch, .. } => Some(batch.to_vec()),
+                Op::Append { batch, .. } => Some(batch.len() as u32),
                 _ => None,
             })
-            .flatten()
-            .collect();
-        crate::record::encode(data, &[&crate::txn::Transaction::new(ops)]).unwrap()
+            .collect(),
     };
+    let header = postcard::to_stdvec(&header).unwrap();
+    let mut out = data;
+    out.extend_from_slice(&header);
+    out.extend_from_slice(&(header.len() as u32).to_le_bytes());
+    out
+}
+
+/// A compaction pass over one partition, the op format 2 added.
+fn sample_compact() -> Op {
+    Op::CompactPartition {
+        topic_id: 0x1234_5678_9abc_def0_1122_3344_5566_7788,
+        partition: 3,
+        log_start: 10,
+        expected_passes: 4,
+        removed: vec![10, 20, 35],
+        added: vec![crate::txn::CompactedBatch {
+            base_offset: 22,
+            last_offset: 29,
+            max_timestamp: 1_764_500_000_123,
+            batch: bytes::Bytes::from_static(b"a compacted batch's bytes"),
+        }],
+        state: sample_compaction(),
+    }
+}
+
+fn sample_compaction() -> crate::model::CompactionState {
+    crate::model::CompactionState {
+        cleaned_to: 40,
+        passes: 5,
+        horizons: vec![
+            crate::model::Horizon {
+                end: 30,
+                reached_ms: 1_764_500_000_000,
+                tombstones: 2,
+            },
+            crate::model::Horizon {
+                end: 40,
+                reached_ms: 1_764_500_100_000,
+                tombstones: 0,
+            },
+        ],
+    }
+}
+
+/// Format 2's samples: the new op alone, every op in one record (written as format 2),
+/// and the new value.
+fn encoded_samples_v2() -> Vec<(String, Vec<u8>)> {
+    let record = |ops: Vec<Op>| {
+        crate::record::encode(record_data(&ops), &[&crate::txn::Transaction::new(ops)]).unwrap()
+    };
+    let mut all: Vec<Op> = sample_ops().into_iter().map(|(_, op)| op).collect();
+    all.push(sample_compact());
+    vec![
+        ("record CompactPartition".into(), record(vec![sample_compact()])),
+        ("record all".into(), record(all)),
+        (
+            "value CompactionState".into(),
+            crate::apply::enc(&sample_compaction()).unwrap(),
+        ),
+    ]
+}
+
+/// The samples as the log and the store hold them in format 1: each op as a one-op log
+/// record, all ops in one record, and each stored value.
+fn encoded_samples() -> Vec<(String, Vec<u8>)> {
+    use crate::apply::enc;
+    let record = record_v1;
     let mut out = Vec::new();
     for (name, op) in sample_ops() {
         out.push((format!("record {name}"), record(vec![op])));

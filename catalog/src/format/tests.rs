@@ -1,7 +1,8 @@
-//! Format 1 is frozen: this build writes, byte for byte, what the build of 2026-11-30
-//! wrote for the same values, and reads those bytes back into the same live values.
-//! `v1.golden` holds that build's bytes: `samples.rs` compiled against it (commit c8a8f6c)
-//! printed them. Refusals of newer formats, and what adding a field later looks like.
+//! Formats 1 and 2 are frozen: format 1's types encode, byte for byte, what the build of
+//! 2026-11-30 wrote for the same values (`v1.golden`: `samples.rs` compiled against commit
+//! c8a8f6c printed them), format 2's what the build that introduced it wrote
+//! (`v2.golden`), and both read back into the same live values. Refusals of newer
+//! formats, and what adding a field later looks like.
 
 use super::*;
 use crate::apply::dec;
@@ -12,8 +13,16 @@ include!("samples.rs");
 
 /// `v1.golden` as (name, bytes).
 fn golden() -> Vec<(String, Vec<u8>)> {
-    include_str!("v1.golden")
-        .lines()
+    parse_golden(include_str!("v1.golden"))
+}
+
+/// `v2.golden` as (name, bytes).
+fn golden_v2() -> Vec<(String, Vec<u8>)> {
+    parse_golden(include_str!("v2.golden"))
+}
+
+fn parse_golden(text: &str) -> Vec<(String, Vec<u8>)> {
+    text.lines()
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .map(|l| {
             let (name, hex) = l.rsplit_once(' ').expect("name and hex");
@@ -43,6 +52,51 @@ fn this_build_writes_format_1_byte_for_byte() {
             .find(|(n, _)| *n == name)
             .unwrap_or_else(|| panic!("{name} is not in v1.golden"));
         assert_eq!(bytes, want.1, "{name} no longer encodes as format 1");
+    }
+}
+
+#[test]
+fn this_build_writes_format_2_byte_for_byte() {
+    let golden = golden_v2();
+    assert!(!golden.is_empty());
+    for (name, bytes) in encoded_samples_v2() {
+        let want = golden
+            .iter()
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("{name} is not in v2.golden"));
+        assert_eq!(bytes, want.1, "{name} no longer encodes as format 2");
+    }
+}
+
+#[test]
+fn format_2_records_decode_into_the_live_ops() {
+    let bytes = |name: &str| {
+        golden_v2()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("{name} is not in v2.golden"))
+            .1
+    };
+    let txns = crate::record::decode(1, 2, bytes("record CompactPartition")).unwrap();
+    assert_eq!(txns, vec![Transaction::new(vec![sample_compact()])]);
+    let mut all: Vec<Op> = sample_ops().into_iter().map(|(_, op)| op).collect();
+    all.push(sample_compact());
+    let txns = crate::record::decode(1, 2, bytes("record all")).unwrap();
+    assert_eq!(txns, vec![Transaction::new(all)]);
+    assert_eq!(
+        dec::<crate::model::CompactionState>(&bytes("value CompactionState")).unwrap(),
+        sample_compaction()
+    );
+}
+
+/// Prints `v2.golden`'s lines; run once, by the build that introduced format 2, and
+/// never again (`cargo test -p eddy-catalog print_format_2 -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn print_format_2() {
+    for (name, bytes) in encoded_samples_v2() {
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        println!("{name} {hex}");
     }
 }
 
@@ -121,38 +175,41 @@ fn format_1_values_decode_into_the_live_records() {
 
 #[test]
 fn newer_formats_are_refused_naming_both_versions() {
-    let err = crate::record::decode(9, 2, golden_bytes("record all")).unwrap_err();
+    let err = crate::record::decode(9, 3, golden_bytes("record all")).unwrap_err();
     assert!(
         matches!(
             &err,
             CatalogError::Storage(StorageError::Format {
-                found: 2,
-                newest: 1,
+                found: 3,
+                newest: 2,
                 ..
             })
         ),
         "{err}"
     );
     assert!(
-        err.to_string().contains("log record 9 is format 2"),
+        err.to_string().contains("log record 9 is format 3"),
         "{err}"
     );
     assert!(matches!(
-        check_store_format(2),
+        check_store_format(3),
         Err(CatalogError::Storage(StorageError::Format {
-            found: 2,
-            newest: 1,
+            found: 3,
+            newest: 2,
             ..
         }))
     ));
+    assert!(check_store_format(1).is_ok());
+    assert!(check_store_format(2).is_ok());
     assert!(matches!(
-        check_checkpoint_magic(b"EDDYCKP2"),
+        check_checkpoint_magic(b"EDDYCKP3"),
         Err(CatalogError::Storage(StorageError::Format {
-            found: 2,
-            newest: 1,
+            found: 3,
+            newest: 2,
             ..
         }))
     ));
+    assert!(check_checkpoint_magic(b"EDDYCKP2").is_ok());
     assert!(check_checkpoint_magic(b"EDDYCKP1").is_ok());
     assert!(matches!(
         check_checkpoint_magic(b"NOTACKPT"),

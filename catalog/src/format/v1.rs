@@ -542,10 +542,11 @@ impl From<Op> for txn::Op {
 }
 
 /// The format-1 form of a live op for a log record: an `Append`'s batch is left empty
-/// (its bytes go to the record's data section), so it is never copied.
-pub fn op_for_record(op: &txn::Op) -> Op {
+/// (its bytes go to the record's data section), so it is never copied. `None` for the ops
+/// later formats added.
+pub fn op_for_record(op: &txn::Op) -> Option<Op> {
     use txn::Op as L;
-    match op {
+    Some(match op {
         L::CreateBucket(b) => Op::CreateBucket(b.clone().into()),
         L::DeleteBucket { name } => Op::DeleteBucket { name: name.clone() },
         L::PutObject {
@@ -670,5 +671,6 @@ pub fn op_for_record(op: &txn::Op) -> Op {
             expected: expected.clone().into(),
             record: record.clone().into(),
         },
-    }
+        L::CompactPartition { .. } => return None,
+    })
 }
