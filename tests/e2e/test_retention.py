@@ -46,15 +46,15 @@ def create(eddy, topic, partitions, config):
     a.create_topics([NewTopic(topic, partitions, 1, config=config)])[topic].result(timeout=30)
 
 
-def produce(eddy, topic, partition, values, timestamp=None):
+def produce(eddy, topic, partition, values, timestamp=None, key=None):
     """One batch per value (flushed one by one), CreateTime `timestamp` if given."""
     p = Producer({"bootstrap.servers": eddy.bootstrap, "linger.ms": 0,
                   "compression.type": "none"})
     for v in values:
         if timestamp is None:
-            p.produce(topic, value=v, partition=partition)
+            p.produce(topic, key=key, value=v, partition=partition)
         else:
-            p.produce(topic, value=v, partition=partition, timestamp=timestamp)
+            p.produce(topic, key=key, value=v, partition=partition, timestamp=timestamp)
         assert p.flush(10) == 0
 
 
@@ -108,7 +108,9 @@ def test_retention_ms_deletes_old_batches_and_keeps_the_rest(eddy):
     create(eddy, topic, 2, {"retention.ms": str(HOUR_MS)})
     before = metric(eddy, "eddy_kafka_retention_deleted_records")
     now = int(time.time() * 1000)
-    produce(eddy, compact, 0, [b"c0", b"c1"], timestamp=now - 2 * HOUR_MS)
+    # Distinct keys (compacted topics refuse keyless records; compaction keeps both).
+    produce(eddy, compact, 0, [b"c0"], timestamp=now - 2 * HOUR_MS, key=b"a")
+    produce(eddy, compact, 0, [b"c1"], timestamp=now - 2 * HOUR_MS, key=b"b")
     produce(eddy, topic, 0, [b"old%d" % i for i in range(5)], timestamp=now - 2 * HOUR_MS)
     produce(eddy, topic, 0, [b"new0", b"new1", b"new2"])
     produce(eddy, topic, 1, [b"p1-%d" % i for i in range(4)])
