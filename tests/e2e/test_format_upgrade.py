@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 from pyiceberg.catalog.rest import RestCatalog
 
 import s3util
@@ -36,7 +37,7 @@ def open_fixture(tmp_path, manifest_path, drop_store):
     """A copy of the fixture's data dir, served by this build. With `drop_store`, the
     embedded store file is removed first, so the catalog is rebuilt from the fixture's
     checkpoint and log."""
-    eddy = new_eddy(tmp_path)
+    eddy = new_eddy(tmp_path, extra_args=["--kafka-compaction-check-interval-ms", "100"])
     shutil.copytree(manifest_path.parent / "data", eddy.data_dir, symlinks=True)
     if drop_store:
         stores = list(eddy.data_dir.glob("drive-*/catalog/catalog.redb"))
@@ -206,6 +207,54 @@ def check_writes(eddy, manifest):
     return {"topic": topic, "ends": ends, "count": len(delivered)}
 
 
+def check_compaction(eddy, manifest):
+    """Format-1 batches compact: a topic of the fixture made compacted keeps every keyed
+    record (its keys are unique; tombstones kept, delete.retention.ms being long) and
+    loses the keyless ones, at their offsets."""
+    topic = "codec-lz4"
+    a = AdminClient({"bootstrap.servers": eddy.bootstrap})
+    res = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+        ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in {
+            "cleanup.policy": "compact", "segment.ms": "100",
+            "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": str(10 * 365 * 86_400_000),
+        }.items()])
+    for f in a.incremental_alter_configs([res]).values():
+        f.result(timeout=30)
+    want = [r for r in manifest["topics"][topic] if r["key"] is not None]
+    assert len(want) < len(manifest["topics"][topic])
+    deadline = time.time() + 60
+    while True:
+        got = sorted((as_manifest(m) for m in read_to_end(eddy, topic)),
+                     key=lambda r: (r["partition"], r["offset"]))
+        if got == want or time.time() > deadline:
+            break
+        time.sleep(0.2)
+    assert got == want
+
+
+def read_to_end(eddy, topic):
+    """Every record of a topic up to its high watermarks, however many offsets are gaps:
+    done when every partition has raised librdkafka's partition-end event."""
+    c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": "upgrade-reader",
+                  "enable.auto.commit": False, "enable.partition.eof": True})
+    parts = sorted(c.list_topics(topic, timeout=10).topics[topic].partitions)
+    c.assign([TopicPartition(topic, p, 0) for p in parts])
+    out, ended = [], set()
+    deadline = time.time() + 60
+    while len(ended) < len(parts):
+        assert time.time() < deadline, f"{topic}: not read to the end"
+        m = c.poll(0.2)
+        if m is None:
+            continue
+        if m.error():
+            if m.error().code() == KafkaError._PARTITION_EOF:
+                ended.add(m.partition())
+            continue
+        out.append(m)
+    c.close()
+    return out
+
+
 def check_after_restart(eddy, manifest, written):
     s3 = s3util.client(eddy)
     assert s3.get_object(Bucket="plain", Key="after-upgrade")["Body"].read() == b"new" * 20_000
@@ -231,6 +280,7 @@ def test_a_fixture_reads_back_and_takes_writes(tmp_path, manifest_path, drop_sto
             check_killed(eddy, manifest)
         check_uploads(eddy, manifest)
         written = check_writes(eddy, manifest)
+        check_compaction(eddy, manifest)
         eddy.restart()
         check_after_restart(eddy, manifest, written)
     finally:

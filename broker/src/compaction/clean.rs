@@ -31,6 +31,8 @@ const READ_PAGE: usize = 4 << 20;
 const MAX_HORIZONS: usize = 32;
 
 const ATTR_CONTROL: i16 = 1 << 5;
+/// Bytes of a v2 batch header, before the records.
+const HEADER_LEN: usize = 61;
 
 /// Bounds of one pass.
 #[derive(Debug, Clone, Copy)]
@@ -319,10 +321,23 @@ impl Cleaner<'_> {
         if kept.len() == records.len() {
             return true;
         }
+        let replacement = if kept.is_empty() {
+            // The partition's last batch stays, empty, as Kafka's cleaner keeps it: its
+            // last offset is what carries a reader to the high watermark.
+            (b.last_offset + 1 >= self.st.next_offset)
+                .then(|| empty(b))
+                .flatten()
+        } else {
+            match rewrite(b, &kept) {
+                Some(r) => Some(r),
+                // Kept whole rather than lose what it cannot rewrite.
+                None => return true,
+            }
+        };
         f.removed.push(b.base_offset);
         f.records += (records.len() - kept.len()) as u64;
         let old_len = b.bytes.len() as u64;
-        match rewrite(b, &kept) {
+        match replacement {
             Some(added) => {
                 f.bytes += old_len.saturating_sub(added.batch.len() as u64);
                 f.added_bytes += added.batch.len();
@@ -355,9 +370,11 @@ fn records_of(b: &StoredBatch) -> Option<Vec<Record>> {
 }
 
 /// The compacted form of `b` holding `kept` (`None` when nothing is kept): the same
-/// compression, producer fields and timestamp type, each record at its own offset.
+/// compression, producer fields and timestamp type, each record at its own offset, and
+/// the batch's original last offset (so a reader moves past every offset it covered, as
+/// with Kafka's cleaner).
 fn rewrite(b: &StoredBatch, kept: &[Record]) -> Option<CompactedBatch> {
-    let (first, last) = (kept.first()?, kept.last()?);
+    let first = kept.first()?;
     let compression = match b.bytes.get(22).map(|a| a & 7) {
         Some(1) => Compression::Gzip,
         Some(2) => Compression::Snappy,
@@ -374,20 +391,60 @@ fn rewrite(b: &StoredBatch, kept: &[Record]) -> Option<CompactedBatch> {
         tracing::warn!(base_offset = b.base_offset, error = %e, "compaction cannot re-encode a batch; keeping it");
         return None;
     }
+    // One batch, or the bytes would not be what the index says they are (records of one
+    // decoded batch always encode as one).
+    let encoded_len = buf
+        .get(8..12)
+        .map(|l| i32::from_be_bytes([l[0], l[1], l[2], l[3]]) as usize + 12);
+    if buf.len() < HEADER_LEN || encoded_len != Some(buf.len()) {
+        tracing::warn!(
+            base_offset = b.base_offset,
+            "compaction re-encoded a batch into several; keeping it"
+        );
+        return None;
+    }
+    if buf[43..51] == (-1i64).to_be_bytes() {
+        // Not an idempotent producer's: no sequence, as it was.
+        buf[53..57].copy_from_slice(&(-1i32).to_be_bytes());
+    }
+    let base_offset = first.offset as u64;
+    let delta = i32::try_from(b.last_offset - base_offset).ok()?;
+    buf[23..27].copy_from_slice(&delta.to_be_bytes());
     let mut max_timestamp = kept.iter().map(|r| r.timestamp).max().unwrap_or(-1);
-    if first.timestamp_type == TimestampType::LogAppend && buf.len() >= 43 {
+    if first.timestamp_type == TimestampType::LogAppend {
         // Readers take a LogAppendTime batch's max timestamp as every record's time.
         max_timestamp = b.max_timestamp;
         buf[35..43].copy_from_slice(&max_timestamp.to_be_bytes());
-        let crc = crc32c::crc32c(&buf[21..]);
-        buf[17..21].copy_from_slice(&crc.to_be_bytes());
     }
+    reseal(&mut buf);
     Some(CompactedBatch {
-        base_offset: first.offset as u64,
-        last_offset: last.offset as u64,
+        base_offset,
+        last_offset: b.last_offset,
         max_timestamp,
         batch: Bytes::from(buf),
     })
+}
+
+/// `b` with no records left: its header (offsets, producer fields, timestamps) over an
+/// uncompressed empty record set, as Kafka keeps a batch whose records all went.
+fn empty(b: &StoredBatch) -> Option<CompactedBatch> {
+    let mut buf = BytesMut::from(b.bytes.get(..HEADER_LEN)?);
+    buf[8..12].copy_from_slice(&((HEADER_LEN - 12) as i32).to_be_bytes());
+    buf[22] &= !7;
+    buf[57..61].copy_from_slice(&0i32.to_be_bytes());
+    reseal(&mut buf);
+    Some(CompactedBatch {
+        base_offset: b.base_offset,
+        last_offset: b.last_offset,
+        max_timestamp: b.max_timestamp,
+        batch: buf.freeze(),
+    })
+}
+
+/// Recomputes a batch's CRC-32C (over everything from the attributes on).
+fn reseal(buf: &mut BytesMut) {
+    let crc = crc32c::crc32c(&buf[21..]);
+    buf[17..21].copy_from_slice(&crc.to_be_bytes());
 }
 
 /// Merges neighbouring horizons until at most [`MAX_HORIZONS`] are left: first ranges
@@ -441,7 +498,8 @@ mod tests {
             producer_epoch: -1,
             timestamp_type: TimestampType::Creation,
             offset,
-            sequence: -1,
+            // As the decoder gives them for a batch without a producer id.
+            sequence: (offset - 100) as i32 - 1,
             timestamp: 1000 + offset,
             key: Some(Bytes::from(key.to_owned())),
             value: value.map(|v| Bytes::from(v.to_owned())),
@@ -474,8 +532,24 @@ mod tests {
         let kept: Vec<_> = decoded.into_iter().filter(|r| r.offset >= 103).collect();
         let out = rewrite(&stored, &kept).unwrap();
         assert_eq!((out.base_offset, out.last_offset), (103, 104));
+        let dropped_last: Vec<_> = records_of(&stored)
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.offset == 101)
+            .collect();
+        let mid = rewrite(&stored, &dropped_last).unwrap();
+        assert_eq!(
+            (mid.base_offset, mid.last_offset),
+            (101, 104),
+            "covers to 104"
+        );
+        let e = empty(&stored).unwrap();
+        assert_eq!(e.batch.len(), HEADER_LEN);
+        let set = RecordBatchDecoder::decode(&mut e.batch.clone()).unwrap();
+        assert!(set.records.is_empty());
         assert_eq!(out.max_timestamp, 1104);
         assert_eq!(out.batch[22] & 7, 3, "still lz4");
+        assert_eq!(out.batch[53..57], (-1i32).to_be_bytes(), "no sequence");
         let again = RecordBatchDecoder::decode(&mut out.batch.clone()).unwrap();
         let offsets: Vec<_> = again.records.iter().map(|r| r.offset).collect();
         assert_eq!(offsets, [103, 104]);
