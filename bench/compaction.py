@@ -60,6 +60,10 @@ def proc_status(pid, field):
     return 0
 
 
+def dir_bytes(root):
+    return sum(f.stat().st_size for f in Path(root).rglob("*") if f.is_file())
+
+
 def cpu_seconds(pid):
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -102,6 +106,7 @@ def main():
         print(f"produced {high} records ({SIZE_MB} MiB of 1 KiB records, {KEYS} keys) "
               f"in {produce_s:.1f} s", flush=True)
         pid = eddy.proc.pid
+        disk_before = dir_bytes(eddy.data_dir)
         rss_before = proc_status(pid, "VmRSS")
         cpu_before = cpu_seconds(pid)
         peak = [rss_before]
@@ -133,10 +138,16 @@ def main():
         freed = counter(text, "eddy_kafka_compaction_removed_bytes")
         passes = counter(text, "eddy_kafka_compaction_passes")
         stored = SIZE_MB * (1 << 20)
+        # Freed log segments go once a checkpoint no longer needs them: give it a while.
+        deadline = time.time() + 120
+        while dir_bytes(eddy.data_dir) > disk_before / 2 and time.time() < deadline:
+            time.sleep(1)
+        disk_after = dir_bytes(eddy.data_dir)
         print(f"compacted to {KEYS} records in {wall:.1f} s: {stored / wall / 1e6:.1f} MB/s "
               f"of partition ({passes:.0f} passes, {freed / 1e6:.0f} MB freed), "
               f"Eddy CPU {cpu:.1f} s, RSS {rss_before / 2**20:.0f} MiB before, "
-              f"peak {peak[0] / 2**20:.0f} MiB (+{(peak[0] - rss_before) / 2**20:.0f} MiB)",
+              f"peak {peak[0] / 2**20:.0f} MiB (+{(peak[0] - rss_before) / 2**20:.0f} MiB); "
+              f"data dir {disk_before / 1e6:.0f} MB before, {disk_after / 1e6:.0f} MB after",
               flush=True)
         c.close()
     finally:

@@ -196,6 +196,32 @@ mod tests {
         b
     }
 
+    /// A batch header with these attributes over `records` bytes.
+    fn compressed(attributes: i16, records: &[u8]) -> Batch {
+        let mut b = batch(1, records);
+        b[21..23].copy_from_slice(&attributes.to_be_bytes());
+        let crc = crc32c::crc32c(&b[21..]);
+        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        parse(&Bytes::from(b), 1 << 20).unwrap().remove(0)
+    }
+
+    #[test]
+    fn a_compression_bomb_is_refused_not_expanded() {
+        // Raw snappy whose header claims 4 GiB: refused before allocating it.
+        let claim = compressed(2, &[0xf0, 0xff, 0xff, 0xff, 0x0f, 0, 0]);
+        assert_eq!(
+            claim.require_keys().unwrap_err().error,
+            ResponseError::CorruptMessage
+        );
+        // 300 MiB of zeros in a 10 KiB zstd frame: decompression stops at the bound.
+        let frame = zstd::bulk::compress(&vec![0u8; 300 << 20], 1).unwrap();
+        assert!(frame.len() < 1 << 20);
+        let bomb = compressed(4, &frame);
+        let err = bomb.require_keys().unwrap_err();
+        assert_eq!(err.error, ResponseError::CorruptMessage);
+        assert!(err.message.contains("more than"), "{}", err.message);
+    }
+
     #[test]
     fn checks_each_batch() {
         let two = [batch(3, b"abc"), batch(1, b"")].concat();

@@ -26,6 +26,25 @@ pub use snappy::Snappy;
 #[cfg(feature = "zstd")]
 pub use zstd::Zstd;
 
+/// Eddy patch: the most bytes one compressed record set may decompress to. Without a
+/// bound, a few compressed bytes could make the process allocate gigabytes (a snappy
+/// header claims any length; gzip, lz4 and zstd expand thousands of times).
+pub const MAX_DECOMPRESSED: usize = 256 << 20;
+
+/// Eddy patch: reads `r` to its end into a buffer, failing past [`MAX_DECOMPRESSED`].
+#[cfg(any(feature = "gzip", feature = "lz4", feature = "zstd"))]
+pub(crate) fn read_bounded(r: impl std::io::Read, what: &str) -> Result<bytes::BytesMut> {
+    use std::io::Read as _;
+    let mut out = Vec::new();
+    r.take(MAX_DECOMPRESSED as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| anyhow::anyhow!("Failed to decompress {what}: {e}"))?;
+    if out.len() > MAX_DECOMPRESSED {
+        anyhow::bail!("{what} record set decompresses to more than {MAX_DECOMPRESSED} bytes");
+    }
+    Ok(bytes::BytesMut::from(&out[..]))
+}
+
 /// A trait for record compression algorithms.
 pub trait Compressor<B: ByteBufMut> {
     /// Target buffer type for compression.

@@ -3,7 +3,7 @@ use std::io::Write;
 use anyhow::{Context, Result};
 use bytes::buf::BufMut;
 use bytes::{Bytes, BytesMut};
-use flate2::write::{GzDecoder, GzEncoder};
+use flate2::write::GzEncoder;
 use flate2::Compression;
 
 use crate::protocol::buf::{ByteBuf, ByteBufMut};
@@ -39,14 +39,9 @@ impl<B: ByteBuf> Decompressor<B> for Gzip {
     where
         F: FnOnce(&mut Self::Buf) -> Result<R>,
     {
-        let mut tmp = BytesMut::new();
-
-        // Decompress directly from the input buffer
-        let mut d = GzDecoder::new((&mut tmp).writer());
-        d.write_all(&buf.copy_to_bytes(buf.remaining()))
-            .context("Failed to decompress gzip")?;
-        d.finish().context("Failed to decompress gzip")?;
-
+        // Eddy patch: bounded (see `MAX_DECOMPRESSED`).
+        let input = buf.copy_to_bytes(buf.remaining());
+        let tmp = super::read_bounded(flate2::read::GzDecoder::new(&input[..]), "gzip")?;
         f(&mut tmp.into())
     }
 }

@@ -42,15 +42,11 @@ impl<B: ByteBuf> Decompressor<B> for Lz4 {
     where
         F: FnOnce(&mut Self::Buf) -> Result<R>,
     {
-        let mut tmp = BytesMut::new().writer();
-
-        // Allocate a temporary buffer to hold the uncompressed bytes
+        // Eddy patch: bounded (see `MAX_DECOMPRESSED`).
         let buf = buf.copy_to_bytes(buf.remaining());
-
-        let mut decoder = Decoder::new(buf.reader()).context("Failed to decompress lz4")?;
-        io::copy(&mut decoder, &mut tmp).context("Failed to decompress lz4")?;
-
-        f(&mut tmp.into_inner().into())
+        let decoder = Decoder::new(buf.reader()).context("Failed to decompress lz4")?;
+        let tmp = super::read_bounded(decoder, "lz4")?;
+        f(&mut tmp.into())
     }
 }
 

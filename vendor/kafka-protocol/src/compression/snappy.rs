@@ -81,6 +81,10 @@ impl<B: ByteBuf> Decompressor<B> for Snappy {
         {
             let compressed = compressed.copy_to_bytes(compressed.remaining());
             let actual_len = decompress_len(&compressed).context("failed to read snappy header")?;
+            // Eddy patch: the header's length is the sender's claim (see `MAX_DECOMPRESSED`).
+            if actual_len > super::MAX_DECOMPRESSED {
+                anyhow::bail!("snappy record set claims {actual_len} bytes");
+            }
             let mut tmp = BytesMut::zeroed(actual_len);
             Decoder::new()
                 .decompress(&compressed, &mut tmp)
@@ -105,6 +109,12 @@ impl<B: ByteBuf> Decompressor<B> for Snappy {
             let uncompressed_block_length = decompress_len(&compressed_block)
                 .context("failed to get snappy uncompressed length")?;
             let uncompressed_block_start = uncompressed.len();
+            // Eddy patch: bounded, whatever the blocks claim (see `MAX_DECOMPRESSED`).
+            if uncompressed_block_start.saturating_add(uncompressed_block_length)
+                > super::MAX_DECOMPRESSED
+            {
+                anyhow::bail!("snappy record set decompresses to more than the bound");
+            }
             uncompressed.resize(
                 uncompressed_block_start.saturating_add(uncompressed_block_length),
                 0,

@@ -34,12 +34,12 @@ impl<B: ByteBuf> Decompressor<B> for Zstd {
     where
         F: FnOnce(&mut Self::Buf) -> Result<R>,
     {
-        let mut tmp = BytesMut::new().writer();
-        // Allocate a temporary buffer to hold the uncompressed bytes
+        // Eddy patch: bounded (see `MAX_DECOMPRESSED`).
         let buf = buf.copy_to_bytes(buf.remaining());
-        zstd::stream::copy_decode(buf.reader(), &mut tmp).context("Failed to decompress zstd")?;
-
-        f(&mut tmp.into_inner().into())
+        let decoder =
+            zstd::stream::read::Decoder::new(buf.reader()).context("Failed to decompress zstd")?;
+        let tmp = super::read_bounded(decoder, "zstd")?;
+        f(&mut tmp.into())
     }
 }
 
