@@ -15,6 +15,25 @@
 //! with [`storage::StorageError::Format`] (the one error for every layer's formats),
 //! naming both versions, before anything is written.
 
+/// Both directions between a frozen struct and its live twin, naming every field (a field
+/// missing on either side is a compile error).
+macro_rules! twin {
+    ($frozen:ident <=> $live:path { $($field:ident),* $(,)? }) => {
+        impl From<$frozen> for $live {
+            fn from(v: $frozen) -> Self {
+                let $frozen { $($field),* } = v;
+                Self { $($field: $field.into()),* }
+            }
+        }
+        impl From<$live> for $frozen {
+            fn from(v: $live) -> Self {
+                let $live { $($field),* } = v;
+                Self { $($field: $field.into()),* }
+            }
+        }
+    };
+}
+
 pub mod v1;
 pub mod v2;
 

@@ -285,24 +285,6 @@ fn map<A, B: From<A>>(v: Vec<A>) -> Vec<B> {
     v.into_iter().map(B::from).collect()
 }
 
-/// Both directions between a frozen struct and its live twin, naming every field (a field
-/// missing on either side is a compile error).
-macro_rules! twin {
-    ($frozen:ident <=> $live:path { $($field:ident),* $(,)? }) => {
-        impl From<$frozen> for $live {
-            fn from(v: $frozen) -> Self {
-                let $frozen { $($field),* } = v;
-                Self { $($field: $field.into()),* }
-            }
-        }
-        impl From<$live> for $frozen {
-            fn from(v: $live) -> Self {
-                let $live { $($field),* } = v;
-                Self { $($field: $field.into()),* }
-            }
-        }
-    };
-}
 
 twin!(BucketRecord <=> model::BucketRecord { name, owner, created_ms, versioning, tags, settings });
 twin!(UploadRecord <=> model::UploadRecord {

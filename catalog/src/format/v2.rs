@@ -72,35 +72,7 @@ pub struct RecordHeader {
     pub batch_lens: Vec<u32>,
 }
 
-impl From<Horizon> for model::Horizon {
-    fn from(v: Horizon) -> Self {
-        let Horizon {
-            end,
-            reached_ms,
-            tombstones,
-        } = v;
-        Self {
-            end,
-            reached_ms,
-            tombstones,
-        }
-    }
-}
-
-impl From<model::Horizon> for Horizon {
-    fn from(v: model::Horizon) -> Self {
-        let model::Horizon {
-            end,
-            reached_ms,
-            tombstones,
-        } = v;
-        Self {
-            end,
-            reached_ms,
-            tombstones,
-        }
-    }
-}
+twin!(Horizon <=> model::Horizon { end, reached_ms, tombstones });
 
 impl From<CompactionState> for model::CompactionState {
     fn from(v: CompactionState) -> Self {
