@@ -15,10 +15,15 @@ seconds during compaction, and its resident memory: peak over the compaction (Vm
 sampled every 50 ms) against the level just before it. Kafka itself cannot be had here,
 so there is no peer run.
 
-Env: SIZE_MB, KEYS, MAP_MB (--kafka-compaction-map-mb, default 64).
+Env: SIZE_MB, KEYS, TABLER (see below), MAP_MB (--kafka-compaction-map-mb, default 64),
+PASS_MB (--kafka-compaction-pass-mb, default 64), ORDER: `random`
+(default: each record's key drawn at random, so live records are spread over the whole
+partition and most batches are rewritten) or `cyclic` (keys in turn: the last tenth holds
+every live record, the rest goes whole).
 """
 
 import os
+import random
 import re
 import shutil
 import sys
@@ -41,6 +46,12 @@ RECORD = 1000
 RECORDS = SIZE_MB * (1 << 20) // RECORD
 KEYS = int(os.environ.get("KEYS", str(RECORDS // 10)))
 MAP_MB = os.environ.get("MAP_MB", "64")
+PASS_MB = os.environ.get("PASS_MB", "64")
+ORDER = os.environ.get("ORDER", "random")
+# TABLER=off keeps the background tabler away (a day's seal age, a TiB of seal size), so
+# the memory measured is compaction's alone; by default the topic's table is kept up
+# and rewritten after the passes, as in production.
+TABLER = os.environ.get("TABLER", "on")
 
 
 def metrics(eddy):
@@ -76,7 +87,10 @@ def main():
     eddy = Eddy(data_dir=tmp / "data", s3_port=free_port(), kafka_ports=[free_port()],
                 http_port=free_port(),
                 extra_args=["--kafka-compaction-check-interval-ms", "100",
-                            "--kafka-compaction-map-mb", MAP_MB],
+                            "--kafka-compaction-map-mb", MAP_MB,
+                            "--kafka-compaction-pass-mb", PASS_MB] + (
+                    ["--table-seal-age-secs", "86400", "--table-seal-mb", "1048576"]
+                    if TABLER == "off" else []),
                 env={"EDDY_BIN": binary})
     os.environ["EDDY_BIN"] = binary
     eddy.start()
@@ -87,15 +101,22 @@ def main():
         p = Producer({"bootstrap.servers": eddy.bootstrap, "linger.ms": 20,
                       "batch.size": 1 << 20, "compression.type": "lz4",
                       "enable.idempotence": True})
-        value = os.urandom(RECORD - 16)
+        # Incompressible and different for every record, so the partition stores about
+        # SIZE_MB (one value repeated would shrink to almost nothing under lz4).
+        pool = os.urandom(1 << 24)
+        rng = random.Random(1)
         # An hour old, so the head (segment.ms) never holds anything back.
         ts = int(time.time() * 1000) - 3_600_000
         t0 = time.time()
+        keys = set()
         for i in range(RECORDS):
+            at = (i * 7919) % ((1 << 24) - RECORD)
+            value = os.urandom(16) + pool[at : at + RECORD - 32]
+            key = i % KEYS if ORDER == "cyclic" else rng.randrange(KEYS)
+            keys.add(key)
             while True:
                 try:
-                    p.produce(topic, key=b"key-%09d" % (i % KEYS), value=value[: RECORD - 16],
-                              timestamp=ts)
+                    p.produce(topic, key=b"key-%09d" % key, value=value, timestamp=ts)
                     break
                 except BufferError:
                     p.poll(0.05)
@@ -103,7 +124,8 @@ def main():
         produce_s = time.time() - t0
         c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": "bench"})
         low, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
-        print(f"produced {high} records ({SIZE_MB} MiB of 1 KiB records, {KEYS} keys) "
+        stored_bytes = dir_bytes(eddy.data_dir)
+        print(f"data dir {stored_bytes / 1e6:.0f} MB; produced {high} records ({SIZE_MB} MiB of 1 KiB records, {KEYS} keys) "
               f"in {produce_s:.1f} s", flush=True)
         pid = eddy.proc.pid
         disk_before = dir_bytes(eddy.data_dir)
@@ -126,7 +148,8 @@ def main():
                 "segment.ms": "100"}.items()])
         for f in a.incremental_alter_configs([res]).values():
             f.result(timeout=30)
-        want = high - KEYS
+        live = len(keys)
+        want = high - live
         while counter(metrics(eddy), "eddy_kafka_compaction_removed_records") < want:
             time.sleep(0.05)
             assert time.time() - t0 < 3600
@@ -143,7 +166,7 @@ def main():
         while dir_bytes(eddy.data_dir) > disk_before / 2 and time.time() < deadline:
             time.sleep(1)
         disk_after = dir_bytes(eddy.data_dir)
-        print(f"compacted to {KEYS} records in {wall:.1f} s: {stored / wall / 1e6:.1f} MB/s "
+        print(f"tabler {TABLER}, pass {PASS_MB} MiB: compacted ({ORDER} keys) to {live} records in {wall:.1f} s: {stored / wall / 1e6:.1f} MB/s "
               f"of partition ({passes:.0f} passes, {freed / 1e6:.0f} MB freed), "
               f"Eddy CPU {cpu:.1f} s, RSS {rss_before / 2**20:.0f} MiB before, "
               f"peak {peak[0] / 2**20:.0f} MiB (+{(peak[0] - rss_before) / 2**20:.0f} MiB); "

@@ -73,6 +73,11 @@ pub struct ServeArgs {
     /// `log.cleaner.dedupe.buffer.size`; default 64, about 1.6 million keys per pass).
     #[arg(long, env = "EDDY_KAFKA_COMPACTION_MAP_MB")]
     pub kafka_compaction_map_mb: Option<usize>,
+    /// Most rewritten batch bytes one compaction pass commits, in MiB (default 64): a pass
+    /// holds them in memory until its commit, so the cleaner's memory grows with this
+    /// (docs/benchmarks.md); a partition that needs more takes several passes.
+    #[arg(long, env = "EDDY_KAFKA_COMPACTION_PASS_MB")]
+    pub kafka_compaction_pass_mb: Option<usize>,
     /// Domains of the S3 endpoint for virtual-host-style requests
     /// (`bucket.DOMAIN`), comma-separated; path style always works.
     #[arg(long, env = "EDDY_S3_DOMAIN", value_delimiter = ',')]
@@ -130,6 +135,7 @@ pub struct FileConfig {
     kafka_retention_check_interval_ms: Option<u64>,
     kafka_compaction_check_interval_ms: Option<u64>,
     kafka_compaction_map_mb: Option<usize>,
+    kafka_compaction_pass_mb: Option<usize>,
     notify_ce_type_prefix: Option<String>,
     table_snapshot_max_age_secs: Option<u64>,
     table_seal_age_secs: Option<u64>,
@@ -208,6 +214,8 @@ pub struct ServeConfig {
     pub kafka_compaction_check_interval_ms: u64,
     /// Key map memory of one compaction pass, MiB.
     pub kafka_compaction_map_mb: usize,
+    /// Rewritten bytes of one compaction pass, MiB.
+    pub kafka_compaction_pass_mb: usize,
     /// Prefix of bucket notification records' `ce_type`.
     pub notify_ce_type_prefix: String,
     /// Age after which topic table snapshots expire.
@@ -365,6 +373,11 @@ impl ServeArgs {
                 .or(file.kafka_compaction_map_mb)
                 .unwrap_or(64)
                 .max(1),
+            kafka_compaction_pass_mb: self
+                .kafka_compaction_pass_mb
+                .or(file.kafka_compaction_pass_mb)
+                .unwrap_or(64)
+                .max(1),
             notify_ce_type_prefix: self
                 .notify_ce_type_prefix
                 .clone()
@@ -406,6 +419,7 @@ mod tests {
              notify_ce_type_prefix = \"file.example:\"\ntable_seal_mb = 256\n\
              kafka_retention_check_interval_ms = 5000\n\
              kafka_compaction_check_interval_ms = 700\nkafka_compaction_map_mb = 8\n\
+             kafka_compaction_pass_mb = 4\n\
              max_connections = 100\nidle_timeout_secs = 30\nkafka_max_request_mb_in_flight = 64\n\
              [[users]]\naccess_key = \"alice\"\nsecret_key = \"alicesecret\"\n",
         )
@@ -432,6 +446,7 @@ mod tests {
         assert_eq!(c.kafka_retention_check_interval_ms, 5000);
         assert_eq!(c.kafka_compaction_check_interval_ms, 700);
         assert_eq!(c.kafka_compaction_map_mb, 8);
+        assert_eq!(c.kafka_compaction_pass_mb, 4);
         assert_eq!(c.max_connections, 100);
         assert_eq!(c.idle_timeout, std::time::Duration::from_secs(30));
         assert_eq!(c.kafka_max_request_mb_in_flight, 64);
@@ -459,6 +474,7 @@ mod tests {
         assert_eq!(defaults.kafka_retention_check_interval_ms, 300_000);
         assert_eq!(defaults.kafka_compaction_check_interval_ms, 15_000);
         assert_eq!(defaults.kafka_compaction_map_mb, 64);
+        assert_eq!(defaults.kafka_compaction_pass_mb, 64);
         assert_eq!(defaults.max_connections, listener::DEFAULT_MAX_CONNECTIONS);
         assert_eq!(defaults.idle_timeout, listener::DEFAULT_IDLE_TIMEOUT);
         assert_eq!(defaults.kafka_max_request_mb_in_flight, 256);

@@ -199,6 +199,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     kafka_config.compaction_check_interval =
         Duration::from_millis(config.kafka_compaction_check_interval_ms);
     kafka_config.compaction.map_bytes = config.kafka_compaction_map_mb << 20;
+    kafka_config.compaction.max_pass_bytes = config.kafka_compaction_pass_mb << 20;
     let kafka_broker = broker::Broker::new(catalog_dyn, kafka_config);
     metrics.register_kafka(&kafka_broker.metrics);
     tasks.spawn(broker::group::lag::run(
