@@ -6,17 +6,59 @@ calls the tests make (connector configs, status polling with a deadline) and sto
 import functools
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
+
+from confluent_kafka import Consumer, TopicPartition
 
 from conftest import ROOT, free_port
 
 JSON = "org.apache.kafka.connect.json.JsonConverter"
+
+
+def read_topic(bootstrap, topic, timeout=60):
+    """Every record of every partition of `topic` up to its current high watermarks, as
+    (partition, offset, key, value) in offset order per partition."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4().hex[:8]}",
+                  "enable.auto.commit": False})
+    try:
+        md = c.list_topics(topic, timeout=30).topics[topic]
+        parts = sorted(md.partitions)
+        high = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in parts}
+        c.assign([TopicPartition(topic, p, 0) for p in parts])
+        out = []
+        deadline = time.time() + timeout
+
+        def behind():
+            # The consumer's position, not the last offset seen: offsets may have gaps.
+            pos = c.position([TopicPartition(topic, p) for p in parts])
+            return {tp.partition: tp.offset for tp in pos if tp.offset < high[tp.partition]}
+        while behind():
+            assert time.time() < deadline, f"reading {topic}: behind {behind()}, high {high}"
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            assert m.error() is None, m.error()
+            out.append((m.partition(), m.offset(), m.key(), m.value()))
+        return out
+    finally:
+        c.close()
+
+
+def client_config(log, kind, client_id):
+    """The `<kind> values:` block a Kafka client logged at start for `client_id`."""
+    for block in log.split(f"{kind} values:")[1:]:
+        block = block.split("\n[", 1)[0]
+        if re.search(rf"client\.id = {re.escape(client_id)}\n", block):
+            return block
+    raise AssertionError(f"no {kind} for {client_id} in the worker log")
 
 
 @functools.lru_cache(maxsize=1)

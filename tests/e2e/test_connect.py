@@ -20,7 +20,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, Resourc
 from confluent_kafka import ConsumerGroupTopicPartitions
 
 from conftest import new_eddy
-from connect import Worker, wait_for
+from connect import Worker, client_config, read_topic, wait_for
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="Java is not installed")
 
@@ -51,31 +51,6 @@ def create_topic(bootstrap, topic, partitions=1, **config):
     a.create_topics([NewTopic(topic, partitions, 1, config=config)])[topic].result(timeout=30)
 
 
-def read_topic(bootstrap, topic, timeout=60):
-    """Every record of every partition of `topic` up to its current high watermarks, as
-    (partition, offset, key, value) in offset order per partition."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": name("reader"),
-                  "enable.auto.commit": False})
-    try:
-        md = c.list_topics(topic, timeout=30).topics[topic]
-        parts = sorted(md.partitions)
-        high = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in parts}
-        c.assign([TopicPartition(topic, p, 0) for p in parts])
-        out, pos = [], {p: 0 for p in parts}
-        deadline = time.time() + timeout
-        while any(pos[p] < high[p] for p in parts):
-            assert time.time() < deadline, f"reading {topic}: at {pos}, high {high}"
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            assert m.error() is None, m.error()
-            out.append((m.partition(), m.offset(), m.key(), m.value()))
-            pos[m.partition()] = m.offset() + 1
-        return out
-    finally:
-        c.close()
-
-
 def produce(bootstrap, topic, values, partition=None):
     p = Producer({"bootstrap.servers": bootstrap})
     for i, v in enumerate(values):
@@ -90,15 +65,6 @@ def committed(bootstrap, group, topic, partitions=1):
     req = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(partitions)])
     res = a.list_consumer_group_offsets([req])[group].result(timeout=30)
     return {tp.partition: tp.offset for tp in res.topic_partitions}
-
-
-def client_config(log, kind, client_id):
-    """The `<kind> values:` block a Kafka client logged at start for `client_id`."""
-    for block in log.split(f"{kind} values:")[1:]:
-        block = block.split("\n[", 1)[0]
-        if re.search(rf"client\.id = {re.escape(client_id)}\n", block):
-            return block
-    raise AssertionError(f"no {kind} for {client_id} in the worker log")
 
 
 def api_requests(eddy, api):
@@ -313,8 +279,12 @@ def test_source_carries_on_across_eddy_kill(tmp_path):
     try:
         topic = name("source")
         create_topic(eddy.bootstrap, topic)
+        # Idempotence and compression on, for the task's producer and (compression) the
+        # worker's own: eddy needs neither turned off. The worker loses its coordinator
+        # while eddy is down, stops the task and restarts it from its committed offsets.
         w = Worker(tmp_path, eddy.bootstrap, name("connect-source"), "w1", dict(
-            FAST, **{"producer.enable.idempotence": "true", "producer.compression.type": "lz4"}))
+            FAST, **{"producer.enable.idempotence": "true", "producer.compression.type": "lz4",
+                     "enable.idempotence": "true", "compression.type": "gzip"}))
         w.start()
         connector = name("source")
         w.put_config(connector, {
@@ -353,6 +323,10 @@ def test_source_carries_on_across_eddy_kill(tmp_path):
         # shows its config), and eddy answered its InitProducerId (counted before the kill).
         cfg = client_config(w.log_text(), "ProducerConfig", f"connector-producer-{connector}-0")
         assert "enable.idempotence = true" in cfg and "compression.type = lz4" in cfg, cfg
+        # The worker's own producers compress too (Connect itself turns idempotence off
+        # for them outside exactly-once mode, whatever the worker config says).
+        cfg = client_config(w.log_text(), "ProducerConfig", f"{w.group}-offsets")
+        assert "compression.type = gzip" in cfg, cfg
         assert init_producer_ids > 0, "no InitProducerId reached eddy"
     finally:
         stop.set()
