@@ -88,14 +88,17 @@ class Postgres:
             time.sleep(0.2)
 
     def psql(self, sql: str, db: str = "postgres", user: str = SUPERUSER,
-             password: str = PASSWORD) -> list:
+             password: str = PASSWORD, script: bool = False) -> list:
         """Runs `sql` (stops at the first error) and returns the result rows, each a list
-        of column strings (unaligned, tab-separated, NULL as \\N)."""
+        of column strings (unaligned, tab-separated, NULL as \\N). Several statements
+        are one transaction, unless `script`: then each commits on its own (psql reads
+        them from stdin, one by one)."""
         out = subprocess.run(
             [str(PG_BIN / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-At", "-F", "\t",
              "-P", "null=\\N", "-h", "127.0.0.1", "-p", str(self.port), "-U", user, "-d", db,
-             "-c", sql],
-            check=True, capture_output=True, text=True, timeout=120,
+             *(["-f", "-"] if script else ["-c", sql])],
+            input=sql if script else None,
+            check=True, capture_output=True, text=True, timeout=600,
             env=dict(os.environ, PGPASSWORD=password),
         )
         return [line.split("\t") for line in out.stdout.splitlines() if line]
