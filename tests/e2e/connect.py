@@ -107,7 +107,7 @@ class Worker:
     prefix of its three internal topics); `props` add to or override the worker settings."""
 
     def __init__(self, tmp: Path, bootstrap: str, group: str, name: str, props=None):
-        self.dir = Path(tmp) / name
+        self.dir = Path(tmp).resolve() / name  # absolute: the JVM runs in it
         self.dir.mkdir(parents=True, exist_ok=True)
         self.bootstrap = bootstrap
         self.group = group
@@ -260,6 +260,13 @@ class Worker:
             return (st["connector"]["state"] == "RUNNING" and len(ts) == tasks
                     and all(t["state"] == "RUNNING" for t in ts))
         return self.wait_status(connector, running, timeout, f"{connector} with {tasks} running tasks")
+
+    def dump_threads(self) -> None:
+        """Appends a thread dump of the JVM to threads.txt (for a failed test's record)."""
+        if self.proc is not None and self.proc.poll() is None:
+            with open(self.dir / "threads.txt", "a") as f:
+                subprocess.run(["jcmd", str(self.proc.pid), "Thread.print"], stdout=f,
+                               stderr=subprocess.STDOUT, timeout=60, check=False)
 
     # Lifecycle ------------------------------------------------------------------------
 

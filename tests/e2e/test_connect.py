@@ -7,13 +7,12 @@ a sink connector whose committed offsets survive a worker restart."""
 import random
 import re
 import shutil
-import tempfile
 import threading
 import time
 import urllib.request
 import uuid
-from pathlib import Path
 
+import kafka
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
@@ -98,22 +97,33 @@ def start_all(workers):
     return workers
 
 
-@pytest.fixture(scope="module", params=["sessioned", "eager"])
-def cluster(request, eddy):
-    """Two workers in one Connect group, speaking `connect.protocol` = the param. Shared by
-    the tests of one protocol; the kill test (the last of them) leaves one worker."""
+# connect.protocol of each of the two workers, and what the group must agree on: the
+# protocol name (Connect calls eager "default") and its version in the workers' log.
+# "mixed" is a rolling downgrade: the broker must pick the one protocol both support.
+PROTOCOLS = {
+    "sessioned": (("sessioned", "sessioned"), "sessioned", 2),
+    "eager": (("eager", "eager"), "default", 0),
+    "mixed": (("sessioned", "eager"), "default", 0),
+}
+
+
+@pytest.fixture(scope="module", params=list(PROTOCOLS))
+def cluster(request, eddy, tmp_path_factory):
+    """Two workers in one Connect group, with the `connect.protocol`s of PROTOCOLS[param].
+    Shared by the tests of one param; the kill test (the last of them) leaves one worker."""
     protocol = request.param
-    tmp = Path(tempfile.mkdtemp(prefix=f"connect-{protocol}-"))
+    # Under pytest's base temp dir, which keeps the workers' logs of the last runs.
+    tmp = tmp_path_factory.mktemp(f"connect-{protocol}")
     group = name(f"connect-{protocol}")
-    props = dict(FAST, **{"connect.protocol": protocol})
-    workers = [Worker(tmp, eddy.bootstrap, group, f"w{i}", props) for i in (1, 2)]
+    workers = [Worker(tmp, eddy.bootstrap, group, f"w{i}",
+                      dict(FAST, **{"connect.protocol": p}))
+               for i, p in enumerate(PROTOCOLS[protocol][0], 1)]
     try:
         start_all(workers)
         yield protocol, workers
     finally:
         for w in workers:
             w.kill()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def test_internal_topics_are_compacted(eddy, cluster):
@@ -167,6 +177,23 @@ def test_tasks_spread_over_both_workers(eddy, cluster):
     })
     st = wait_spread(w1, connector, [w1, w2])
     assert st["type"] == "sink"
+    # A group of protocol type connect (ListGroups), and the members agreed on the
+    # expected protocol (each worker's last join says which).
+    _, chosen, version = PROTOCOLS[protocol]
+    # (kafka-python: librdkafka lists and describes consumer-protocol groups only.) The
+    # group may still be settling: Connect rebalances after task configs are written.
+    def listed():
+        admin = kafka.KafkaAdminClient(bootstrap_servers=eddy.bootstrap)
+        try:
+            g = {g["group_id"]: g for g in admin.list_groups()}[w1.group]
+        finally:
+            admin.close()
+        return g if g["group_state"] == "Stable" else None
+    assert wait_for(listed, 30, "a stable worker group")["protocol_type"] == "connect"
+    for w in (w1, w2):
+        joins = re.findall(r"Joined group at generation \d+ with protocol version (\d+)",
+                           w.log_text())
+        assert joins and int(joins[-1]) == version, (w.name, joins)
     marker = name("v")
     values = [f"{marker}-{i}" for i in range(40)]
     produce(eddy.bootstrap, topic, values, partition=lambda i: i % 2)
@@ -210,8 +237,12 @@ def test_killed_worker_hands_over(eddy, cluster):
     marker = name("after")
     values = [f"{marker}-{i}" for i in range(20)]
     produce(eddy.bootstrap, topic, values, partition=lambda i: i % 2)
-    wait_for(lambda: printed(survivor, marker) == set(values), 60,
-             "the survivor's tasks printing both partitions' records")
+    try:
+        wait_for(lambda: printed(survivor, marker) == set(values), 60,
+                 "the survivor's tasks printing both partitions' records")
+    except AssertionError:
+        survivor.dump_threads()
+        raise
 
 
 def test_sink_offsets_survive_worker_restart(eddy, tmp_path):

@@ -7,12 +7,8 @@ customer" query gives back the PostgreSQL table's current contents."""
 
 import json
 import shutil
-import tempfile
-import time
 import uuid
-from pathlib import Path
 
-import pyarrow as pa
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
@@ -84,11 +80,11 @@ def events(bootstrap, topic=TOPIC):
 
 
 @pytest.fixture(scope="module")
-def cdc(eddy):
+def cdc(eddy, tmp_path_factory):
     """PostgreSQL with a `customers` table, a Connect worker running the Debezium
     connector against eddy, and a known sequence of changes applied: yields what the
     tests check. Every process started here is stopped, even on failure."""
-    tmp = Path(tempfile.mkdtemp(prefix="debezium-"))
+    tmp = tmp_path_factory.mktemp("debezium")  # pytest keeps the last runs' logs
     pg = postgres.Postgres()
     worker = None
     try:
@@ -132,7 +128,6 @@ def cdc(eddy):
         if worker is not None:
             worker.kill()
         pg.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def topic_exists(eddy, topic=TOPIC):
