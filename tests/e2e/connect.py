@@ -7,6 +7,7 @@ import functools
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -263,7 +264,8 @@ class Worker:
 
     def dump_threads(self) -> None:
         """Appends a thread dump of the JVM to threads.txt (for a failed test's record)."""
-        if self.proc is not None and self.proc.poll() is None:
+        # jcmd comes with a JDK; a JRE alone has none.
+        if self.proc is not None and self.proc.poll() is None and shutil.which("jcmd"):
             with open(self.dir / "threads.txt", "a") as f:
                 subprocess.run(["jcmd", str(self.proc.pid), "Thread.print"], stdout=f,
                                stderr=subprocess.STDOUT, timeout=60, check=False)
