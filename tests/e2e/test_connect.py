@@ -14,7 +14,7 @@ import uuid
 
 import kafka
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 from confluent_kafka import ConsumerGroupTopicPartitions
 
@@ -143,6 +143,12 @@ def test_internal_topics_are_compacted(eddy, cluster):
         configs = fut.result(timeout=30)
         assert configs["cleanup.policy"].value == "compact", (r.name, configs["cleanup.policy"])
         assert not configs["cleanup.policy"].is_default, r.name
+    # What every starting worker's CreateTopics gets for them: TOPIC_ALREADY_EXISTS.
+    fut = a.create_topics([NewTopic(f"{group}-configs", 1, 1,
+                                    config={"cleanup.policy": "compact"})])[f"{group}-configs"]
+    with pytest.raises(KafkaException) as e:
+        fut.result(timeout=30)
+    assert e.value.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS, e.value
 
 
 def wait_spread(worker, connector, workers, tasks=2, timeout=120):
