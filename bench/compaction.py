@@ -16,7 +16,7 @@ sampled every 50 ms) against the level just before it. Kafka itself cannot be ha
 so there is no peer run.
 
 Env: SIZE_MB, KEYS, TABLER (see below), MAP_MB (--kafka-compaction-map-mb, default 64),
-PASS_MB (--kafka-compaction-pass-mb, default 64), ORDER: `random`
+PASS_MB (--kafka-compaction-pass-mb, default 16), ORDER: `random`
 (default: each record's key drawn at random, so live records are spread over the whole
 partition and most batches are rewritten) or `cyclic` (keys in turn: the last tenth holds
 every live record, the rest goes whole).
@@ -46,7 +46,7 @@ RECORD = 1000
 RECORDS = SIZE_MB * (1 << 20) // RECORD
 KEYS = int(os.environ.get("KEYS", str(RECORDS // 10)))
 MAP_MB = os.environ.get("MAP_MB", "64")
-PASS_MB = os.environ.get("PASS_MB", "64")
+PASS_MB = os.environ.get("PASS_MB", "16")
 ORDER = os.environ.get("ORDER", "random")
 # TABLER=off keeps the background tabler away (a day's seal age, a TiB of seal size), so
 # the memory measured is compaction's alone; by default the topic's table is kept up

@@ -73,9 +73,10 @@ pub struct ServeArgs {
     /// `log.cleaner.dedupe.buffer.size`; default 64, about 1.6 million keys per pass).
     #[arg(long, env = "EDDY_KAFKA_COMPACTION_MAP_MB")]
     pub kafka_compaction_map_mb: Option<usize>,
-    /// Most rewritten batch bytes one compaction pass commits, in MiB (default 64): a pass
+    /// Most rewritten batch bytes one compaction pass commits, in MiB (default 16): a pass
     /// holds them in memory until its commit, so the cleaner's memory grows with this
-    /// (docs/benchmarks.md); a partition that needs more takes several passes.
+    /// (about 5x: 80 MiB at 16, 258 MiB at 64, docs/benchmarks.md); a partition that
+    /// needs more takes several passes.
     #[arg(long, env = "EDDY_KAFKA_COMPACTION_PASS_MB")]
     pub kafka_compaction_pass_mb: Option<usize>,
     /// Domains of the S3 endpoint for virtual-host-style requests
@@ -376,7 +377,7 @@ impl ServeArgs {
             kafka_compaction_pass_mb: self
                 .kafka_compaction_pass_mb
                 .or(file.kafka_compaction_pass_mb)
-                .unwrap_or(64)
+                .unwrap_or(16)
                 .max(1),
             notify_ce_type_prefix: self
                 .notify_ce_type_prefix
@@ -474,7 +475,7 @@ mod tests {
         assert_eq!(defaults.kafka_retention_check_interval_ms, 300_000);
         assert_eq!(defaults.kafka_compaction_check_interval_ms, 15_000);
         assert_eq!(defaults.kafka_compaction_map_mb, 64);
-        assert_eq!(defaults.kafka_compaction_pass_mb, 64);
+        assert_eq!(defaults.kafka_compaction_pass_mb, 16);
         assert_eq!(defaults.max_connections, listener::DEFAULT_MAX_CONNECTIONS);
         assert_eq!(defaults.idle_timeout, listener::DEFAULT_IDLE_TIMEOUT);
         assert_eq!(defaults.kafka_max_request_mb_in_flight, 256);

@@ -76,7 +76,7 @@ impl BrokerConfig {
             compaction_check_interval: std::time::Duration::from_secs(15),
             compaction: compaction::Limits {
                 map_bytes: 64 << 20,
-                max_pass_bytes: 64 << 20,
+                max_pass_bytes: 16 << 20,
             },
         }
     }

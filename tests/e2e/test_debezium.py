@@ -10,11 +10,23 @@ import shutil
 import uuid
 
 import pytest
-from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry,
+                                   ConfigResource, ResourceType)
 
 import postgres
+from conftest import new_eddy
 from connect import Worker, client_config, read_topic, wait_for
 from test_iceberg import NS, catalog, duckdb_with_extensions
+
+@pytest.fixture(scope="module")
+def eddy(tmp_path_factory):
+    """This module's server: it looks at compacted partitions every 200 ms (so a
+    tombstone's delete.retention.ms is seen to pass within the test)."""
+    server = new_eddy(tmp_path_factory.mktemp("eddy"),
+                      extra_args=["--kafka-compaction-check-interval-ms", "200"]).start()
+    yield server
+    server.stop()
+
 
 pytestmark = pytest.mark.skipif(
     shutil.which("java") is None or not postgres.available(),
@@ -59,7 +71,7 @@ def connector_config(pg):
         "topic.creation.default.partitions": "1",
         "topic.creation.default.cleanup.policy": "compact",
         # Keeps every change for the history checks below until compaction is allowed
-        # to touch them (see COMPACTION: at the end).
+        # to touch them (test_compaction_keeps_the_latest_change_per_row, last).
         "topic.creation.default.min.compaction.lag.ms": "3600000",
     }
 
@@ -252,10 +264,34 @@ def test_latest_change_per_customer_duckdb(eddy, cdc):
     assert as_state(rows) == cdc["current"]
     assert sorted(json.loads(k)["id"] for k, _ in rows) == [1, 2, 4, 5]
 
-    # COMPACTION: once eddy compacts (cleanup.policy=compact), lower the topic's
-    # min.compaction.lag.ms (set to 1 h at creation, above, so the history checks see
-    # every change), wait for a compaction pass, then check that
-    #   - the topic holds exactly the latest event per key: r1, u2, c5, u4 and the
-    #     tombstone of 3 (its c/r/d events gone), offsets unchanged for the survivors;
-    #   - after delete.retention.ms the tombstone of 3 is gone too;
-    #   - LATEST above, over PyIceberg and DuckDB, still equals customers(pg).
+
+
+def test_compaction_keeps_the_latest_change_per_row(eddy, cdc):
+    """Last in this module (the tests above read the whole history). With the lag that
+    held compaction back lowered, the change topic keeps the latest event per row at its
+    offset (the deleted row's tombstone among them), then the tombstone goes after
+    delete.retention.ms; the latest-change query still gives the table's contents."""
+    a = AdminClient({"bootstrap.servers": eddy.bootstrap})
+    res = ConfigResource(ResourceType.TOPIC, TOPIC, incremental_configs=[
+        ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in {
+            "min.compaction.lag.ms": "0", "segment.ms": "100",
+            "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "4000"}.items()])
+    for f in a.incremental_alter_configs([res]).values():
+        f.result(timeout=30)
+    latest = {}
+    for off, k, v in cdc["events"]:
+        latest[json.dumps(k)] = (off, k, v)
+    want = sorted(latest.values(), key=lambda e: e[0])
+    assert [(k["id"], v["op"] if v else None) for _, k, v in want] == \
+        [(1, "r"), (2, "u"), (3, None), (5, "c"), (4, "u")]
+    wait_for(lambda: events(eddy.bootstrap) == want, 60, "the compacted change topic")
+    without_tombstone = [e for e in want if e[2] is not None]
+    wait_for(lambda: events(eddy.bootstrap) == without_tombstone, 60,
+             "the tombstone to go after delete.retention.ms")
+    tbl = catalog(eddy).load_table((NS, TOPIC))
+    arrow = tbl.scan().to_arrow()
+    assert sorted(arrow.column("offset").to_pylist()) == [o for o, _, _ in without_tombstone]
+    import duckdb
+    con = duckdb.connect()
+    con.register("changes", arrow)
+    assert as_state(con.execute(LATEST.format(table="changes")).fetchall()) == cdc["current"]

@@ -285,7 +285,6 @@ fn map<A, B: From<A>>(v: Vec<A>) -> Vec<B> {
     v.into_iter().map(B::from).collect()
 }
 
-
 twin!(BucketRecord <=> model::BucketRecord { name, owner, created_ms, versioning, tags, settings });
 twin!(UploadRecord <=> model::UploadRecord {
     upload_id, bucket, key, owner, initiated_ms, metadata, tags, checksum_algorithm, checksum_type
