@@ -335,10 +335,8 @@ def test_a_config_change_takes_effect_at_once():
 
 def test_the_table_drops_compacted_rows_in_a_snapshot_of_its_own(eddy):
     topic = name("table")
-    # Compaction waits until the test has read the table once.
+    # Compaction waits until the test has read the table twice.
     create(eddy, topic, {**EAGER, "min.compaction.lag.ms": "3000"})
-    records = [(b"k%d" % (i % 4), b"v%d" % i) for i in range(40)]
-    offsets = produce(eddy, topic, records)
     cat = RestCatalog(
         "eddy", uri=f"{eddy.http_url}/iceberg",
         credential=f"{eddy.access_key}:{eddy.secret_key}", warehouse="kafka",
@@ -350,10 +348,22 @@ def test_the_table_drops_compacted_rows_in_a_snapshot_of_its_own(eddy):
                      for r in t.scan().to_arrow().to_pylist())
         return t, got
 
+    def files(t):
+        return set(t.inspect.files().column("file_path").to_pylist())
+
+    # A first data file of unique keys, which compaction leaves whole ...
+    unique = [(b"u%d" % i, b"once") for i in range(4)]
+    unique_offsets = produce(eddy, topic, unique)
+    t, first = rows()
+    assert len(first) == 4
+    (unique_file,) = files(t)
+    # ... and a second one of four keys written ten times each.
+    records = [(b"k%d" % (i % 4), b"v%d" % i) for i in range(40)]
+    offsets = produce(eddy, topic, records)
     t, before = rows()
-    assert len(before) == 40
+    assert len(before) == 44
     snapshots_before = len(t.metadata.snapshots)
-    want = latest_per_key(records, offsets)
+    want = latest_per_key(unique + records, unique_offsets + offsets)
     assert await_records(eddy, topic, want) == want
     t, after = rows()
     assert after == want
@@ -361,9 +371,12 @@ def test_the_table_drops_compacted_rows_in_a_snapshot_of_its_own(eddy):
     assert current.summary.operation.value in ("overwrite", "delete")
     assert int(current.summary["deleted-records"]) > 0
     assert len(t.metadata.snapshots) > snapshots_before
+    # The file the log still holds whole stays as it is; the other was rewritten.
+    assert unique_file in files(t)
+    assert len(files(t)) == 2
     # The snapshot before it still reads the rows as they were (time travel).
     parent = t.scan(snapshot_id=current.parent_snapshot_id).to_arrow().num_rows
-    assert parent == 40
+    assert parent == 44
 
 
 def test_a_pass_killed_mid_way_leaves_the_partition_whole():
