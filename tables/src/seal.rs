@@ -1141,22 +1141,42 @@ fn log_rows(
     schema: arrow::datatypes::SchemaRef,
 ) -> TableResult<Vec<RecordBatch>> {
     let mut rows = RowBuilder::new(schema, partition)?;
-    let mut pos = first;
-    while pos < next {
+    add_log_range(
+        catalog,
+        topic,
+        partition,
+        &mut rows,
+        (first, next),
+        usize::MAX,
+    )?;
+    Ok(vec![rows.finish()?])
+}
+
+/// Adds the log's records of offsets `from..to` of one partition to `rows`, until they
+/// hold `budget` bytes; returns the offset it stopped at (`to` when it read them all).
+fn add_log_range(
+    catalog: &dyn Catalog,
+    topic: &TopicRecord,
+    partition: u32,
+    rows: &mut RowBuilder,
+    (from, to): (u64, u64),
+    budget: usize,
+) -> TableResult<u64> {
+    let mut pos = from;
+    while pos < to && rows.bytes < budget {
         let batches = catalog.read_batches(topic.id, partition, pos, 4 << 20)?;
         if batches.is_empty() {
-            break;
+            return Ok(to);
         }
         for b in &batches {
-            if b.base_offset >= next {
-                pos = next;
-                break;
+            if b.base_offset >= to {
+                return Ok(to);
             }
-            rows.add_batch(&topic.name, partition, b, pos, next)?;
-            pos = pos.max(b.last_offset + 1);
+            rows.add_batch(&topic.name, partition, b, pos, to)?;
+            pos = pos.max(b.last_offset + 1).min(to);
         }
     }
-    Ok(vec![rows.finish()?])
+    Ok(pos)
 }
 
 /// Writes one partition's rows (in order, without concatenating them first) as a
@@ -1303,22 +1323,7 @@ fn collect(
             continue;
         }
         let mut rows = RowBuilder::new(schema.clone(), p)?;
-        let mut pos = first;
-        while pos < to && rows.bytes < budget {
-            let batches = catalog.read_batches(topic.id, p, pos, 4 << 20)?;
-            if batches.is_empty() {
-                pos = to;
-                break;
-            }
-            for b in &batches {
-                if b.base_offset >= to {
-                    pos = to;
-                    break;
-                }
-                rows.add_batch(&topic.name, p, b, pos, to)?;
-                pos = pos.max(b.last_offset + 1).min(to);
-            }
-        }
+        let pos = add_log_range(catalog, topic, p, &mut rows, (first, to), budget)?;
         budget = budget.saturating_sub(rows.bytes);
         out.more |= pos < to;
         out.tabled[p as usize] = pos;
