@@ -447,3 +447,34 @@ def test_idempotent_producer_continues_across_restart(fresh_eddy):
     for part in (0, 1):
         offs = sorted(m.offset() for m in got if m.partition() == part)
         assert offs == list(range(100))
+
+
+def test_kafka_python_pinned_to_kafka_4_works(eddy):
+    """An application that pins `api_version=(4, 0)` (skipping negotiation, as production
+    code often does) sends Kafka 4.0's newest versions straight away (Metadata v13,
+    OffsetCommit/OffsetFetch v9, ...): admin, produce, a consumer group and its commit."""
+    import kafka
+
+    topic = name("pinned")
+    admin = kafka.KafkaAdminClient(bootstrap_servers=eddy.bootstrap, api_version=(4, 0))
+    admin.create_topics([kafka.admin.NewTopic(topic, 2, 1)])
+    admin.close()
+    p = kafka.KafkaProducer(bootstrap_servers=eddy.bootstrap, api_version=(4, 0))
+    sent = [p.send(topic, key=b"k%d" % i, value=b"v%d" % i).get(timeout=10) for i in range(4)]
+    p.close()
+    c = kafka.KafkaConsumer(topic, bootstrap_servers=eddy.bootstrap, api_version=(4, 0),
+                            group_id=name("pinned-g"), auto_offset_reset="earliest",
+                            enable_auto_commit=False, consumer_timeout_ms=10_000)
+    got = []
+    for m in c:
+        got.append((m.partition, m.offset, m.value))
+        if len(got) == 4:
+            break
+    c.commit()
+    committed = {tp.partition: c.committed(tp) for tp in c.assignment()}
+    c.close()
+    assert sorted(got) == sorted((r.partition, r.offset, b"v%d" % i) for i, r in enumerate(sent))
+    ends = {}
+    for r in sent:
+        ends[r.partition] = max(ends.get(r.partition, 0), r.offset + 1)
+    assert {p: o for p, o in committed.items() if p in ends} == ends
