@@ -478,3 +478,16 @@ def test_kafka_python_pinned_to_kafka_4_works(eddy):
     for r in sent:
         ends[r.partition] = max(ends.get(r.partition, 0), r.offset + 1)
     assert {p: o for p, o in committed.items() if p in ends} == ends
+
+
+def test_an_illegal_topic_name_is_refused_for_good(eddy):
+    """Producing to (or asking metadata for) a name no topic can have gets Kafka's
+    INVALID_TOPIC_EXCEPTION, which clients do not retry, rather than the retriable
+    UNKNOWN_TOPIC_OR_PARTITION that would keep a producer waiting out its timeout."""
+    errors = []
+    p = Producer({"bootstrap.servers": eddy.bootstrap, "message.timeout.ms": 30_000})
+    p.produce("bad/name", value=b"x", on_delivery=lambda err, m: errors.append(err))
+    assert p.flush(60) == 0
+    assert errors[0] is not None and errors[0].code() == KafkaError.TOPIC_EXCEPTION, errors
+    md = admin(eddy).list_topics("bad/name", timeout=10)
+    assert md.topics["bad/name"].error.code() == KafkaError.TOPIC_EXCEPTION

@@ -100,11 +100,17 @@ pub fn handle(ctx: Ctx, req: MetadataRequest) -> Reply {
                         Ok(None) if w.name.is_none() => {
                             missing(None, w.topic_id, ResponseError::UnknownTopicId)
                         }
-                        Ok(None) => missing(
-                            w.name.as_ref().map(|n| n.0.as_str()),
-                            w.topic_id,
-                            ResponseError::UnknownTopicOrPartition,
-                        ),
+                        Ok(None) => {
+                            let name = w.name.as_ref().map(|n| n.0.as_str());
+                            // Not retriable, unlike an unknown topic: it can never exist.
+                            let error =
+                                if name.is_some_and(|n| super::topics::valid_name(n).is_err()) {
+                                    ResponseError::InvalidTopicException
+                                } else {
+                                    ResponseError::UnknownTopicOrPartition
+                                };
+                            missing(name, w.topic_id, error)
+                        }
                         Err(e) => missing(
                             w.name.as_ref().map(|n| n.0.as_str()),
                             w.topic_id,

@@ -140,6 +140,9 @@ pub fn handle(ctx: Ctx, req: ProduceRequest) -> Reply {
         let (record, unreadable) = super::found(found);
         let unknown = if ctx.version >= 13 {
             ResponseError::UnknownTopicId
+        } else if super::topics::valid_name(&t.name).is_err() {
+            // Not retriable: no such topic can ever exist.
+            ResponseError::InvalidTopicException
         } else {
             ResponseError::UnknownTopicOrPartition
         };
