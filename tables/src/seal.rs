@@ -55,6 +55,9 @@ const COMPACT_FILES: usize = 4;
 const FOREGROUND_REWRITE_BYTES: u64 = 4 << 20;
 /// Most bytes of small files one background seal rewrites.
 const BACKGROUND_REWRITE_BYTES: u64 = 64 << 20;
+/// Least bytes of data files one snapshot after compaction rewrites (more when the seal's
+/// own bound is larger); the table catches up over several snapshots.
+const COMPACTED_REWRITE_BYTES: u64 = 16 << 20;
 
 /// Turns committed log data into table snapshots, one topic at a time.
 pub struct Tabler {
@@ -281,9 +284,18 @@ impl Tabler {
             // own; appends follow in the next step.
             let io = FileIO::new_with_memory();
             let rewrite = Rewrite::Truncate(&truncate);
+            // Every straddling file at once: the new start must hold for the whole table.
             let rewritten = self
-                .write_rewrite(&io, &metadata, &table_location, &rewrite, arrow_schema)
-                .await?;
+                .write_rewrite(
+                    &io,
+                    &metadata,
+                    &table_location,
+                    &rewrite,
+                    arrow_schema,
+                    u64::MAX,
+                )
+                .await?
+                .snapshot;
             let table = self
                 .publish_rewrite(
                     &io,
@@ -314,11 +326,24 @@ impl Tabler {
                         topic: &t,
                         partitions: &compacted,
                     };
-                    self.write_rewrite(&io, &metadata, &table_location, &rewrite, arrow_schema)
-                        .await?
+                    self.write_rewrite(
+                        &io,
+                        &metadata,
+                        &table_location,
+                        &rewrite,
+                        arrow_schema,
+                        max_rewrite_bytes.max(COMPACTED_REWRITE_BYTES),
+                    )
+                    .await?
                 }
-                None => None,
+                None => Rewritten {
+                    snapshot: None,
+                    complete: true,
+                },
             };
+            // The passes are recorded once every file was checked; until then the next
+            // step checks again (the files already rewritten keep their counts).
+            let complete = rewritten.complete;
             let table = self
                 .publish_rewrite(
                     &io,
@@ -326,12 +351,14 @@ impl Tabler {
                     c,
                     &metadata,
                     previous_location,
-                    rewritten,
-                    Some(&passes),
+                    rewritten.snapshot,
+                    complete.then_some(&passes[..]),
                     start,
                 )
                 .await?;
-            self.reflected(&t, passes);
+            if complete {
+                self.reflected(&t, passes);
+            }
             return Ok((table, true));
         }
         self.reflected(&t, passes.clone());
@@ -652,7 +679,8 @@ impl Tabler {
         table_location: &str,
         rewrite: &Rewrite<'_>,
         arrow_schema: arrow::datatypes::SchemaRef,
-    ) -> TableResult<Option<(Snapshot, Vec<(String, &'static str)>)>> {
+        max_rewrite_bytes: u64,
+    ) -> TableResult<Rewritten> {
         let parent = metadata
             .current_snapshot()
             .ok_or_else(|| TableError::Task("rewriting a table without a snapshot".into()))?;
@@ -683,6 +711,10 @@ impl Tabler {
         let (mut deleted_files, mut deleted_records, mut added_files, mut added_records) =
             (0u64, 0u64, 0u64, 0u64);
         let (mut total_records, mut total_files, mut total_size) = (0u64, 0u64, 0u64);
+        // Files changed so far (their bytes); past the bound the rest wait for the next
+        // snapshot, so a rewrite holds a bounded part of the table in memory.
+        let mut changed_bytes = 0u64;
+        let mut complete = true;
         for m in manifests {
             let bytes = self.read_file(&m.manifest_path).await?;
             let (entries, _) = iceberg::spec::Manifest::parse_avro(&bytes)?.into_parts();
@@ -690,9 +722,16 @@ impl Tabler {
                 let f = e.data_file();
                 let seq = e.sequence_number().unwrap_or(m.sequence_number);
                 let fate = match file_range(f.file_path()) {
+                    Some(_) if changed_bytes >= max_rewrite_bytes => {
+                        complete = false;
+                        Fate::Keep
+                    }
                     Some(range) => self.fate(rewrite, f, range, arrow_schema.clone()).await?,
                     None => Fate::Keep,
                 };
+                if !matches!(fate, Fate::Keep) {
+                    changed_bytes += f.file_size_in_bytes();
+                }
                 match fate {
                     Fate::Keep => {
                         total_records += f.record_count();
@@ -746,7 +785,10 @@ impl Tabler {
             replaced.push(m.manifest_path);
         }
         if deleted_files == 0 {
-            return Ok(None);
+            return Ok(Rewritten {
+                snapshot: None,
+                complete,
+            });
         }
         let manifest = mw.write_manifest_file().await?;
         written.push((manifest_location, "application/avro"));
@@ -794,7 +836,10 @@ impl Tabler {
             })
             .with_schema_id(metadata.current_schema_id())
             .build();
-        Ok(Some((snapshot, written)))
+        Ok(Rewritten {
+            snapshot: Some((snapshot, written)),
+            complete,
+        })
     }
 
     /// Writes the data files, their manifest and the manifest list of a new append
@@ -1039,6 +1084,13 @@ enum Rewrite<'a> {
         topic: &'a TopicRecord,
         partitions: &'a [u32],
     },
+}
+
+/// A rewrite's snapshot (none when no file changed) and whether it covered every file
+/// (`false`: the byte bound stopped it; the next step goes on).
+struct Rewritten {
+    snapshot: Option<(Snapshot, Vec<(String, &'static str)>)>,
+    complete: bool,
 }
 
 /// What becomes of one data file.
