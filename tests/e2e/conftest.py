@@ -134,6 +134,40 @@ def first_message(bootstrap: str, topic: str, partition: int, offset: int, timeo
     return m
 
 
+def read_to_end(bootstrap: str, topic: str, partitions=None, timeout=60):
+    """confluent-kafka: every record of `topic` (or of its `partitions`) from each log
+    start to the high watermark, as Message objects in offset order per partition. Done
+    at librdkafka's partition-end events, which come once the fetch offset reaches the
+    high watermark however many offsets are gaps (on a compacted topic the position can
+    stay below it)."""
+    import time
+
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{random.getrandbits(32):08x}",
+                  "enable.auto.commit": False, "enable.partition.eof": True})
+    try:
+        if partitions is None:
+            partitions = sorted(c.list_topics(topic, timeout=30).topics[topic].partitions)
+        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        out, ended = [], set()
+        deadline = time.time() + timeout
+        while len(ended) < len(partitions):
+            assert time.time() < deadline, f"{topic}: partitions {sorted(ended)} of {partitions} read"
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error() is not None:
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    ended.add(m.partition())
+                    continue
+                raise KafkaException(m.error())
+            out.append(m)
+        return out
+    finally:
+        c.close()
+
+
 def new_eddy(tmp: Path, **kw) -> Eddy:
     port = free_port()
     return Eddy(

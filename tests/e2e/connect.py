@@ -14,42 +14,19 @@ import sys
 import time
 import urllib.error
 import urllib.request
-import uuid
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from conftest import ROOT, free_port
+from conftest import ROOT, free_port, read_to_end
 
 JSON = "org.apache.kafka.connect.json.JsonConverter"
 
 
 def read_topic(bootstrap, topic, timeout=60):
     """Every record of every partition of `topic` up to its current high watermarks, as
-    (partition, offset, key, value) in offset order per partition. Done at librdkafka's
-    partition-end events, which come once the fetch offset reaches the high watermark
-    however many offsets are gaps (a compacted topic's position can stay below it)."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4().hex[:8]}",
-                  "enable.auto.commit": False, "enable.partition.eof": True})
-    try:
-        md = c.list_topics(topic, timeout=30).topics[topic]
-        parts = sorted(md.partitions)
-        c.assign([TopicPartition(topic, p, 0) for p in parts])
-        out, ended = [], set()
-        deadline = time.time() + timeout
-        while len(ended) < len(parts):
-            assert time.time() < deadline, f"reading {topic}: partitions {ended} of {parts} read"
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            if m.error() is not None and m.error().code() == KafkaError._PARTITION_EOF:
-                ended.add(m.partition())
-                continue
-            assert m.error() is None, m.error()
-            out.append((m.partition(), m.offset(), m.key(), m.value()))
-        return out
-    finally:
-        c.close()
+    (partition, offset, key, value) in offset order per partition."""
+    return [(m.partition(), m.offset(), m.key(), m.value())
+            for m in read_to_end(bootstrap, topic, timeout=timeout)]
 
 
 def client_config(log, kind, client_id):

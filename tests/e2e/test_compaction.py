@@ -17,7 +17,7 @@ from pathlib import Path
 
 import kafka
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -27,7 +27,7 @@ from confluent_kafka.admin import (
 )
 from pyiceberg.catalog.rest import RestCatalog
 
-from conftest import metric, new_eddy
+from conftest import metric, new_eddy, read_to_end
 
 HOUR_MS = 3_600_000
 
@@ -84,28 +84,9 @@ def produce(eddy, topic, records, timestamp=None, partition=0, linger_ms=0, **co
 
 
 def read_all(eddy, topic, partition=0):
-    """confluent-kafka: every record from the log start to the high watermark, as
-    (offset, key, value); done at the partition-end event, which librdkafka raises once
-    its fetch offset reaches the high watermark, however many offsets are gaps."""
-    c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": name("r"),
-                  "enable.auto.commit": False, "enable.partition.eof": True})
-    try:
-        low, _ = c.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
-        c.assign([TopicPartition(topic, partition, low)])
-        out = []
-        deadline = time.time() + 30
-        while True:
-            assert time.time() < deadline, f"{topic}: no end of partition"
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            if m.error():
-                if m.error().code() == KafkaError._PARTITION_EOF:
-                    return out
-                raise KafkaException(m.error())
-            out.append((m.offset(), m.key(), m.value()))
-    finally:
-        c.close()
+    """Every record of the partition from its log start to its end, as (offset, key, value)."""
+    return [(m.offset(), m.key(), m.value())
+            for m in read_to_end(eddy.bootstrap, topic, [partition], timeout=30)]
 
 
 def latest_per_key(records, offsets):

@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 from pyiceberg.catalog.rest import RestCatalog
 
 import s3util
-from conftest import ROOT, eddy_bin, new_eddy
+from conftest import ROOT, eddy_bin, new_eddy, read_to_end
 
 FIXTURES = sorted((ROOT / "tests" / "fixtures").glob("format-*/manifest.json"))
 
@@ -224,35 +224,12 @@ def check_compaction(eddy, manifest):
     assert len(want) < len(manifest["topics"][topic])
     deadline = time.time() + 60
     while True:
-        got = sorted((as_manifest(m) for m in read_to_end(eddy, topic)),
+        got = sorted((as_manifest(m) for m in read_to_end(eddy.bootstrap, topic)),
                      key=lambda r: (r["partition"], r["offset"]))
         if got == want or time.time() > deadline:
             break
         time.sleep(0.2)
     assert got == want
-
-
-def read_to_end(eddy, topic):
-    """Every record of a topic up to its high watermarks, however many offsets are gaps:
-    done when every partition has raised librdkafka's partition-end event."""
-    c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": "upgrade-reader",
-                  "enable.auto.commit": False, "enable.partition.eof": True})
-    parts = sorted(c.list_topics(topic, timeout=10).topics[topic].partitions)
-    c.assign([TopicPartition(topic, p, 0) for p in parts])
-    out, ended = [], set()
-    deadline = time.time() + 60
-    while len(ended) < len(parts):
-        assert time.time() < deadline, f"{topic}: not read to the end"
-        m = c.poll(0.2)
-        if m is None:
-            continue
-        if m.error():
-            if m.error().code() == KafkaError._PARTITION_EOF:
-                ended.add(m.partition())
-            continue
-        out.append(m)
-    c.close()
-    return out
 
 
 def check_after_restart(eddy, manifest, written):

@@ -33,8 +33,6 @@ pub use policy::Policy;
 pub struct Round {
     /// Passes committed.
     pub passes: u64,
-    /// Records removed.
-    pub records: u64,
     /// Whether a partition has cleanable work left that a pass could not take.
     pub more: bool,
 }
@@ -89,7 +87,6 @@ pub async fn round(broker: &Arc<Broker>) -> Result<Round, CatalogError> {
                     broker.metrics.compaction_removed_bytes.inc_by(pass.bytes);
                     broker.metrics.compaction_passes.inc();
                     out.passes += 1;
-                    out.records += pass.records;
                     out.more |= pass.more;
                 }
                 // The partition moved on since planning (retention, DeleteRecords, a
