@@ -10,8 +10,8 @@ use storage::wal::LogPosition;
 use crate::error::{CatalogError, CatalogResult};
 use crate::format::Stored;
 use crate::model::{
-    BucketRecord, CompactionState, ObjectVersion, PartRecord, PartitionState, TopicRecord,
-    TopicTable, UploadRecord,
+    BucketRecord, CompactionState, Expansion, ObjectVersion, PartRecord, PartitionState,
+    TableRecord, TopicRecord, TopicTable, UploadRecord,
 };
 use crate::tables::{self, *};
 use crate::txn::{Op, OpOutcome};
@@ -49,6 +49,8 @@ pub struct Tables<'t> {
     parts: RedbTable<'t>,
     topic_tables: RedbTable<'t>,
     compaction: RedbTable<'t>,
+    expansions: RedbTable<'t>,
+    other_tables: RedbTable<'t>,
 }
 
 /// Side effects to carry out once the commit is durable.
@@ -200,6 +202,8 @@ impl<'t> Tables<'t> {
             parts: w.open_table(PARTS)?,
             topic_tables: w.open_table(TOPIC_TABLES)?,
             compaction: w.open_table(COMPACTION)?,
+            expansions: w.open_table(EXPANSIONS)?,
+            other_tables: w.open_table(OTHER_TABLES)?,
         })
     }
 
@@ -253,6 +257,44 @@ impl<'t> Tables<'t> {
             out.push(dec(e?.1.value())?);
         }
         Ok(out)
+    }
+
+    /// A topic's expansions, by source column.
+    fn expansions_of(&self, topic: &str) -> CatalogResult<Vec<(String, Expansion)>> {
+        let prefix = expansions_prefix(topic);
+        let end = prefix_end(&prefix).unwrap_or_default();
+        let mut out = Vec::new();
+        for e in self.expansions.range(prefix.as_slice()..end.as_slice())? {
+            let (k, v) = e?;
+            let source = expansion_source(topic, k.value()).unwrap_or_default();
+            out.push((source, dec(v.value())?));
+        }
+        Ok(out)
+    }
+
+    /// Refuses to remove records of a partition from `offset` on while the topic has an
+    /// expansion whose table has not read them: an expansion keeps every record it was
+    /// attached for, so the log keeps them until the table holds them.
+    fn require_expanded(&self, topic_id: u128, partition: u32, offset: u64) -> CatalogResult<()> {
+        let Some(name) = self.topic_ids.get(topic_id.to_be_bytes().as_slice())? else {
+            return Ok(());
+        };
+        let topic = String::from_utf8_lossy(name.value()).into_owned();
+        let expansions = self.expansions_of(&topic)?;
+        let table: Option<TopicTable> = get(&self.topic_tables, topic.as_bytes())?;
+        let Some(floor) =
+            crate::model::expanded_to(&expansions, table.as_ref(), topic_id, partition)
+        else {
+            return Ok(());
+        };
+        if offset > floor {
+            return Err(CatalogError::NotExpanded {
+                topic,
+                partition,
+                tabled: floor,
+            });
+        }
+        Ok(())
     }
 
     fn require_partition(&self, topic_id: u128, p: u32) -> CatalogResult<PartitionState> {
@@ -408,6 +450,15 @@ impl<'t> Tables<'t> {
                 if self.topic(name)?.is_none() {
                     return Err(CatalogError::UnknownTopic(name.clone()));
                 }
+                for (source, e) in self.expansions_of(name)? {
+                    if let Some(spec) = e.current() {
+                        return Err(CatalogError::TopicHasExpansion {
+                            topic: name.clone(),
+                            column: source,
+                            target: format!("{}.{}", spec.namespace, spec.table),
+                        });
+                    }
+                }
             }
             Op::Append {
                 topic_id,
@@ -458,6 +509,9 @@ impl<'t> Tables<'t> {
                         st.next_offset
                     )));
                 }
+                if *offset > st.log_start_offset {
+                    self.require_expanded(*topic_id, *partition, *offset)?;
+                }
             }
             Op::CompactPartition {
                 topic_id,
@@ -486,11 +540,57 @@ impl<'t> Tables<'t> {
                         "compaction is at pass {passes}, not {expected_passes}"
                     ));
                 }
+                let mut end = 0;
                 for base in removed {
                     let key = batch_key(*topic_id, *partition, *base);
-                    if self.batches.get(key.as_slice())?.is_none() {
-                        return stale(format!("batch {base} is gone"));
+                    match self.batches.get(key.as_slice())? {
+                        Some(v) => end = end.max(entry(v.value())?.last_offset + 1),
+                        None => return stale(format!("batch {base} is gone")),
                     }
+                }
+                if end > 0 {
+                    self.require_expanded(*topic_id, *partition, end)?;
+                }
+            }
+            Op::PutExpansion {
+                topic,
+                source,
+                expected,
+                expansion,
+            } => {
+                let t = self
+                    .topic(topic)?
+                    .ok_or_else(|| CatalogError::UnknownTopic(topic.clone()))?;
+                if source.is_empty() {
+                    return Err(CatalogError::Invalid("expansion without a source".into()));
+                }
+                let stored: Option<Expansion> =
+                    get(&self.expansions, &expansion_key(topic, source))?;
+                let changes = stored.map_or(0, |e| e.changes);
+                let fits = expansion
+                    .as_ref()
+                    .is_none_or(|e| e.topic_id == t.id && e.changes == expected + 1);
+                if changes != *expected || !fits {
+                    return Err(CatalogError::PreconditionFailed(format!(
+                        "expansion of {topic}'s {source} is at change {changes}, not {expected}"
+                    )));
+                }
+            }
+            Op::PutTable {
+                namespace,
+                name,
+                expected,
+                table,
+            } => {
+                let stored: Option<TableRecord> =
+                    get(&self.other_tables, &table_key(namespace, name))?;
+                let generation = stored.map_or(0, |t| t.generation);
+                if generation != *expected
+                    || table.as_ref().is_some_and(|t| t.generation != expected + 1)
+                {
+                    return Err(CatalogError::PreconditionFailed(format!(
+                        "table {namespace}.{name} is at generation {generation}, not {expected}"
+                    )));
                 }
             }
             Op::CommitOffset { .. }
@@ -636,6 +736,7 @@ impl<'t> Tables<'t> {
                     let prefix = t.id.to_be_bytes();
                     remove_prefix(&mut self.partitions, &prefix, |_| Ok(()))?;
                     remove_prefix(&mut self.compaction, &prefix, |_| Ok(()))?;
+                    remove_prefix(&mut self.expansions, &expansions_prefix(name), |_| Ok(()))?;
                     let mut segments = Vec::new();
                     remove_prefix(&mut self.batches, &prefix, |v| {
                         segments.push(entry(v)?.position.segment);
@@ -652,6 +753,37 @@ impl<'t> Tables<'t> {
             }
             Op::PutTopicTable { topic, table, .. } => {
                 put(&mut self.topic_tables, topic.as_bytes(), table)?;
+            }
+            Op::PutExpansion {
+                topic,
+                source,
+                expansion,
+                ..
+            } => {
+                let key = expansion_key(topic, source);
+                match expansion {
+                    Some(e) => put(&mut self.expansions, &key, e)?,
+                    None => {
+                        self.expansions.remove(key.as_slice())?;
+                    }
+                }
+            }
+            Op::PutTable {
+                namespace,
+                name,
+                table,
+                ..
+            } => {
+                let key = table_key(namespace, name);
+                match table {
+                    Some(t) => put(&mut self.other_tables, &key, t)?,
+                    None => {
+                        if let Some(old) = get::<TableRecord>(&self.other_tables, &key)? {
+                            self.other_tables.remove(key.as_slice())?;
+                            self.remove_objects_under(&old.bucket, &old.prefix, effects)?;
+                        }
+                    }
+                }
             }
             Op::AllocateProducerId => {
                 let id = self.counter(PRODUCER_ID)? + 1;

@@ -62,6 +62,29 @@ pub enum CatalogError {
     /// A newer epoch of this producer exists.
     #[error("producer fenced by a newer epoch")]
     ProducerFenced,
+    /// The topic still has an expansion, so it cannot be deleted.
+    #[error(
+        "topic {topic} has an expansion of its {column} column into {target}: drop the expansion first"
+    )]
+    TopicHasExpansion {
+        /// Topic name.
+        topic: String,
+        /// The expanded column.
+        column: String,
+        /// The target table, `namespace.table`.
+        target: String,
+    },
+    /// Records a topic's expansion has not read yet cannot be removed (retention,
+    /// DeleteRecords, compaction wait until the topic's table holds them).
+    #[error("records of {topic}/{partition} from offset {tabled} are not expanded yet")]
+    NotExpanded {
+        /// Topic name.
+        topic: String,
+        /// Partition.
+        partition: u32,
+        /// The first offset the expansion has not read.
+        tabled: u64,
+    },
     /// A request the catalog refuses as malformed.
     #[error("invalid request: {0}")]
     Invalid(String),

@@ -132,6 +132,28 @@ pub trait Catalog: Send + Sync {
     }
     /// Where log compaction stands in a partition (none before its first pass).
     fn compaction(&self, topic_id: u128, partition: u32) -> CatalogResult<Option<CompactionState>>;
+    /// A topic's expansions, by source column.
+    fn expansions(&self, topic: &str) -> CatalogResult<Vec<(String, Expansion)>>;
+    /// A table outside `kafka_topics`.
+    fn other_table(&self, namespace: &str, name: &str) -> CatalogResult<Option<TableRecord>>;
+    /// Every table outside `kafka_topics`, as (namespace, name, record), in that order.
+    fn other_tables(&self) -> CatalogResult<Vec<(String, String, TableRecord)>>;
+    /// The first offset of a partition that the topic's expansions have not read yet
+    /// (none without an expansion): retention, DeleteRecords and compaction remove
+    /// nothing from it on ([`model::expanded_to`]).
+    fn expanded_to(&self, topic: &TopicRecord, partition: u32) -> CatalogResult<Option<u64>> {
+        let expansions = self.expansions(&topic.name)?;
+        if expansions.is_empty() {
+            return Ok(None);
+        }
+        let table = self.topic_table(&topic.name)?;
+        Ok(model::expanded_to(
+            &expansions,
+            table.as_ref(),
+            topic.id,
+            partition,
+        ))
+    }
     /// Batches from the one holding `from_offset` on, until `max_bytes` is reached (at
     /// least one batch is returned when any exists).
     fn read_batches(
@@ -665,6 +687,39 @@ impl Catalog for EmbeddedCatalog {
             tables::COMPACTION,
             &tables::partition_key(topic_id, partition),
         )
+    }
+
+    fn expansions(&self, topic: &str) -> CatalogResult<Vec<(String, Expansion)>> {
+        let found: Vec<(Vec<u8>, Expansion)> = read::scan(
+            &self.db,
+            tables::EXPANSIONS,
+            &tables::expansions_prefix(topic),
+            usize::MAX,
+        )?;
+        Ok(found
+            .into_iter()
+            .filter_map(|(k, e)| Some((tables::expansion_source(topic, &k)?, e)))
+            .collect())
+    }
+
+    fn other_table(&self, namespace: &str, name: &str) -> CatalogResult<Option<TableRecord>> {
+        read::get(
+            &self.db,
+            tables::OTHER_TABLES,
+            &tables::table_key(namespace, name),
+        )
+    }
+
+    fn other_tables(&self) -> CatalogResult<Vec<(String, String, TableRecord)>> {
+        let found: Vec<(Vec<u8>, TableRecord)> =
+            read::scan(&self.db, tables::OTHER_TABLES, b"", usize::MAX)?;
+        Ok(found
+            .into_iter()
+            .filter_map(|(k, t)| {
+                let (namespace, name) = tables::table_of_key(&k)?;
+                Some((namespace, name, t))
+            })
+            .collect())
     }
 
     fn partition(&self, topic_id: u128, partition: u32) -> CatalogResult<Option<PartitionState>> {

@@ -310,3 +310,132 @@ pub struct TopicTable {
     /// offset that DeleteRecords and retention move).
     pub start: Vec<u64>,
 }
+
+/// A topic's expansion of one source column (its key or value) into the rows of a table
+/// outside `kafka_topics`, as a history of versions: each takes effect, per partition, at
+/// the offset the partition had reached when it was made, so every record is expanded by
+/// the version that was current when it was committed. Owned by the tables front end,
+/// which writes the target rows in the same transaction as the topic-table snapshot that
+/// holds their records; the catalog keeps it consistent with the topic (it refuses to
+/// delete a topic with a live expansion, and to remove records not yet expanded).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expansion {
+    /// The topic it expands (a re-created topic has none).
+    pub topic_id: u128,
+    /// Bumped by every change; a change names the count it was built on.
+    pub changes: u64,
+    /// In the order they were made; the last one is current. Versions every partition's
+    /// table has passed are pruned.
+    pub versions: Vec<ExpansionVersion>,
+}
+
+impl Expansion {
+    /// The current spec (none once the expansion was dropped).
+    pub fn current(&self) -> Option<&ExpansionSpec> {
+        self.versions.last().and_then(|v| v.spec.as_ref())
+    }
+
+    /// The version that expands `offset` of `partition` (none before the first version).
+    pub fn version_at(&self, partition: u32, offset: u64) -> Option<&ExpansionVersion> {
+        self.versions
+            .iter()
+            .rev()
+            .find(|v| v.from(partition) <= offset)
+    }
+
+    /// The first offset of `partition` after `offset` at which another version takes
+    /// effect.
+    pub fn next_boundary(&self, partition: u32, offset: u64) -> Option<u64> {
+        self.versions
+            .iter()
+            .map(|v| v.from(partition))
+            .filter(|f| *f > offset)
+            .min()
+    }
+}
+
+/// One version of an expansion.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpansionVersion {
+    /// Per partition: the first offset it expands (a partition added later starts at 0).
+    pub from: Vec<u64>,
+    /// What it does; none: records from here are not expanded (the expansion was dropped).
+    pub spec: Option<ExpansionSpec>,
+    /// Per partition: the next offset below `from` still to expand once (a backfill of
+    /// records committed before the version); empty when none was asked for.
+    pub backfill: Vec<u64>,
+}
+
+impl ExpansionVersion {
+    /// The first offset of `partition` this version expands.
+    pub fn from(&self, partition: u32) -> u64 {
+        self.from.get(partition as usize).copied().unwrap_or(0)
+    }
+}
+
+/// What an expansion version does: where its rows go, how records are parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpansionSpec {
+    /// Namespace of the target table.
+    pub namespace: String,
+    /// Name of the target table.
+    pub table: String,
+    /// Source format (`json`).
+    pub format: String,
+    /// The expansion schema: an Iceberg struct type in the REST catalog's JSON form.
+    pub schema: String,
+    /// Struct fields become top-level columns named with `flatten_delimiter`.
+    pub flatten_path: bool,
+    /// Joins flattened names.
+    pub flatten_delimiter: String,
+    /// The raw source bytes as a column.
+    pub copy_source_column: bool,
+    /// An `_missing_values` column.
+    pub missing_values_output: bool,
+    /// An `_excess_values` column.
+    pub excess_values_output: bool,
+}
+
+/// An Iceberg table Eddy writes outside `kafka_topics` (an expansion's target): its
+/// current metadata file. It outlives the expansions that write into it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableRecord {
+    /// Bumped by every change; a change names the generation it was built on.
+    pub generation: u64,
+    /// Bucket that holds the table's files.
+    pub bucket: String,
+    /// Key prefix of every file of the table (ends with `/`).
+    pub prefix: String,
+    /// Location of the current `metadata.json` (`s3://bucket/key`).
+    pub metadata_location: String,
+}
+
+/// How far a partition's records are expanded: the first offset that an expansion of the
+/// topic (`expansions`, its table `table`) still has to read, below which records may be
+/// removed; none when the topic has no expansion. Records reach an expansion with the
+/// topic table's snapshots, so this is the table's tabled offset, or less while a
+/// backfill has not read older records yet.
+pub fn expanded_to(
+    expansions: &[(String, Expansion)],
+    table: Option<&TopicTable>,
+    topic_id: u128,
+    partition: u32,
+) -> Option<u64> {
+    if expansions.is_empty() {
+        return None;
+    }
+    let mut floor = table
+        .filter(|t| t.topic_id == topic_id)
+        .and_then(|t| t.tabled.get(partition as usize).copied())
+        .unwrap_or(0);
+    for (_, e) in expansions {
+        for v in &e.versions {
+            if let Some(b) = v.backfill.get(partition as usize)
+                && *b < v.from(partition)
+            {
+                floor = floor.min(*b);
+            }
+        }
+    }
+    Some(floor)
+}

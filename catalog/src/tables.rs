@@ -44,8 +44,13 @@ pub const TOPIC_TABLES: Table = TableDefinition::new("topic_tables");
 /// `partition_key` -> `CompactionState` (store format 2 on; absent: never compacted).
 pub const COMPACTION: Table = TableDefinition::new("compaction");
 
+/// `expansion_key` -> `Expansion` (store format 3 on).
+pub const EXPANSIONS: Table = TableDefinition::new("expansions");
+/// `table_key` -> `TableRecord`: tables outside `kafka_topics` (store format 3 on).
+pub const OTHER_TABLES: Table = TableDefinition::new("other_tables");
+
 /// Every table, with the tag checkpoints use for it.
-pub const ALL: [(u8, Table); 16] = [
+pub const ALL: [(u8, Table); 18] = [
     (1, META),
     (2, BUCKETS),
     (3, OBJECTS),
@@ -62,6 +67,8 @@ pub const ALL: [(u8, Table); 16] = [
     (14, PARTS),
     (15, TOPIC_TABLES),
     (16, COMPACTION),
+    (17, EXPANSIONS),
+    (18, OTHER_TABLES),
 ];
 
 /// Meta key of the last applied log record.
@@ -213,6 +220,59 @@ pub fn offset_key(group: &str, topic: &str, partition: u32) -> Vec<u8> {
     k.extend_from_slice(topic.as_bytes());
     k.extend_from_slice(&partition.to_be_bytes());
     k
+}
+
+/// A name as a key part that sorts by name and cannot run into what follows: its length
+/// (u16, big-endian), then its bytes.
+fn push_name(k: &mut Vec<u8>, name: &str) {
+    k.extend_from_slice(&(name.len() as u16).to_be_bytes());
+    k.extend_from_slice(name.as_bytes());
+}
+
+/// Prefix of every expansion of one topic.
+pub fn expansions_prefix(topic: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(2 + topic.len());
+    push_name(&mut k, topic);
+    k
+}
+
+/// Key of a topic's expansion of one source column.
+pub fn expansion_key(topic: &str, source: &str) -> Vec<u8> {
+    let mut k = expansions_prefix(topic);
+    k.extend_from_slice(source.as_bytes());
+    k
+}
+
+/// The source column of an `expansion_key` whose prefix is `expansions_prefix(topic)`.
+pub fn expansion_source(topic: &str, key: &[u8]) -> Option<String> {
+    let source = key.get(2 + topic.len()..)?;
+    String::from_utf8(source.to_vec()).ok()
+}
+
+/// Prefix of every table of one namespace.
+pub fn namespace_prefix(namespace: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(2 + namespace.len());
+    push_name(&mut k, namespace);
+    k
+}
+
+/// Key of a table outside `kafka_topics`.
+pub fn table_key(namespace: &str, name: &str) -> Vec<u8> {
+    let mut k = namespace_prefix(namespace);
+    push_name(&mut k, name);
+    k
+}
+
+/// The (namespace, name) of a `table_key`.
+pub fn table_of_key(key: &[u8]) -> Option<(String, String)> {
+    let name_at = |at: usize| -> Option<(String, usize)> {
+        let len = u16::from_be_bytes(key.get(at..at + 2)?.try_into().ok()?) as usize;
+        let s = String::from_utf8(key.get(at + 2..at + 2 + len)?.to_vec()).ok()?;
+        Some((s, at + 2 + len))
+    };
+    let (namespace, at) = name_at(0)?;
+    let (name, _) = name_at(at)?;
+    Some((namespace, name))
 }
 
 /// The smallest key greater than every key starting with `prefix`, if any.

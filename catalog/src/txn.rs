@@ -186,6 +186,33 @@ pub enum Op {
         /// The partition's compaction state after the pass (`passes` = expected + 1).
         state: crate::model::CompactionState,
     },
+    /// Creates, changes or removes (`None`) the expansion of one source column of a
+    /// topic. Fails with [`crate::CatalogError::PreconditionFailed`] unless the stored one
+    /// is at `expected` changes (0: none) and the new one at `expected + 1`, and unless the
+    /// topic exists with the expansion's topic id.
+    PutExpansion {
+        /// Topic name.
+        topic: String,
+        /// Source column (`key` or `value`).
+        source: String,
+        /// Change count the change was built on.
+        expected: u64,
+        /// The new state.
+        expansion: Option<crate::model::Expansion>,
+    },
+    /// Creates, moves or drops (`None`, deleting every object under its prefix) a table
+    /// outside `kafka_topics`. Fails unless the stored one is at generation `expected` (0:
+    /// none) and the new one at `expected + 1`.
+    PutTable {
+        /// Namespace.
+        namespace: String,
+        /// Table name.
+        name: String,
+        /// Generation the change was built on.
+        expected: u64,
+        /// The new state.
+        table: Option<crate::model::TableRecord>,
+    },
     /// Replaces a bucket's record if it is still `expected`: a read-modify-write that
     /// fails with [`crate::CatalogError::PreconditionFailed`] when another change (or a
     /// delete and re-create) came first, so concurrent setting changes are never lost.

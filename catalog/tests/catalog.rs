@@ -754,9 +754,13 @@ fn assert_refused(dir: &Path, what: &str) {
     let err = EmbeddedCatalog::open(CatalogConfig::new(DriveSetConfig::under(dir, 4, 2)))
         .err()
         .unwrap_or_else(|| panic!("{what} of a newer format was opened"));
+    let newest = catalog::format::STORE_FORMAT;
+    assert_eq!(newest, u64::from(catalog::format::NEWEST_RECORD_FORMAT));
     assert!(
-        err.to_string()
-            .contains("is format 3, but this build reads formats up to 2"),
+        err.to_string().contains(&format!(
+            "is format {}, but this build reads formats up to {newest}",
+            newest + 1
+        )),
         "{what}: {err}"
     );
     let after = files(dir);
@@ -775,7 +779,7 @@ fn assert_refused(dir: &Path, what: &str) {
 async fn a_store_of_a_newer_format_is_refused_untouched() {
     let dir = tempfile::tempdir().unwrap();
     closed_catalog(dir.path()).await;
-    set_store_format(dir.path(), 3);
+    set_store_format(dir.path(), catalog::format::STORE_FORMAT + 1);
     assert_refused(dir.path(), "the store");
 }
 
@@ -783,7 +787,7 @@ async fn a_store_of_a_newer_format_is_refused_untouched() {
 async fn a_checkpoint_of_a_newer_store_format_is_refused_untouched() {
     let dir = tempfile::tempdir().unwrap();
     closed_catalog(dir.path()).await;
-    set_store_format(dir.path(), 3);
+    set_store_format(dir.path(), catalog::format::STORE_FORMAT + 1);
     // A checkpoint of that store, then the store file lost: opening would restore it.
     {
         let set =
@@ -805,7 +809,7 @@ async fn a_log_record_of_a_newer_format_is_refused_untouched() {
         let set =
             Arc::new(storage::DriveSet::open(&DriveSetConfig::under(dir.path(), 4, 2)).unwrap());
         let config = storage::WalConfig {
-            payload_format: 3,
+            payload_format: catalog::format::NEWEST_RECORD_FORMAT + 1,
             ..storage::WalConfig::default()
         };
         let mut wal = storage::Wal::open(set, config, 1, |_| Ok(())).unwrap();

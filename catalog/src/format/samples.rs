@@ -364,12 +364,36 @@ fn sample_compaction() -> crate::model::CompactionState {
     }
 }
 
+/// A record payload of format 2, as the builds from format 2 to format 3 wrote it.
+fn record_v2(ops: Vec<Op>) -> Vec<u8> {
+    let data = record_data(&ops);
+    let mut batch_lens = Vec::new();
+    for op in &ops {
+        match op {
+            Op::Append { batch, .. } => batch_lens.push(batch.len() as u32),
+            Op::CompactPartition { added, .. } => {
+                batch_lens.extend(added.iter().map(|b| b.batch.len() as u32))
+            }
+            _ => {}
+        }
+    }
+    let header = v2::RecordHeader {
+        txns: vec![v2::Transaction {
+            ops: ops.iter().map(v2::op_for_record).collect(),
+        }],
+        batch_lens,
+    };
+    let header = postcard::to_stdvec(&header).unwrap();
+    let mut out = data;
+    out.extend_from_slice(&header);
+    out.extend_from_slice(&(header.len() as u32).to_le_bytes());
+    out
+}
+
 /// Format 2's samples: the new op alone, every op in one record (written as format 2),
 /// and the new value.
 fn encoded_samples_v2() -> Vec<(String, Vec<u8>)> {
-    let record = |ops: Vec<Op>| {
-        crate::record::encode(record_data(&ops), &[&crate::txn::Transaction::new(ops)]).unwrap()
-    };
+    let record = record_v2;
     let mut all: Vec<Op> = sample_ops().into_iter().map(|(_, op)| op).collect();
     all.push(sample_compact());
     vec![
@@ -415,4 +439,121 @@ fn encoded_samples() -> Vec<(String, Vec<u8>)> {
         out.push((format!("value {name}"), bytes.unwrap()));
     }
     out
+}
+
+/// The ops format 3 added: an expansion with a dropped and a current version (one with a
+/// backfill), and a table put and dropped.
+fn sample_expansion_ops() -> Vec<(&'static str, Op)> {
+    vec![
+        (
+            "PutExpansion",
+            Op::PutExpansion {
+                topic: "orders".into(),
+                source: "value".into(),
+                expected: 2,
+                expansion: Some(sample_expansion()),
+            },
+        ),
+        (
+            "DropExpansion",
+            Op::PutExpansion {
+                topic: "orders".into(),
+                source: "key".into(),
+                expected: 7,
+                expansion: None,
+            },
+        ),
+        (
+            "PutTable",
+            Op::PutTable {
+                namespace: "expanded".into(),
+                name: "orders_rows".into(),
+                expected: 4,
+                table: Some(sample_table_record()),
+            },
+        ),
+        (
+            "DropTable",
+            Op::PutTable {
+                namespace: "expanded".into(),
+                name: "old_rows".into(),
+                expected: 9,
+                table: None,
+            },
+        ),
+    ]
+}
+
+fn sample_expansion_spec() -> crate::model::ExpansionSpec {
+    crate::model::ExpansionSpec {
+        namespace: "expanded".into(),
+        table: "orders_rows".into(),
+        format: "json".into(),
+        schema: r#"{"type":"struct","fields":[{"id":1,"name":"id","required":false,"type":"long"}]}"#
+            .into(),
+        flatten_path: true,
+        flatten_delimiter: "__".into(),
+        copy_source_column: false,
+        missing_values_output: true,
+        excess_values_output: false,
+    }
+}
+
+fn sample_expansion() -> crate::model::Expansion {
+    crate::model::Expansion {
+        topic_id: 0x1234_5678_9abc_def0_1122_3344_5566_7788,
+        changes: 3,
+        versions: vec![
+            crate::model::ExpansionVersion {
+                from: vec![10, 0, 7],
+                spec: None,
+                backfill: vec![],
+            },
+            crate::model::ExpansionVersion {
+                from: vec![12, 3, 7],
+                spec: Some(sample_expansion_spec()),
+                backfill: vec![0, 1, 7],
+            },
+        ],
+    }
+}
+
+fn sample_table_record() -> crate::model::TableRecord {
+    crate::model::TableRecord {
+        generation: 5,
+        bucket: "kafka".into(),
+        prefix: "expanded/orders_rows/".into(),
+        metadata_location: "s3://kafka/expanded/orders_rows/metadata/00005-x.metadata.json"
+            .into(),
+    }
+}
+
+/// Format 3's samples: each new op alone, every op of every format in one record, and
+/// the new values.
+fn encoded_samples_v3() -> Vec<(String, Vec<u8>)> {
+    let record = |ops: Vec<Op>| {
+        crate::record::encode(record_data(&ops), &[&crate::txn::Transaction::new(ops)]).unwrap()
+    };
+    let mut out = Vec::new();
+    for (name, op) in sample_expansion_ops() {
+        out.push((format!("record {name}"), record(vec![op])));
+    }
+    out.push(("record all".into(), record(all_ops_v3())));
+    out.push((
+        "value Expansion".into(),
+        crate::apply::enc(&sample_expansion()).unwrap(),
+    ));
+    out.push((
+        "value TableRecord".into(),
+        crate::apply::enc(&sample_table_record()).unwrap(),
+    ));
+    out
+}
+
+/// Every sample op of formats 1 to 3.
+fn all_ops_v3() -> Vec<Op> {
+    let mut all: Vec<Op> = sample_ops().into_iter().map(|(_, op)| op).collect();
+    all.push(sample_compact());
+    all.extend(sample_expansion_ops().into_iter().map(|(_, op)| op));
+    all
 }

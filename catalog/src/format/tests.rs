@@ -1,7 +1,7 @@
-//! Formats 1 and 2 are frozen: format 1's types encode, byte for byte, what the build of
+//! Formats 1 to 3 are frozen: format 1's types encode, byte for byte, what the build of
 //! 2026-11-30 wrote for the same values (`v1.golden`: `samples.rs` compiled against commit
-//! c8a8f6c printed them), format 2's what the build that introduced it wrote
-//! (`v2.golden`), and both read back into the same live values. Refusals of newer
+//! c8a8f6c printed them), format 2's and 3's what the builds that introduced them wrote
+//! (`v2.golden`, `v3.golden`), and all read back into the same live values. Refusals of newer
 //! formats, and what adding a field later looks like.
 
 use super::*;
@@ -19,6 +19,11 @@ fn golden() -> Vec<(String, Vec<u8>)> {
 /// `v2.golden` as (name, bytes).
 fn golden_v2() -> Vec<(String, Vec<u8>)> {
     parse_golden(include_str!("v2.golden"))
+}
+
+/// `v3.golden` as (name, bytes).
+fn golden_v3() -> Vec<(String, Vec<u8>)> {
+    parse_golden(include_str!("v3.golden"))
 }
 
 fn parse_golden(text: &str) -> Vec<(String, Vec<u8>)> {
@@ -87,6 +92,55 @@ fn format_2_records_decode_into_the_live_ops() {
         dec::<crate::model::CompactionState>(&bytes("value CompactionState")).unwrap(),
         sample_compaction()
     );
+}
+
+#[test]
+fn this_build_writes_format_3_byte_for_byte() {
+    let golden = golden_v3();
+    assert!(!golden.is_empty());
+    for (name, bytes) in encoded_samples_v3() {
+        let want = golden
+            .iter()
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("{name} is not in v3.golden"));
+        assert_eq!(bytes, want.1, "{name} no longer encodes as format 3");
+    }
+}
+
+#[test]
+fn format_3_records_decode_into_the_live_ops() {
+    let bytes = |name: &str| {
+        golden_v3()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("{name} is not in v3.golden"))
+            .1
+    };
+    for (name, op) in sample_expansion_ops() {
+        let txns = crate::record::decode(1, 3, bytes(&format!("record {name}"))).unwrap();
+        assert_eq!(txns, vec![Transaction::new(vec![op])], "{name}");
+    }
+    let txns = crate::record::decode(1, 3, bytes("record all")).unwrap();
+    assert_eq!(txns, vec![Transaction::new(all_ops_v3())]);
+    assert_eq!(
+        dec::<crate::model::Expansion>(&bytes("value Expansion")).unwrap(),
+        sample_expansion()
+    );
+    assert_eq!(
+        dec::<crate::model::TableRecord>(&bytes("value TableRecord")).unwrap(),
+        sample_table_record()
+    );
+}
+
+/// Prints `v3.golden`'s lines; run once, by the build that introduced format 3, and
+/// never again (`cargo test -p eddy-catalog print_format_3 -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn print_format_3() {
+    for (name, bytes) in encoded_samples_v3() {
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        println!("{name} {hex}");
+    }
 }
 
 /// Prints `v2.golden`'s lines; run once, by the build that introduced format 2, and
@@ -175,40 +229,42 @@ fn format_1_values_decode_into_the_live_records() {
 
 #[test]
 fn newer_formats_are_refused_naming_both_versions() {
-    let err = crate::record::decode(9, 3, golden_bytes("record all")).unwrap_err();
+    let err = crate::record::decode(9, 4, golden_bytes("record all")).unwrap_err();
     assert!(
         matches!(
             &err,
             CatalogError::Storage(StorageError::Format {
-                found: 3,
-                newest: 2,
+                found: 4,
+                newest: 3,
                 ..
             })
         ),
         "{err}"
     );
     assert!(
-        err.to_string().contains("log record 9 is format 3"),
+        err.to_string().contains("log record 9 is format 4"),
         "{err}"
     );
     assert!(matches!(
-        check_store_format(3),
+        check_store_format(4),
         Err(CatalogError::Storage(StorageError::Format {
-            found: 3,
-            newest: 2,
+            found: 4,
+            newest: 3,
             ..
         }))
     ));
     assert!(check_store_format(1).is_ok());
     assert!(check_store_format(2).is_ok());
+    assert!(check_store_format(3).is_ok());
     assert!(matches!(
-        check_checkpoint_magic(b"EDDYCKP3"),
+        check_checkpoint_magic(b"EDDYCKP4"),
         Err(CatalogError::Storage(StorageError::Format {
-            found: 3,
-            newest: 2,
+            found: 4,
+            newest: 3,
             ..
         }))
     ));
+    assert!(check_checkpoint_magic(b"EDDYCKP3").is_ok());
     assert!(check_checkpoint_magic(b"EDDYCKP2").is_ok());
     assert!(check_checkpoint_magic(b"EDDYCKP1").is_ok());
     assert!(matches!(

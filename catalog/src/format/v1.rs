@@ -652,6 +652,6 @@ pub fn op_for_record(op: &txn::Op) -> Option<Op> {
             expected: expected.clone().into(),
             record: record.clone().into(),
         },
-        L::CompactPartition { .. } => return None,
+        L::CompactPartition { .. } | L::PutExpansion { .. } | L::PutTable { .. } => return None,
     })
 }
