@@ -8,6 +8,7 @@
 
 pub mod background;
 pub mod error;
+pub mod expansion;
 pub mod metrics;
 pub mod objects;
 pub mod rest;

@@ -1,0 +1,12 @@
+//! Topic expansions: the JSON of each record's value (or key) parsed into the typed
+//! columns of a separate Iceberg table.
+//!
+//! [`Layout`] turns the expansion's Iceberg struct schema and [`Options`] into the target
+//! table's columns; [`Expander`] turns record bytes into Arrow record batches of the
+//! target table's Arrow schema, one pass of a JSON pull parser per record.
+
+pub mod layout;
+pub mod parse;
+
+pub use layout::{Column, Layout, LayoutError, Options, Source};
+pub use parse::{Counters, Expander};

@@ -1,0 +1,2774 @@
+//! Record bytes into Arrow record batches of an expansion's target table.
+//!
+//! One pass of jiter's pull parser per record, guided by the schema: each JSON value is
+//! converted as it is read and appended to the buffers of its column, a tree of
+//! [`Node`]s shaped like the schema. Nothing is allocated per record beyond the growth of
+//! those buffers. A node's length tells whether a struct field was already written for
+//! the current object (a duplicate key), and every node can be truncated back to a
+//! length, so a record that turns out not to be JSON is rolled back cleanly.
+//!
+//! Arrays are built at [`Expander::finish`] from the target schema's own fields, so their
+//! data types (nested names, nullability, field-id metadata) are exactly the target's.
+//!
+//! Beyond the documented row and type rules, some choices of this implementation:
+//! - A map value that does not fit its type is a null value (the entry stays); a key
+//!   that does not convert drops the entry. Int and long keys follow JSON's integer
+//!   grammar, so `"01"` or `"+1"` do not convert.
+//! - A repeated key in a map object keeps the last entry, like a struct field, and takes
+//!   back what the earlier value added to `_missing_values` and `_excess_values`.
+//! - A number that overflows a double (`1e400`) does not fit `double`, as for `float`.
+//! - Skipped values (excess keys, mismatches) nest at most jiter's recursion limit (200)
+//!   below where they start; the schema bounds the depth of everything else.
+//! - The counters count missing and excess values whether or not their columns are
+//!   output, and only for rows that are JSON objects.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::array::{
+    ArrayRef, BooleanArray, Date32Array, Decimal128Array, FixedSizeBinaryArray, Float32Array,
+    Float64Array, Int32Array, Int64Array, LargeBinaryArray, ListArray, MapArray, RecordBatch,
+    RecordBatchOptions, StringArray, StructArray, Time64MicrosecondArray,
+    TimestampMicrosecondArray, new_null_array,
+};
+use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow::datatypes::{DataType, FieldRef, Fields, SchemaRef, TimeUnit};
+use arrow::error::ArrowError;
+use iceberg::spec::{PrimitiveType, Type};
+use jiter::{Jiter, JiterError, Peek};
+
+use super::layout::{Layout, Shape, TreeField};
+use crate::{TableError, TableResult};
+
+/// Per batch: rows pushed, rows with `_parse_error` = 1, schema fields found missing, JSON
+/// fields in excess.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counters {
+    /// Rows pushed.
+    pub rows: u64,
+    /// Rows whose `_parse_error` is 1.
+    pub parse_errors: u64,
+    /// Schema fields absent from the records (the sum of `_missing_values`, counted
+    /// whether or not that column is output).
+    pub missing: u64,
+    /// JSON keys the schema does not name (the sum of `_excess_values`, likewise).
+    pub excess: u64,
+}
+
+/// The record is not JSON, or not a JSON object: the whole row is null.
+#[derive(Debug)]
+struct NotJson;
+
+impl From<JiterError> for NotJson {
+    fn from(_: JiterError) -> Self {
+        NotJson
+    }
+}
+
+/// What one record's parse found, besides its values.
+#[derive(Debug, Default)]
+struct Row {
+    /// A value did not fit its type, or a key repeated.
+    mismatch: bool,
+    missing: u64,
+    excess: u64,
+}
+
+/// Offsets and bytes of a string or binary column; `offsets` starts with 0.
+#[derive(Debug)]
+struct Bytes {
+    offsets: Vec<usize>,
+    bytes: Vec<u8>,
+}
+
+impl Bytes {
+    fn new() -> Self {
+        Self {
+            offsets: vec![0],
+            bytes: Vec::new(),
+        }
+    }
+
+    fn value(&self, i: usize) -> &[u8] {
+        &self.bytes[self.offsets[i]..self.offsets[i + 1]]
+    }
+}
+
+/// The fields of a struct, or of a flattened struct (the root of the schema is one).
+#[derive(Debug)]
+struct StructNode {
+    /// JSON names, in schema order.
+    names: Vec<Box<str>>,
+    children: Vec<Node>,
+    /// Name lookup for wide structs; narrow ones are scanned.
+    index: Option<HashMap<Box<str>, usize>>,
+    /// What each field's value added to the row's missing and excess counts in the
+    /// current object, to take back when a later duplicate replaces it. A struct node
+    /// has at most one object open at a time (the schema is a tree), so one slot per
+    /// field is enough.
+    contrib: Vec<(u64, u64)>,
+    /// The Arrow fields (empty for a flattened struct).
+    fields: Fields,
+}
+
+/// Structs with more fields than this look names up in a hash map.
+const SCAN_FIELDS: usize = 16;
+
+impl StructNode {
+    fn new(names: Vec<Box<str>>, children: Vec<Node>, fields: Fields) -> Self {
+        let index = (names.len() > SCAN_FIELDS).then(|| {
+            names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.clone(), i))
+                .collect()
+        });
+        Self {
+            contrib: vec![(0, 0); names.len()],
+            names,
+            children,
+            index,
+            fields,
+        }
+    }
+
+    /// The field named `key`; `hint` is tried first, since JSON keys mostly come in
+    /// schema order.
+    fn lookup(&self, key: &str, hint: usize) -> Option<usize> {
+        if self.names.get(hint).is_some_and(|n| **n == *key) {
+            return Some(hint);
+        }
+        match &self.index {
+            Some(index) => index.get(key).copied(),
+            None => self.names.iter().position(|n| **n == *key),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct ListNode {
+    /// Element offsets, starting with 0.
+    offsets: Vec<usize>,
+    child: Box<Node>,
+    field: FieldRef,
+}
+
+#[derive(Debug)]
+struct MapNode {
+    /// Entry offsets, starting with 0.
+    offsets: Vec<usize>,
+    /// String, int or long; never null.
+    keys: Box<Node>,
+    values: Box<Node>,
+    /// The `key_value` struct field.
+    entries: FieldRef,
+    entry_fields: Fields,
+    ordered: bool,
+    /// Per entry of the current object: what its value added to the missing and excess
+    /// counts (see [`StructNode::contrib`]).
+    contrib: Vec<(u64, u64)>,
+    /// Scratch of the duplicate check.
+    order: Vec<usize>,
+    dups: Vec<usize>,
+}
+
+/// A column's buffers, by the rule its values are read with.
+#[derive(Debug)]
+enum Data {
+    Bool(Vec<bool>),
+    Int(Vec<i32>),
+    Long(Vec<i64>),
+    Float(Vec<f32>),
+    Double(Vec<f64>),
+    Decimal {
+        precision: u8,
+        scale: i8,
+        values: Vec<i128>,
+    },
+    /// Days since the epoch.
+    Date(Vec<i32>),
+    /// Microseconds since midnight.
+    Time(Vec<i64>),
+    /// Microseconds since the epoch (timestamp and timestamptz).
+    Timestamp(Vec<i64>),
+    String(Bytes),
+    Binary(Bytes),
+    Fixed {
+        width: usize,
+        bytes: Vec<u8>,
+    },
+    Uuid(Vec<u8>),
+    Struct(StructNode),
+    List(ListNode),
+    Map(Box<MapNode>),
+}
+
+/// One column (or nested field) being built.
+#[derive(Debug)]
+struct Node {
+    /// The target's data type.
+    dt: DataType,
+    /// A flattened struct: no column of its own, its fields are columns.
+    flat: bool,
+    /// Validity per slot (unused when `flat`).
+    valid: Vec<bool>,
+    data: Data,
+}
+
+/// Skips a value the schema does not take. jiter's skip does not check that strings are
+/// UTF-8, so the skipped text is checked here (invalid UTF-8 is not JSON).
+fn skip(j: &mut Jiter, peek: Peek) -> Result<(), NotJson> {
+    let start = j.current_index();
+    j.known_skip(peek)?;
+    let skipped = j.slice_to_current(start);
+    if !skipped.is_ascii() {
+        std::str::from_utf8(skipped).map_err(|_| NotJson)?;
+    }
+    Ok(())
+}
+
+/// The number's text if the value is a number; anything else is skipped.
+fn number<'a>(j: &'a mut Jiter, peek: Peek) -> Result<Option<&'a [u8]>, NotJson> {
+    if peek.is_num() {
+        Ok(Some(j.known_number_bytes(peek)?))
+    } else {
+        skip(j, peek)?;
+        Ok(None)
+    }
+}
+
+/// The string if the value is a string; anything else is skipped.
+fn string<'a>(j: &'a mut Jiter, peek: Peek) -> Result<Option<&'a str>, NotJson> {
+    if peek == Peek::String {
+        Ok(Some(j.known_str()?))
+    } else {
+        skip(j, peek)?;
+        Ok(None)
+    }
+}
+
+/// Appends `value` if there is one.
+fn put<T>(values: &mut Vec<T>, value: Option<T>) -> bool {
+    match value {
+        Some(v) => {
+            values.push(v);
+            true
+        }
+        None => false,
+    }
+}
+
+/// A JSON integer literal (`-?(0|[1-9][0-9]*)`, no fraction, no exponent) in i64 range.
+fn parse_int(text: &[u8]) -> Option<i64> {
+    let (negative, digits) = match text {
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, text),
+    };
+    if digits.is_empty() || (digits.len() > 1 && digits[0] == b'0') {
+        return None;
+    }
+    // Accumulated negative, so i64::MIN parses.
+    let mut v: i64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_sub(i64::from(c - b'0'))?;
+    }
+    if negative { Some(v) } else { v.checked_neg() }
+}
+
+fn parse_i32(text: &[u8]) -> Option<i32> {
+    parse_int(text).and_then(|v| i32::try_from(v).ok())
+}
+
+/// A float from a JSON number's text; overflow (to infinity) does not fit.
+fn parse_float<T: std::str::FromStr + Copy>(text: &[u8], finite: fn(T) -> bool) -> Option<T> {
+    let v = std::str::from_utf8(text).ok()?.parse::<T>().ok()?;
+    finite(v).then_some(v)
+}
+
+/// The unscaled value of decimal literal `text` (sign, digits, optional fraction,
+/// optional exponent) at `scale`, if that is exact (no nonzero digit past the scale) and
+/// has at most `precision` digits. Works on the text, never through a float.
+fn parse_decimal(text: &[u8], precision: u8, scale: i8) -> Option<i128> {
+    let (negative, rest) = match text {
+        [b'-', rest @ ..] => (true, rest),
+        [b'+', rest @ ..] => (false, rest),
+        _ => (false, text),
+    };
+    let int_len = rest.iter().take_while(|c| c.is_ascii_digit()).count();
+    if int_len == 0 {
+        return None;
+    }
+    let (int, rest) = rest.split_at(int_len);
+    let (frac, rest) = match rest {
+        [b'.', rest @ ..] => {
+            let n = rest.iter().take_while(|c| c.is_ascii_digit()).count();
+            if n == 0 {
+                return None;
+            }
+            rest.split_at(n)
+        }
+        _ => (&[][..], rest),
+    };
+    let exponent: i64 = match rest {
+        [] => 0,
+        [b'e' | b'E', rest @ ..] => {
+            let (negative, digits) = match rest {
+                [b'-', d @ ..] => (true, d),
+                [b'+', d @ ..] => (false, d),
+                _ => (false, rest),
+            };
+            if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+                return None;
+            }
+            // Saturating: past a few hundred, any nonzero value is out of range anyway.
+            let e = digits.iter().fold(0i64, |e, c| {
+                e.saturating_mul(10)
+                    .saturating_add(i64::from(c - b'0'))
+                    .min(1 << 40)
+            });
+            if negative { -e } else { e }
+        }
+        _ => return None,
+    };
+    let digit = |i: usize| {
+        if i < int.len() {
+            int[i]
+        } else {
+            frac[i - int.len()]
+        }
+    };
+    let total = int.len() + frac.len();
+    let lead = (0..total).take_while(|&i| digit(i) == b'0').count();
+    if lead == total {
+        return Some(0);
+    }
+    // value = digits × 10^(exponent - frac.len()); unscaled = value × 10^scale.
+    let shift = exponent - frac.len() as i64 + i64::from(scale);
+    let mut end = total;
+    if shift < 0 {
+        let drop = usize::try_from(-shift).ok()?;
+        // The first significant digit is nonzero, so dropping it is inexact.
+        if drop > total - lead - 1 {
+            return None;
+        }
+        if (total - drop..total).any(|i| digit(i) != b'0') {
+            return None;
+        }
+        end = total - drop;
+    }
+    let zeros = usize::try_from(shift.max(0)).ok()?;
+    if (end - lead).saturating_add(zeros) > usize::from(precision) {
+        return None;
+    }
+    // At most 38 digits: fits an i128.
+    let mut v: i128 = 0;
+    for i in lead..end {
+        v = v * 10 + i128::from(digit(i) - b'0');
+    }
+    for _ in 0..zeros {
+        v *= 10;
+    }
+    Some(if negative { -v } else { v })
+}
+
+/// A number of exactly `text.len()` ASCII digits.
+fn digits(text: &[u8]) -> Option<u32> {
+    let mut v = 0u32;
+    for &c in text {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + u32::from(c - b'0');
+    }
+    Some(v)
+}
+
+/// The Julian day of 1970-01-01.
+const UNIX_EPOCH_JULIAN_DAY: i32 = 2_440_588;
+const MICROS_PER_DAY: i64 = 86_400_000_000;
+
+/// `YYYY-MM-DD` as days since the epoch.
+fn parse_date(text: &[u8]) -> Option<i32> {
+    if text.len() != 10 || text[4] != b'-' || text[7] != b'-' {
+        return None;
+    }
+    let year = i32::try_from(digits(&text[..4])?).ok()?;
+    let month = time::Month::try_from(u8::try_from(digits(&text[5..7])?).ok()?).ok()?;
+    let day = u8::try_from(digits(&text[8..])?).ok()?;
+    let date = time::Date::from_calendar_date(year, month, day).ok()?;
+    Some(date.to_julian_day() - UNIX_EPOCH_JULIAN_DAY)
+}
+
+/// `HH:MM:SS[.fraction up to 6 digits]` as microseconds since midnight.
+fn parse_time(text: &[u8]) -> Option<i64> {
+    if text.len() < 8 || text[2] != b':' || text[5] != b':' {
+        return None;
+    }
+    let (h, m, s) = (
+        digits(&text[..2])?,
+        digits(&text[3..5])?,
+        digits(&text[6..8])?,
+    );
+    if h > 23 || m > 59 || s > 59 {
+        return None;
+    }
+    let micros = match &text[8..] {
+        [] => 0,
+        [b'.', fraction @ ..] if (1..=6).contains(&fraction.len()) => {
+            digits(fraction)? * 10u32.pow(6 - fraction.len() as u32)
+        }
+        _ => return None,
+    };
+    Some((i64::from(h) * 3600 + i64::from(m) * 60 + i64::from(s)) * 1_000_000 + i64::from(micros))
+}
+
+/// `YYYY-MM-DDTHH:MM:SS[.fraction]` (or a space for the `T`) as microseconds since the
+/// epoch: taken as UTC, or converted from a `Z` or `±HH:MM` offset.
+fn parse_timestamp(text: &[u8]) -> Option<i64> {
+    if text.len() < 19 || !matches!(text[10], b'T' | b' ') {
+        return None;
+    }
+    let days = parse_date(&text[..10])?;
+    let rest = &text[11..];
+    let zone = rest[8..]
+        .iter()
+        .position(|c| matches!(c, b'Z' | b'+' | b'-'))
+        .map_or(rest.len(), |p| p + 8);
+    let micros = parse_time(&rest[..zone])?;
+    let offset_seconds = match &rest[zone..] {
+        [] | [b'Z'] => 0,
+        [sign @ (b'+' | b'-'), h @ .., b':', m1, m2] if h.len() == 2 => {
+            let (h, m) = (digits(h)?, digits(&[*m1, *m2])?);
+            if h > 23 || m > 59 {
+                return None;
+            }
+            let seconds = i64::from(h * 3600 + m * 60);
+            if *sign == b'-' { -seconds } else { seconds }
+        }
+        _ => return None,
+    };
+    Some(i64::from(days) * MICROS_PER_DAY + micros - offset_seconds * 1_000_000)
+}
+
+/// The hyphenated 36-character form, either case.
+fn parse_uuid(text: &str) -> Option<[u8; 16]> {
+    if text.len() != 36 {
+        return None;
+    }
+    uuid::Uuid::try_parse_ascii(text.as_bytes())
+        .ok()
+        .map(|u| *u.as_bytes())
+}
+
+/// Appends standard (padded) base64 `text` decoded, if it decodes (to `width` bytes when
+/// given); otherwise leaves `bytes` as it was.
+fn put_base64(bytes: &mut Vec<u8>, text: &str, width: Option<usize>) -> bool {
+    let before = bytes.len();
+    let ok = base64_simd::STANDARD
+        .decode_append(text.as_bytes(), bytes)
+        .is_ok()
+        && width.is_none_or(|w| bytes.len() - before == w);
+    if !ok {
+        bytes.truncate(before);
+    }
+    ok
+}
+
+/// Whether the null buffer is needed.
+fn nulls(valid: Vec<bool>) -> Option<NullBuffer> {
+    if valid.iter().all(|v| *v) {
+        None
+    } else {
+        Some(NullBuffer::from(valid))
+    }
+}
+
+fn offsets_i32(offsets: Vec<usize>) -> Result<OffsetBuffer<i32>, ArrowError> {
+    let offsets = offsets
+        .into_iter()
+        .map(i32::try_from)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| ArrowError::ComputeError("batch too large for i32 offsets".into()))?;
+    Ok(OffsetBuffer::new(ScalarBuffer::from(offsets)))
+}
+
+fn offsets_i64(offsets: Vec<usize>) -> Result<OffsetBuffer<i64>, ArrowError> {
+    let offsets = offsets
+        .into_iter()
+        .map(i64::try_from)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| ArrowError::ComputeError("batch too large for i64 offsets".into()))?;
+    Ok(OffsetBuffer::new(ScalarBuffer::from(offsets)))
+}
+
+impl Node {
+    fn leaf(dt: &DataType, data: Data) -> Node {
+        Node {
+            dt: dt.clone(),
+            flat: false,
+            valid: Vec::new(),
+            data,
+        }
+    }
+
+    /// The node for a column of Iceberg type `ty` written as Arrow type `dt`, or `None`
+    /// when `dt` is not what `ty` maps to (names, nullability and types compared; field
+    /// metadata not, since the target assigns its own ids).
+    fn build(ty: &Type, dt: &DataType) -> Option<Node> {
+        use PrimitiveType as P;
+        let data = match (ty, dt) {
+            (Type::Primitive(P::Boolean), DataType::Boolean) => Data::Bool(Vec::new()),
+            (Type::Primitive(P::Int), DataType::Int32) => Data::Int(Vec::new()),
+            (Type::Primitive(P::Long), DataType::Int64) => Data::Long(Vec::new()),
+            (Type::Primitive(P::Float), DataType::Float32) => Data::Float(Vec::new()),
+            (Type::Primitive(P::Double), DataType::Float64) => Data::Double(Vec::new()),
+            (Type::Primitive(P::Decimal { precision, scale }), DataType::Decimal128(p, s))
+                if *precision == u32::from(*p) && i64::from(*scale) == i64::from(*s) =>
+            {
+                Data::Decimal {
+                    precision: *p,
+                    scale: *s,
+                    values: Vec::new(),
+                }
+            }
+            (Type::Primitive(P::Date), DataType::Date32) => Data::Date(Vec::new()),
+            (Type::Primitive(P::Time), DataType::Time64(TimeUnit::Microsecond)) => {
+                Data::Time(Vec::new())
+            }
+            (Type::Primitive(P::Timestamp), DataType::Timestamp(TimeUnit::Microsecond, None))
+            | (
+                Type::Primitive(P::Timestamptz),
+                DataType::Timestamp(TimeUnit::Microsecond, Some(_)),
+            ) => Data::Timestamp(Vec::new()),
+            (Type::Primitive(P::String), DataType::Utf8) => Data::String(Bytes::new()),
+            (Type::Primitive(P::Binary), DataType::LargeBinary) => Data::Binary(Bytes::new()),
+            (Type::Primitive(P::Fixed(len)), DataType::FixedSizeBinary(width))
+                if u64::try_from(*width).ok() == Some(*len) =>
+            {
+                Data::Fixed {
+                    width: usize::try_from(*width).ok()?,
+                    bytes: Vec::new(),
+                }
+            }
+            (Type::Primitive(P::Uuid), DataType::FixedSizeBinary(16)) => Data::Uuid(Vec::new()),
+            (Type::Struct(s), DataType::Struct(fields)) if s.fields().len() == fields.len() => {
+                let mut children = Vec::with_capacity(fields.len());
+                for (field, arrow) in s.fields().iter().zip(fields.iter()) {
+                    if field.name != *arrow.name() || !arrow.is_nullable() {
+                        return None;
+                    }
+                    children.push(Node::build(&field.field_type, arrow.data_type())?);
+                }
+                let names = s.fields().iter().map(|f| f.name.as_str().into()).collect();
+                Data::Struct(StructNode::new(names, children, fields.clone()))
+            }
+            (Type::List(l), DataType::List(field)) if field.is_nullable() => Data::List(ListNode {
+                offsets: vec![0],
+                child: Box::new(Node::build(&l.element_field.field_type, field.data_type())?),
+                field: field.clone(),
+            }),
+            (Type::Map(m), DataType::Map(entries, ordered)) => {
+                let DataType::Struct(kv) = entries.data_type() else {
+                    return None;
+                };
+                if kv.len() != 2 || !kv[1].is_nullable() {
+                    return None;
+                }
+                Data::Map(Box::new(MapNode {
+                    offsets: vec![0],
+                    keys: Box::new(Node::build(&m.key_field.field_type, kv[0].data_type())?),
+                    values: Box::new(Node::build(&m.value_field.field_type, kv[1].data_type())?),
+                    entries: entries.clone(),
+                    entry_fields: kv.clone(),
+                    ordered: *ordered,
+                    contrib: Vec::new(),
+                    order: Vec::new(),
+                    dups: Vec::new(),
+                }))
+            }
+            _ => return None,
+        };
+        Some(Node::leaf(dt, data))
+    }
+
+    /// Slots written.
+    fn len(&self) -> usize {
+        match &self.data {
+            // A flattened struct has at least one field (the layout refuses empty ones).
+            Data::Struct(s) if self.flat => s.children.first().map_or(0, Node::len),
+            _ => self.valid.len(),
+        }
+    }
+
+    fn push_null(&mut self) {
+        match &mut self.data {
+            Data::Bool(v) => v.push(false),
+            Data::Int(v) | Data::Date(v) => v.push(0),
+            Data::Long(v) | Data::Time(v) | Data::Timestamp(v) => v.push(0),
+            Data::Float(v) => v.push(0.0),
+            Data::Double(v) => v.push(0.0),
+            Data::Decimal { values, .. } => values.push(0),
+            Data::String(b) | Data::Binary(b) => b.offsets.push(b.bytes.len()),
+            Data::Fixed { width, bytes } => bytes.resize(bytes.len() + *width, 0),
+            Data::Uuid(bytes) => bytes.resize(bytes.len() + 16, 0),
+            Data::Struct(s) => {
+                for child in &mut s.children {
+                    child.push_null();
+                }
+                if self.flat {
+                    return;
+                }
+            }
+            Data::List(l) => l.offsets.push(l.child.len()),
+            Data::Map(m) => m.offsets.push(m.keys.len()),
+        }
+        self.valid.push(false);
+    }
+
+    /// Drops the slots from `n` on (and what they nest). Every part of the node may be
+    /// longer than `n` (a row cut short anywhere), none shorter.
+    fn truncate(&mut self, n: usize) {
+        self.valid.truncate(n);
+        match &mut self.data {
+            Data::Bool(v) => v.truncate(n),
+            Data::Int(v) | Data::Date(v) => v.truncate(n),
+            Data::Long(v) | Data::Time(v) | Data::Timestamp(v) => v.truncate(n),
+            Data::Float(v) => v.truncate(n),
+            Data::Double(v) => v.truncate(n),
+            Data::Decimal { values, .. } => values.truncate(n),
+            Data::String(b) | Data::Binary(b) => {
+                b.offsets.truncate(n + 1);
+                b.bytes.truncate(b.offsets[n]);
+            }
+            Data::Fixed { width, bytes } => bytes.truncate(n * *width),
+            Data::Uuid(bytes) => bytes.truncate(n * 16),
+            Data::Struct(s) => {
+                for child in &mut s.children {
+                    child.truncate(n);
+                }
+            }
+            Data::List(l) => {
+                l.offsets.truncate(n + 1);
+                l.child.truncate(l.offsets[n]);
+            }
+            Data::Map(m) => {
+                m.offsets.truncate(n + 1);
+                m.keys.truncate(m.offsets[n]);
+                m.values.truncate(m.offsets[n]);
+            }
+        }
+    }
+
+    /// Removes slot `i` (and what it nests) from a complete node: a map entry that a
+    /// later duplicate key replaces. Rare, so linear.
+    fn remove(&mut self, i: usize) {
+        self.remove_range(i, i + 1);
+    }
+
+    fn remove_range(&mut self, start: usize, end: usize) {
+        fn nested(offsets: &mut Vec<usize>, start: usize, end: usize) -> (usize, usize) {
+            let (from, to) = (offsets[start], offsets[end]);
+            offsets.drain(start + 1..end + 1);
+            for o in &mut offsets[start + 1..] {
+                *o -= to - from;
+            }
+            (from, to)
+        }
+        if !self.flat {
+            self.valid.drain(start..end);
+        }
+        match &mut self.data {
+            Data::Bool(v) => drop(v.drain(start..end)),
+            Data::Int(v) | Data::Date(v) => drop(v.drain(start..end)),
+            Data::Long(v) | Data::Time(v) | Data::Timestamp(v) => drop(v.drain(start..end)),
+            Data::Float(v) => drop(v.drain(start..end)),
+            Data::Double(v) => drop(v.drain(start..end)),
+            Data::Decimal { values, .. } => drop(values.drain(start..end)),
+            Data::String(b) | Data::Binary(b) => {
+                let (from, to) = nested(&mut b.offsets, start, end);
+                b.bytes.drain(from..to);
+            }
+            Data::Fixed { width, bytes } => drop(bytes.drain(start * *width..end * *width)),
+            Data::Uuid(bytes) => drop(bytes.drain(start * 16..end * 16)),
+            Data::Struct(s) => {
+                for child in &mut s.children {
+                    child.remove_range(start, end);
+                }
+            }
+            Data::List(l) => {
+                let (from, to) = nested(&mut l.offsets, start, end);
+                l.child.remove_range(from, to);
+            }
+            Data::Map(m) => {
+                let (from, to) = nested(&mut m.offsets, start, end);
+                m.keys.remove_range(from, to);
+                m.values.remove_range(from, to);
+            }
+        }
+    }
+
+    /// Reads the value that `peek` starts into a new slot: the value, or null when it is
+    /// JSON null or does not fit the type (then the row is marked). `Err` only when the
+    /// record is not JSON.
+    fn parse(&mut self, j: &mut Jiter, peek: Peek, row: &mut Row) -> Result<(), NotJson> {
+        if peek == Peek::Null {
+            j.known_null()?;
+            self.push_null();
+            return Ok(());
+        }
+        let fits = match &mut self.data {
+            Data::Bool(v) => match peek {
+                Peek::True | Peek::False => {
+                    v.push(j.known_bool(peek)?);
+                    true
+                }
+                _ => {
+                    skip(j, peek)?;
+                    false
+                }
+            },
+            Data::Int(v) => put(v, number(j, peek)?.and_then(parse_i32)),
+            Data::Long(v) => put(v, number(j, peek)?.and_then(parse_int)),
+            Data::Float(v) => put(
+                v,
+                number(j, peek)?.and_then(|t| parse_float(t, f32::is_finite)),
+            ),
+            Data::Double(v) => put(
+                v,
+                number(j, peek)?.and_then(|t| parse_float(t, f64::is_finite)),
+            ),
+            Data::Decimal {
+                precision,
+                scale,
+                values,
+            } => {
+                let v = if peek == Peek::String {
+                    parse_decimal(j.known_str()?.as_bytes(), *precision, *scale)
+                } else {
+                    number(j, peek)?.and_then(|t| parse_decimal(t, *precision, *scale))
+                };
+                put(values, v)
+            }
+            Data::Date(v) => {
+                let days = if peek == Peek::String {
+                    parse_date(j.known_str()?.as_bytes())
+                } else {
+                    number(j, peek)?.and_then(parse_i32)
+                };
+                put(v, days)
+            }
+            Data::Time(v) => {
+                let micros = if peek == Peek::String {
+                    parse_time(j.known_str()?.as_bytes())
+                } else {
+                    number(j, peek)?
+                        .and_then(parse_int)
+                        .filter(|m| (0..MICROS_PER_DAY).contains(m))
+                };
+                put(v, micros)
+            }
+            Data::Timestamp(v) => {
+                let micros = if peek == Peek::String {
+                    parse_timestamp(j.known_str()?.as_bytes())
+                } else {
+                    number(j, peek)?
+                        .and_then(parse_int)
+                        .and_then(|ms| ms.checked_mul(1000))
+                };
+                put(v, micros)
+            }
+            Data::String(b) => match string(j, peek)? {
+                Some(s) => {
+                    b.bytes.extend_from_slice(s.as_bytes());
+                    b.offsets.push(b.bytes.len());
+                    true
+                }
+                None => false,
+            },
+            Data::Binary(b) => match string(j, peek)? {
+                Some(s) if put_base64(&mut b.bytes, s, None) => {
+                    b.offsets.push(b.bytes.len());
+                    true
+                }
+                _ => false,
+            },
+            Data::Fixed { width, bytes } => {
+                matches!(string(j, peek)?, Some(s) if put_base64(bytes, s, Some(*width)))
+            }
+            Data::Uuid(bytes) => match string(j, peek)?.and_then(parse_uuid) {
+                Some(u) => {
+                    bytes.extend_from_slice(&u);
+                    true
+                }
+                None => false,
+            },
+            Data::Struct(s) => {
+                if peek == Peek::Object {
+                    let base = if self.flat {
+                        s.children.first().map_or(0, Node::len)
+                    } else {
+                        self.valid.len()
+                    };
+                    object(s, base, j, row)?;
+                    true
+                } else {
+                    skip(j, peek)?;
+                    false
+                }
+            }
+            Data::List(l) => {
+                if peek == Peek::Array {
+                    let mut next = j.known_array()?;
+                    while let Some(peek) = next {
+                        l.child.parse(j, peek, row)?;
+                        next = j.array_step()?;
+                    }
+                    l.offsets.push(l.child.len());
+                    true
+                } else {
+                    skip(j, peek)?;
+                    false
+                }
+            }
+            Data::Map(m) => {
+                if peek == Peek::Object {
+                    map(m, j, row)?;
+                    true
+                } else {
+                    skip(j, peek)?;
+                    false
+                }
+            }
+        };
+        if !fits {
+            row.mismatch = true;
+            self.push_null();
+        } else if !self.flat {
+            self.valid.push(true);
+        }
+        Ok(())
+    }
+
+    /// Appends map key `key` converted to the key type; false if it does not convert.
+    fn push_key(&mut self, key: &str) -> bool {
+        let fits = match &mut self.data {
+            Data::String(b) => {
+                b.bytes.extend_from_slice(key.as_bytes());
+                b.offsets.push(b.bytes.len());
+                true
+            }
+            Data::Int(v) => put(v, parse_i32(key.as_bytes())),
+            Data::Long(v) => put(v, parse_int(key.as_bytes())),
+            // The layout allows no other key type.
+            _ => false,
+        };
+        if fits {
+            self.valid.push(true);
+        }
+        fits
+    }
+
+    /// Whether map keys `a` and `b` are equal.
+    fn key_eq(&self, a: usize, b: usize) -> bool {
+        match &self.data {
+            Data::String(s) => s.value(a) == s.value(b),
+            Data::Int(v) => v[a] == v[b],
+            Data::Long(v) => v[a] == v[b],
+            _ => false,
+        }
+    }
+
+    fn key_cmp(&self, a: usize, b: usize) -> std::cmp::Ordering {
+        match &self.data {
+            Data::String(s) => s.value(a).cmp(s.value(b)),
+            Data::Int(v) => v[a].cmp(&v[b]),
+            Data::Long(v) => v[a].cmp(&v[b]),
+            _ => std::cmp::Ordering::Equal,
+        }
+    }
+
+    /// The columns of this node: itself, or for a flattened struct those of its fields.
+    fn columns(&mut self, out: &mut Vec<ArrayRef>) -> Result<(), ArrowError> {
+        match &mut self.data {
+            Data::Struct(s) if self.flat => {
+                for child in &mut s.children {
+                    child.columns(out)?;
+                }
+            }
+            _ => out.push(self.finish()?),
+        }
+        Ok(())
+    }
+
+    /// The slots as an array of the target's type; the node is empty afterwards (and
+    /// consistent even when this fails half way).
+    fn finish(&mut self) -> Result<ArrayRef, ArrowError> {
+        let nulls = nulls(std::mem::take(&mut self.valid));
+        use std::mem::take;
+        Ok(match &mut self.data {
+            Data::Bool(v) => Arc::new(BooleanArray::new(BooleanBuffer::from(take(v)), nulls)),
+            Data::Int(v) => Arc::new(Int32Array::try_new(ScalarBuffer::from(take(v)), nulls)?),
+            Data::Long(v) => Arc::new(Int64Array::try_new(ScalarBuffer::from(take(v)), nulls)?),
+            Data::Float(v) => Arc::new(Float32Array::try_new(ScalarBuffer::from(take(v)), nulls)?),
+            Data::Double(v) => Arc::new(Float64Array::try_new(ScalarBuffer::from(take(v)), nulls)?),
+            Data::Decimal {
+                precision,
+                scale,
+                values,
+            } => Arc::new(
+                Decimal128Array::try_new(ScalarBuffer::from(take(values)), nulls)?
+                    .with_precision_and_scale(*precision, *scale)?,
+            ),
+            Data::Date(v) => Arc::new(Date32Array::try_new(ScalarBuffer::from(take(v)), nulls)?),
+            Data::Time(v) => Arc::new(Time64MicrosecondArray::try_new(
+                ScalarBuffer::from(take(v)),
+                nulls,
+            )?),
+            Data::Timestamp(v) => {
+                let tz = match &self.dt {
+                    DataType::Timestamp(_, tz) => tz.clone(),
+                    _ => None,
+                };
+                Arc::new(
+                    TimestampMicrosecondArray::try_new(ScalarBuffer::from(take(v)), nulls)?
+                        .with_timezone_opt(tz),
+                )
+            }
+            Data::String(b) => {
+                let offsets = std::mem::replace(&mut b.offsets, vec![0]);
+                Arc::new(StringArray::try_new(
+                    offsets_i32(offsets)?,
+                    Buffer::from_vec(take(&mut b.bytes)),
+                    nulls,
+                )?)
+            }
+            Data::Binary(b) => {
+                let offsets = std::mem::replace(&mut b.offsets, vec![0]);
+                Arc::new(LargeBinaryArray::try_new(
+                    offsets_i64(offsets)?,
+                    Buffer::from_vec(take(&mut b.bytes)),
+                    nulls,
+                )?)
+            }
+            Data::Fixed { width, bytes } => {
+                let width = i32::try_from(*width)
+                    .map_err(|_| ArrowError::ComputeError("fixed width too large".into()))?;
+                Arc::new(FixedSizeBinaryArray::try_new(
+                    width,
+                    Buffer::from_vec(take(bytes)),
+                    nulls,
+                )?)
+            }
+            Data::Uuid(bytes) => Arc::new(FixedSizeBinaryArray::try_new(
+                16,
+                Buffer::from_vec(take(bytes)),
+                nulls,
+            )?),
+            Data::Struct(s) => {
+                let mut children = Vec::with_capacity(s.children.len());
+                for child in &mut s.children {
+                    children.push(child.finish()?);
+                }
+                Arc::new(StructArray::try_new(s.fields.clone(), children, nulls)?)
+            }
+            Data::List(l) => {
+                let offsets = std::mem::replace(&mut l.offsets, vec![0]);
+                let child = l.child.finish()?;
+                Arc::new(ListArray::try_new(
+                    l.field.clone(),
+                    offsets_i32(offsets)?,
+                    child,
+                    nulls,
+                )?)
+            }
+            Data::Map(m) => {
+                let offsets = std::mem::replace(&mut m.offsets, vec![0]);
+                let keys = m.keys.finish()?;
+                let values = m.values.finish()?;
+                let entries =
+                    StructArray::try_new(m.entry_fields.clone(), vec![keys, values], None)?;
+                Arc::new(MapArray::try_new(
+                    m.entries.clone(),
+                    offsets_i32(offsets)?,
+                    entries,
+                    nulls,
+                    m.ordered,
+                )?)
+            }
+        })
+    }
+}
+
+/// Reads the fields of the JSON object whose first key is next into the fields of `s`,
+/// each of whose children has `base` slots before it.
+fn object(s: &mut StructNode, base: usize, j: &mut Jiter, row: &mut Row) -> Result<(), NotJson> {
+    let mut hint = 0;
+    let mut key = j.known_object()?;
+    while let Some(k) = key {
+        let field = s.lookup(k, hint);
+        let peek = j.peek()?;
+        match field {
+            Some(i) => {
+                hint = i + 1;
+                let child = &mut s.children[i];
+                if child.len() > base {
+                    // A repeated key: the last value wins, and the row says so.
+                    child.truncate(base);
+                    let (missing, excess) = s.contrib[i];
+                    row.missing -= missing;
+                    row.excess -= excess;
+                    row.mismatch = true;
+                }
+                let (missing, excess) = (row.missing, row.excess);
+                child.parse(j, peek, row)?;
+                s.contrib[i] = (row.missing - missing, row.excess - excess);
+            }
+            None => {
+                row.excess += 1;
+                skip(j, peek)?;
+            }
+        }
+        key = j.next_key()?;
+    }
+    for child in &mut s.children {
+        if child.len() == base {
+            child.push_null();
+            row.missing += 1;
+        }
+    }
+    Ok(())
+}
+
+/// Reads the entries of the JSON object whose first key is next into map `m`.
+fn map(m: &mut MapNode, j: &mut Jiter, row: &mut Row) -> Result<(), NotJson> {
+    let start = m.keys.len();
+    m.contrib.clear();
+    let mut key = j.known_object()?;
+    while let Some(k) = key {
+        let converted = m.keys.push_key(k);
+        let peek = j.peek()?;
+        if converted {
+            let (missing, excess) = (row.missing, row.excess);
+            m.values.parse(j, peek, row)?;
+            m.contrib.push((row.missing - missing, row.excess - excess));
+        } else {
+            // A key that does not convert drops its entry.
+            row.mismatch = true;
+            skip(j, peek)?;
+        }
+        key = j.next_key()?;
+    }
+    let end = m.keys.len();
+    if end - start > 1 {
+        dedup(m, start, end, row);
+    }
+    m.offsets.push(m.keys.len());
+    Ok(())
+}
+
+/// Removes the entries in `start..end` whose key comes again later (the last value
+/// wins), marking the row when there are any.
+fn dedup(m: &mut MapNode, start: usize, end: usize, row: &mut Row) {
+    m.dups.clear();
+    if end - start <= SCAN_FIELDS {
+        for a in start..end {
+            if (a + 1..end).any(|b| m.keys.key_eq(a, b)) {
+                m.dups.push(a);
+            }
+        }
+    } else {
+        m.order.clear();
+        m.order.extend(start..end);
+        let keys = &m.keys;
+        m.order
+            .sort_unstable_by(|&a, &b| keys.key_cmp(a, b).then(a.cmp(&b)));
+        for w in m.order.windows(2) {
+            if keys.key_eq(w[0], w[1]) {
+                m.dups.push(w[0]);
+            }
+        }
+        m.dups.sort_unstable();
+    }
+    if m.dups.is_empty() {
+        return;
+    }
+    row.mismatch = true;
+    // From the back, so the indexes still to remove stay put.
+    for &i in m.dups.iter().rev() {
+        m.keys.remove(i);
+        m.values.remove(i);
+        let (missing, excess) = m.contrib[i - start];
+        row.missing -= missing;
+        row.excess -= excess;
+    }
+}
+
+/// The flattened struct of `fields` (the schema's root, or a flattened struct field).
+fn tree_node(fields: &[TreeField], nodes: &mut [Option<Node>]) -> TableResult<Node> {
+    let mut children = Vec::with_capacity(fields.len());
+    for field in fields {
+        children.push(match &field.shape {
+            Shape::Column(i) => nodes
+                .get_mut(*i)
+                .and_then(Option::take)
+                .ok_or_else(|| TableError::Task(format!("expansion column {i} missing")))?,
+            Shape::Flattened(fields) => tree_node(fields, nodes)?,
+        });
+    }
+    let names = fields.iter().map(|f| f.name.as_str().into()).collect();
+    Ok(Node {
+        dt: DataType::Null,
+        flat: true,
+        valid: Vec::new(),
+        data: Data::Struct(StructNode::new(names, children, Fields::empty())),
+    })
+}
+
+fn schema_error(message: String) -> TableError {
+    TableError::Arrow(ArrowError::SchemaError(message))
+}
+
+/// Builds the rows of an expansion's target table from records.
+#[derive(Debug)]
+pub struct Expander {
+    target: SchemaRef,
+    /// The schema's fields: a flattened struct whose columns are the layout's first.
+    root: Node,
+    /// The layout's other columns: the source copy, `_missing_values`,
+    /// `_excess_values` (those three when asked), `_parse_error`, `_partition`, `_offset`,
+    /// `_timestamp`.
+    system: Vec<Node>,
+    copy_source: bool,
+    missing_output: bool,
+    excess_output: bool,
+    /// Per target column, the layout column that fills it.
+    fills: Vec<Option<usize>>,
+    rows: usize,
+    bytes: usize,
+    counters: Counters,
+    /// jiter's buffer for strings with escapes, kept across records.
+    tape: Vec<u8>,
+}
+
+impl Expander {
+    /// Rows for `target` (the target table's current Arrow schema, from
+    /// `schema_to_arrow_schema`). A target column named like one of `layout.columns()`
+    /// is filled, and must have the Arrow type that column's Iceberg type maps to (names
+    /// and nullability included, field ids not); every other target column is all nulls
+    /// (it belongs to another version of the expansion) and must be nullable.
+    pub fn new(layout: &Layout, target: SchemaRef) -> TableResult<Self> {
+        let columns = layout.columns();
+        let mut fills = vec![None; target.fields().len()];
+        let mut types: Vec<Option<DataType>> = vec![None; columns.len()];
+        for (t, field) in target.fields().iter().enumerate() {
+            match columns.iter().position(|c| c.name == *field.name()) {
+                Some(c) => {
+                    fills[t] = Some(c);
+                    types[c] = Some(field.data_type().clone());
+                }
+                None if !field.is_nullable() => {
+                    return Err(schema_error(format!(
+                        "target column {} is required, but the expansion leaves it null",
+                        field.name()
+                    )));
+                }
+                None => {}
+            }
+            if fills[t].is_some() && !field.is_nullable() {
+                return Err(schema_error(format!(
+                    "target column {} is required, but expansion columns are optional",
+                    field.name()
+                )));
+            }
+        }
+        let mut nodes = Vec::with_capacity(columns.len());
+        for (column, dt) in columns.iter().zip(types) {
+            let node = match dt {
+                Some(dt) => Node::build(&column.ty, &dt).ok_or_else(|| {
+                    schema_error(format!(
+                        "target column {} has type {dt}, which the expansion's type {} does not map to",
+                        column.name, column.ty
+                    ))
+                })?,
+                // Not in the target: parsed all the same (the counts depend on it), in
+                // the type the iceberg crate would give it, and dropped.
+                None => {
+                    let dt = iceberg::arrow::type_to_arrow_type(&column.ty)?;
+                    Node::build(&column.ty, &dt).ok_or_else(|| {
+                        TableError::Task(format!("no Arrow form for column {}", column.name))
+                    })?
+                }
+            };
+            nodes.push(Some(node));
+        }
+        let root = tree_node(layout.tree(), &mut nodes)?;
+        let system = nodes[layout.expansion_columns()..]
+            .iter_mut()
+            .map(|n| {
+                n.take()
+                    .ok_or_else(|| TableError::Task("expansion system column missing".into()))
+            })
+            .collect::<TableResult<Vec<_>>>()?;
+        let options = layout.options();
+        Ok(Self {
+            target,
+            root,
+            system,
+            copy_source: options.copy_source_column,
+            missing_output: options.missing_values_output,
+            excess_output: options.excess_values_output,
+            fills,
+            rows: 0,
+            bytes: 0,
+            counters: Counters::default(),
+            tape: Vec::new(),
+        })
+    }
+
+    /// One record: its source bytes (None for a tombstone / null key), partition, offset,
+    /// timestamp in ms since the epoch.
+    pub fn push(&mut self, source: Option<&[u8]>, partition: i32, offset: i64, timestamp_ms: i64) {
+        let row_index = self.rows;
+        self.rows += 1;
+        self.counters.rows += 1;
+        self.bytes += source.map_or(0, <[u8]>::len);
+        // (parse error, missing and excess counts)
+        let (error, counts) = match source {
+            None => {
+                self.root.push_null();
+                (false, None)
+            }
+            Some(bytes) => match self.parse(bytes, row_index) {
+                Ok(row) => (row.mismatch, Some((row.missing, row.excess))),
+                Err(NotJson) => {
+                    self.root.truncate(row_index);
+                    self.root.push_null();
+                    (true, None)
+                }
+            },
+        };
+        self.counters.parse_errors += u64::from(error);
+        if let Some((missing, excess)) = counts {
+            self.counters.missing += missing;
+            self.counters.excess += excess;
+        }
+        let count = |n: u64| i32::try_from(n).unwrap_or(i32::MAX);
+        let mut system = self.system.iter_mut();
+        let mut next = || system.next();
+        if self.copy_source
+            && let Some(Node {
+                data: Data::Binary(b),
+                valid,
+                ..
+            }) = next()
+        {
+            b.bytes.extend_from_slice(source.unwrap_or_default());
+            b.offsets.push(b.bytes.len());
+            valid.push(source.is_some());
+        }
+        if self.missing_output
+            && let Some(n) = next()
+        {
+            push_int(n, counts.map(|(m, _)| count(m)));
+        }
+        if self.excess_output
+            && let Some(n) = next()
+        {
+            push_int(n, counts.map(|(_, e)| count(e)));
+        }
+        if let Some(n) = next() {
+            push_int(n, Some(i32::from(error)));
+        }
+        if let Some(n) = next() {
+            push_int(n, Some(partition));
+        }
+        if let Some(n) = next() {
+            push_long(n, offset);
+        }
+        if let Some(n) = next() {
+            push_long(n, timestamp_ms.saturating_mul(1000));
+        }
+    }
+
+    /// Parses one record into the expansion columns, at row `row_index`.
+    fn parse(&mut self, bytes: &[u8], row_index: usize) -> Result<Row, NotJson> {
+        let mut j = Jiter::with_tape(bytes, std::mem::take(&mut self.tape));
+        let result = document(&mut self.root, &mut j, row_index);
+        self.tape = j.into_tape();
+        result
+    }
+
+    /// Rows pushed since the last finish.
+    pub fn len(&self) -> usize {
+        self.rows
+    }
+
+    /// Whether no row was pushed since the last finish.
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    /// Bytes of source data pushed since the last finish (to bound file sizes).
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// The rows pushed so far as one batch, and their counters; the expander is empty
+    /// afterwards and can be reused (also when this fails).
+    pub fn finish(&mut self) -> TableResult<(RecordBatch, Counters)> {
+        let rows = std::mem::take(&mut self.rows);
+        self.bytes = 0;
+        let counters = std::mem::take(&mut self.counters);
+        let batch = self.build(rows);
+        if batch.is_err() {
+            // Whatever was not taken yet.
+            self.root.truncate(0);
+            for node in &mut self.system {
+                node.truncate(0);
+            }
+        }
+        Ok((batch?, counters))
+    }
+
+    fn build(&mut self, rows: usize) -> TableResult<RecordBatch> {
+        let mut columns = Vec::with_capacity(self.fills.len());
+        self.root.columns(&mut columns)?;
+        for node in &mut self.system {
+            columns.push(node.finish()?);
+        }
+        let mut out = Vec::with_capacity(self.fills.len());
+        for (fill, field) in self.fills.iter().zip(self.target.fields()) {
+            out.push(match fill.and_then(|c| columns.get(c)) {
+                Some(array) => array.clone(),
+                None => new_null_array(field.data_type(), rows),
+            });
+        }
+        let options = RecordBatchOptions::new().with_row_count(Some(rows));
+        Ok(RecordBatch::try_new_with_options(
+            self.target.clone(),
+            out,
+            &options,
+        )?)
+    }
+}
+
+/// The top-level object of one record into the schema's `root`.
+fn document(root: &mut Node, j: &mut Jiter, row_index: usize) -> Result<Row, NotJson> {
+    let mut row = Row::default();
+    if j.peek()? != Peek::Object {
+        return Err(NotJson);
+    }
+    let Data::Struct(s) = &mut root.data else {
+        return Err(NotJson);
+    };
+    object(s, row_index, j, &mut row)?;
+    j.finish()?;
+    Ok(row)
+}
+
+fn push_int(node: &mut Node, value: Option<i32>) {
+    if let Data::Int(v) = &mut node.data {
+        v.push(value.unwrap_or(0));
+        node.valid.push(value.is_some());
+    }
+}
+
+fn push_long(node: &mut Node, value: i64) {
+    if let Data::Long(v) | Data::Timestamp(v) = &mut node.data {
+        v.push(value);
+        node.valid.push(true);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fmt::Debug;
+
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::{
+        ArrowPrimitiveType, Date32Type, Decimal128Type, Float32Type, Float64Type, Int32Type,
+        Int64Type, Time64MicrosecondType, TimestampMicrosecondType,
+    };
+    use iceberg::spec::{ListType, MapType, NestedField, NestedFieldRef, Schema, StructType};
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::expansion::{Options, Source};
+
+    fn p(ty: PrimitiveType) -> Type {
+        Type::Primitive(ty)
+    }
+
+    fn opt(name: &str, ty: Type) -> NestedFieldRef {
+        NestedField::optional(0, name, ty).into()
+    }
+
+    fn st(fields: Vec<NestedFieldRef>) -> Type {
+        Type::Struct(StructType::new(fields))
+    }
+
+    fn list(ty: Type) -> Type {
+        Type::List(ListType::new(
+            NestedField::list_element(0, ty, false).into(),
+        ))
+    }
+
+    fn map(key: PrimitiveType, value: Type) -> Type {
+        Type::Map(MapType::new(
+            NestedField::map_key_element(0, p(key)).into(),
+            NestedField::map_value_element(0, value, false).into(),
+        ))
+    }
+
+    fn int() -> Type {
+        p(PrimitiveType::Int)
+    }
+    fn long() -> Type {
+        p(PrimitiveType::Long)
+    }
+    fn string() -> Type {
+        p(PrimitiveType::String)
+    }
+
+    fn flat() -> Options {
+        Options {
+            flatten_path: true,
+            ..Options::default()
+        }
+    }
+
+    fn counted() -> Options {
+        Options {
+            missing_values_output: true,
+            excess_values_output: true,
+            ..Options::default()
+        }
+    }
+
+    /// `ty` with every nested id moved by `by`.
+    fn shift_ids(ty: &Type, by: i32) -> Type {
+        let field = |f: &NestedFieldRef| {
+            let mut f = f.as_ref().clone();
+            f.id += by;
+            f.field_type = Box::new(shift_ids(&f.field_type, by));
+            Arc::new(f)
+        };
+        match ty {
+            Type::Primitive(_) => ty.clone(),
+            Type::Struct(s) => {
+                Type::Struct(StructType::new(s.fields().iter().map(field).collect()))
+            }
+            Type::List(l) => Type::List(ListType::new(field(&l.element_field))),
+            Type::Map(m) => Type::Map(MapType::new(field(&m.key_field), field(&m.value_field))),
+        }
+    }
+
+    /// The Iceberg schema of a layout's columns, with ids other than the layout's (the
+    /// target table assigns its own).
+    fn iceberg_schema(layout: &Layout) -> Schema {
+        let fields = layout
+            .columns()
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                NestedField::optional(i as i32 + 1001, &c.name, shift_ids(&c.ty, 1000)).into()
+            })
+            .collect::<Vec<_>>();
+        Schema::builder()
+            .with_schema_id(0)
+            .with_fields(fields)
+            .build()
+            .unwrap()
+    }
+
+    fn target(layout: &Layout) -> SchemaRef {
+        Arc::new(iceberg::arrow::schema_to_arrow_schema(&iceberg_schema(layout)).unwrap())
+    }
+
+    struct Run {
+        batch: RecordBatch,
+        counters: Counters,
+        rows: Vec<serde_json::Map<String, Value>>,
+    }
+
+    impl Run {
+        /// Row `i` as JSON without the record's partition, offset and timestamp.
+        fn data(&self, i: usize) -> Value {
+            let mut row = self.rows[i].clone();
+            for c in ["_partition", "_offset", "_timestamp"] {
+                row.remove(c);
+            }
+            Value::Object(row)
+        }
+
+        fn column(&self, name: &str) -> &ArrayRef {
+            self.batch.column_by_name(name).unwrap()
+        }
+
+        fn errors(&self) -> Vec<i64> {
+            self.rows
+                .iter()
+                .map(|r| r["_parse_error"].as_i64().unwrap())
+                .collect()
+        }
+    }
+
+    /// Whether arrow's JSON writer takes the type (it wants string map keys).
+    fn json_able(dt: &DataType) -> bool {
+        match dt {
+            DataType::Struct(fields) => fields.iter().all(|f| json_able(f.data_type())),
+            DataType::List(f) => json_able(f.data_type()),
+            DataType::Map(entries, _) => match entries.data_type() {
+                DataType::Struct(kv) => {
+                    kv[0].data_type() == &DataType::Utf8 && json_able(kv[1].data_type())
+                }
+                _ => false,
+            },
+            _ => true,
+        }
+    }
+
+    /// The rows as JSON objects, with explicit nulls (columns of maps with int or long
+    /// keys left out).
+    fn to_json(batch: &RecordBatch) -> Vec<serde_json::Map<String, Value>> {
+        let keep: Vec<usize> = (0..batch.num_columns())
+            .filter(|&i| json_able(batch.schema().field(i).data_type()))
+            .collect();
+        let batch = batch.project(&keep).unwrap();
+        let batch = &batch;
+        let mut w = arrow::json::WriterBuilder::new()
+            .with_explicit_nulls(true)
+            .build::<_, arrow::json::writer::JsonArray>(Vec::new());
+        w.write(batch).unwrap();
+        w.finish().unwrap();
+        let text = w.into_inner();
+        if text.is_empty() {
+            return Vec::new();
+        }
+        serde_json::from_slice(&text).unwrap()
+    }
+
+    fn run_bytes(fields: Vec<NestedFieldRef>, options: &Options, records: &[Option<&[u8]>]) -> Run {
+        let layout = Layout::new(&StructType::new(fields), Source::Value, options).unwrap();
+        let mut e = Expander::new(&layout, target(&layout)).unwrap();
+        for (i, r) in records.iter().enumerate() {
+            e.push(*r, 0, i as i64, 1_000 + i as i64);
+        }
+        assert_eq!(e.len(), records.len());
+        let (batch, counters) = e.finish().unwrap();
+        assert!(e.is_empty());
+        let rows = to_json(&batch);
+        Run {
+            batch,
+            counters,
+            rows,
+        }
+    }
+
+    fn run(fields: Vec<NestedFieldRef>, options: &Options, records: &[&str]) -> Run {
+        let records: Vec<Option<&[u8]>> = records.iter().map(|r| Some(r.as_bytes())).collect();
+        run_bytes(fields, options, &records)
+    }
+
+    /// Column `v` of type `ty` after `{"v": case}` for each case, and each row's
+    /// `_parse_error`.
+    fn values(ty: Type, cases: &[&str]) -> (ArrayRef, Vec<i64>) {
+        let records: Vec<String> = cases.iter().map(|c| format!("{{\"v\": {c}}}")).collect();
+        let records: Vec<&str> = records.iter().map(String::as_str).collect();
+        let r = run(vec![opt("v", ty)], &counted(), &records);
+        for row in &r.rows {
+            assert_eq!(row["_missing_values"], json!(0));
+            assert_eq!(row["_excess_values"], json!(0));
+        }
+        (r.column("v").clone(), r.errors())
+    }
+
+    /// Each case's value, `None` meaning a mismatch (null and `_parse_error` = 1).
+    fn check<T: ArrowPrimitiveType>(ty: Type, cases: &[(&str, Option<T::Native>)])
+    where
+        T::Native: PartialEq + Debug,
+    {
+        let texts: Vec<&str> = cases.iter().map(|c| c.0).collect();
+        let (column, errors) = values(ty, &texts);
+        let column = column.as_primitive::<T>();
+        for (i, (text, want)) in cases.iter().enumerate() {
+            let got = column.is_valid(i).then(|| column.value(i));
+            assert_eq!(got, *want, "value of {text}");
+            assert_eq!(
+                errors[i],
+                i64::from(want.is_none()),
+                "parse error of {text}"
+            );
+        }
+    }
+
+    /// Like [`check`] for the binary-like types.
+    fn check_bytes(ty: Type, cases: &[(&str, Option<&[u8]>)]) {
+        let texts: Vec<&str> = cases.iter().map(|c| c.0).collect();
+        let (column, errors) = values(ty, &texts);
+        for (i, (text, want)) in cases.iter().enumerate() {
+            let got = column.is_valid(i).then(|| match column.data_type() {
+                DataType::LargeBinary => column.as_binary::<i64>().value(i).to_vec(),
+                DataType::FixedSizeBinary(_) => column.as_fixed_size_binary().value(i).to_vec(),
+                DataType::Utf8 => column.as_string::<i32>().value(i).as_bytes().to_vec(),
+                other => panic!("{other}"),
+            });
+            assert_eq!(got.as_deref(), *want, "value of {text}");
+            assert_eq!(
+                errors[i],
+                i64::from(want.is_none()),
+                "parse error of {text}"
+            );
+        }
+    }
+
+    #[test]
+    fn boolean() {
+        let (column, errors) = values(
+            p(PrimitiveType::Boolean),
+            &["true", "false", "1", "\"true\"", "null"],
+        );
+        let column = column.as_boolean();
+        assert!(column.value(0));
+        assert!(!column.value(1));
+        assert!(column.is_null(2) && column.is_null(3) && column.is_null(4));
+        assert_eq!(errors, [0, 0, 1, 1, 0]);
+    }
+
+    #[test]
+    fn int_and_long() {
+        check::<Int32Type>(
+            int(),
+            &[
+                ("1", Some(1)),
+                ("-0", Some(0)),
+                ("-2147483648", Some(i32::MIN)),
+                ("2147483647", Some(i32::MAX)),
+                ("2147483648", None),
+                ("-2147483649", None),
+                ("1.0", None),
+                ("1e3", None),
+                ("\"1\"", None),
+                ("true", None),
+                ("[1]", None),
+                ("{\"a\": 1}", None),
+            ],
+        );
+        check::<Int64Type>(
+            long(),
+            &[
+                ("9223372036854775807", Some(i64::MAX)),
+                ("-9223372036854775808", Some(i64::MIN)),
+                ("42", Some(42)),
+                ("9223372036854775808", None),
+                ("-9223372036854775809", None),
+                ("1.0", None),
+                ("1e3", None),
+                ("1E3", None),
+                ("\"5\"", None),
+            ],
+        );
+    }
+
+    #[test]
+    fn float_and_double() {
+        check::<Float32Type>(
+            p(PrimitiveType::Float),
+            &[
+                ("1", Some(1.0)),
+                ("1.5", Some(1.5)),
+                ("-2.5e3", Some(-2500.0)),
+                ("0.1", Some(0.1)),
+                ("3.4e38", Some(3.4e38)),
+                ("1e-50", Some(0.0)),
+                ("1e39", None),
+                ("-1e39", None),
+                ("\"1.5\"", None),
+                ("false", None),
+            ],
+        );
+        check::<Float64Type>(
+            p(PrimitiveType::Double),
+            &[
+                ("1", Some(1.0)),
+                ("0.1", Some(0.1)),
+                ("1.5e300", Some(1.5e300)),
+                ("-12345678901234567890", Some(-12345678901234567890.0)),
+                ("1e400", None),
+                ("\"1\"", None),
+            ],
+        );
+    }
+
+    #[test]
+    fn decimal() {
+        let d = |precision, scale| p(PrimitiveType::Decimal { precision, scale });
+        check::<Decimal128Type>(
+            d(5, 2),
+            &[
+                ("123.45", Some(12345)),
+                ("\"123.45\"", Some(12345)),
+                ("-1.5", Some(-150)),
+                ("1.50", Some(150)),
+                ("1.500", Some(150)),
+                ("\"1e2\"", Some(10000)),
+                ("1E+2", Some(10000)),
+                ("12e-1", Some(120)),
+                ("\"+1.5\"", Some(150)),
+                ("0", Some(0)),
+                ("\"-0.00\"", Some(0)),
+                ("999.99", Some(99999)),
+                ("\"007.10\"", Some(710)),
+                ("0.000000", Some(0)),
+                ("1.234", None),
+                ("1234.5", None),
+                ("1000", None),
+                ("\"abc\"", None),
+                ("\"1.\"", None),
+                ("\".5\"", None),
+                ("\"1e\"", None),
+                ("\" 1\"", None),
+                ("\"1.5 \"", None),
+                ("\"1,5\"", None),
+                ("\"NaN\"", None),
+                ("\"--1\"", None),
+                ("true", None),
+                ("[1]", None),
+            ],
+        );
+        let nines = "9".repeat(38);
+        let big = format!("\"{}\"", "9".repeat(39));
+        check::<Decimal128Type>(
+            d(38, 0),
+            &[
+                (&nines, Some(10i128.pow(38) - 1)),
+                (&format!("-{nines}"), Some(1 - 10i128.pow(38))),
+                ("1e37", Some(10i128.pow(37))),
+                ("0e999999999999999999", Some(0)),
+                ("12345678901234567890123.000", Some(12345678901234567890123)),
+                (&big, None),
+                ("1e38", None),
+                ("1e-999999999999999999", None),
+                ("1e999999999999999999", None),
+            ],
+        );
+        check::<Decimal128Type>(d(3, 3), &[("0.123", Some(123)), ("1.0", None)]);
+    }
+
+    #[test]
+    fn string_type() {
+        check_bytes(
+            string(),
+            &[
+                ("\"x\"", Some(b"x")),
+                ("\"\"", Some(b"")),
+                ("\"a\\nb\\\"\"", Some(b"a\nb\"")),
+                ("\"\\u00e9t\\u00e9\"", Some("été".as_bytes())),
+                ("\"\u{1F600}\"", Some("\u{1F600}".as_bytes())),
+                ("1", None),
+                ("true", None),
+                ("[]", None),
+                ("{}", None),
+            ],
+        );
+    }
+
+    #[test]
+    fn binary_and_fixed() {
+        check_bytes(
+            p(PrimitiveType::Binary),
+            &[
+                ("\"AQID\"", Some(&[1, 2, 3])),
+                ("\"\"", Some(&[])),
+                ("\"AQ==\"", Some(&[1])),
+                ("\"\\/w==\"", Some(&[0xff])),
+                ("\"AQ\"", None),
+                ("\"AQ=\"", None),
+                ("\"!!!!\"", None),
+                ("\"AQID\\n\"", None),
+                ("\"AQ-_\"", None),
+                ("12", None),
+                ("[1]", None),
+            ],
+        );
+        check_bytes(
+            p(PrimitiveType::Fixed(3)),
+            &[
+                ("\"AQID\"", Some(&[1, 2, 3])),
+                ("\"AQI=\"", None),
+                ("\"AQIDBA==\"", None),
+                ("\"\"", None),
+                ("3", None),
+                ("\"AQID\"", Some(&[1, 2, 3])),
+            ],
+        );
+    }
+
+    #[test]
+    fn uuid_type() {
+        let u = uuid::Uuid::parse_str("67e55044-10b1-426f-9247-bb680e5fe0c8").unwrap();
+        check_bytes(
+            p(PrimitiveType::Uuid),
+            &[
+                (
+                    "\"67e55044-10b1-426f-9247-bb680e5fe0c8\"",
+                    Some(u.as_bytes()),
+                ),
+                (
+                    "\"67E55044-10B1-426F-9247-BB680E5FE0C8\"",
+                    Some(u.as_bytes()),
+                ),
+                ("\"67e5504410b1426f9247bb680e5fe0c8\"", None),
+                ("\"{67e55044-10b1-426f-9247-bb680e5fe0c8}\"", None),
+                ("\"urn:uuid:67e55044-10b1-426f-9247-bb680e5fe0c8\"", None),
+                ("\"67e55044-10b1-426f-9247-bb680e5fe0cx\"", None),
+                ("\"67e55044-10b1-426f-9247bbb680e5fe0c8\"", None),
+                ("1", None),
+            ],
+        );
+    }
+
+    #[test]
+    fn date() {
+        assert_eq!(
+            time::macros::date!(1970 - 01 - 01).to_julian_day(),
+            UNIX_EPOCH_JULIAN_DAY
+        );
+        check::<Date32Type>(
+            p(PrimitiveType::Date),
+            &[
+                ("\"1970-01-01\"", Some(0)),
+                ("\"2024-02-29\"", Some(19782)),
+                ("\"1969-12-31\"", Some(-1)),
+                ("\"0001-01-01\"", Some(-719162)),
+                ("19782", Some(19782)),
+                ("-1", Some(-1)),
+                ("\"2023-02-29\"", None),
+                ("\"2024-2-29\"", None),
+                ("\"2024-02-29T00:00:00\"", None),
+                ("\"24-02-29\"", None),
+                ("\"2024-13-01\"", None),
+                ("\"2024-00-01\"", None),
+                ("\"2024-01-32\"", None),
+                ("\"2024/01/01\"", None),
+                ("1.5", None),
+                ("2147483648", None),
+                ("true", None),
+            ],
+        );
+    }
+
+    #[test]
+    fn time_of_day() {
+        check::<Time64MicrosecondType>(
+            p(PrimitiveType::Time),
+            &[
+                ("\"00:00:00\"", Some(0)),
+                ("\"12:34:56\"", Some(45_296_000_000)),
+                ("\"12:34:56.123456\"", Some(45_296_123_456)),
+                ("\"12:34:56.1\"", Some(45_296_100_000)),
+                ("\"23:59:59.999999\"", Some(86_399_999_999)),
+                ("0", Some(0)),
+                ("86399999999", Some(86_399_999_999)),
+                ("86400000000", None),
+                ("-1", None),
+                ("\"24:00:00\"", None),
+                ("\"12:60:00\"", None),
+                ("\"12:34:60\"", None),
+                ("\"12:34:56.1234567\"", None),
+                ("\"12:34\"", None),
+                ("\"12:34:56.\"", None),
+                ("\"12:34:56Z\"", None),
+                ("\"1:34:56\"", None),
+                ("1.5", None),
+            ],
+        );
+    }
+
+    #[test]
+    fn timestamps() {
+        let t = time::macros::datetime!(2024-01-02 03:04:05 UTC).unix_timestamp() * 1_000_000;
+        assert_eq!(t, 1_704_164_645_000_000);
+        let cases: &[(&str, Option<i64>)] = &[
+            ("\"2024-01-02T03:04:05\"", Some(t)),
+            ("\"2024-01-02 03:04:05\"", Some(t)),
+            ("\"2024-01-02T03:04:05.5\"", Some(t + 500_000)),
+            ("\"2024-01-02T03:04:05.123456Z\"", Some(t + 123_456)),
+            ("\"2024-01-02T03:04:05Z\"", Some(t)),
+            ("\"2024-01-02T04:04:05+01:00\"", Some(t)),
+            ("\"2024-01-01T22:04:05.25-05:00\"", Some(t + 250_000)),
+            ("\"2024-01-02 03:34:05+00:30\"", Some(t)),
+            ("1704164645000", Some(t)),
+            ("-1", Some(-1000)),
+            ("\"1969-12-31T23:59:59.999999Z\"", Some(-1)),
+            ("\"2024-01-02T03:04\"", None),
+            ("\"2024-01-02T03:04:05+0100\"", None),
+            ("\"2024-01-02T03:04:05+01\"", None),
+            ("\"2024-01-02T03:04:05+24:00\"", None),
+            ("\"2024-01-02t03:04:05\"", None),
+            ("\"2024-01-02T03:04:05z\"", None),
+            ("\"2024-01-02T03:04:05.1234567\"", None),
+            ("\"2024-01-02T03:04:05 \"", None),
+            ("\"2024-01-02\"", None),
+            ("\"2024-02-30T03:04:05\"", None),
+            ("1.5", None),
+            ("9223372036854775807", None),
+            ("true", None),
+        ];
+        check::<TimestampMicrosecondType>(p(PrimitiveType::Timestamp), cases);
+        check::<TimestampMicrosecondType>(p(PrimitiveType::Timestamptz), cases);
+    }
+
+    #[test]
+    fn json_null_is_null_for_every_type_and_not_missing() {
+        for ty in [
+            p(PrimitiveType::Boolean),
+            int(),
+            long(),
+            p(PrimitiveType::Float),
+            p(PrimitiveType::Double),
+            p(PrimitiveType::Decimal {
+                precision: 9,
+                scale: 2,
+            }),
+            p(PrimitiveType::Date),
+            p(PrimitiveType::Time),
+            p(PrimitiveType::Timestamp),
+            p(PrimitiveType::Timestamptz),
+            string(),
+            p(PrimitiveType::Uuid),
+            p(PrimitiveType::Fixed(4)),
+            p(PrimitiveType::Binary),
+            st(vec![opt("a", int())]),
+            list(int()),
+            map(PrimitiveType::String, int()),
+        ] {
+            let (column, errors) = values(ty.clone(), &["null"]);
+            assert!(column.is_null(0), "{ty}");
+            assert_eq!(errors, [0], "{ty}");
+        }
+    }
+
+    #[test]
+    fn nested_struct_list_map() {
+        let fields = vec![
+            opt("s", st(vec![opt("a", int()), opt("b", string())])),
+            opt("l", list(int())),
+            opt("m", map(PrimitiveType::String, int())),
+        ];
+        let r = run(
+            fields,
+            &counted(),
+            &[
+                r#"{"s": {"a": 1, "b": "x"}, "l": [1, null, 3], "m": {"k": 1, "n": null}}"#,
+                r#"{"s": {"a": "x", "b": "y"}, "l": [1, "x", 3], "m": {"a": 1, "b": "x"}}"#,
+                r#"{"s": [], "l": {}, "m": []}"#,
+                r#"{"s": {}, "l": [], "m": {}}"#,
+            ],
+        );
+        assert_eq!(
+            r.data(0),
+            json!({"s": {"a": 1, "b": "x"}, "l": [1, null, 3], "m": {"k": 1, "n": null},
+                "_missing_values": 0, "_excess_values": 0, "_parse_error": 0})
+        );
+        // A mismatch nulls just that leaf, element or entry value.
+        assert_eq!(
+            r.data(1),
+            json!({"s": {"a": null, "b": "y"}, "l": [1, null, 3], "m": {"a": 1, "b": null},
+                "_missing_values": 0, "_excess_values": 0, "_parse_error": 1})
+        );
+        // Containers of the wrong JSON kind are null as a whole.
+        assert_eq!(
+            r.data(2),
+            json!({"s": null, "l": null, "m": null,
+                "_missing_values": 0, "_excess_values": 0, "_parse_error": 1})
+        );
+        assert_eq!(
+            r.data(3),
+            json!({"s": {"a": null, "b": null}, "l": [], "m": {},
+                "_missing_values": 2, "_excess_values": 0, "_parse_error": 0})
+        );
+        assert_eq!(
+            r.counters,
+            Counters {
+                rows: 4,
+                parse_errors: 2,
+                missing: 2,
+                excess: 0
+            }
+        );
+    }
+
+    #[test]
+    fn structs_in_lists_and_maps_count_per_element() {
+        let item = st(vec![opt("a", int()), opt("l", list(string()))]);
+        let fields = vec![
+            opt("items", list(item.clone())),
+            opt("by", map(PrimitiveType::String, item)),
+        ];
+        let r = run(
+            fields,
+            &counted(),
+            &[
+                r#"{"items": [{"a": 1, "l": ["x"]}, {"b": 2}, null, {"a": 3, "l": null, "c": {"d": 1}}],
+                    "by": {"k1": {"a": 1, "l": []}, "k2": {}, "k3": {"a": 1, "l": [], "y": 2}}}"#,
+            ],
+        );
+        assert_eq!(
+            r.data(0),
+            json!({
+                "items": [{"a": 1, "l": ["x"]}, {"a": null, "l": null}, null, {"a": 3, "l": null}],
+                "by": {"k1": {"a": 1, "l": []}, "k2": {"a": null, "l": null}, "k3": {"a": 1, "l": []}},
+                // items[1] lacks a and l, by.k2 lacks a and l.
+                "_missing_values": 4,
+                // items[1].b, items[3].c (not descended into), by.k3.y.
+                "_excess_values": 3,
+                "_parse_error": 0,
+            })
+        );
+    }
+
+    #[test]
+    fn map_keys_convert_to_int_and_long() {
+        let r = run(
+            vec![
+                opt("m", map(PrimitiveType::Int, string())),
+                opt("n", map(PrimitiveType::Long, string())),
+            ],
+            &Options::default(),
+            &[
+                r#"{"m": {"1": "a", "x": "b", "01": "c", "-5": "d", "2147483648": "e", "1.0": "f"},
+                    "n": {"9223372036854775807": "max", "-9223372036854775808": "min"}}"#,
+                r#"{"m": {"7": "g"}, "n": {}}"#,
+            ],
+        );
+        assert_eq!(r.errors(), [1, 0]);
+        let m = r.column("m").as_map();
+        let keys = m.keys().as_primitive::<Int32Type>();
+        let values = m.values().as_string::<i32>();
+        assert_eq!(keys.values(), &[1, -5, 7]);
+        assert_eq!(
+            values.iter().collect::<Vec<_>>(),
+            [Some("a"), Some("d"), Some("g")]
+        );
+        assert_eq!(m.value_offsets(), &[0, 2, 3]);
+        let n = r.column("n").as_map();
+        assert_eq!(
+            n.keys().as_primitive::<Int64Type>().values(),
+            &[i64::MAX, i64::MIN]
+        );
+    }
+
+    #[test]
+    fn missing_and_excess_values() {
+        let fields = vec![
+            opt("id", long()),
+            opt("after", st(vec![opt("id", long()), opt("name", string())])),
+            opt("tags", list(string())),
+        ];
+        let r = run(
+            fields,
+            &counted(),
+            &[
+                r#"{}"#,
+                r#"{"id": 1, "after": null, "tags": null}"#,
+                r#"{"id": 1, "after": {}, "tags": []}"#,
+                r#"{"id": 1, "after": {"id": 1, "name": "x", "extra": {"deep": {"a": 1}}}, "tags": [], "more": 1}"#,
+                r#"{"after": 5}"#,
+                r#"{"ID": 1, "After": {}, "id": 2}"#,
+            ],
+        );
+        let counts: Vec<(Value, Value, Value)> = r
+            .rows
+            .iter()
+            .map(|r| {
+                (
+                    r["_missing_values"].clone(),
+                    r["_excess_values"].clone(),
+                    r["_parse_error"].clone(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            counts,
+            [
+                // An absent struct counts 1, not its fields.
+                (json!(3), json!(0), json!(0)),
+                // A null struct counts 0.
+                (json!(0), json!(0), json!(0)),
+                (json!(2), json!(0), json!(0)),
+                // An excess value is not descended into.
+                (json!(0), json!(2), json!(0)),
+                // A mismatched struct: its fields are not counted.
+                (json!(2), json!(0), json!(1)),
+                // Names are case-sensitive.
+                (json!(2), json!(2), json!(0)),
+            ]
+        );
+        assert_eq!(r.data(5)["id"], json!(2));
+        assert_eq!(r.data(5)["after"], Value::Null);
+        assert_eq!(
+            r.counters,
+            Counters {
+                rows: 6,
+                parse_errors: 1,
+                missing: 9,
+                excess: 4
+            }
+        );
+    }
+
+    #[test]
+    fn debezium_envelope_excess() {
+        let row = st(vec![opt("id", long()), opt("email", string())]);
+        let fields = vec![
+            opt("op", string()),
+            opt("ts_ms", long()),
+            opt("before", row.clone()),
+            opt("after", row),
+        ];
+        let envelope = r#"{"before": null, "after": {"id": 1, "email": "a@b"},
+            "source": {"version": "2.5", "db": "inventory", "ts_ms": 1},
+            "op": "c", "ts_ms": 1700000000000, "ts_us": 1700000000000000, "ts_ns": 1700000000000000000}"#;
+        for options in [
+            counted(),
+            Options {
+                flatten_path: true,
+                ..counted()
+            },
+        ] {
+            let r = run(fields.clone(), &options, &[envelope]);
+            assert_eq!(r.rows[0]["_excess_values"], json!(3));
+            assert_eq!(r.rows[0]["_missing_values"], json!(0));
+            assert_eq!(r.rows[0]["_parse_error"], json!(0));
+            assert_eq!(r.rows[0]["op"], json!("c"));
+        }
+        let r = run(fields, &flat(), &[envelope]);
+        assert_eq!(
+            r.data(0),
+            json!({"op": "c", "ts_ms": 1700000000000i64, "before__id": null, "before__email": null,
+                "after__id": 1, "after__email": "a@b", "_parse_error": 0})
+        );
+    }
+
+    #[test]
+    fn duplicate_keys_last_wins() {
+        let fields = vec![
+            opt("a", int()),
+            opt("s", st(vec![opt("x", int()), opt("y", int())])),
+            opt("l", list(int())),
+            opt("m", map(PrimitiveType::String, st(vec![opt("x", int())]))),
+        ];
+        let r = run(
+            fields,
+            &counted(),
+            &[
+                r#"{"a": 1, "a": 2}"#,
+                r#"{"s": {"x": 1, "z": 0}, "s": {"x": 2, "y": 3}, "a": 1, "l": [], "m": {}}"#,
+                r#"{"l": [1, 2], "a": 1, "l": [3], "s": null, "m": null}"#,
+                r#"{"m": {"k": {}, "j": {"x": 1}, "k": {"x": 2}}, "a": 1, "s": null, "l": null}"#,
+                r#"{"s": {"x": 1, "x": "bad", "y": 2}, "a": null, "l": null, "m": null}"#,
+                r#"{"a": 1, "s": null, "l": [1, 2], "m": {"k": {"x": 1}}, "l": ["x", 3]}"#,
+            ],
+        );
+        assert_eq!(r.errors(), [1, 1, 1, 1, 1, 1]);
+        assert_eq!(r.data(0)["a"], json!(2));
+        // The first `s` lacked y and had z: both taken back with it.
+        assert_eq!(r.data(1)["s"], json!({"x": 2, "y": 3}));
+        assert_eq!(r.data(1)["_missing_values"], json!(0));
+        assert_eq!(r.data(1)["_excess_values"], json!(0));
+        assert_eq!(r.data(2)["l"], json!([3]));
+        assert_eq!(r.data(2)["_missing_values"], json!(0));
+        // In a map, the earlier entry goes (with what it counted).
+        assert_eq!(r.data(3)["m"], json!({"j": {"x": 1}, "k": {"x": 2}}));
+        assert_eq!(r.data(3)["_missing_values"], json!(0));
+        // The last value wins even when it is a mismatch.
+        assert_eq!(r.data(4)["s"], json!({"x": null, "y": 2}));
+        assert_eq!(r.data(5)["l"], json!([null, 3]));
+        assert_eq!(r.data(5)["m"], json!({"k": {"x": 1}}));
+    }
+
+    #[test]
+    fn duplicate_keys_in_a_large_map() {
+        let mut entries: Vec<String> = (0..20).map(|i| format!("\"k{i}\": {i}")).collect();
+        entries.push("\"k5\": 500".into());
+        entries.push("\"k19\": 1900".into());
+        let record = format!("{{\"m\": {{{}}}}}", entries.join(", "));
+        let r = run(
+            vec![opt("m", map(PrimitiveType::String, int()))],
+            &Options::default(),
+            &[&record, r#"{"m": {"a": 1}}"#],
+        );
+        assert_eq!(r.errors(), [1, 0]);
+        let m = r.data(0)["m"].as_object().unwrap().clone();
+        assert_eq!(m.len(), 20);
+        assert_eq!(m["k5"], json!(500));
+        assert_eq!(m["k19"], json!(1900));
+        assert_eq!(m["k4"], json!(4));
+        assert_eq!(r.data(1)["m"], json!({"a": 1}));
+        // The entries kept in order of their last appearance.
+        let keys = r.column("m").as_map().keys().as_string::<i32>().clone();
+        assert_eq!(keys.value(4), "k4");
+        assert_eq!(keys.value(5), "k6");
+        assert_eq!(keys.value(18), "k5");
+        assert_eq!(keys.value(19), "k19");
+    }
+
+    #[test]
+    fn wide_struct_any_key_order() {
+        let fields: Vec<NestedFieldRef> = (0..40).map(|i| opt(&format!("f{i}"), int())).collect();
+        let mut keys: Vec<String> = (0..40).rev().map(|i| format!("\"f{i}\": {i}")).collect();
+        keys.push("\"f40\": 1".into());
+        let record = format!("{{{}}}", keys.join(", "));
+        let r = run(fields, &counted(), &[&record, r#"{"f3": 3, "f3": 4}"#]);
+        for i in 0..40 {
+            assert_eq!(r.rows[0][&format!("f{i}")], json!(i));
+        }
+        assert_eq!(r.rows[0]["_excess_values"], json!(1));
+        assert_eq!(r.rows[0]["_missing_values"], json!(0));
+        assert_eq!(r.rows[1]["f3"], json!(4));
+        assert_eq!(r.rows[1]["_missing_values"], json!(39));
+        assert_eq!(r.errors(), [0, 1]);
+    }
+
+    #[test]
+    fn flatten_path() {
+        let fields = vec![
+            opt("op", string()),
+            opt(
+                "after",
+                st(vec![
+                    opt("id", long()),
+                    opt("name", string()),
+                    opt("addr", st(vec![opt("city", string())])),
+                ]),
+            ),
+        ];
+        let r = run(
+            fields,
+            &Options {
+                flatten_path: true,
+                ..counted()
+            },
+            &[
+                r#"{"op": "c", "after": {"id": 1, "name": "x", "addr": {"city": "P"}}}"#,
+                r#"{"op": "d", "after": null}"#,
+                r#"{"op": "d"}"#,
+                r#"{"after": "x"}"#,
+                r#"{"after": {"addr": null, "id": 2}}"#,
+                r#"{"after": {"id": 1, "addr": {"city": "A"}}, "after": {"name": "y"}}"#,
+            ],
+        );
+        let cols = |i: usize| {
+            let d = r.data(i);
+            (
+                d["after__id"].clone(),
+                d["after__name"].clone(),
+                d["after__addr__city"].clone(),
+                d["_missing_values"].clone(),
+                d["_parse_error"].clone(),
+            )
+        };
+        assert_eq!(
+            cols(0),
+            (json!(1), json!("x"), json!("P"), json!(0), json!(0))
+        );
+        assert_eq!(r.data(0)["op"], json!("c"));
+        let null = Value::Null;
+        assert_eq!(
+            cols(1),
+            (null.clone(), null.clone(), null.clone(), json!(0), json!(0))
+        );
+        assert_eq!(
+            cols(2),
+            (null.clone(), null.clone(), null.clone(), json!(1), json!(0))
+        );
+        assert_eq!(
+            cols(3),
+            (null.clone(), null.clone(), null.clone(), json!(1), json!(1))
+        );
+        assert_eq!(
+            cols(4),
+            (json!(2), null.clone(), null.clone(), json!(2), json!(0))
+        );
+        // A repeated flattened struct replaces all of its columns.
+        assert_eq!(
+            cols(5),
+            (null.clone(), json!("y"), null.clone(), json!(3), json!(1))
+        );
+        let names: Vec<&str> = r
+            .batch
+            .schema_ref()
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect();
+        assert_eq!(
+            &names[..4],
+            ["op", "after__id", "after__name", "after__addr__city"]
+        );
+    }
+
+    /// Records that are not a JSON object.
+    fn not_json() -> Vec<Vec<u8>> {
+        let deep = format!("{{\"x\": {}{}}}", "[".repeat(300), "]".repeat(300));
+        let deep_declared = format!("{{\"a\": {}{}}}", "[".repeat(300), "]".repeat(300));
+        [
+            &b""[..],
+            b"   ",
+            b"{",
+            b"{\"a\": 1",
+            b"{\"a\": 1}x",
+            b"{\"a\": 1} {}",
+            b"{\"a\": 1,}",
+            b"{'a': 1}",
+            b"{\"a\": NaN}",
+            b"{\"a\": 01}",
+            b"{\"s\": \"\xff\"}",
+            b"{\"x\": \"\xff\"}",
+            b"{\"a\": \"\xff\"}",
+            b"{\"\xff\": 1}",
+            b"{\"x\": \"\\x\"}",
+            b"[1]",
+            b"1",
+            b"\"s\"",
+            b"null",
+            b"true",
+            deep.as_bytes(),
+            deep_declared.as_bytes(),
+        ]
+        .iter()
+        .map(|b| b.to_vec())
+        .collect()
+    }
+
+    #[test]
+    fn not_json_rows_are_null_with_a_parse_error() {
+        let fields = vec![
+            opt("a", int()),
+            opt("s", string()),
+            opt("l", list(st(vec![opt("x", list(string()))]))),
+        ];
+        let options = Options {
+            copy_source_column: true,
+            ..counted()
+        };
+        let bad = not_json();
+        let mut records: Vec<Option<&[u8]>> = bad.iter().map(|b| Some(b.as_slice())).collect();
+        records.push(Some(br#"{"a": 1, "s": "ok", "l": [{"x": ["p"]}], "z": 1}"#));
+        let r = run_bytes(fields, &options, &records);
+        let n = bad.len();
+        for (i, source) in bad.iter().enumerate() {
+            let row = r.data(i);
+            assert_eq!(
+                row,
+                json!({"a": null, "s": null, "l": null, "value": row["value"],
+                    "_missing_values": null, "_excess_values": null, "_parse_error": 1}),
+                "{:?}",
+                String::from_utf8_lossy(source)
+            );
+            // The source copy is the raw bytes, also here.
+            let value = r.column("value").as_binary::<i64>();
+            assert_eq!(value.value(i), source.as_slice());
+        }
+        assert_eq!(
+            r.data(n),
+            json!({"a": 1, "s": "ok", "l": [{"x": ["p"]}], "value": r.data(n)["value"],
+                "_missing_values": 0, "_excess_values": 1, "_parse_error": 0})
+        );
+        assert_eq!(
+            r.counters,
+            Counters {
+                rows: n as u64 + 1,
+                parse_errors: n as u64,
+                missing: 0,
+                excess: 1
+            }
+        );
+    }
+
+    #[test]
+    fn nesting_within_the_limit_is_json() {
+        let nested = format!("{{\"x\": {}{}}}", "[".repeat(150), "]".repeat(150));
+        let r = run(vec![opt("a", int())], &counted(), &[&nested]);
+        assert_eq!(r.errors(), [0]);
+        assert_eq!(r.rows[0]["_excess_values"], json!(1));
+    }
+
+    #[test]
+    fn a_row_cut_short_is_rolled_back() {
+        let item = st(vec![
+            opt("a", int()),
+            opt("l", list(string())),
+            opt("m", map(PrimitiveType::String, list(int()))),
+        ]);
+        let fields = vec![
+            opt("id", long()),
+            opt("items", list(item)),
+            opt("b", p(PrimitiveType::Binary)),
+        ];
+        let good1 =
+            r#"{"id": 1, "items": [{"a": 1, "l": ["x", "y"], "m": {"k": [1]}}], "b": "AQ=="}"#;
+        let good2 =
+            r#"{"id": 2, "items": [{"a": 2, "l": ["z"], "m": {"j": [2, 3]}}], "b": "Ag=="}"#;
+        let cut = [
+            r#"{"id": 9, "b": "/w==", "items": [{"a": 9, "l": ["q", "r"#,
+            r#"{"id": 9, "items": [{"a": 9, "l": ["q"], "m": {"k": [1, 2, }}]}"#,
+            r#"{"id": 9, "items": [{"a": 9, "l": ["q"]}, {"m": {"k": [1]}}]} trailing"#,
+            r#"{"id": 9, "items": [{"a": 9, "l": ["q"]}, {"m": {"k": [1]}}], "id": 10, "#,
+        ];
+        let mut records = vec![good1];
+        for c in &cut {
+            records.push(c);
+            records.push(good2);
+        }
+        let r = run(fields, &Options::default(), &records);
+        let want1 = json!({"id": 1, "items": [{"a": 1, "l": ["x", "y"], "m": {"k": [1]}}],
+            "b": "01", "_parse_error": 0});
+        let want2 = json!({"id": 2, "items": [{"a": 2, "l": ["z"], "m": {"j": [2, 3]}}],
+            "b": "02", "_parse_error": 0});
+        let null = json!({"id": null, "items": null, "b": null, "_parse_error": 1});
+        assert_eq!(r.data(0), want1);
+        for (i, c) in cut.iter().enumerate() {
+            assert_eq!(r.data(1 + 2 * i), null, "{c}");
+            assert_eq!(r.data(2 + 2 * i), want2, "after {c}");
+        }
+        // Nothing of the cut rows is left in the nested arrays.
+        let items = r.column("items").as_list::<i32>();
+        assert_eq!(items.values().len(), 1 + cut.len());
+    }
+
+    #[test]
+    fn tombstones_and_the_source_copy() {
+        let fields = vec![opt("a", int()), opt("s", st(vec![opt("x", int())]))];
+        let options = Options {
+            copy_source_column: true,
+            flatten_path: true,
+            ..counted()
+        };
+        let records: [Option<&[u8]>; 4] = [
+            None,
+            Some(br#"{"a": 1, "s": {"x": 2}}"#),
+            Some(br#"{"a": "x"}"#),
+            Some(b"not json"),
+        ];
+        let r = run_bytes(fields, &options, &records);
+        assert_eq!(
+            r.data(0),
+            json!({"a": null, "s__x": null, "value": null, "_missing_values": null,
+                "_excess_values": null, "_parse_error": 0})
+        );
+        let value = r.column("value").as_binary::<i64>();
+        assert!(value.is_null(0));
+        for (i, record) in records.iter().enumerate().skip(1) {
+            assert_eq!(Some(value.value(i)), *record);
+        }
+        assert_eq!(r.errors(), [0, 0, 1, 1]);
+        assert_eq!(r.data(2)["_missing_values"], json!(1));
+        assert_eq!(
+            r.counters,
+            Counters {
+                rows: 4,
+                parse_errors: 2,
+                missing: 1,
+                excess: 0
+            }
+        );
+    }
+
+    #[test]
+    fn key_source_copy_is_named_key() {
+        let layout = Layout::new(
+            &StructType::new(vec![opt("id", long())]),
+            Source::Key,
+            &Options {
+                copy_source_column: true,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        let mut e = Expander::new(&layout, target(&layout)).unwrap();
+        e.push(Some(br#"{"id": 5}"#), 0, 0, 0);
+        let (batch, _) = e.finish().unwrap();
+        let key = batch.column_by_name("key").unwrap().as_binary::<i64>();
+        assert_eq!(key.value(0), br#"{"id": 5}"#);
+    }
+
+    #[test]
+    fn partition_offset_timestamp() {
+        let layout = Layout::new(
+            &StructType::new(vec![opt("a", int())]),
+            Source::Value,
+            &Options::default(),
+        )
+        .unwrap();
+        let schema = target(&layout);
+        let mut e = Expander::new(&layout, schema.clone()).unwrap();
+        e.push(Some(b"{}"), 3, 42, 1_700_000_000_123);
+        e.push(None, 7, 43, -5);
+        e.push(Some(b"x"), 7, 44, 0);
+        let (batch, _) = e.finish().unwrap();
+        assert_eq!(batch.schema(), schema);
+        let partition = batch
+            .column_by_name("_partition")
+            .unwrap()
+            .as_primitive::<Int32Type>();
+        assert_eq!(partition.values(), &[3, 7, 7]);
+        let offset = batch
+            .column_by_name("_offset")
+            .unwrap()
+            .as_primitive::<Int64Type>();
+        assert_eq!(offset.values(), &[42, 43, 44]);
+        let ts = batch.column_by_name("_timestamp").unwrap();
+        assert_eq!(
+            ts.data_type(),
+            &DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into()))
+        );
+        let ts = ts.as_primitive::<TimestampMicrosecondType>();
+        assert_eq!(ts.values(), &[1_700_000_000_123_000, -5_000, 0]);
+        assert_eq!(ts.null_count(), 0);
+    }
+
+    #[test]
+    fn reuse_after_finish_and_bytes() {
+        let layout = Layout::new(
+            &StructType::new(vec![opt("a", int())]),
+            Source::Value,
+            &Options::default(),
+        )
+        .unwrap();
+        let mut e = Expander::new(&layout, target(&layout)).unwrap();
+        assert!(e.is_empty());
+        e.push(Some(br#"{"a": 1}"#), 0, 0, 0);
+        e.push(Some(b"bad"), 0, 1, 0);
+        e.push(None, 0, 2, 0);
+        assert_eq!(e.len(), 3);
+        assert_eq!(e.bytes(), 11);
+        let (batch, counters) = e.finish().unwrap();
+        assert_eq!(batch.num_rows(), 3);
+        assert_eq!(counters.rows, 3);
+        assert_eq!(counters.parse_errors, 1);
+        assert_eq!(e.bytes(), 0);
+        e.push(Some(br#"{"a": 2}"#), 0, 3, 0);
+        let (batch, counters) = e.finish().unwrap();
+        assert_eq!(to_json(&batch)[0]["a"], json!(2));
+        assert_eq!(batch.num_rows(), 1);
+        assert_eq!(counters.rows, 1);
+        assert_eq!(counters.parse_errors, 0);
+        let (batch, counters) = e.finish().unwrap();
+        assert_eq!(batch.num_rows(), 0);
+        assert_eq!(counters, Counters::default());
+    }
+
+    #[test]
+    fn target_columns_by_name() {
+        let layout = Layout::new(
+            &StructType::new(vec![
+                opt("a", int()),
+                opt("b", st(vec![opt("x", string())])),
+            ]),
+            Source::Value,
+            &Options::default(),
+        )
+        .unwrap();
+        let full = target(&layout);
+        // Another version's column, in another order, without `a`.
+        let mut fields: Vec<FieldRef> = full
+            .fields()
+            .iter()
+            .filter(|f| f.name() != "a")
+            .cloned()
+            .collect();
+        fields.reverse();
+        fields.insert(
+            1,
+            Arc::new(arrow::datatypes::Field::new("old", DataType::Utf8, true)),
+        );
+        let schema = Arc::new(arrow::datatypes::Schema::new(fields));
+        let mut e = Expander::new(&layout, schema.clone()).unwrap();
+        e.push(Some(br#"{"a": 1, "b": {"x": "y"}}"#), 0, 0, 0);
+        let (batch, _) = e.finish().unwrap();
+        assert_eq!(batch.schema(), schema);
+        let row = &to_json(&batch)[0];
+        assert_eq!(row["b"], json!({"x": "y"}));
+        assert_eq!(row["old"], Value::Null);
+        assert!(!row.contains_key("a"));
+
+        // A filled column of another type, or renamed nested field, is refused.
+        for dt in [
+            DataType::Int64,
+            DataType::Struct(vec![arrow::datatypes::Field::new("z", DataType::Utf8, true)].into()),
+            DataType::Struct(vec![arrow::datatypes::Field::new("x", DataType::Utf8, false)].into()),
+            DataType::Struct(
+                vec![arrow::datatypes::Field::new("x", DataType::LargeUtf8, true)].into(),
+            ),
+        ] {
+            let fields: Vec<FieldRef> = full
+                .fields()
+                .iter()
+                .map(|f| {
+                    if f.name() == "b" {
+                        Arc::new(arrow::datatypes::Field::new("b", dt.clone(), true))
+                    } else {
+                        f.clone()
+                    }
+                })
+                .collect();
+            let err = Expander::new(&layout, Arc::new(arrow::datatypes::Schema::new(fields)))
+                .unwrap_err();
+            assert!(err.to_string().contains("target column b"), "{err}");
+        }
+        // A required column the expansion cannot fill, or a required filled one.
+        for f in [
+            arrow::datatypes::Field::new("old", DataType::Utf8, false),
+            arrow::datatypes::Field::new("a", DataType::Int32, false),
+        ] {
+            let mut fields: Vec<FieldRef> = full
+                .fields()
+                .iter()
+                .filter(|g| g.name() != f.name())
+                .cloned()
+                .collect();
+            fields.push(Arc::new(f));
+            let err = Expander::new(&layout, Arc::new(arrow::datatypes::Schema::new(fields)))
+                .unwrap_err();
+            assert!(err.to_string().contains("required"), "{err}");
+        }
+    }
+
+    #[test]
+    fn expander_is_send() {
+        // Sealing runs it on blocking threads.
+        fn send<T: Send>() {}
+        send::<Expander>();
+        send::<Layout>();
+    }
+
+    #[test]
+    fn parse_int_grammar() {
+        assert_eq!(parse_int(b"0"), Some(0));
+        assert_eq!(parse_int(b"-0"), Some(0));
+        assert_eq!(parse_int(b"-9223372036854775808"), Some(i64::MIN));
+        for bad in [&b""[..], b"-", b"01", b"+1", b"1.0", b"1e3", b" 1", b"--1"] {
+            assert_eq!(parse_int(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    /// Every type, nested and flattened, through the Parquet writer the tables use and
+    /// back: the batches have exactly the target's types.
+    #[tokio::test]
+    async fn parquet_round_trip() {
+        use iceberg::writer::file_writer::{FileWriter, FileWriterBuilder, ParquetWriterBuilder};
+        use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+        use parquet::file::properties::WriterProperties;
+
+        let leaf_types = vec![
+            opt("bool", p(PrimitiveType::Boolean)),
+            opt("int", int()),
+            opt("long", long()),
+            opt("float", p(PrimitiveType::Float)),
+            opt("double", p(PrimitiveType::Double)),
+            opt(
+                "dec",
+                p(PrimitiveType::Decimal {
+                    precision: 12,
+                    scale: 3,
+                }),
+            ),
+            opt("date", p(PrimitiveType::Date)),
+            opt("time", p(PrimitiveType::Time)),
+            opt("ts", p(PrimitiveType::Timestamp)),
+            opt("tstz", p(PrimitiveType::Timestamptz)),
+            opt("str", string()),
+            opt("uuid", p(PrimitiveType::Uuid)),
+            opt("fixed", p(PrimitiveType::Fixed(2))),
+            opt("bin", p(PrimitiveType::Binary)),
+        ];
+        let mut fields = leaf_types.clone();
+        fields.push(opt("s", st(leaf_types.clone())));
+        fields.push(opt(
+            "l",
+            list(st(vec![opt("x", int()), opt("y", list(string()))])),
+        ));
+        fields.push(opt("ms", map(PrimitiveType::String, st(leaf_types))));
+        fields.push(opt("mi", map(PrimitiveType::Int, list(long()))));
+        fields.push(opt("ml", map(PrimitiveType::Long, p(PrimitiveType::Date))));
+        let leaves = r#""bool": true, "int": 1, "long": 2, "float": 1.5, "double": 2.5,
+            "dec": "123456789.123", "date": "2024-02-29", "time": "12:00:00.5",
+            "ts": "2024-01-02T03:04:05", "tstz": "2024-01-02T03:04:05+01:00", "str": "é",
+            "uuid": "67e55044-10b1-426f-9247-bb680e5fe0c8", "fixed": "AQI=", "bin": "AQID""#;
+        let full = format!(
+            r#"{{{leaves}, "s": {{{leaves}}}, "l": [{{"x": 1, "y": ["a", null]}}, null, {{}}],
+                "ms": {{"k": {{{leaves}}}, "n": null}}, "mi": {{"1": [1, 2], "2": null}},
+                "ml": {{"5": 19782}}}}"#
+        );
+        let records: Vec<Option<&[u8]>> = vec![
+            Some(full.as_bytes()),
+            None,
+            Some(b"{}"),
+            Some(b"not json"),
+            Some(br#"{"int": "x", "s": {"int": 2}, "l": [], "ms": {}, "mi": {"x": []}}"#),
+            Some(full.as_bytes()),
+        ];
+        for options in [
+            Options {
+                copy_source_column: true,
+                ..counted()
+            },
+            Options {
+                flatten_path: true,
+                ..Options::default()
+            },
+        ] {
+            let layout =
+                Layout::new(&StructType::new(fields.clone()), Source::Value, &options).unwrap();
+            let schema = Arc::new(iceberg_schema(&layout));
+            let arrow_schema = Arc::new(iceberg::arrow::schema_to_arrow_schema(&schema).unwrap());
+            let mut e = Expander::new(&layout, arrow_schema.clone()).unwrap();
+            for (i, r) in records.iter().enumerate() {
+                e.push(*r, 1, i as i64, 0);
+            }
+            let (batch, counters) = e.finish().unwrap();
+            assert_eq!(counters.parse_errors, 2);
+            assert_eq!(batch.schema(), arrow_schema);
+
+            let io = iceberg::io::FileIO::new_with_memory();
+            let location = "memory:///expansion/data.parquet";
+            let mut w = ParquetWriterBuilder::new(WriterProperties::default(), schema.clone())
+                .build(io.new_output(location).unwrap())
+                .await
+                .unwrap();
+            w.write(&batch).await.unwrap();
+            let files = w.close().await.unwrap();
+            assert_eq!(files.len(), 1);
+            let bytes = io.new_input(location).unwrap().read().await.unwrap();
+            let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)
+                .unwrap()
+                .build()
+                .unwrap();
+            let read: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
+            assert_eq!(read.len(), 1);
+            assert_eq!(read[0].num_rows(), records.len());
+            for (a, b) in read[0].columns().iter().zip(batch.columns()) {
+                assert_eq!(a.to_data(), b.to_data());
+            }
+            // The full record came through whole.
+            let rows = to_json(&batch);
+            assert_eq!(rows[0]["_parse_error"], json!(0));
+            assert_eq!(
+                rows[5],
+                rows[0]
+                    .clone()
+                    .into_iter()
+                    .map(|(k, v)| {
+                        let v = if k == "_offset" { json!(5) } else { v };
+                        (k, v)
+                    })
+                    .collect()
+            );
+        }
+    }
+}
