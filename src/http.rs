@@ -1,5 +1,6 @@
 //! A small HTTP/1 accept loop with graceful shutdown for the HTTP endpoint, and its
-//! routes (`/health`, `/metrics`, the Iceberg REST catalog under `/iceberg`).
+//! routes (`/health`, `/metrics`, the Iceberg REST catalog under `/iceberg`, the admin
+//! API under `/admin`).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -152,7 +153,11 @@ pub fn endpoint(
     move |req| {
         if let Some(rest) = req.uri().path().strip_prefix("/iceberg") {
             let path = rest.to_owned();
-            return Box::pin(iceberg_request(iceberg.clone(), path, req));
+            return Box::pin(iceberg_request(iceberg.clone(), path, false, req));
+        }
+        if let Some(rest) = req.uri().path().strip_prefix("/admin/") {
+            let path = format!("/{rest}");
+            return Box::pin(iceberg_request(iceberg.clone(), path, true, req));
         }
         let r = match (req.method(), req.uri().path()) {
             (&Method::GET, "/health") => health(&catalog),
@@ -167,9 +172,11 @@ pub fn endpoint(
     }
 }
 
+/// A request to the REST catalog, or (`admin`) to the admin API it serves too.
 async fn iceberg_request(
     iceberg: Arc<tables::rest::RestCatalog>,
     path: String,
+    admin: bool,
     req: Request<Incoming>,
 ) -> Reply {
     let header = |name: hyper::header::HeaderName| {
@@ -192,16 +199,19 @@ async fn iceberg_request(
             );
         }
     };
-    let r = iceberg
-        .handle(tables::rest::Request {
-            method,
-            path,
-            query,
-            authorization,
-            host,
-            body,
-        })
-        .await;
+    let req = tables::rest::Request {
+        method,
+        path,
+        query,
+        authorization,
+        host,
+        body,
+    };
+    let r = if admin {
+        iceberg.handle_admin(req).await
+    } else {
+        iceberg.handle(req).await
+    };
     reply(r.status, "application/json", r.body)
 }
 

@@ -2,6 +2,7 @@
 
 mod background;
 mod config;
+mod expansion_cli;
 mod heal;
 mod http;
 mod metrics;
@@ -40,6 +41,13 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Manage a topic's blob expansion on a running server (its admin API).
+    Expansion {
+        #[command(flatten)]
+        server: expansion_cli::Server,
+        #[command(subcommand)]
+        action: expansion_cli::Action,
+    },
 }
 
 fn main() -> std::process::ExitCode {
@@ -64,6 +72,7 @@ fn main() -> std::process::ExitCode {
                 .block_on(serve::run(config))
         }),
         Command::Heal { storage, json } => storage.resolve().and_then(|c| heal::run(&c, json)),
+        Command::Expansion { server, action } => expansion_cli::run(&server, action),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -201,6 +201,9 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     kafka_config.compaction.map_bytes = config.kafka_compaction_map_mb << 20;
     kafka_config.compaction.max_pass_bytes = config.kafka_compaction_pass_mb << 20;
     let kafka_broker = broker::Broker::new(catalog_dyn, kafka_config);
+    let _ = kafka_broker
+        .table_sealer
+        .set(Arc::new(TablerSealer(tabler.clone())));
     metrics.register_kafka(&kafka_broker.metrics);
     tasks.spawn(broker::group::lag::run(
         kafka_broker.clone(),
@@ -283,5 +286,24 @@ async fn collect_orphans(catalog: Arc<EmbeddedCatalog>) {
         Ok(Ok(_)) => {}
         Ok(Err(e)) => tracing::warn!(error = %e, "collecting orphaned blobs failed"),
         Err(e) => tracing::warn!(error = %e, "collecting orphaned blobs panicked"),
+    }
+}
+
+/// How DeleteRecords has a topic's expansions read what it removes: the tabler seals the
+/// topic first.
+struct TablerSealer(Arc<tables::Tabler>);
+
+impl broker::TableSealer for TablerSealer {
+    fn seal<'a>(
+        &'a self,
+        topic: &'a str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + 'a>> {
+        Box::pin(async move {
+            self.0
+                .seal(topic)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
     }
 }

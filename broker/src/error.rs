@@ -14,6 +14,10 @@ pub fn from_catalog(e: &CatalogError) -> ResponseError {
         CatalogError::OutOfOrderSequence => ResponseError::OutOfOrderSequenceNumber,
         CatalogError::ProducerFenced => ResponseError::InvalidProducerEpoch,
         CatalogError::Invalid(_) => ResponseError::InvalidRequest,
+        // The response's error message says which expansion holds the topic.
+        CatalogError::TopicHasExpansion { .. } => ResponseError::PolicyViolation,
+        // DeleteRecords waits for the expansion first; only a race gets here.
+        CatalogError::NotExpanded { .. } => ResponseError::PolicyViolation,
         CatalogError::Storage(_)
         | CatalogError::Store(_)
         | CatalogError::Corrupt(_)

@@ -99,6 +99,18 @@ pub struct Broker {
     pub request_budget: Arc<Semaphore>,
     /// Wakes the log cleaner (a topic's configs changed).
     pub compaction_wake: tokio::sync::Notify,
+    /// Seals topic tables, so DeleteRecords can wait for an expansion to read what it
+    /// removes (none: tables are not served).
+    pub table_sealer: std::sync::OnceLock<Arc<dyn TableSealer>>,
+}
+
+/// Brings a topic's table, and so the topic's expansions, up to the topic's end.
+pub trait TableSealer: Send + Sync {
+    /// Seals `topic`'s committed records into its table.
+    fn seal<'a>(
+        &'a self,
+        topic: &'a str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + 'a>>;
 }
 
 impl Broker {
@@ -129,6 +141,7 @@ impl Broker {
             groups,
             request_budget: Arc::new(Semaphore::new(budget)),
             compaction_wake: tokio::sync::Notify::new(),
+            table_sealer: std::sync::OnceLock::new(),
         })
     }
 }

@@ -64,6 +64,8 @@ pub struct Cut {
     /// has no age limit.
     cutoff: i64,
     max_bytes: Option<u64>,
+    /// Nothing from this offset on goes: the records a topic's expansion has not read.
+    limit: u64,
 }
 
 impl Cut {
@@ -76,7 +78,15 @@ impl Cut {
                 .max_age_ms
                 .map_or(i64::MIN, |ms| now_ms.saturating_sub(ms)),
             max_bytes: policy.max_bytes,
+            limit: u64::MAX,
         }
+    }
+
+    /// Keeps every record from `limit` on (none: no limit), as an expansion needs until
+    /// its table holds them.
+    pub fn keeping_from(mut self, limit: Option<u64>) -> Self {
+        self.limit = limit.unwrap_or(u64::MAX);
+        self
     }
 
     /// Takes the next batch from the head: deletes it if it is too old or the size limit
@@ -85,6 +95,9 @@ impl Cut {
     pub fn step(&mut self, b: &BatchInfo) -> bool {
         if b.last_offset < self.start {
             return true;
+        }
+        if b.last_offset >= self.limit {
+            return false;
         }
         let len = u64::from(b.len);
         let expired = b.max_timestamp < self.cutoff;
@@ -100,7 +113,8 @@ impl Cut {
     }
 }
 
-/// Where a partition should start under `policy` now, if that is past its log start.
+/// Where a partition should start under `policy` now, if that is past its log start
+/// (never past `limit`, the first record a topic's expansion has not read).
 pub fn new_start(
     catalog: &dyn Catalog,
     topic_id: u128,
@@ -108,8 +122,9 @@ pub fn new_start(
     state: &PartitionState,
     policy: Policy,
     now_ms: i64,
+    limit: Option<u64>,
 ) -> CatalogResult<Option<Cut>> {
-    let mut cut = Cut::new(state, policy, now_ms);
+    let mut cut = Cut::new(state, policy, now_ms).keeping_from(limit);
     loop {
         let page = catalog.batch_index(topic_id, partition, cut.start, PAGE)?;
         let full = page.len() == PAGE;
@@ -145,7 +160,9 @@ fn plan(catalog: &dyn Catalog, now_ms: i64) -> CatalogResult<Vec<TopicPlan>> {
             let Some(state) = catalog.partition(topic.id, partition)? else {
                 continue;
             };
-            if let Some(cut) = new_start(catalog, topic.id, partition, &state, policy, now_ms)? {
+            let limit = catalog.expanded_to(&topic, partition)?;
+            let cut = new_start(catalog, topic.id, partition, &state, policy, now_ms, limit)?;
+            if let Some(cut) = cut {
                 plan.records += cut.start - state.log_start_offset;
                 plan.bytes += state.bytes - cut.remaining;
                 plan.ops.push(Op::TruncateBefore {
@@ -265,13 +282,38 @@ mod tests {
     }
 
     fn walk(state: PartitionState, policy: Policy, now: i64, batches: &[BatchInfo]) -> u64 {
-        let mut cut = Cut::new(&state, policy, now);
+        walk_keeping(state, policy, now, batches, None)
+    }
+
+    fn walk_keeping(
+        state: PartitionState,
+        policy: Policy,
+        now: i64,
+        batches: &[BatchInfo],
+        limit: Option<u64>,
+    ) -> u64 {
+        let mut cut = Cut::new(&state, policy, now).keeping_from(limit);
         for b in batches {
             if !cut.step(b) {
                 break;
             }
         }
         cut.start
+    }
+
+    #[test]
+    fn records_an_expansion_has_not_read_are_kept() {
+        let (policy, state) = (by_age(1000), state(0, 30, 300));
+        let batches = [
+            batch(0, 9, 100, 100),
+            batch(10, 19, 100, 100),
+            batch(20, 29, 100, 100),
+        ];
+        assert_eq!(walk_keeping(state, policy, 5000, &batches, None), 30);
+        // Read up to 15: the batch holding 15 and those after it stay.
+        assert_eq!(walk_keeping(state, policy, 5000, &batches, Some(15)), 10);
+        assert_eq!(walk_keeping(state, policy, 5000, &batches, Some(20)), 20);
+        assert_eq!(walk_keeping(state, policy, 5000, &batches, Some(0)), 0);
     }
 
     #[test]

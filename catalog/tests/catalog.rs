@@ -539,6 +539,147 @@ fn topic_table(id: u128, generation: u64, tabled: Vec<u64>) -> catalog::TopicTab
     }
 }
 
+fn expansion(id: u128, changes: u64, from: Vec<u64>, live: bool) -> catalog::Expansion {
+    catalog::Expansion {
+        topic_id: id,
+        changes,
+        versions: vec![catalog::ExpansionVersion {
+            from,
+            spec: live.then(|| catalog::ExpansionSpec {
+                namespace: "expanded".into(),
+                table: "rows".into(),
+                format: "json".into(),
+                schema: "{}".into(),
+                flatten_path: false,
+                flatten_delimiter: "__".into(),
+                copy_source_column: false,
+                missing_values_output: true,
+                excess_values_output: true,
+            }),
+            backfill: Vec::new(),
+        }],
+    }
+}
+
+/// An expansion holds its topic: the topic cannot be deleted while it is live, and no
+/// record its table has not read (tabled) can be truncated away; once dropped, the topic
+/// goes and takes the expansion with it. Tables outside kafka_topics move a generation at
+/// a time and take their files when dropped.
+#[tokio::test]
+async fn expansions_hold_their_topic_and_its_unread_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = open(dir.path());
+    commit(&c, vec![bucket("kafka"), topic("t", 7, 1)])
+        .await
+        .unwrap();
+    commit(&c, vec![append(7, 0, 10, 1)]).await.unwrap();
+    let put = |expected, e| Op::PutExpansion {
+        topic: "t".into(),
+        source: "value".into(),
+        expected,
+        expansion: e,
+    };
+    // Built on the wrong change count, or for another topic id: refused.
+    for bad in [
+        put(1, Some(expansion(7, 2, vec![0], true))),
+        put(0, Some(expansion(8, 1, vec![0], true))),
+    ] {
+        assert!(matches!(
+            commit(&c, vec![bad]).await,
+            Err(CatalogError::PreconditionFailed(_))
+        ));
+    }
+    commit(&c, vec![put(0, Some(expansion(7, 1, vec![0], true)))])
+        .await
+        .unwrap();
+    assert_eq!(c.expansions("t").unwrap().len(), 1);
+    let truncate = |offset| Op::TruncateBefore {
+        topic_id: 7,
+        partition: 0,
+        offset,
+    };
+    // No table yet: nothing was read, nothing may go.
+    assert!(matches!(
+        commit(&c, vec![truncate(5)]).await,
+        Err(CatalogError::NotExpanded { tabled: 0, .. })
+    ));
+    commit(
+        &c,
+        vec![Op::PutTopicTable {
+            topic: "t".into(),
+            expected: 0,
+            table: topic_table(7, 1, vec![6]),
+        }],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        c.expanded_to(&c.topic("t").unwrap().unwrap(), 0).unwrap(),
+        Some(6)
+    );
+    commit(&c, vec![truncate(6)]).await.unwrap();
+    assert!(matches!(
+        commit(&c, vec![truncate(7)]).await,
+        Err(CatalogError::NotExpanded { tabled: 6, .. })
+    ));
+    let delete = || Op::DeleteTopic { name: "t".into() };
+    match commit(&c, vec![delete()]).await {
+        Err(e @ CatalogError::TopicHasExpansion { .. }) => {
+            assert!(e.to_string().contains("into expanded.rows"), "{e}")
+        }
+        other => panic!("deleted a topic with an expansion: {other:?}"),
+    }
+    // Dropped (the version that stops it), the topic can go, and the expansion with it.
+    let mut dropped = expansion(7, 2, vec![10], false);
+    dropped
+        .versions
+        .insert(0, expansion(7, 1, vec![0], true).versions[0].clone());
+    commit(&c, vec![put(1, Some(dropped))]).await.unwrap();
+    commit(&c, vec![delete()]).await.unwrap();
+    assert!(c.expansions("t").unwrap().is_empty());
+
+    let table = |generation| catalog::TableRecord {
+        generation,
+        bucket: "kafka".into(),
+        prefix: "expanded/rows/".into(),
+        metadata_location: format!("s3://kafka/expanded/rows/metadata/{generation}.json"),
+    };
+    let put_table = |expected, t| Op::PutTable {
+        namespace: "expanded".into(),
+        name: "rows".into(),
+        expected,
+        table: t,
+    };
+    commit(
+        &c,
+        vec![
+            object("kafka", "expanded/rows/metadata/1.json", b"{}"),
+            object("kafka", "expanded/rowsx", b"not the table's"),
+            put_table(0, Some(table(1))),
+        ],
+    )
+    .await
+    .unwrap();
+    assert!(matches!(
+        commit(&c, vec![put_table(0, Some(table(1)))]).await,
+        Err(CatalogError::PreconditionFailed(_))
+    ));
+    assert_eq!(c.other_tables().unwrap().len(), 1);
+    commit(&c, vec![put_table(1, None)]).await.unwrap();
+    assert!(c.other_table("expanded", "rows").unwrap().is_none());
+    assert!(
+        c.object("kafka", "expanded/rows/metadata/1.json")
+            .unwrap()
+            .is_none()
+    );
+    assert!(c.object("kafka", "expanded/rowsx").unwrap().is_some());
+    // All of it survives a restart (replayed from the log).
+    drop(c);
+    let c = open(dir.path());
+    assert!(c.other_tables().unwrap().is_empty());
+    assert!(c.topic("t").unwrap().is_none());
+}
+
 /// A topic table moves one generation at a time, and deleting its topic takes the table
 /// state and every object under its prefix with it (and nothing else of the bucket).
 #[tokio::test]

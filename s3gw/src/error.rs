@@ -43,6 +43,8 @@ pub fn catalog_error(e: CatalogError) -> S3Error {
         | CatalogError::DuplicateSequence { .. }
         | CatalogError::OutOfOrderSequence
         | CatalogError::ProducerFenced
+        | CatalogError::TopicHasExpansion { .. }
+        | CatalogError::NotExpanded { .. }
         | CatalogError::Store(_)
         | CatalogError::Corrupt(_)) => {
             tracing::error!(error = %e, "catalog error");

@@ -57,6 +57,10 @@ pub enum TableError {
     /// A malformed request.
     #[error("{0}")]
     BadRequest(String),
+    /// A request that conflicts with what exists (a second expansion of a column, a
+    /// table with another writer).
+    #[error("{0}")]
+    Conflict(String),
     /// A blocking task panicked or was cancelled.
     #[error("background task failed: {0}")]
     Task(String),
@@ -76,13 +80,23 @@ impl TableError {
             TableError::Forbidden(_) => (StatusCode::FORBIDDEN, "ForbiddenException"),
             TableError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "NotAuthorizedException"),
             TableError::BadRequest(_) => (StatusCode::BAD_REQUEST, "BadRequestException"),
+            TableError::Conflict(_) => (StatusCode::CONFLICT, "AlreadyExistsException"),
             TableError::Catalog(catalog::CatalogError::UnknownTopic(_)) => {
                 (StatusCode::NOT_FOUND, "NoSuchTableException")
             }
-            TableError::Catalog(catalog::CatalogError::PreconditionFailed(_)) => {
-                (StatusCode::CONFLICT, "CommitFailedException")
-            }
-            _ => (StatusCode::INTERNAL_SERVER_ERROR, "ServerErrorException"),
+            TableError::Catalog(
+                catalog::CatalogError::PreconditionFailed(_)
+                | catalog::CatalogError::TopicHasExpansion { .. }
+                | catalog::CatalogError::NotExpanded { .. },
+            ) => (StatusCode::CONFLICT, "CommitFailedException"),
+            TableError::Catalog(_)
+            | TableError::Storage(_)
+            | TableError::Iceberg(_)
+            | TableError::Arrow(_)
+            | TableError::CorruptBatch { .. }
+            | TableError::CorruptMetadata(..)
+            | TableError::MissingFile(_)
+            | TableError::Task(_) => (StatusCode::INTERNAL_SERVER_ERROR, "ServerErrorException"),
         }
     }
 }

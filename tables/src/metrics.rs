@@ -1,13 +1,32 @@
 //! Prometheus metrics of the topic tables: how often and how fast topics are sealed,
 //! and what it writes.
 
+use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+
+/// Labels of an expansion's metrics.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ExpansionLabels {
+    /// The expanded topic.
+    pub topic: String,
+    /// Its expanded column (`key` or `value`).
+    pub source_column: String,
+}
 
 /// The tabler's metrics.
 #[derive(Clone)]
 pub struct TableMetrics {
+    /// Rows written into expansions' target tables.
+    pub expansion_rows: Family<ExpansionLabels, Counter>,
+    /// Of those, rows whose source was not JSON of the expansion's shape.
+    pub expansion_parse_errors: Family<ExpansionLabels, Counter>,
+    /// Schema fields absent from the expanded JSON.
+    pub expansion_missing_fields: Family<ExpansionLabels, Counter>,
+    /// JSON fields not in the expansion schema.
+    pub expansion_excess_fields: Family<ExpansionLabels, Counter>,
     /// Snapshots committed (appends, deletions).
     pub snapshots: Counter,
     /// Seals that failed.
@@ -23,6 +42,10 @@ pub struct TableMetrics {
 impl Default for TableMetrics {
     fn default() -> Self {
         Self {
+            expansion_rows: Family::default(),
+            expansion_parse_errors: Family::default(),
+            expansion_missing_fields: Family::default(),
+            expansion_excess_fields: Family::default(),
             snapshots: Counter::default(),
             seal_errors: Counter::default(),
             rows: Counter::default(),
@@ -33,8 +56,47 @@ impl Default for TableMetrics {
 }
 
 impl TableMetrics {
+    /// Counts what one committed snapshot of an expansion's target held; `label` is
+    /// (topic, source column).
+    pub fn expansion(&self, label: &(String, String), c: &crate::expansion::Counters) {
+        let l = ExpansionLabels {
+            topic: label.0.clone(),
+            source_column: label.1.clone(),
+        };
+        self.expansion_rows.get_or_create(&l).inc_by(c.rows);
+        self.expansion_parse_errors
+            .get_or_create(&l)
+            .inc_by(c.parse_errors);
+        self.expansion_missing_fields
+            .get_or_create(&l)
+            .inc_by(c.missing);
+        self.expansion_excess_fields
+            .get_or_create(&l)
+            .inc_by(c.excess);
+    }
+
     /// Registers the metrics (prefix them with `eddy_tables`).
     pub fn register(&self, r: &mut Registry) {
+        r.register(
+            "expansion_rows",
+            "Rows written into expansion target tables",
+            self.expansion_rows.clone(),
+        );
+        r.register(
+            "expansion_parse_errors",
+            "Expanded rows whose source was not JSON of the expansion schema's shape",
+            self.expansion_parse_errors.clone(),
+        );
+        r.register(
+            "expansion_missing_fields",
+            "Expansion schema fields absent from expanded JSON",
+            self.expansion_missing_fields.clone(),
+        );
+        r.register(
+            "expansion_excess_fields",
+            "JSON fields of expanded records that the expansion schema does not name",
+            self.expansion_excess_fields.clone(),
+        );
         r.register(
             "snapshots",
             "Topic table snapshots committed",

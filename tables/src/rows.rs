@@ -76,7 +76,7 @@ impl RowBuilder {
     }
 
     /// Adds the records of a stored batch whose offsets are in `from..to` (control
-    /// records are not data and are left out).
+    /// records are not data and are left out), passing each to `each` too.
     pub fn add_batch(
         &mut self,
         topic: &str,
@@ -84,6 +84,7 @@ impl RowBuilder {
         batch: &StoredBatch,
         from: u64,
         to: u64,
+        each: &mut dyn FnMut(&kafka_protocol::records::Record),
     ) -> TableResult<()> {
         let mut buf = batch.bytes.clone();
         let set = RecordBatchDecoder::decode(&mut buf).map_err(|e| TableError::CorruptBatch {
@@ -126,6 +127,7 @@ impl RowBuilder {
             }
             self.headers.append(true);
             self.rows += 1;
+            each(&r);
         }
         Ok(())
     }

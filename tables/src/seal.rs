@@ -25,6 +25,8 @@ use crate::rows::RowBuilder;
 use crate::schema::{topic_partition_spec, topic_schema};
 use crate::{TableError, TableResult, now_ms};
 
+mod expand;
+
 /// Namespace of every topic table.
 pub const NAMESPACE: &str = "kafka_topics";
 
@@ -87,6 +89,8 @@ struct Collected {
     files: Vec<PartitionRows>,
     tabled: Vec<u64>,
     more: bool,
+    /// The expansions, holding their rows of the same records.
+    expansions: expand::StepExpansions,
 }
 
 impl Tabler {
@@ -129,7 +133,7 @@ impl Tabler {
         format!("{NAMESPACE}/{topic}/")
     }
 
-    fn lock_for(&self, topic: &str) -> Arc<tokio::sync::Mutex<()>> {
+    pub(crate) fn lock_for(&self, topic: &str) -> Arc<tokio::sync::Mutex<()>> {
         let mut locks = self.locks.lock().unwrap_or_else(|p| p.into_inner());
         locks.retain(|_, l| Arc::strong_count(l) > 1);
         locks.entry(topic.to_owned()).or_default().clone()
@@ -222,7 +226,7 @@ impl Tabler {
         blocking(move || objects::read(catalog.as_ref(), &bucket, &key)).await
     }
 
-    async fn read_metadata(&self, location: &str) -> TableResult<TableMetadata> {
+    pub(crate) async fn read_metadata(&self, location: &str) -> TableResult<TableMetadata> {
         let bytes = self.read_file(location).await?;
         serde_json::from_slice(&bytes)
             .map_err(|e| TableError::CorruptMetadata(location.to_owned(), e.to_string()))
@@ -362,25 +366,33 @@ impl Tabler {
             return Ok((table, true));
         }
         self.reflected(&t, passes.clone());
-        let collected = {
+        let expansions = expand::StepExpansions::load(self, &t).await?;
+        let mut collected = {
             let catalog = self.catalog.clone();
             let t = t.clone();
             let max = self.max_snapshot_bytes;
-            blocking(move || collect(catalog.as_ref(), &t, &tabled, arrow_schema, max)).await?
+            blocking(move || collect(catalog.as_ref(), &t, &tabled, arrow_schema, max, expansions))
+                .await?
         };
         if let Some(c) = &current
             && collected.files.is_empty()
             && collected.tabled == c.tabled
             && start == c.start
+            && !collected.expansions.changes(&collected.tabled)
         {
             return Ok((c.clone(), collected.more));
         }
+        let expansions = std::mem::take(&mut collected.expansions);
 
         let io = FileIO::new_with_memory();
         let mut written: Vec<(String, &'static str)> = Vec::new();
         let mut builder =
             TableMetadataBuilder::new_from_metadata(metadata.clone(), previous_location);
         let mut removed: Vec<String> = Vec::new();
+        // The expansions' rows first: their snapshots commit with the topic's.
+        let staged = expansions
+            .write(self, &io, &t, &collected.tabled, max_rewrite_bytes)
+            .await?;
         if !collected.files.is_empty() {
             let (snapshot, files) = self
                 .write_snapshot(
@@ -409,6 +421,7 @@ impl Tabler {
                 removed,
                 collected.tabled,
                 start,
+                staged,
             )
             .await?;
         Ok((table, collected.more))
@@ -453,6 +466,7 @@ impl Tabler {
             unreferenced,
             current.tabled.clone(),
             start,
+            expand::Staged::default(),
         )
         .await
     }
@@ -464,7 +478,8 @@ impl Tabler {
     }
 
     /// Writes the new `metadata.json` and commits it with the new files, the deletion
-    /// of files no snapshot needs any more, and the new table state, in one transaction.
+    /// of files no snapshot needs any more, the expansions' staged changes and the new
+    /// table state, in one transaction.
     #[allow(clippy::too_many_arguments)]
     async fn publish(
         &self,
@@ -476,39 +491,20 @@ impl Tabler {
         mut removed: Vec<String>,
         tabled: Vec<u64>,
         start: Vec<u64>,
+        staged: expand::Staged,
     ) -> TableResult<TopicTable> {
         let topic = t.name.as_str();
         let table_location =
             objects::location(&self.bucket, Self::prefix(topic).trim_end_matches('/'));
-        let built = builder.build()?;
-        removed.extend(
-            built
-                .expired_metadata_logs
-                .into_iter()
-                .map(|l| l.metadata_file),
-        );
-        let new_metadata = built.metadata;
         let generation = current.map_or(0, |c| c.generation);
-        let metadata_location = format!(
-            "{table_location}/metadata/{:05}-{}.metadata.json",
-            generation + 1,
-            uuid::Uuid::new_v4()
-        );
-        let json = serde_json::to_vec(&new_metadata)
-            .map_err(|e| TableError::CorruptMetadata(metadata_location.clone(), e.to_string()))?;
-        io.new_output(&metadata_location)?
-            .write(json.into())
+        let (metadata_location, expired) = self
+            .write_metadata(io, builder, &table_location, generation)
             .await?;
+        removed.extend(expired);
         written.push((metadata_location.clone(), "application/json"));
-
-        let mut files = Vec::with_capacity(written.len());
-        for (location, content_type) in written {
-            let bytes = io.new_input(&location)?.read().await?;
-            let key = objects::key_of(&self.bucket, &location)
-                .ok_or_else(|| TableError::MissingFile(location.clone()))?
-                .to_owned();
-            files.push((key, bytes.to_vec(), content_type));
-        }
+        written.extend(staged.written);
+        removed.extend(staged.removed);
+        let counters = staged.counters;
         let table = TopicTable {
             topic_id: t.id,
             generation: generation + 1,
@@ -518,6 +514,73 @@ impl Tabler {
             tabled,
             start,
         };
+        let mut ops = staged.ops;
+        ops.push(Op::PutTopicTable {
+            topic: topic.to_owned(),
+            expected: generation,
+            table: table.clone(),
+        });
+        let bytes = self.commit_files(io, written, removed, ops).await?;
+        self.metrics.snapshots.inc();
+        for (label, c) in &counters {
+            self.metrics.expansion(label, c);
+        }
+        tracing::debug!(
+            topic,
+            generation = table.generation,
+            bytes,
+            "table snapshot committed"
+        );
+        Ok(table)
+    }
+
+    /// Builds `builder`'s metadata and writes it into `io` as the `metadata.json` of
+    /// generation `generation + 1` of the table at `table_location`; returns its location
+    /// and the metadata files it no longer lists.
+    pub(crate) async fn write_metadata(
+        &self,
+        io: &FileIO,
+        builder: TableMetadataBuilder,
+        table_location: &str,
+        generation: u64,
+    ) -> TableResult<(String, Vec<String>)> {
+        let built = builder.build()?;
+        let expired = built
+            .expired_metadata_logs
+            .into_iter()
+            .map(|l| l.metadata_file)
+            .collect();
+        let metadata_location = format!(
+            "{table_location}/metadata/{:05}-{}.metadata.json",
+            generation + 1,
+            uuid::Uuid::new_v4()
+        );
+        let json = serde_json::to_vec(&built.metadata)
+            .map_err(|e| TableError::CorruptMetadata(metadata_location.clone(), e.to_string()))?;
+        io.new_output(&metadata_location)?
+            .write(json.into())
+            .await?;
+        Ok((metadata_location, expired))
+    }
+
+    /// Stores the files `written` into `io` as objects of the bucket and commits them
+    /// with the deletion of `removed` (those still there) and `ops`, in one transaction;
+    /// returns the bytes stored.
+    pub(crate) async fn commit_files(
+        &self,
+        io: &FileIO,
+        written: Vec<(String, &'static str)>,
+        removed: Vec<String>,
+        extra: Vec<Op>,
+    ) -> TableResult<u64> {
+        let mut files = Vec::with_capacity(written.len());
+        for (location, content_type) in written {
+            let bytes = io.new_input(&location)?.read().await?;
+            let key = objects::key_of(&self.bucket, &location)
+                .ok_or_else(|| TableError::MissingFile(location.clone()))?
+                .to_owned();
+            files.push((key, bytes.to_vec(), content_type));
+        }
         let new_objects = {
             let catalog = self.catalog.clone();
             let bucket = self.bucket.clone();
@@ -550,22 +613,11 @@ impl Tabler {
                 });
             }
         }
-        ops.push(Op::PutTopicTable {
-            topic: topic.to_owned(),
-            expected: generation,
-            table: table.clone(),
-        });
+        ops.extend(extra);
         match self.catalog.commit(Transaction::new(ops)).await {
             Ok(_) => {
-                self.metrics.snapshots.inc();
                 self.metrics.bytes_written.inc_by(new_objects.bytes);
-                tracing::debug!(
-                    topic,
-                    generation = table.generation,
-                    bytes = new_objects.bytes,
-                    "table snapshot committed"
-                );
-                Ok(table)
+                Ok(new_objects.bytes)
             }
             Err(e) => {
                 new_objects.discard(&self.catalog);
@@ -1200,12 +1252,14 @@ fn log_rows(
         &mut rows,
         (first, next),
         usize::MAX,
+        &mut |_| {},
     )?;
     Ok(vec![rows.finish()?])
 }
 
-/// Adds the log's records of offsets `from..to` of one partition to `rows`, until they
-/// hold `budget` bytes; returns the offset it stopped at (`to` when it read them all).
+/// Adds the log's records of offsets `from..to` of one partition to `rows` (and passes
+/// each to `each`), until they hold `budget` bytes; returns the offset it stopped at
+/// (`to` when it read them all).
 fn add_log_range(
     catalog: &dyn Catalog,
     topic: &TopicRecord,
@@ -1213,6 +1267,7 @@ fn add_log_range(
     rows: &mut RowBuilder,
     (from, to): (u64, u64),
     budget: usize,
+    each: &mut dyn FnMut(&kafka_protocol::records::Record),
 ) -> TableResult<u64> {
     let mut pos = from;
     while pos < to && rows.bytes < budget {
@@ -1224,7 +1279,7 @@ fn add_log_range(
             if b.base_offset >= to {
                 return Ok(to);
             }
-            rows.add_batch(&topic.name, partition, b, pos, to)?;
+            rows.add_batch(&topic.name, partition, b, pos, to, each)?;
             pos = pos.max(b.last_offset + 1).min(to);
         }
     }
@@ -1291,7 +1346,12 @@ fn keep_from(
         .map_err(|e| TableError::Task(format!("reading a data file to rewrite: {e}")))?;
     let mut kept = Vec::new();
     for batch in reader {
-        let batch = RecordBatch::try_new(schema.clone(), batch?.columns().to_vec())?;
+        // Files of an expansion's target may predate its current schema.
+        let batch = crate::expansion::target::project(batch?, &schema)?;
+        if from == 0 {
+            kept.push(batch);
+            continue;
+        }
         let offsets = batch
             .column_by_name(crate::schema::OFFSET)
             .and_then(|c| c.as_any().downcast_ref::<Int64Array>())
@@ -1344,18 +1404,22 @@ fn new_metadata(location: &str, topic: &TopicRecord, passes: &[u64]) -> TableRes
     .metadata)
 }
 
-/// Reads the untabled records of every partition, up to `max_bytes` in all.
+/// Reads the untabled records of every partition, up to `max_bytes` in all, and
+/// expands them as `expansions` say (a partition's step ends where another version of
+/// an expansion takes effect).
 fn collect(
     catalog: &dyn Catalog,
     topic: &TopicRecord,
     tabled: &[u64],
     schema: arrow::datatypes::SchemaRef,
     max_bytes: usize,
+    mut expansions: expand::StepExpansions,
 ) -> TableResult<Collected> {
     let mut out = Collected {
         files: Vec::new(),
         tabled: vec![0; topic.partitions as usize],
         more: false,
+        expansions: expand::StepExpansions::default(),
     };
     let mut budget = max_bytes;
     for p in 0..topic.partitions {
@@ -1365,8 +1429,7 @@ fn collect(
             continue;
         };
         let first = before.max(st.log_start_offset);
-        let to = st.next_offset;
-        if first >= to {
+        if first >= st.next_offset {
             out.tabled[p as usize] = first;
             continue;
         }
@@ -1374,11 +1437,22 @@ fn collect(
             out.more = true;
             continue;
         }
+        let to = expansions.end(p, first, st.next_offset);
         let mut rows = RowBuilder::new(schema.clone(), p)?;
-        let pos = add_log_range(catalog, topic, p, &mut rows, (first, to), budget)?;
+        let mut expanders = expansions.expanders(p, first)?;
+        let pos = add_log_range(
+            catalog,
+            topic,
+            p,
+            &mut rows,
+            (first, to),
+            budget,
+            &mut |r| expanders.push(p, r),
+        )?;
         budget = budget.saturating_sub(rows.bytes);
-        out.more |= pos < to;
+        out.more |= pos < st.next_offset;
         out.tabled[p as usize] = pos;
+        expansions.take(expanders, p, (first, pos))?;
         if !rows.is_empty() {
             out.files.push(PartitionRows {
                 partition: p,
@@ -1388,6 +1462,10 @@ fn collect(
             });
         }
     }
+    // Older records an expansion asked to backfill, with what the budget leaves.
+    let (_, more) = expansions.backfill(catalog, topic, budget)?;
+    out.more |= more;
+    out.expansions = expansions;
     Ok(out)
 }
 

@@ -1,5 +1,6 @@
 //! DeleteRecords: moves partitions' log start offsets forward (-1: to the high
-//! watermark), in one transaction per request.
+//! watermark), in one transaction per request, never past what a topic's expansion has
+//! read.
 
 use catalog::Op;
 use kafka_protocol::error::ResponseError;
@@ -11,8 +12,26 @@ use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse, Resp
 use super::{Ctx, Reply, commit_ops, unless_failed};
 use crate::error::from_catalog;
 
-/// Handles DeleteRecords.
+/// Handles DeleteRecords. A topic with an expansion is sealed first, so its expansion has
+/// read every record the request removes.
 pub fn handle(ctx: Ctx, req: DeleteRecordsRequest) -> Reply {
+    Box::pin(async move {
+        if let Some(sealer) = ctx.broker.table_sealer.get() {
+            for t in &req.topics {
+                let expanded = ctx.broker.catalog.expansions(&t.name);
+                if expanded.is_ok_and(|e| !e.is_empty())
+                    && let Err(e) = sealer.seal(&t.name).await
+                {
+                    // The commit refuses what the expansion has not read.
+                    tracing::warn!(topic = %t.name.as_str(), error = %e, "sealing before DeleteRecords failed");
+                }
+            }
+        }
+        truncate(ctx, req).await
+    })
+}
+
+fn truncate(ctx: Ctx, req: DeleteRecordsRequest) -> Reply {
     let catalog = ctx.broker.catalog.clone();
     let mut ops = Vec::new();
     let mut plan = Vec::new();

@@ -173,29 +173,44 @@ pub fn delete(ctx: Ctx, req: DeleteTopicsRequest) -> Reply {
             Some(n) => catalog.topic(n),
             None => catalog.topic_by_id(id.as_u128()),
         };
-        let commit = match &found {
-            Ok(Some(t)) => Ok(catalog.commit(Transaction::new(vec![Op::DeleteTopic {
-                name: t.name.clone(),
-            }]))),
+        let doomed = match &found {
+            Ok(Some(t)) => Ok(t.name.clone()),
             Ok(None) if name.is_none() => Err(ResponseError::UnknownTopicId),
             Ok(None) => Err(ResponseError::UnknownTopicOrPartition),
             Err(e) => Err(from_catalog(e)),
         };
         let id = found.ok().flatten().map_or(id, |t| uuid(t.id));
-        pending.push((name, id, commit));
+        pending.push((name, id, doomed));
     }
     Box::pin(async move {
         let mut responses = Vec::new();
-        for (name, id, commit) in pending {
-            let error = match commit {
-                Ok(c) => c.await.err().map(|e| from_catalog(&e)),
-                Err(e) => Some(e),
+        for (name, id, doomed) in pending {
+            // A dropped expansion may not have read the topic's last records yet: the
+            // table is sealed first, so its target keeps every row it was owed.
+            if let (Ok(topic), Some(sealer)) = (&doomed, ctx.broker.table_sealer.get())
+                && catalog.expansions(topic).is_ok_and(|e| !e.is_empty())
+                && let Err(e) = sealer.seal(topic).await
+            {
+                tracing::warn!(topic, error = %e, "sealing before DeleteTopics failed");
+            }
+            let commit = doomed.map(|topic| {
+                catalog.commit(Transaction::new(vec![Op::DeleteTopic { name: topic }]))
+            });
+            // The catalog's message says why (an expansion holds the topic, say);
+            // DeleteTopics v5 and later carry it.
+            let (error, message) = match commit {
+                Ok(c) => match c.await {
+                    Ok(_) => (None, None),
+                    Err(e) => (Some(from_catalog(&e)), Some(e.to_string())),
+                },
+                Err(e) => (Some(e), None),
             };
             responses.push(
                 DeletableTopicResult::default()
                     .with_name(name.as_deref().map(topic_name))
                     .with_topic_id(id)
-                    .with_error_code(error.map_or(0, |e| e.code())),
+                    .with_error_code(error.map_or(0, |e| e.code()))
+                    .with_error_message(message.map(Into::into)),
             );
         }
         Some(ResponseKind::DeleteTopics(

@@ -68,12 +68,13 @@ pub struct Examined {
 /// Looks at one partition and plans a pass if one is due at `now_ms`.
 pub fn examine(
     catalog: &dyn Catalog,
-    topic_id: u128,
+    topic: &catalog::TopicRecord,
     partition: u32,
     policy: &Policy,
     now_ms: i64,
     limits: Limits,
 ) -> CatalogResult<Examined> {
+    let topic_id = topic.id;
     let Some(st) = catalog.partition(topic_id, partition)? else {
         return Ok(Examined {
             ratio: 0.0,
@@ -82,7 +83,10 @@ pub fn examine(
     };
     let state = catalog.compaction(topic_id, partition)?.unwrap_or_default();
     let first_dirty = state.cleaned_to.max(st.log_start_offset);
-    let mut walk = Walk::new(*policy, now_ms, first_dirty);
+    // Records a topic's expansion has not read stay as they are until its table holds
+    // them.
+    let limit = catalog.expanded_to(topic, partition)?;
+    let mut walk = Walk::new(*policy, now_ms, first_dirty).keeping_from(limit);
     let mut from = first_dirty;
     loop {
         let page = catalog.batch_index(topic_id, partition, from, INDEX_PAGE)?;

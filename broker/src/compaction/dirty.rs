@@ -68,6 +68,8 @@ pub struct Walk {
     first_timestamp: i64,
     /// Bytes of every batch walked.
     walked: u64,
+    /// The cleanable range ends before the batch holding this offset.
+    limit: u64,
 }
 
 impl Walk {
@@ -82,7 +84,15 @@ impl Walk {
             lag_stop: None,
             first_timestamp: i64::MAX,
             walked: 0,
+            limit: u64::MAX,
         }
+    }
+
+    /// Ends the cleanable range before the batch holding `limit` (none: no limit): the
+    /// first record a topic's expansion has not read.
+    pub fn keeping_from(mut self, limit: Option<u64>) -> Self {
+        self.limit = limit.unwrap_or(u64::MAX);
+        self
     }
 
     /// Takes the next batch.
@@ -92,7 +102,8 @@ impl Walk {
             self.first_timestamp = b.max_timestamp;
         }
         if self.lag_stop.is_none()
-            && b.max_timestamp > self.now_ms.saturating_sub(self.policy.min_lag_ms)
+            && (b.max_timestamp > self.now_ms.saturating_sub(self.policy.min_lag_ms)
+                || b.last_offset >= self.limit)
         {
             self.lag_stop = Some((b.base_offset, self.walked));
         }
@@ -227,6 +238,28 @@ mod tests {
         let d = walk(p, 0, &batches, 0);
         assert_eq!(d.cleanable_end, 10);
         assert_eq!(d.dirty_bytes, 100);
+    }
+
+    #[test]
+    fn records_an_expansion_has_not_read_end_the_cleanable_range() {
+        let p = Policy {
+            segment_bytes: 100,
+            ..policy()
+        };
+        let batches = [
+            batch(0, NOW - 5000),
+            batch(10, NOW - 5000),
+            batch(20, NOW - 5000),
+            batch(30, NOW - 5000),
+        ];
+        let mut w = Walk::new(p, NOW, 0).keeping_from(Some(15));
+        batches.iter().for_each(|b| w.step(b));
+        let d = w.finish(40, 400);
+        // The batch holding 15 is the first the expansion still needs.
+        assert_eq!(d.cleanable_end, 10);
+        assert_eq!(d.dirty_bytes, 100);
+        // Without the limit the idle head rolls too: everything is cleanable.
+        assert_eq!(walk(p, 0, &batches, 0).cleanable_end, 40);
     }
 
     #[test]

@@ -55,8 +55,17 @@ pub async fn round(broker: &Arc<Broker>) -> Result<Round, CatalogError> {
         for partition in 0..topic.partitions {
             let examined = tokio::task::spawn_blocking({
                 let catalog = catalog.clone();
-                let id = topic.id;
-                move || clean::examine(catalog.as_ref(), id, partition, &policy, now_ms(), limits)
+                let topic = topic.clone();
+                move || {
+                    clean::examine(
+                        catalog.as_ref(),
+                        &topic,
+                        partition,
+                        &policy,
+                        now_ms(),
+                        limits,
+                    )
+                }
             })
             .await
             .map_err(|e| CatalogError::Store(format!("compaction planning failed: {e}")))??;

@@ -10,3 +10,7 @@ pub mod parse;
 
 pub use layout::{Column, Layout, LayoutError, Options, Source};
 pub use parse::{Counters, Expander};
+pub mod infer;
+pub mod manage;
+pub mod spec;
+pub mod target;

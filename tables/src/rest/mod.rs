@@ -1,8 +1,12 @@
 //! The Iceberg REST catalog, served under `/iceberg` on the HTTP port: config,
-//! OAuth2 tokens, namespaces (`kafka_topics`), list and load tables. Topic tables are
-//! read-only, so every write route answers 403 with a clear message. Loading a table
-//! seals its untabled tail first, so a query that starts after a produce ack sees it.
+//! OAuth2 tokens, namespaces (`kafka_topics`, and those of expansions' target tables),
+//! list and load tables; and the admin API under `/admin` (`admin`). Topic tables are
+//! read-only and target tables are written by their expansions, so every write route
+//! but dropping an unused target table answers 403 with a clear message. Loading a
+//! table seals its untabled tail first (for a target table, that of every topic that
+//! expands into it), so a query that starts after a produce ack sees it.
 
+mod admin;
 pub mod auth;
 mod model;
 
@@ -101,52 +105,81 @@ impl RestCatalog {
                 let namespaces = if parent.is_some_and(|p| !p.is_empty()) {
                     Vec::new()
                 } else {
-                    vec![vec![NAMESPACE.to_owned()]]
+                    self.namespaces()?.into_iter().map(|n| vec![n]).collect()
                 };
                 json(StatusCode::OK, &ListNamespaces { namespaces })
             }
             ["v1", "namespaces", ns] if m == Method::GET => {
-                check_namespace(ns)?;
+                self.check_namespace(ns)?;
                 json(
                     StatusCode::OK,
                     &GetNamespace {
-                        namespace: vec![NAMESPACE.to_owned()],
+                        namespace: vec![(*ns).to_owned()],
                         properties: HashMap::new(),
                     },
                 )
             }
             ["v1", "namespaces", ns] if m == Method::HEAD => {
-                check_namespace(ns)?;
+                self.check_namespace(ns)?;
                 Ok(no_content())
             }
             ["v1", "namespaces", ns, "tables"] if m == Method::GET => {
-                check_namespace(ns)?;
-                let identifiers = self
-                    .tabler
-                    .catalog()
-                    .topics()?
+                self.check_namespace(ns)?;
+                let names: Vec<String> = if *ns == NAMESPACE {
+                    self.tabler
+                        .catalog()
+                        .topics()?
+                        .into_iter()
+                        .map(|t| t.name)
+                        .collect()
+                } else {
+                    self.tabler
+                        .catalog()
+                        .other_tables()?
+                        .into_iter()
+                        .filter(|(n, _, _)| n == ns)
+                        .map(|(_, name, _)| name)
+                        .collect()
+                };
+                let identifiers = names
                     .into_iter()
-                    .map(|t| TableIdentifier {
-                        namespace: vec![NAMESPACE.to_owned()],
-                        name: t.name,
+                    .map(|name| TableIdentifier {
+                        namespace: vec![(*ns).to_owned()],
+                        name,
                     })
                     .collect();
                 json(StatusCode::OK, &ListTables { identifiers })
             }
             ["v1", "namespaces", ns, "tables", table] if m == Method::GET => {
-                check_namespace(ns)?;
-                self.load_table(req, user, table).await
+                self.check_namespace(ns)?;
+                if *ns == NAMESPACE {
+                    self.load_table(req, user, table).await
+                } else {
+                    self.load_other_table(req, user, ns, table).await
+                }
             }
             ["v1", "namespaces", ns, "tables", table] if m == Method::HEAD => {
-                check_namespace(ns)?;
-                match self.tabler.catalog().topic(table)? {
-                    Some(_) => Ok(no_content()),
-                    None => Err(no_such_table(table)),
+                self.check_namespace(ns)?;
+                let exists = if *ns == NAMESPACE {
+                    self.tabler.catalog().topic(table)?.is_some()
+                } else {
+                    self.tabler.catalog().other_table(ns, table)?.is_some()
+                };
+                if exists {
+                    Ok(no_content())
+                } else {
+                    Err(TableError::NoSuchTable(format!("{ns}.{table}")))
                 }
+            }
+            ["v1", "namespaces", ns, "tables", table]
+                if m == Method::DELETE && *ns != NAMESPACE =>
+            {
+                crate::expansion::manage::drop_table(&self.tabler, ns, table).await?;
+                Ok(no_content())
             }
             ["v1", "namespaces", ns, "tables", table, "metrics"] if m == Method::POST => {
                 // Engines report scan metrics after reading; nothing to keep.
-                check_namespace(ns)?;
+                self.check_namespace(ns)?;
                 let _ = table;
                 Ok(no_content())
             }
@@ -154,7 +187,7 @@ impl RestCatalog {
                 if m == Method::POST || m == Method::DELETE || m == Method::PUT =>
             {
                 Err(TableError::Forbidden(format!(
-                    "{m} {}: tables in {NAMESPACE} are Kafka topics and read-only; produce to the topic instead (create and delete topics through Kafka)",
+                    "{m} {}: tables in {NAMESPACE} are Kafka topics and read-only (produce to the topic; create and delete topics through Kafka), and the others are written by expansions (see /admin/v1/topics/{{topic}}/expansion); a table no expansion writes can be dropped",
                     req.path
                 )))
             }
@@ -163,6 +196,59 @@ impl RestCatalog {
                 req.path
             ))),
         }
+    }
+
+    /// Every namespace: `kafka_topics` and those of the expansions' target tables.
+    fn namespaces(&self) -> TableResult<Vec<String>> {
+        let mut out = vec![NAMESPACE.to_owned()];
+        for (ns, _, _) in self.tabler.catalog().other_tables()? {
+            if !out.contains(&ns) {
+                out.push(ns);
+            }
+        }
+        Ok(out)
+    }
+
+    fn check_namespace(&self, ns: &str) -> TableResult<()> {
+        if ns == NAMESPACE || self.namespaces()?.iter().any(|n| n == ns) {
+            Ok(())
+        } else {
+            Err(TableError::NoSuchNamespace(ns.replace('\u{1f}', ".")))
+        }
+    }
+
+    /// Loads a table outside `kafka_topics`, after sealing every topic an expansion
+    /// writes into it from (so its rows are there with their records).
+    async fn load_other_table(
+        &self,
+        req: &Request,
+        user: &str,
+        ns: &str,
+        table: &str,
+    ) -> TableResult<Response> {
+        for topic in crate::expansion::manage::sources_of(&self.tabler, ns, table)? {
+            match self.tabler.seal(&topic).await {
+                Ok(_) | Err(TableError::NoSuchTable(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let rec = self
+            .tabler
+            .catalog()
+            .other_table(ns, table)?
+            .ok_or_else(|| TableError::NoSuchTable(format!("{ns}.{table}")))?;
+        let bytes = self.tabler.read_file(&rec.metadata_location).await?;
+        let metadata: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+            TableError::CorruptMetadata(rec.metadata_location.clone(), e.to_string())
+        })?;
+        json(
+            StatusCode::OK,
+            &LoadTable {
+                metadata_location: rec.metadata_location,
+                metadata,
+                config: self.file_io_config(req, user),
+            },
+        )
     }
 
     fn s3_endpoint(&self, req: &Request) -> String {
@@ -290,14 +376,6 @@ impl RestCatalog {
                 "unknown access key or wrong secret",
             ),
         }
-    }
-}
-
-fn check_namespace(ns: &str) -> TableResult<()> {
-    if ns == NAMESPACE {
-        Ok(())
-    } else {
-        Err(TableError::NoSuchNamespace(ns.replace('\u{1f}', ".")))
     }
 }
 

@@ -1,0 +1,352 @@
+//! Creating, reading, changing and dropping a topic's expansion. Every change holds the
+//! topic's seal lock, so no seal commits between reading the topic's offsets and
+//! committing: a change takes effect, per partition, at the offset the partition had
+//! reached (records committed before it are expanded as before), and the target table's
+//! schema changes in the same transaction.
+
+use catalog::{Expansion, ExpansionSpec, ExpansionVersion, Op, TableRecord, TopicRecord};
+use iceberg::io::FileIO;
+use iceberg::spec::{TableMetadata, TableMetadataBuilder};
+
+use super::layout::Source;
+use super::spec::{self, ColumnsBody, PutBody, View};
+use super::target;
+use crate::seal::Tabler;
+use crate::{TableError, TableResult, objects};
+
+fn unknown_topic(topic: &str) -> TableError {
+    TableError::NotFound(format!("unknown topic: {topic}"))
+}
+
+fn no_expansion(topic: &str, source: Source) -> TableError {
+    TableError::NotFound(format!(
+        "topic {topic} has no expansion of its {} column",
+        source.name()
+    ))
+}
+
+/// The topic, or 404.
+fn topic_of(tabler: &Tabler, topic: &str) -> TableResult<TopicRecord> {
+    tabler
+        .catalog()
+        .topic(topic)?
+        .ok_or_else(|| unknown_topic(topic))
+}
+
+/// Per partition, the offset the next record will get.
+fn next_offsets(tabler: &Tabler, t: &TopicRecord) -> TableResult<Vec<u64>> {
+    (0..t.partitions)
+        .map(|p| {
+            Ok(tabler
+                .catalog()
+                .partition(t.id, p)?
+                .map_or(0, |s| s.next_offset))
+        })
+        .collect()
+}
+
+/// The topic's expansion of `source` (its topic id checked).
+fn stored(tabler: &Tabler, t: &TopicRecord, source: Source) -> TableResult<Option<Expansion>> {
+    Ok(tabler
+        .catalog()
+        .expansions(&t.name)?
+        .into_iter()
+        .find(|(s, e)| s == source.name() && e.topic_id == t.id)
+        .map(|(_, e)| e))
+}
+
+/// Which live expansion writes into `namespace.table`, as (topic, source column).
+pub fn writer_of(
+    tabler: &Tabler,
+    namespace: &str,
+    table: &str,
+) -> TableResult<Option<(String, String)>> {
+    for t in tabler.catalog().topics()? {
+        for (source, e) in tabler.catalog().expansions(&t.name)? {
+            if e.current()
+                .is_some_and(|s| s.namespace == namespace && s.table == table)
+            {
+                return Ok(Some((t.name, source)));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Every topic an expansion (any version still in use) writes into `namespace.table`
+/// from.
+pub fn sources_of(tabler: &Tabler, namespace: &str, table: &str) -> TableResult<Vec<String>> {
+    let mut out = Vec::new();
+    for t in tabler.catalog().topics()? {
+        let writes = tabler.catalog().expansions(&t.name)?.iter().any(|(_, e)| {
+            e.versions.iter().any(|v| {
+                v.spec
+                    .as_ref()
+                    .is_some_and(|s| s.namespace == namespace && s.table == table)
+            })
+        });
+        if writes {
+            out.push(t.name);
+        }
+    }
+    Ok(out)
+}
+
+/// The target's metadata with `spec`'s columns, and the op that publishes it (none when
+/// the stored table already has them).
+async fn target_change(
+    tabler: &Tabler,
+    io: &FileIO,
+    spec: &ExpansionSpec,
+    source: Source,
+) -> TableResult<Option<(Op, String)>> {
+    let columns = spec::layout_of(spec, source)?.columns().to_vec();
+    let prefix = format!("{}/{}/", spec.namespace, spec.table);
+    let location = objects::location(tabler.bucket(), prefix.trim_end_matches('/'));
+    let existing = tabler.catalog().other_table(&spec.namespace, &spec.table)?;
+    let (builder, generation) = match &existing {
+        None => {
+            let metadata: TableMetadata = target::new_metadata(&location, &columns)?;
+            (TableMetadataBuilder::new_from_metadata(metadata, None), 0)
+        }
+        Some(rec) => {
+            let metadata = tabler.read_metadata(&rec.metadata_location).await?;
+            match target::evolve(&metadata, &rec.metadata_location, &columns)? {
+                Some(b) => (b, rec.generation),
+                None => return Ok(None),
+            }
+        }
+    };
+    let (metadata_location, _) = tabler
+        .write_metadata(io, builder, &location, generation)
+        .await?;
+    let op = Op::PutTable {
+        namespace: spec.namespace.clone(),
+        name: spec.table.clone(),
+        expected: generation,
+        table: Some(TableRecord {
+            generation: generation + 1,
+            bucket: tabler.bucket().to_owned(),
+            prefix,
+            metadata_location: metadata_location.clone(),
+        }),
+    };
+    Ok(Some((op, metadata_location)))
+}
+
+/// Commits a new current version of the topic's expansion of `source`, with the target
+/// table's change.
+async fn commit_version(
+    tabler: &Tabler,
+    t: &TopicRecord,
+    source: Source,
+    old: Option<Expansion>,
+    spec: Option<ExpansionSpec>,
+    backfill: bool,
+) -> TableResult<Vec<u64>> {
+    let io = FileIO::new_with_memory();
+    let mut ops = Vec::new();
+    let mut written = Vec::new();
+    if let Some(s) = &spec
+        && let Some((op, location)) = target_change(tabler, &io, s, source).await?
+    {
+        ops.push(op);
+        written.push((location, "application/json"));
+    }
+    let from = next_offsets(tabler, t)?;
+    let backfill = if backfill {
+        // From what the log still holds; the log keeps it until the backfill read it.
+        (0..t.partitions)
+            .map(|p| {
+                Ok(tabler
+                    .catalog()
+                    .partition(t.id, p)?
+                    .map_or(0, |s| s.log_start_offset))
+            })
+            .collect::<TableResult<Vec<u64>>>()?
+    } else {
+        Vec::new()
+    };
+    let changes = old.as_ref().map_or(0, |e| e.changes);
+    let mut versions = old.map(|e| e.versions).unwrap_or_default();
+    versions.push(ExpansionVersion {
+        from: from.clone(),
+        spec,
+        backfill,
+    });
+    ops.push(Op::PutExpansion {
+        topic: t.name.clone(),
+        source: source.name().to_owned(),
+        expected: changes,
+        expansion: Some(Expansion {
+            topic_id: t.id,
+            changes: changes + 1,
+            versions,
+        }),
+    });
+    tabler.commit_files(&io, written, Vec::new(), ops).await?;
+    Ok(from)
+}
+
+/// `PUT`: attaches an expansion (and creates its target table, or gives an existing one
+/// the expansion's columns). Putting the same expansion again changes nothing.
+pub async fn put(tabler: &Tabler, topic: &str, body: PutBody) -> TableResult<View> {
+    let (source, spec) = spec::spec_of(&body)?;
+    let t = topic_of(tabler, topic)?;
+    let lock = tabler.lock_for(topic);
+    let _one = lock.lock().await;
+    let old = stored(tabler, &t, source)?;
+    if let Some(current) = old.as_ref().and_then(|e| e.current()) {
+        if *current == spec {
+            return get(tabler, topic, source);
+        }
+        return Err(TableError::Conflict(format!(
+            "topic {topic} already has an expansion of its {} column into {}.{}: change its columns, or drop it first",
+            source.name(),
+            current.namespace,
+            current.table
+        )));
+    }
+    if let Some((other, other_source)) = writer_of(tabler, &spec.namespace, &spec.table)? {
+        return Err(TableError::Conflict(format!(
+            "{}.{} is the target of the expansion of {other}'s {other_source} column; a table has one writer",
+            spec.namespace, spec.table
+        )));
+    }
+    if body.backfill && old.is_some() {
+        // Records of an earlier version were expanded (or deliberately not) already.
+        return Err(TableError::Conflict(format!(
+            "the {} column of {topic} was expanded before: backfill is only for a first expansion",
+            source.name()
+        )));
+    }
+    let since = commit_version(tabler, &t, source, old, Some(spec.clone()), body.backfill).await?;
+    tracing::info!(topic, source = source.name(), target = %body.target, backfill = body.backfill, "expansion attached");
+    Ok(get(tabler, topic, source).unwrap_or_else(|_| View::of(topic, source, &spec, since)))
+}
+
+/// `GET`: the current expansion of `source`.
+pub fn get(tabler: &Tabler, topic: &str, source: Source) -> TableResult<View> {
+    let t = topic_of(tabler, topic)?;
+    let e = stored(tabler, &t, source)?.ok_or_else(|| no_expansion(topic, source))?;
+    let (Some(spec), Some(v)) = (e.current(), e.versions.last()) else {
+        return Err(no_expansion(topic, source));
+    };
+    Ok(View::of_version(
+        topic,
+        source,
+        spec,
+        v.from.clone(),
+        v.backfill.clone(),
+    ))
+}
+
+/// `DELETE`: records from now on are not expanded (those committed before still are);
+/// the target table stays.
+pub async fn drop(tabler: &Tabler, topic: &str, source: Source) -> TableResult<()> {
+    let t = topic_of(tabler, topic)?;
+    // What is committed now is expanded now, so little is left to drain.
+    tabler.seal(topic).await?;
+    let lock = tabler.lock_for(topic);
+    let _one = lock.lock().await;
+    let old = stored(tabler, &t, source)?;
+    if old.as_ref().and_then(|e| e.current()).is_none() {
+        return Err(no_expansion(topic, source));
+    }
+    commit_version(tabler, &t, source, old, None, false).await?;
+    tracing::info!(topic, source = source.name(), "expansion dropped");
+    Ok(())
+}
+
+/// `POST .../columns`: adds and drops top-level fields of the expansion schema, and
+/// evolves the target table's schema with them. Adding a field it has and dropping one
+/// the target had once are no-ops; dropping one it never had is a 404.
+pub async fn columns(tabler: &Tabler, topic: &str, body: ColumnsBody) -> TableResult<View> {
+    let source = spec::source(&body.source_column)?;
+    let add = body
+        .add
+        .iter()
+        .map(spec::parse_field)
+        .collect::<TableResult<Vec<_>>>()?;
+    let t = topic_of(tabler, topic)?;
+    let lock = tabler.lock_for(topic);
+    let _one = lock.lock().await;
+    let old = stored(tabler, &t, source)?;
+    let Some(current) = old.as_ref().and_then(|e| e.current()).cloned() else {
+        return Err(no_expansion(topic, source));
+    };
+    let (next, absent) = spec::change_columns(&current, source, &add, &body.drop)?;
+    if !absent.is_empty() {
+        let had = ever_had(tabler, &current).await?;
+        let never: Vec<_> = absent
+            .iter()
+            .filter(|n| {
+                !had.iter()
+                    .any(|h| h == *n || h.starts_with(&format!("{n}{}", current.flatten_delimiter)))
+            })
+            .collect();
+        if !never.is_empty() {
+            return Err(TableError::NotFound(format!(
+                "the expansion of {topic}'s {} column never had {}",
+                source.name(),
+                never
+                    .iter()
+                    .map(|n| format!("{n:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+    }
+    let since = if next == current {
+        old.as_ref()
+            .and_then(|e| e.versions.last())
+            .map(|v| v.from.clone())
+            .unwrap_or_default()
+    } else {
+        commit_version(tabler, &t, source, old, Some(next.clone()), false).await?
+    };
+    Ok(View::of(topic, source, &next, since))
+}
+
+/// Every top-level column name any schema of the target table ever had.
+async fn ever_had(tabler: &Tabler, spec: &ExpansionSpec) -> TableResult<Vec<String>> {
+    let Some(rec) = tabler.catalog().other_table(&spec.namespace, &spec.table)? else {
+        return Ok(Vec::new());
+    };
+    let metadata = tabler.read_metadata(&rec.metadata_location).await?;
+    Ok(metadata
+        .schemas_iter()
+        .flat_map(|s| {
+            s.as_struct()
+                .fields()
+                .iter()
+                .map(|f| f.name.clone())
+                .collect::<Vec<_>>()
+        })
+        .collect())
+}
+
+/// Drops a target table no live expansion writes into, with all its files.
+pub async fn drop_table(tabler: &Tabler, namespace: &str, table: &str) -> TableResult<()> {
+    if let Some((topic, source)) = writer_of(tabler, namespace, table)? {
+        return Err(TableError::Conflict(format!(
+            "{namespace}.{table} is the target of the expansion of {topic}'s {source} column: drop the expansion first"
+        )));
+    }
+    let rec = tabler
+        .catalog()
+        .other_table(namespace, table)?
+        .ok_or_else(|| TableError::NoSuchTable(format!("{namespace}.{table}")))?;
+    let op = Op::PutTable {
+        namespace: namespace.to_owned(),
+        name: table.to_owned(),
+        expected: rec.generation,
+        table: None,
+    };
+    tabler
+        .catalog()
+        .commit(catalog::Transaction::new(vec![op]))
+        .await?;
+    tracing::info!(namespace, table, "table dropped");
+    Ok(())
+}

@@ -1,0 +1,190 @@
+//! An expansion's target table: an ordinary Iceberg table whose schema is the layout's
+//! columns, partitioned by `_partition` like the topic tables are by `partition`. Its
+//! schema evolves by name: a column the new layout keeps keeps its field id, a new one
+//! gets fresh ids past the table's last, a dropped one leaves the current schema (old
+//! data files still hold it, readers ignore it by id). Rows of files written under an
+//! older schema are read into the current one by field id.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, RecordBatch, new_null_array};
+use arrow::datatypes::SchemaRef;
+use iceberg::spec::{
+    FormatVersion, ListType, MapType, NestedField, NestedFieldRef, Schema, SortOrder, StructType,
+    TableMetadata, TableMetadataBuilder, Transform, Type, UnboundPartitionSpec,
+};
+
+use super::layout::Column;
+use crate::TableResult;
+
+/// The column the target table is partitioned by (identity), as topic tables are by
+/// `partition`.
+pub const PARTITION_COLUMN: &str = "_partition";
+
+/// Arrow metadata key of a field's Iceberg id, as the iceberg crate and Parquet write it.
+const FIELD_ID: &str = "PARQUET:field_id";
+
+/// `ty` with fresh field ids taken after `*last` (nested fields included), every field
+/// optional.
+fn fresh(ty: &Type, last: &mut i32) -> Type {
+    fn next(last: &mut i32) -> i32 {
+        *last += 1;
+        *last
+    }
+    match ty {
+        Type::Primitive(_) => ty.clone(),
+        Type::Struct(s) => {
+            let mut fields = Vec::with_capacity(s.fields().len());
+            for f in s.fields() {
+                let id = next(last);
+                let t = fresh(&f.field_type, last);
+                fields.push(Arc::new(NestedField::optional(id, &f.name, t)));
+            }
+            Type::Struct(StructType::new(fields))
+        }
+        Type::List(l) => {
+            let id = next(last);
+            let t = fresh(&l.element_field.field_type, last);
+            Type::List(ListType::new(Arc::new(NestedField::list_element(
+                id, t, false,
+            ))))
+        }
+        Type::Map(m) => {
+            let key_id = next(last);
+            let value_id = next(last);
+            let kt = fresh(&m.key_field.field_type, last);
+            let vt = fresh(&m.value_field.field_type, last);
+            Type::Map(MapType::new(
+                Arc::new(NestedField::map_key_element(key_id, kt)),
+                Arc::new(NestedField::map_value_element(value_id, vt, false)),
+            ))
+        }
+    }
+}
+
+/// Whether two types are the same but for field ids.
+pub fn same_shape(a: &Type, b: &Type) -> bool {
+    match (a, b) {
+        (Type::Primitive(x), Type::Primitive(y)) => x == y,
+        (Type::Struct(x), Type::Struct(y)) => {
+            x.fields().len() == y.fields().len()
+                && x.fields().iter().zip(y.fields()).all(|(f, g)| {
+                    f.name == g.name
+                        && f.required == g.required
+                        && same_shape(&f.field_type, &g.field_type)
+                })
+        }
+        (Type::List(x), Type::List(y)) => {
+            same_shape(&x.element_field.field_type, &y.element_field.field_type)
+        }
+        (Type::Map(x), Type::Map(y)) => {
+            same_shape(&x.key_field.field_type, &y.key_field.field_type)
+                && same_shape(&x.value_field.field_type, &y.value_field.field_type)
+        }
+        _ => false,
+    }
+}
+
+/// The target schema for `columns`: a column of `current` with the same name and shape
+/// keeps its field (and ids), every other one gets fresh ids after `last_column_id`.
+pub fn schema_for(
+    columns: &[Column],
+    current: Option<&Schema>,
+    last_column_id: i32,
+) -> TableResult<Schema> {
+    let mut last = last_column_id.max(0);
+    let mut fields: Vec<NestedFieldRef> = Vec::with_capacity(columns.len());
+    for c in columns {
+        let kept = current
+            .and_then(|s| s.as_struct().field_by_name(&c.name))
+            .filter(|f| !f.required && same_shape(&f.field_type, &c.ty));
+        match kept {
+            Some(f) => fields.push(f.clone()),
+            None => {
+                last += 1;
+                let id = last;
+                let ty = fresh(&c.ty, &mut last);
+                fields.push(Arc::new(NestedField::optional(id, &c.name, ty)));
+            }
+        }
+    }
+    Ok(Schema::builder().with_fields(fields).build()?)
+}
+
+/// Metadata of a new, empty target table at `location` holding `columns`.
+pub fn new_metadata(location: &str, columns: &[Column]) -> TableResult<TableMetadata> {
+    let schema = schema_for(columns, None, 0)?;
+    let partition_id = schema
+        .field_by_name(PARTITION_COLUMN)
+        .map(|f| f.id)
+        .ok_or_else(|| crate::TableError::Task("layout without _partition".into()))?;
+    let spec = UnboundPartitionSpec::builder()
+        .with_spec_id(0)
+        .add_partition_field(partition_id, PARTITION_COLUMN, Transform::Identity)?
+        .build();
+    let properties = HashMap::from([(
+        "write.parquet.compression-codec".to_owned(),
+        "zstd".to_owned(),
+    )]);
+    Ok(TableMetadataBuilder::new(
+        schema,
+        spec,
+        SortOrder::unsorted_order(),
+        location.to_owned(),
+        FormatVersion::V2,
+        properties,
+    )?
+    .build()?
+    .metadata)
+}
+
+/// `metadata` with `columns` as its current schema (unchanged when they already are).
+pub fn evolve(
+    metadata: &TableMetadata,
+    previous_location: &str,
+    columns: &[Column],
+) -> TableResult<Option<TableMetadataBuilder>> {
+    let current = metadata.current_schema();
+    let schema = schema_for(columns, Some(current), metadata.last_column_id())?;
+    if schema.as_struct() == current.as_struct() {
+        return Ok(None);
+    }
+    Ok(Some(
+        TableMetadataBuilder::new_from_metadata(
+            metadata.clone(),
+            Some(previous_location.to_owned()),
+        )
+        .add_current_schema(schema)?,
+    ))
+}
+
+fn field_id(f: &arrow::datatypes::Field) -> Option<&str> {
+    f.metadata().get(FIELD_ID).map(String::as_str)
+}
+
+/// A batch read from a data file, in `schema` (the table's current Arrow schema): its
+/// columns matched by field id, nulls for columns the file does not have, columns the
+/// schema dropped left out.
+pub fn project(batch: RecordBatch, schema: &SchemaRef) -> TableResult<RecordBatch> {
+    if let Ok(b) = RecordBatch::try_new(schema.clone(), batch.columns().to_vec()) {
+        return Ok(b);
+    }
+    let file = batch.schema();
+    let columns: Vec<ArrayRef> = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let found = field_id(f).and_then(|id| {
+                file.fields()
+                    .iter()
+                    .position(|g| field_id(g) == Some(id) && g.data_type() == f.data_type())
+            });
+            match found {
+                Some(i) => batch.column(i).clone(),
+                None => new_null_array(f.data_type(), batch.num_rows()),
+            }
+        })
+        .collect();
+    Ok(RecordBatch::try_new(schema.clone(), columns)?)
+}
