@@ -1,9 +1,10 @@
 """Upgrades: every fixture data dir under tests/fixtures (written by an earlier build with
 real clients, see make_format_fixture.py) opens with this build, and everything its manifest
 lists reads back with boto3, confluent-kafka and PyIceberg: objects, versions, tags,
-uploads, notification configs, records of every codec, committed offsets and table rows.
-Then the store takes writes, and a restart reads old and new data together. A data dir of a
-newer format is refused with both versions named, and left as it was."""
+uploads, notification configs, records of every codec, committed offsets and table rows,
+and (fixtures of format 2 on) a topic the earlier build compacted before its checkpoint and
+after it. Then the store takes writes, and a restart reads old and new data together. A data
+dir of a newer format is refused with both versions named, and left as it was."""
 
 import hashlib
 import json
@@ -18,7 +19,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from pyiceberg.catalog.rest import RestCatalog
 
 import s3util
-from conftest import ROOT, eddy_bin, new_eddy, read_to_end
+from conftest import ROOT, eddy_bin, metric, new_eddy, read_to_end
 
 FIXTURES = sorted((ROOT / "tests" / "fixtures").glob("format-*/manifest.json"))
 
@@ -118,6 +119,31 @@ def check_objects(eddy, manifest):
     events, _ = read_all(eddy, "bucket-events")
     names = [json.loads(m.value())["Records"][0]["eventName"] for m in events]
     assert names[:len(manifest["event_names"])] == manifest["event_names"]
+
+
+def check_compacted(eddy, manifest, opened=False):
+    """A topic the fixture's build compacted (its `compacted` section) reads from offset 0
+    as exactly the records it read then: none invented, none lost, at their offsets, the
+    log start and end where they were. Just `opened`, no pass of this build has run: what
+    is read is the fixture's compaction (the checkpoint's, and the pass in the log after
+    it), not a new one."""
+    if "compacted" not in manifest:
+        return
+    topic = manifest["compacted"]["topic"]
+
+    def s(x):
+        return None if x is None else x.decode()
+    got = sorted(([m.partition(), m.offset(), s(m.key()), s(m.value())]
+                  for m in read_to_end(eddy.bootstrap, topic)), key=lambda r: (r[0], r[1]))
+    assert got == manifest["compacted"]["records"], topic
+    ends = manifest["compacted"]["ends"]
+    c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": "upgrade-reader"})
+    marks = [c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+             for p in range(len(ends))]
+    c.close()
+    assert marks == [(0, end) for end in ends], topic
+    if opened:
+        assert metric(eddy, "eddy_kafka_compaction_passes") == 0, "this build compacted again"
 
 
 def check_uploads(eddy, manifest):
@@ -252,6 +278,7 @@ def test_a_fixture_reads_back_and_takes_writes(tmp_path, manifest_path, drop_sto
     try:
         check_objects(eddy, manifest)
         check_topics(eddy, manifest)
+        check_compacted(eddy, manifest, opened=True)
         check_tables(eddy, manifest)
         if manifest["kind"] == "killed":
             check_killed(eddy, manifest)
@@ -260,6 +287,7 @@ def test_a_fixture_reads_back_and_takes_writes(tmp_path, manifest_path, drop_sto
         check_compaction(eddy, manifest)
         eddy.restart()
         check_after_restart(eddy, manifest, written)
+        check_compacted(eddy, manifest)
     finally:
         eddy.stop()
 
