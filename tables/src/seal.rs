@@ -183,8 +183,8 @@ impl Tabler {
             .filter(|t| t.topic_id == topic.id))
     }
 
-    /// Whether the topic has committed data its table does not hold yet, or compaction
-    /// removed records the table still holds.
+    /// Whether the topic has committed data its table does not hold yet, compaction
+    /// removed records the table still holds, or an expansion has a backfill to run.
     pub fn behind(&self, topic: &TopicRecord) -> TableResult<bool> {
         let table = self.current(topic)?;
         let passes = compaction_passes(self.catalog.as_ref(), topic)?;
@@ -198,6 +198,20 @@ impl Tabler {
             None => passes.iter().any(|p| *p > 0),
         };
         if table.is_some() && compacted {
+            return Ok(true);
+        }
+        // A backfill still to run is work for the background too.
+        let backfilling = self.catalog.expansions(&topic.name)?.iter().any(|(_, e)| {
+            e.topic_id == topic.id
+                && e.versions.iter().any(|v| {
+                    v.spec.is_some()
+                        && v.backfill
+                            .iter()
+                            .enumerate()
+                            .any(|(p, b)| *b < v.from(p as u32))
+                })
+        });
+        if backfilling {
             return Ok(true);
         }
         for p in 0..topic.partitions {

@@ -266,6 +266,39 @@ def test_latest_change_per_customer_duckdb(eddy, cdc):
 
 
 
+EXPANDED = "docs_kafka_connect"
+
+
+def expanded_rows(eddy):
+    t = catalog(eddy).load_table((EXPANDED, "customers_changes")).scan().to_arrow()
+    return sorted(t.to_pylist(), key=lambda r: r["_offset"])
+
+
+def test_change_events_expanded_into_typed_columns(eddy, cdc):
+    """The seed's blob expansion of the change topic (before/after as structs, flattened),
+    attached after the connector created the topic, with a backfill so the events
+    already there are expanded too; read with PyIceberg."""
+    from test_expansion import ENVELOPE, admin, expansion_path
+    status, view = admin(eddy, "PUT", expansion_path(TOPIC), {
+        "target": f"{EXPANDED}.customers_changes", "schema": ENVELOPE, "flatten_path": True,
+        "backfill": True})
+    assert status == 200, view
+    rows = expanded_rows(eddy)
+    assert [r["_offset"] for r in rows] == [o for o, _, _ in cdc["events"]]
+    for r, (_, k, v) in zip(rows, cdc["events"]):
+        if v is None:  # the tombstone: every expanded column null, no parse error
+            assert r["op"] is None and r["after__id"] is None and r["_parse_error"] == 0
+            continue
+        assert r["op"] == v["op"] and r["ts_ms"] == v["ts_ms"] and r["_parse_error"] == 0
+        for side in ("before", "after"):
+            for f in ("id", "email", "balance"):
+                want = v[side][f] if v[side] else None
+                assert r[f"{side}__{f}"] == want, (side, f, r)
+        # source, transaction, ts_us, ts_ns are not in the schema.
+        assert r["_excess_values"] == len(set(v) - {"op", "ts_ms", "before", "after"})
+    assert rows[4]["before__balance"] == "20.00" and rows[4]["after__balance"] == "25.75"
+
+
 def test_compaction_keeps_the_latest_change_per_row(eddy, cdc):
     """Last in this module (the tests above read the whole history). With the lag that
     held compaction back lowered, the change topic keeps the latest event per row at its
@@ -295,3 +328,5 @@ def test_compaction_keeps_the_latest_change_per_row(eddy, cdc):
     con = duckdb.connect()
     con.register("changes", arrow)
     assert as_state(con.execute(LATEST.format(table="changes")).fetchall()) == cdc["current"]
+    # The expansion's target keeps every change (compaction waited for it to read them).
+    assert [r["_offset"] for r in expanded_rows(eddy)] == [o for o, _, _ in cdc["events"]]
