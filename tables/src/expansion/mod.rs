@@ -10,6 +10,8 @@ pub mod parse;
 
 pub use layout::{Column, Layout, LayoutError, Options, Source};
 pub use parse::{Counters, Expander};
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod infer;
 pub mod manage;
 pub mod spec;
