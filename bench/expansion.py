@@ -2,7 +2,7 @@
 """Blob expansion cost, in one run:
 
 1. **Seal rate.** Two one-partition topics get the same SIZE_MB (default 256) of
-   Debezium-like JSON change events (~560 B, produced by librdkafka with lz4); one has
+   Debezium-like JSON change events (~460 B, produced by librdkafka with lz4); one has
    an expansion (the documents' envelope, flattened). With the background tabler off,
    the clock runs over one load of each table through the REST catalog, which seals it:
    the plain topic's table, then the expansion's target (which seals the second topic's
