@@ -1075,7 +1075,6 @@ const MAX_MAP_DUPLICATES: usize = 16;
 /// Removes the entries in `start..end` whose key comes again later (the last value
 /// wins), marking the row when there are any; with more than [`MAX_MAP_DUPLICATES`]
 /// of them, every entry.
-
 fn dedup(m: &mut MapNode, start: usize, end: usize, row: &mut Row) {
     m.dups.clear();
     if end - start <= SCAN_FIELDS {
