@@ -12,6 +12,7 @@ pub mod error;
 pub mod group;
 pub mod metrics;
 pub mod retention;
+pub mod txn;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
