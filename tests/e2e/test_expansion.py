@@ -556,64 +556,70 @@ def test_cli_infers_puts_gets_and_drops(eddy, tmp_path):
 
 
 def test_kill_during_produce_and_sealing_keeps_rows_and_records_together(tmp_path):
-    """SIGKILL while producers run and readers load (so seals commit): after restart the
-    target's rows are exactly the topic table's records, every acked record among them."""
+    """SIGKILL while producers run and a reader loads the target (so seals commit), then
+    restart, for EXPANSION_KILL_ROUNDS rounds (3 here; 20 or more for a long run): after
+    each restart the target's rows are exactly the topic table's records, none twice,
+    every acked record among them with its values."""
+    rounds = int(os.environ.get("EXPANSION_KILL_ROUNDS", "3"))
     server = new_eddy(tmp_path).start()
     topic, table = name("crash"), name("crash_rows")
     create(server, topic, 2)
     attach(server, topic, {"type": "struct", "fields": [field("p", "int"), field("i", "long")]},
            f"{TARGET_NS}.{table}")
     acked = set()
-    stop = threading.Event()
-
-    def producer(p_id):
-        p = Producer({"bootstrap.servers": server.bootstrap, "linger.ms": 1,
-                      "message.timeout.ms": 5000, "retries": 0})
-        i = 0
-        while not stop.is_set():
-            def done(err, m, i=i):
-                if err is None:
-                    acked.add((m.partition(), m.offset(), i))
-            p.produce(topic, value=json.dumps({"p": p_id, "i": i}).encode(), partition=p_id % 2,
-                      on_delivery=done)
-            p.poll(0)
-            i += 1
-            if i % 50 == 0:
-                p.flush(5)
-        p.flush(5)
-
-    def loader():
-        while not stop.is_set():
-            try:
-                catalog(server).load_table(f"{TARGET_NS}.{table}")
-            except Exception:  # noqa: BLE001 - the server dies under it
-                return
-
-    threads = [threading.Thread(target=producer, args=(i,)) for i in range(2)]
-    threads.append(threading.Thread(target=loader))
-    for t in threads:
-        t.start()
-    deadline = time.time() + 30
-    while len(acked) < 2000 and time.time() < deadline:
-        time.sleep(0.05)
-    server.proc.send_signal(signal.SIGKILL)
-    server.proc.wait()
-    stop.set()
-    for t in threads:
-        t.join()
-    server.proc = None
-    assert len(acked) > 100
-    server.start()
     try:
-        rows = target_rows(server, table)
-        records = catalog(server).load_table(f"kafka_topics.{topic}").scan().to_arrow().to_pylist()
-        record_keys = {(r["partition"], r["offset"]) for r in records}
-        assert set(rows) == record_keys, "rows and records differ"
-        values = {(r["partition"], r["offset"]): json.loads(r["value"]) for r in records}
-        for part, off, _ in acked:
-            assert (part, off) in rows, f"acked {(part, off)} lost"
-        for k, row in rows.items():
-            assert (row["p"], row["i"]) == (values[k]["p"], values[k]["i"])
+        for round_ in range(rounds):
+            stop = threading.Event()
+
+            def producer(p_id):
+                p = Producer({"bootstrap.servers": server.bootstrap, "linger.ms": 1,
+                              "message.timeout.ms": 5000, "retries": 0})
+                i = round_ * 1_000_000
+                while not stop.is_set():
+                    def done(err, m, i=i):
+                        if err is None:
+                            acked.add((m.partition(), m.offset(), i))
+                    p.produce(topic, value=json.dumps({"p": p_id, "i": i}).encode(),
+                              partition=p_id % 2, on_delivery=done)
+                    p.poll(0)
+                    i += 1
+                    if i % 50 == 0:
+                        p.flush(5)
+                p.flush(5)
+
+            def loader():
+                while not stop.is_set():
+                    try:
+                        catalog(server).load_table(f"{TARGET_NS}.{table}")
+                    except Exception:  # noqa: BLE001 - the server dies under it
+                        return
+
+            threads = [threading.Thread(target=producer, args=(i,)) for i in range(2)]
+            threads.append(threading.Thread(target=loader))
+            for t in threads:
+                t.start()
+            want = len(acked) + 1500
+            deadline = time.time() + 30
+            while len(acked) < want and time.time() < deadline:
+                time.sleep(0.05)
+            server.proc.send_signal(signal.SIGKILL)
+            server.proc.wait()
+            stop.set()
+            for t in threads:
+                t.join()
+            server.proc = None
+            server.start()
+            rows = target_rows(server, table)
+            records = catalog(server).load_table(("kafka_topics", topic)).scan().to_arrow().to_pylist()
+            record_keys = {(r["partition"], r["offset"]) for r in records}
+            assert set(rows) == record_keys, f"round {round_}: rows and records differ"
+            values = {(r["partition"], r["offset"]): json.loads(r["value"]) for r in records}
+            for part, off, i in acked:
+                assert (part, off) in rows, f"round {round_}: acked {(part, off)} lost"
+                assert rows[(part, off)]["i"] == i
+            for k, row in rows.items():
+                assert (row["p"], row["i"]) == (values[k]["p"], values[k]["i"])
+        assert len(acked) > 100 * rounds
     finally:
         server.stop()
 
