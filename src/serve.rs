@@ -186,6 +186,13 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     ));
     let mut kafka_config = broker::BrokerConfig::new(config.kafka_listen.clone());
     kafka_config.auto_create_topics = config.kafka_auto_create_topics;
+    // The drives' common parent: the data dir when the drives are its subdirectories.
+    kafka_config.log_dir = config
+        .storage
+        .drives
+        .first()
+        .and_then(|d| d.parent())
+        .map_or_else(|| "eddy-data".to_owned(), |p| p.display().to_string());
     kafka_config.default_partitions = config.kafka_default_partitions;
     kafka_config.max_frame_bytes = config.kafka_max_frame_mb << 20;
     kafka_config.max_request_bytes_in_flight = config.kafka_max_request_mb_in_flight << 20;

@@ -127,6 +127,23 @@ fn request(key: ApiKey, version: i16) -> RequestKind {
         ApiKey::OffsetDelete => RequestKind::OffsetDelete(
             OffsetDeleteRequest::default().with_group_id(GroupId(s("walk"))),
         ),
+        ApiKey::DescribeTopicPartitions => {
+            RequestKind::DescribeTopicPartitions(DescribeTopicPartitionsRequest::default())
+        }
+        ApiKey::GetTelemetrySubscriptions => {
+            RequestKind::GetTelemetrySubscriptions(GetTelemetrySubscriptionsRequest::default())
+        }
+        ApiKey::PushTelemetry => RequestKind::PushTelemetry(PushTelemetryRequest::default()),
+        ApiKey::DescribeLogDirs => RequestKind::DescribeLogDirs(DescribeLogDirsRequest::default()),
+        ApiKey::ElectLeaders => RequestKind::ElectLeaders(
+            ElectLeadersRequest::default().with_topic_partitions(Some(Vec::new())),
+        ),
+        ApiKey::ListPartitionReassignments => {
+            RequestKind::ListPartitionReassignments(ListPartitionReassignmentsRequest::default())
+        }
+        ApiKey::AlterPartitionReassignments => {
+            RequestKind::AlterPartitionReassignments(AlterPartitionReassignmentsRequest::default())
+        }
         other => panic!("no walk request for {other:?}: add one"),
     }
 }

@@ -45,6 +45,8 @@ pub struct BrokerConfig {
     pub default_partitions: u32,
     /// Cluster id reported in metadata.
     pub cluster_id: String,
+    /// The data dir, reported as every node's one log dir (DescribeLogDirs).
+    pub log_dir: String,
     /// Group coordinator settings.
     pub groups: group::state::GroupConfig,
     /// How often consumer lag is measured for the metrics.
@@ -71,6 +73,7 @@ impl BrokerConfig {
             auto_create_topics: false,
             default_partitions: 1,
             cluster_id: "eddy".into(),
+            log_dir: "eddy-data".into(),
             groups: Default::default(),
             lag_interval: std::time::Duration::from_secs(10),
             retention_check_interval: std::time::Duration::from_secs(300),

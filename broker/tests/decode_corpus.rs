@@ -56,6 +56,21 @@ fn default_request(api: kafka_protocol::messages::ApiKey) -> RequestKind {
         ApiKey::ListGroups => RequestKind::ListGroups(ListGroupsRequest::default()),
         ApiKey::DeleteGroups => RequestKind::DeleteGroups(DeleteGroupsRequest::default()),
         ApiKey::OffsetDelete => RequestKind::OffsetDelete(OffsetDeleteRequest::default()),
+        ApiKey::DescribeTopicPartitions => {
+            RequestKind::DescribeTopicPartitions(DescribeTopicPartitionsRequest::default())
+        }
+        ApiKey::GetTelemetrySubscriptions => {
+            RequestKind::GetTelemetrySubscriptions(GetTelemetrySubscriptionsRequest::default())
+        }
+        ApiKey::PushTelemetry => RequestKind::PushTelemetry(PushTelemetryRequest::default()),
+        ApiKey::DescribeLogDirs => RequestKind::DescribeLogDirs(DescribeLogDirsRequest::default()),
+        ApiKey::ElectLeaders => RequestKind::ElectLeaders(ElectLeadersRequest::default()),
+        ApiKey::ListPartitionReassignments => {
+            RequestKind::ListPartitionReassignments(ListPartitionReassignmentsRequest::default())
+        }
+        ApiKey::AlterPartitionReassignments => {
+            RequestKind::AlterPartitionReassignments(AlterPartitionReassignmentsRequest::default())
+        }
         other => panic!("no sample for {other:?}"),
     }
 }

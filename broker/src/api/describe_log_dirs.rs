@@ -1,0 +1,66 @@
+//! DescribeLogDirs: the node's one "log dir" (Eddy's data dir, shared by every listener
+//! over the same erasure-coded drives) with the partitions this node leads and their
+//! stored bytes (record batches as stored, before erasure coding). Capacity is not
+//! reported (-1): the drives are shared and `/health` and the drive metrics say more.
+
+use kafka_protocol::messages::describe_log_dirs_response::{
+    DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
+};
+use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
+
+use super::{Ctx, sb, topic_name};
+
+/// Answers DescribeLogDirs (every topic when none is named).
+pub fn handle(ctx: &Ctx, req: DescribeLogDirsRequest) -> DescribeLogDirsResponse {
+    let catalog = &ctx.broker.catalog;
+    let wanted: Vec<(String, Option<Vec<i32>>)> = match req.topics {
+        Some(ts) => ts
+            .into_iter()
+            .map(|t| (t.topic.to_string(), Some(t.partitions)))
+            .collect(),
+        None => match catalog.topics() {
+            Ok(ts) => ts.into_iter().map(|t| (t.name, None)).collect(),
+            Err(e) => {
+                return DescribeLogDirsResponse::default()
+                    .with_error_code(crate::error::from_catalog(&e).code());
+            }
+        },
+    };
+    let mut topics = Vec::new();
+    for (name, parts) in wanted {
+        let Ok(Some(t)) = catalog.topic(&name) else {
+            continue;
+        };
+        let indexes = parts.unwrap_or_else(|| (0..t.partitions as i32).collect());
+        let partitions: Vec<_> = indexes
+            .into_iter()
+            .filter(|p| *p >= 0 && (*p as u32) < t.partitions && ctx.leads(&t.name, *p))
+            .map(|p| {
+                let size = catalog
+                    .partition(t.id, p as u32)
+                    .ok()
+                    .flatten()
+                    .map_or(0, |s| s.bytes as i64);
+                DescribeLogDirsPartition::default()
+                    .with_partition_index(p)
+                    .with_partition_size(size)
+                    .with_offset_lag(0)
+                    .with_is_future_key(false)
+            })
+            .collect();
+        if !partitions.is_empty() {
+            topics.push(
+                DescribeLogDirsTopic::default()
+                    .with_name(topic_name(&t.name))
+                    .with_partitions(partitions),
+            );
+        }
+    }
+    let dir = DescribeLogDirsResult::default()
+        .with_error_code(0)
+        .with_log_dir(sb(&ctx.broker.config.log_dir))
+        .with_topics(topics)
+        .with_total_bytes(-1)
+        .with_usable_bytes(-1);
+    DescribeLogDirsResponse::default().with_results(vec![dir])
+}

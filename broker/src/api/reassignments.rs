@@ -1,0 +1,71 @@
+//! ListPartitionReassignments and AlterPartitionReassignments. A partition has one copy,
+//! on the erasure-coded drives every listener shares, and its leader is placed by hashing;
+//! there is nothing to move. So no reassignment is ever in progress, a reassignment to the
+//! partition's leader alone is accepted as already done, and any other is refused with
+//! `INVALID_REPLICA_ASSIGNMENT` and the reason.
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::alter_partition_reassignments_response::{
+    ReassignablePartitionResponse, ReassignableTopicResponse,
+};
+use kafka_protocol::messages::{
+    AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, BrokerId,
+    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
+};
+
+use super::{Ctx, sb, topic_name};
+
+/// Answers ListPartitionReassignments: none in progress.
+pub fn list(req: ListPartitionReassignmentsRequest) -> ListPartitionReassignmentsResponse {
+    let _ = req;
+    ListPartitionReassignmentsResponse::default()
+}
+
+/// Answers AlterPartitionReassignments.
+pub fn alter(
+    ctx: &Ctx,
+    req: AlterPartitionReassignmentsRequest,
+) -> AlterPartitionReassignmentsResponse {
+    let catalog = &ctx.broker.catalog;
+    let responses = req
+        .topics
+        .into_iter()
+        .map(|t| {
+            let name = t.name.to_string();
+            let topic = catalog.topic(&name).ok().flatten();
+            let partitions = t
+                .partitions
+                .into_iter()
+                .map(|p| {
+                    let i = p.partition_index;
+                    let exists = topic
+                        .as_ref()
+                        .is_some_and(|t| i >= 0 && (i as u32) < t.partitions);
+                    let leader = BrokerId(ctx.broker.cluster.leader(&name, i));
+                    let (error, message) = match p.replicas {
+                        _ if !exists => (Some(ResponseError::UnknownTopicOrPartition), None),
+                        None => (
+                            Some(ResponseError::NoReassignmentInProgress),
+                            Some("no reassignment is ever in progress"),
+                        ),
+                        Some(r) if r == [leader] => (None, None),
+                        Some(_) => (
+                            Some(ResponseError::InvalidReplicaAssignment),
+                            Some(
+                                "each partition has one copy on the shared erasure-coded drives, led by the listener its name hashes to; it cannot be moved or replicated",
+                            ),
+                        ),
+                    };
+                    ReassignablePartitionResponse::default()
+                        .with_partition_index(i)
+                        .with_error_code(error.map_or(0, |e| e.code()))
+                        .with_error_message(message.map(sb))
+                })
+                .collect();
+            ReassignableTopicResponse::default()
+                .with_name(topic_name(&name))
+                .with_partitions(partitions)
+        })
+        .collect();
+    AlterPartitionReassignmentsResponse::default().with_responses(responses)
+}
