@@ -18,6 +18,8 @@ pub enum Kind {
     Enum(&'static [&'static str]),
     /// A comma-separated list of these strings.
     List(&'static [&'static str]),
+    /// Any string (read-only broker configs such as `advertised.listeners`).
+    Text,
 }
 
 impl Kind {
@@ -25,7 +27,7 @@ impl Kind {
     pub fn type_code(&self) -> i8 {
         match self {
             Kind::Boolean => 1,
-            Kind::Enum(_) => 2,
+            Kind::Enum(_) | Kind::Text => 2,
             Kind::Int(_) => 3,
             Kind::Long(_) => 5,
             Kind::Ratio => 6,
@@ -128,6 +130,7 @@ pub fn validate(name: &str, value: &str) -> Result<(), String> {
         Kind::Ratio => value.parse::<f64>().is_ok_and(|v| (0.0..=1.0).contains(&v)),
         Kind::Enum(options) => options.contains(&value),
         Kind::List(options) => value.split(',').all(|v| options.contains(&v.trim())),
+        Kind::Text => true,
     };
     if ok {
         Ok(())

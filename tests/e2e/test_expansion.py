@@ -8,7 +8,6 @@ import base64
 import datetime
 import json
 import os
-import random
 import shutil
 import signal
 import subprocess
@@ -21,11 +20,9 @@ import uuid
 from decimal import Decimal
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry,
-                                   ConfigResource, NewTopic, ResourceType)
+from confluent_kafka.admin import AdminClient, NewTopic
 from pyiceberg.expressions import And, EqualTo
 
 from conftest import eddy_bin, new_eddy

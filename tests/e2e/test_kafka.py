@@ -416,6 +416,30 @@ def test_java_admin_tools(tmp_path):
         server.stop()
 
 
+def test_broker_configs_say_where_each_node_is(tmp_path):
+    """DescribeConfigs on a broker lists what tools read (kafka-configs, Cruise Control,
+    UIs): its id, the listener it advertises (as Metadata does), its log dir and the group
+    settings, all read-only."""
+    from confluent_kafka.admin import ResourceType
+    port = free_port()
+    server = new_eddy(tmp_path, kafka_hosts=["127.0.0.1", "127.0.0.2"])
+    server.kafka_ports = [port, port]
+    server.start()
+    try:
+        a = AdminClient({"bootstrap.servers": server.bootstrap})
+        for node, host in ((0, "127.0.0.1"), (1, "127.0.0.2")):
+            res = ConfigResource(ResourceType.BROKER, str(node))
+            configs = list(a.describe_configs([res]).values())[0].result(timeout=30)
+            assert configs["broker.id"].value == str(node)
+            assert configs["advertised.listeners"].value == f"PLAINTEXT://{host}:{port}"
+            assert configs["log.dirs"].value == str(server.data_dir)
+            assert configs["group.initial.rebalance.delay.ms"].value == "3000"
+            assert configs["offsets.topic.replication.factor"].value == "1"
+            assert all(c.is_read_only for c in configs.values())
+    finally:
+        server.stop()
+
+
 def test_librdkafka_asks_for_telemetry_and_pushes_nothing(eddy):
     """librdkafka (KIP-714) asks each broker for a telemetry subscription; eddy requests
     no metrics, so the client pushes none and works as before."""

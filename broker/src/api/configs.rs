@@ -28,8 +28,52 @@ const DEFAULT: i8 = 5;
 
 fn broker_configs(ctx: &Ctx) -> Vec<(&'static str, String, Kind)> {
     let c = &ctx.broker.config;
+    let (host, port) = ctx.broker.cluster.advertised(ctx.node, ctx.local);
+    let listener = format!("PLAINTEXT://{host}:{port}");
+    let ms = |d: std::time::Duration| d.as_millis().to_string();
     vec![
         ("broker.id", ctx.node.to_string(), Kind::Int(0)),
+        ("node.id", ctx.node.to_string(), Kind::Int(0)),
+        // What tools read to find the node; the same address Metadata gives.
+        ("advertised.listeners", listener.clone(), Kind::Text),
+        ("listeners", listener, Kind::Text),
+        (
+            "listener.security.protocol.map",
+            "PLAINTEXT:PLAINTEXT".into(),
+            Kind::Text,
+        ),
+        ("inter.broker.listener.name", "PLAINTEXT".into(), Kind::Text),
+        ("log.dirs", c.log_dir.clone(), Kind::Text),
+        ("process.roles", "broker,controller".into(), Kind::Text),
+        ("offsets.topic.replication.factor", "1".into(), Kind::Int(1)),
+        (
+            "transaction.state.log.replication.factor",
+            "1".into(),
+            Kind::Int(1),
+        ),
+        ("compression.type", "producer".into(), Kind::Text),
+        ("log.cleanup.policy", "delete".into(), Kind::Text),
+        ("connections.max.idle.ms", ms(c.idle_timeout), Kind::Long(0)),
+        (
+            "group.initial.rebalance.delay.ms",
+            ms(c.groups.initial_rebalance_delay),
+            Kind::Int(0),
+        ),
+        (
+            "group.min.session.timeout.ms",
+            ms(c.groups.min_session_timeout),
+            Kind::Int(0),
+        ),
+        (
+            "group.max.session.timeout.ms",
+            ms(c.groups.max_session_timeout),
+            Kind::Int(0),
+        ),
+        (
+            "log.cleaner.backoff.ms",
+            ms(c.compaction_check_interval),
+            Kind::Long(0),
+        ),
         (
             "auto.create.topics.enable",
             c.auto_create_topics.to_string(),
