@@ -17,22 +17,35 @@
 //! naming both versions, before anything is written.
 
 /// Both directions between a frozen struct and its live twin, naming every field (a field
-/// missing on either side is a compile error).
+/// missing on either side is a compile error). A field converts with `.into()`, or, named
+/// as `field: each` or `field: opt`, element by element.
 macro_rules! twin {
-    ($frozen:ident <=> $live:path { $($field:ident),* $(,)? }) => {
+    ($frozen:ident <=> $live:path { $($field:ident $(: $conv:ident)?),* $(,)? }) => {
         impl From<$frozen> for $live {
             fn from(v: $frozen) -> Self {
                 let $frozen { $($field),* } = v;
-                Self { $($field: $field.into()),* }
+                Self { $($field: twin!(@conv $field $($conv)?)),* }
             }
         }
         impl From<$live> for $frozen {
             fn from(v: $live) -> Self {
                 let $live { $($field),* } = v;
-                Self { $($field: $field.into()),* }
+                Self { $($field: twin!(@conv $field $($conv)?)),* }
             }
         }
     };
+    (@conv $field:ident) => { $field.into() };
+    (@conv $field:ident $conv:ident) => { $conv($field) };
+}
+
+/// A vector's elements converted (frozen to live or back).
+fn each<A, B: From<A>>(v: Vec<A>) -> Vec<B> {
+    v.into_iter().map(B::from).collect()
+}
+
+/// An option's value converted (frozen to live or back).
+fn opt<A, B: From<A>>(v: Option<A>) -> Option<B> {
+    v.map(B::from)
 }
 
 pub mod v1;

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::{each, opt};
 use crate::{model, txn};
 
 /// A blob's name (`storage::BlobId` as format 1 stores it).
@@ -281,10 +282,6 @@ pub struct CheckpointPointer {
     pub blob: BlobMeta,
 }
 
-fn map<A, B: From<A>>(v: Vec<A>) -> Vec<B> {
-    v.into_iter().map(B::from).collect()
-}
-
 twin!(BucketRecord <=> model::BucketRecord { name, owner, created_ms, versioning, tags, settings });
 twin!(UploadRecord <=> model::UploadRecord {
     upload_id, bucket, key, owner, initiated_ms, metadata, tags, checksum_algorithm, checksum_type
@@ -346,7 +343,7 @@ impl From<ObjectData> for model::ObjectData {
     fn from(v: ObjectData) -> Self {
         match v {
             ObjectData::Inline(d) => Self::Inline(d),
-            ObjectData::Blobs(b) => Self::Blobs(map(b)),
+            ObjectData::Blobs(b) => Self::Blobs(each(b)),
         }
     }
 }
@@ -355,7 +352,7 @@ impl From<model::ObjectData> for ObjectData {
     fn from(v: model::ObjectData) -> Self {
         match v {
             model::ObjectData::Inline(d) => Self::Inline(d),
-            model::ObjectData::Blobs(b) => Self::Blobs(map(b)),
+            model::ObjectData::Blobs(b) => Self::Blobs(each(b)),
         }
     }
 }
@@ -381,7 +378,7 @@ impl From<crate::checkpoint::CheckpointPointer> for CheckpointPointer {
 
 impl From<Transaction> for txn::Transaction {
     fn from(v: Transaction) -> Self {
-        Self { ops: map(v.ops) }
+        Self { ops: each(v.ops) }
     }
 }
 
@@ -448,7 +445,7 @@ impl From<Op> for txn::Op {
                 offset_count,
                 max_timestamp,
                 batch,
-                producer: producer.map(Into::into),
+                producer: opt(producer),
             },
             Op::TruncateBefore {
                 topic_id,
@@ -502,7 +499,7 @@ impl From<Op> for txn::Op {
                 bucket,
                 key,
                 upload_id,
-                keep: map(keep),
+                keep: each(keep),
             },
             Op::AllocateProducerId => L::AllocateProducerId,
             Op::PutTopicTable {
@@ -582,7 +579,7 @@ pub fn op_for_record(op: &txn::Op) -> Option<Op> {
             offset_count: *offset_count,
             max_timestamp: *max_timestamp,
             batch: bytes::Bytes::new(),
-            producer: producer.map(Into::into),
+            producer: opt(*producer),
         },
         L::TruncateBefore {
             topic_id,
@@ -636,7 +633,7 @@ pub fn op_for_record(op: &txn::Op) -> Option<Op> {
             bucket: bucket.clone(),
             key: key.clone(),
             upload_id: upload_id.clone(),
-            keep: map(keep.clone()),
+            keep: each(keep.clone()),
         },
         L::AllocateProducerId => Op::AllocateProducerId,
         L::PutTopicTable {

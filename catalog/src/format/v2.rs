@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::v1;
+use super::{each, v1};
 use crate::{model, txn};
 
 /// A log record op of format 2, by variant index.
@@ -74,41 +74,15 @@ pub struct RecordHeader {
 
 twin!(Horizon <=> model::Horizon { end, reached_ms, tombstones });
 
-impl From<CompactionState> for model::CompactionState {
-    fn from(v: CompactionState) -> Self {
-        let CompactionState {
-            cleaned_to,
-            passes,
-            horizons,
-        } = v;
-        Self {
-            cleaned_to,
-            passes,
-            horizons: horizons.into_iter().map(Into::into).collect(),
-        }
-    }
-}
-
-impl From<model::CompactionState> for CompactionState {
-    fn from(v: model::CompactionState) -> Self {
-        let model::CompactionState {
-            cleaned_to,
-            passes,
-            horizons,
-        } = v;
-        Self {
-            cleaned_to,
-            passes,
-            horizons: horizons.into_iter().map(Into::into).collect(),
-        }
-    }
-}
+twin!(CompactionState <=> model::CompactionState {
+    cleaned_to,
+    passes,
+    horizons: each
+});
 
 impl From<Transaction> for txn::Transaction {
     fn from(v: Transaction) -> Self {
-        Self {
-            ops: v.ops.into_iter().map(Into::into).collect(),
-        }
+        Self { ops: each(v.ops) }
     }
 }
 

@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::v2;
+use super::{each, opt, v2};
 use crate::{model, txn};
 
 /// A log record op of format 3, by variant index.
@@ -109,71 +109,20 @@ twin!(TableRecord <=> model::TableRecord {
     metadata_location
 });
 
-impl From<ExpansionVersion> for model::ExpansionVersion {
-    fn from(v: ExpansionVersion) -> Self {
-        let ExpansionVersion {
-            from,
-            spec,
-            backfill,
-        } = v;
-        Self {
-            from,
-            spec: spec.map(Into::into),
-            backfill,
-        }
-    }
-}
-
-impl From<model::ExpansionVersion> for ExpansionVersion {
-    fn from(v: model::ExpansionVersion) -> Self {
-        let model::ExpansionVersion {
-            from,
-            spec,
-            backfill,
-        } = v;
-        Self {
-            from,
-            spec: spec.map(Into::into),
-            backfill,
-        }
-    }
-}
-
-impl From<Expansion> for model::Expansion {
-    fn from(v: Expansion) -> Self {
-        let Expansion {
-            topic_id,
-            changes,
-            versions,
-        } = v;
-        Self {
-            topic_id,
-            changes,
-            versions: versions.into_iter().map(Into::into).collect(),
-        }
-    }
-}
-
-impl From<model::Expansion> for Expansion {
-    fn from(v: model::Expansion) -> Self {
-        let model::Expansion {
-            topic_id,
-            changes,
-            versions,
-        } = v;
-        Self {
-            topic_id,
-            changes,
-            versions: versions.into_iter().map(Into::into).collect(),
-        }
-    }
-}
+twin!(ExpansionVersion <=> model::ExpansionVersion {
+    from,
+    spec: opt,
+    backfill
+});
+twin!(Expansion <=> model::Expansion {
+    topic_id,
+    changes,
+    versions: each
+});
 
 impl From<Transaction> for txn::Transaction {
     fn from(v: Transaction) -> Self {
-        Self {
-            ops: v.ops.into_iter().map(Into::into).collect(),
-        }
+        Self { ops: each(v.ops) }
     }
 }
 
@@ -191,7 +140,7 @@ impl From<Op> for txn::Op {
                 topic,
                 source,
                 expected,
-                expansion: expansion.map(Into::into),
+                expansion: opt(expansion),
             },
             Op::PutTable {
                 namespace,
@@ -202,7 +151,7 @@ impl From<Op> for txn::Op {
                 namespace,
                 name,
                 expected,
-                table: table.map(Into::into),
+                table: opt(table),
             },
         }
     }
@@ -221,7 +170,7 @@ pub fn op_for_record(op: &txn::Op) -> Op {
             topic: topic.clone(),
             source: source.clone(),
             expected: *expected,
-            expansion: expansion.clone().map(Into::into),
+            expansion: opt(expansion.clone()),
         },
         txn::Op::PutTable {
             namespace,
@@ -232,7 +181,7 @@ pub fn op_for_record(op: &txn::Op) -> Op {
             namespace: namespace.clone(),
             name: name.clone(),
             expected: *expected,
-            table: table.clone().map(Into::into),
+            table: opt(table.clone()),
         },
         // Format 2 carries every other op.
         other => Op::V2(v2::op_for_record(other)),
