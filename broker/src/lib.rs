@@ -118,6 +118,20 @@ pub trait TableSealer: Send + Sync {
 }
 
 impl Broker {
+    /// Before records of `topic` are removed (DeleteRecords, DeleteTopics): when it has
+    /// an expansion, seals its table, so the expansion has read them. A failure is only
+    /// logged: the catalog refuses to remove what an expansion has not read.
+    pub async fn seal_expanded(&self, topic: &str) {
+        let Some(sealer) = self.table_sealer.get() else {
+            return;
+        };
+        if self.catalog.expansions(topic).is_ok_and(|e| !e.is_empty())
+            && let Err(e) = sealer.seal(topic).await
+        {
+            tracing::warn!(topic, error = %e, "sealing an expanded topic before removing records failed");
+        }
+    }
+
     /// A broker over `catalog`. Call inside the runtime: groups that had members when
     /// the server stopped come back with their session timers running.
     pub fn new(catalog: Arc<dyn Catalog>, config: BrokerConfig) -> Arc<Self> {

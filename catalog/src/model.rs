@@ -135,6 +135,13 @@ pub struct TopicRecord {
     pub created_ms: i64,
 }
 
+impl TopicRecord {
+    /// Whether the topic has partition `p` (a Kafka partition index, so possibly negative).
+    pub fn has_partition(&self, p: i32) -> bool {
+        u32::try_from(p).is_ok_and(|p| p < self.partitions)
+    }
+}
+
 /// The state of one partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct PartitionState {

@@ -7,18 +7,11 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use iceberg::spec::{NestedField, NestedFieldRef, PrimitiveType, Schema, StructType, Type};
+use iceberg::spec::{NestedField, PrimitiveType, Schema, StructType, Type};
+use tables::expansion::fuzzing::{opt, p};
 use tables::expansion::{Expander, Layout, Options, Source};
 
 const RECORDS: usize = 1000;
-
-fn p(ty: PrimitiveType) -> Type {
-    Type::Primitive(ty)
-}
-
-fn opt(name: &str, ty: Type) -> NestedFieldRef {
-    NestedField::optional(0, name, ty).into()
-}
 
 fn debezium() -> (StructType, Vec<Vec<u8>>) {
     let row = Type::Struct(StructType::new(vec![

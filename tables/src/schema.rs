@@ -1,7 +1,10 @@
 //! The one schema every topic table has, and its partitioning by Kafka partition.
 
+use std::collections::HashMap;
+
 use iceberg::spec::{
-    ListType, NestedField, PrimitiveType, Schema, StructType, Transform, Type, UnboundPartitionSpec,
+    FormatVersion, ListType, NestedField, PrimitiveType, Schema, SortOrder, StructType,
+    TableMetadata, TableMetadataBuilder, Transform, Type, UnboundPartitionSpec,
 };
 
 use crate::TableResult;
@@ -54,4 +57,28 @@ pub fn topic_partition_spec() -> TableResult<UnboundPartitionSpec> {
         .with_spec_id(0)
         .add_partition_field(1, PARTITION, Transform::Identity)?
         .build())
+}
+
+/// Metadata of a new, empty Iceberg v2 table that Eddy writes (a topic's, an expansion's
+/// target): unsorted, its Parquet files zstd-compressed, with `properties` besides.
+pub fn new_table(
+    schema: Schema,
+    spec: UnboundPartitionSpec,
+    location: &str,
+    mut properties: HashMap<String, String>,
+) -> TableResult<TableMetadata> {
+    properties.insert(
+        "write.parquet.compression-codec".to_owned(),
+        "zstd".to_owned(),
+    );
+    Ok(TableMetadataBuilder::new(
+        schema,
+        spec,
+        SortOrder::unsorted_order(),
+        location.to_owned(),
+        FormatVersion::V2,
+        properties,
+    )?
+    .build()?
+    .metadata)
 }

@@ -14,7 +14,7 @@ use iceberg::arrow::schema_to_arrow_schema;
 use iceberg::io::FileIO;
 use iceberg::spec::{
     DataFile, FormatVersion, Literal, ManifestList, ManifestListWriter, ManifestWriterBuilder,
-    Operation, Snapshot, SortOrder, Struct, Summary, TableMetadata, TableMetadataBuilder,
+    Operation, Snapshot, Struct, Summary, TableMetadata, TableMetadataBuilder,
 };
 use iceberg::writer::file_writer::{FileWriter, FileWriterBuilder, ParquetWriterBuilder};
 use parquet::basic::{Compression, ZstdLevel};
@@ -1399,23 +1399,13 @@ fn new_snapshot_id(metadata: &TableMetadata) -> i64 {
 /// `passes` there are now (they are read from the log as it is).
 fn new_metadata(location: &str, topic: &TopicRecord, passes: &[u64]) -> TableResult<TableMetadata> {
     let mut properties = passes_property(passes);
-    properties.extend([
-        ("eddy.topic-id".to_owned(), format!("{:032x}", topic.id)),
-        (
-            "write.parquet.compression-codec".to_owned(),
-            "zstd".to_owned(),
-        ),
-    ]);
-    Ok(TableMetadataBuilder::new(
+    properties.insert("eddy.topic-id".to_owned(), format!("{:032x}", topic.id));
+    crate::schema::new_table(
         topic_schema()?,
         topic_partition_spec()?,
-        SortOrder::unsorted_order(),
-        location.to_owned(),
-        FormatVersion::V2,
+        location,
         properties,
-    )?
-    .build()?
-    .metadata)
+    )
 }
 
 /// Reads the untabled records of every partition, up to `max_bytes` in all, and

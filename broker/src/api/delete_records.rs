@@ -16,16 +16,8 @@ use crate::error::from_catalog;
 /// read every record the request removes.
 pub fn handle(ctx: Ctx, req: DeleteRecordsRequest) -> Reply {
     Box::pin(async move {
-        if let Some(sealer) = ctx.broker.table_sealer.get() {
-            for t in &req.topics {
-                let expanded = ctx.broker.catalog.expansions(&t.name);
-                if expanded.is_ok_and(|e| !e.is_empty())
-                    && let Err(e) = sealer.seal(&t.name).await
-                {
-                    // The commit refuses what the expansion has not read.
-                    tracing::warn!(topic = %t.name.as_str(), error = %e, "sealing before DeleteRecords failed");
-                }
-            }
+        for t in &req.topics {
+            ctx.broker.seal_expanded(&t.name).await;
         }
         truncate(ctx, req).await
     })
@@ -41,9 +33,7 @@ fn truncate(ctx: Ctx, req: DeleteRecordsRequest) -> Reply {
         for p in t.partitions {
             let result = match (&topic, unreadable) {
                 (_, Some(e)) => Err(e),
-                (Some(topic), None)
-                    if p.partition_index >= 0 && (p.partition_index as u32) < topic.partitions =>
-                {
+                (Some(topic), None) if topic.has_partition(p.partition_index) => {
                     if !ctx.leads(&topic.name, p.partition_index) {
                         Err(ResponseError::NotLeaderOrFollower)
                     } else {

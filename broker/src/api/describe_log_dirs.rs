@@ -34,7 +34,7 @@ pub fn handle(ctx: &Ctx, req: DescribeLogDirsRequest) -> DescribeLogDirsResponse
         let indexes = parts.unwrap_or_else(|| (0..t.partitions as i32).collect());
         let partitions: Vec<_> = indexes
             .into_iter()
-            .filter(|p| *p >= 0 && (*p as u32) < t.partitions && ctx.leads(&t.name, *p))
+            .filter(|p| t.has_partition(*p) && ctx.leads(&t.name, *p))
             .map(|p| {
                 let size = catalog
                     .partition(t.id, p as u32)

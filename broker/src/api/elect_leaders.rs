@@ -34,9 +34,7 @@ pub fn handle(ctx: &Ctx, req: ElectLeadersRequest) -> ElectLeadersResponse {
             let partition_result = parts
                 .into_iter()
                 .map(|p| {
-                    let exists = topic
-                        .as_ref()
-                        .is_some_and(|t| p >= 0 && (p as u32) < t.partitions);
+                    let exists = topic.as_ref().is_some_and(|t| t.has_partition(p));
                     let (error, message) = if exists {
                         (
                             ResponseError::ElectionNotNeeded,

@@ -51,9 +51,7 @@ pub fn handle(ctx: Ctx, req: OffsetCommitRequest) -> Reply {
             let r = match (&checked, &topic, unreadable) {
                 (Err(e), _, _) => Err(*e),
                 (Ok(_), _, Some(e)) => Err(e),
-                (Ok(_), Some(topic), None)
-                    if p.partition_index >= 0 && (p.partition_index as u32) < topic.partitions =>
-                {
+                (Ok(_), Some(topic), None) if topic.has_partition(p.partition_index) => {
                     let metadata = p.committed_metadata.as_ref().map(|m| m.to_string());
                     if metadata.as_ref().is_some_and(|m| m.len() > max_metadata) {
                         Err(ResponseError::OffsetMetadataTooLarge)

@@ -41,9 +41,7 @@ pub fn handle(ctx: Ctx, req: OffsetDeleteRequest) -> Reply {
                 _ if subscribed.iter().any(|s| s.as_str() == t.name.as_str()) => {
                     Err(ResponseError::GroupSubscribedToTopic)
                 }
-                (Some(topic), None)
-                    if p.partition_index >= 0 && (p.partition_index as u32) < topic.partitions =>
-                {
+                (Some(topic), None) if topic.has_partition(p.partition_index) => {
                     ops.push(Op::DeleteOffset {
                         group: group.clone(),
                         topic: topic.name.clone(),

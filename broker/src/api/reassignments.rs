@@ -38,9 +38,7 @@ pub fn alter(
                 .into_iter()
                 .map(|p| {
                     let i = p.partition_index;
-                    let exists = topic
-                        .as_ref()
-                        .is_some_and(|t| i >= 0 && (i as u32) < t.partitions);
+                    let exists = topic.as_ref().is_some_and(|t| t.has_partition(i));
                     let leader = BrokerId(ctx.broker.cluster.leader(&name, i));
                     let (error, message) = match p.replicas {
                         _ if !exists => (Some(ResponseError::UnknownTopicOrPartition), None),

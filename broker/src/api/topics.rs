@@ -187,11 +187,8 @@ pub fn delete(ctx: Ctx, req: DeleteTopicsRequest) -> Reply {
         for (name, id, doomed) in pending {
             // A dropped expansion may not have read the topic's last records yet: the
             // table is sealed first, so its target keeps every row it was owed.
-            if let (Ok(topic), Some(sealer)) = (&doomed, ctx.broker.table_sealer.get())
-                && catalog.expansions(topic).is_ok_and(|e| !e.is_empty())
-                && let Err(e) = sealer.seal(topic).await
-            {
-                tracing::warn!(topic, error = %e, "sealing before DeleteTopics failed");
+            if let Ok(topic) = &doomed {
+                ctx.broker.seal_expanded(topic).await;
             }
             let commit = doomed.map(|topic| {
                 catalog.commit(Transaction::new(vec![Op::DeleteTopic { name: topic }]))

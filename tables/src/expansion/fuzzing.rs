@@ -1,6 +1,7 @@
 //! Fixed expanders and the checks of one record through them, shared by the
 //! `expansion_json` fuzz target (`fuzz/fuzz_targets/expansion_json.rs`) and the corpus
-//! test (`tables/tests/expansion_corpus.rs`), so both exercise the same thing. Not part
+//! test (`tables/tests/expansion_corpus.rs`), so both exercise the same thing; and the
+//! type constructors the parser's unit tests and the bench write schemas with. Not part
 //! of the crate's API.
 //!
 //! The schema covers every type an expansion takes, nested: primitives, a struct within
@@ -34,25 +35,30 @@ const PARTITION_VALUE: i32 = 3;
 const FIRST_OFFSET: i64 = 100;
 const TIMESTAMP_MS: i64 = 1_700_000_000_123;
 
-fn p(ty: PrimitiveType) -> Type {
+/// A primitive type (for schemas written in tests, benches and the fuzz target).
+pub fn p(ty: PrimitiveType) -> Type {
     Type::Primitive(ty)
 }
 
-fn opt(name: &str, ty: Type) -> NestedFieldRef {
+/// An optional field (id 0: the layout ignores ids).
+pub fn opt(name: &str, ty: Type) -> NestedFieldRef {
     NestedField::optional(0, name, ty).into()
 }
 
-fn st(fields: Vec<NestedFieldRef>) -> Type {
+/// A struct of `fields`.
+pub fn st(fields: Vec<NestedFieldRef>) -> Type {
     Type::Struct(StructType::new(fields))
 }
 
-fn list(ty: Type) -> Type {
+/// A list of optional `ty`.
+pub fn list(ty: Type) -> Type {
     Type::List(ListType::new(
         NestedField::list_element(0, ty, false).into(),
     ))
 }
 
-fn map(key: PrimitiveType, value: Type) -> Type {
+/// A map from `key` to optional `value`.
+pub fn map(key: PrimitiveType, value: Type) -> Type {
     Type::Map(MapType::new(
         NestedField::map_key_element(0, p(key)).into(),
         NestedField::map_value_element(0, value, false).into(),

@@ -33,15 +33,14 @@ fn topic_of(tabler: &Tabler, topic: &str) -> TableResult<TopicRecord> {
         .ok_or_else(|| unknown_topic(topic))
 }
 
-/// Per partition, the offset the next record will get.
-fn next_offsets(tabler: &Tabler, t: &TopicRecord) -> TableResult<Vec<u64>> {
+/// Per partition, one offset of its state (`next_offset`, `log_start_offset`).
+fn offsets(
+    tabler: &Tabler,
+    t: &TopicRecord,
+    of: fn(&catalog::PartitionState) -> u64,
+) -> TableResult<Vec<u64>> {
     (0..t.partitions)
-        .map(|p| {
-            Ok(tabler
-                .catalog()
-                .partition(t.id, p)?
-                .map_or(0, |s| s.next_offset))
-        })
+        .map(|p| Ok(tabler.catalog().partition(t.id, p)?.as_ref().map_or(0, of)))
         .collect()
 }
 
@@ -153,17 +152,10 @@ async fn commit_version(
         ops.push(op);
         written.push((location, "application/json"));
     }
-    let from = next_offsets(tabler, t)?;
+    let from = offsets(tabler, t, |s| s.next_offset)?;
     let backfill = if backfill {
         // From what the log still holds; the log keeps it until the backfill read it.
-        (0..t.partitions)
-            .map(|p| {
-                Ok(tabler
-                    .catalog()
-                    .partition(t.id, p)?
-                    .map_or(0, |s| s.log_start_offset))
-            })
-            .collect::<TableResult<Vec<u64>>>()?
+        offsets(tabler, t, |s| s.log_start_offset)?
     } else {
         Vec::new()
     };

@@ -1414,30 +1414,7 @@ mod tests {
     use super::*;
     use crate::expansion::{Options, Source};
 
-    fn p(ty: PrimitiveType) -> Type {
-        Type::Primitive(ty)
-    }
-
-    fn opt(name: &str, ty: Type) -> NestedFieldRef {
-        NestedField::optional(0, name, ty).into()
-    }
-
-    fn st(fields: Vec<NestedFieldRef>) -> Type {
-        Type::Struct(StructType::new(fields))
-    }
-
-    fn list(ty: Type) -> Type {
-        Type::List(ListType::new(
-            NestedField::list_element(0, ty, false).into(),
-        ))
-    }
-
-    fn map(key: PrimitiveType, value: Type) -> Type {
-        Type::Map(MapType::new(
-            NestedField::map_key_element(0, p(key)).into(),
-            NestedField::map_value_element(0, value, false).into(),
-        ))
-    }
+    use crate::expansion::fuzzing::{list, map, opt, p, st};
 
     fn int() -> Type {
         p(PrimitiveType::Int)

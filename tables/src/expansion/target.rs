@@ -11,8 +11,8 @@ use std::sync::Arc;
 use arrow::array::{ArrayRef, RecordBatch, new_null_array};
 use arrow::datatypes::SchemaRef;
 use iceberg::spec::{
-    FormatVersion, ListType, MapType, NestedField, NestedFieldRef, Schema, SortOrder, StructType,
-    TableMetadata, TableMetadataBuilder, Transform, Type, UnboundPartitionSpec,
+    ListType, MapType, NestedField, NestedFieldRef, Schema, StructType, TableMetadata,
+    TableMetadataBuilder, Transform, Type, UnboundPartitionSpec,
 };
 
 use super::layout::Column;
@@ -123,20 +123,7 @@ pub fn new_metadata(location: &str, columns: &[Column]) -> TableResult<TableMeta
         .with_spec_id(0)
         .add_partition_field(partition_id, PARTITION_COLUMN, Transform::Identity)?
         .build();
-    let properties = HashMap::from([(
-        "write.parquet.compression-codec".to_owned(),
-        "zstd".to_owned(),
-    )]);
-    Ok(TableMetadataBuilder::new(
-        schema,
-        spec,
-        SortOrder::unsorted_order(),
-        location.to_owned(),
-        FormatVersion::V2,
-        properties,
-    )?
-    .build()?
-    .metadata)
+    crate::schema::new_table(schema, spec, location, HashMap::new())
 }
 
 /// `metadata` with `columns` as its current schema (unchanged when they already are).

@@ -11,7 +11,9 @@
 
 use http::{Method, StatusCode};
 
-use super::{Request, Response, RestCatalog, error_response, json, no_content, query_param};
+use super::{
+    Request, Response, RestCatalog, error_response, json, no_content, query_param, segments,
+};
 use crate::expansion::{infer, manage, spec};
 use crate::{TableError, TableResult};
 
@@ -29,16 +31,7 @@ impl RestCatalog {
     }
 
     async fn admin_route(&self, req: &Request) -> TableResult<Response> {
-        let segments: Vec<String> = req
-            .path
-            .trim_start_matches('/')
-            .split('/')
-            .map(|s| {
-                percent_encoding::percent_decode_str(s)
-                    .decode_utf8_lossy()
-                    .into_owned()
-            })
-            .collect();
+        let segments = segments(&req.path);
         let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
         let m = &req.method;
         let q = req.query.as_deref();

@@ -86,16 +86,7 @@ impl RestCatalog {
     }
 
     async fn route(&self, req: &Request, user: &str) -> TableResult<Response> {
-        let segments: Vec<String> = req
-            .path
-            .trim_start_matches('/')
-            .split('/')
-            .map(|s| {
-                percent_encoding::percent_decode_str(s)
-                    .decode_utf8_lossy()
-                    .into_owned()
-            })
-            .collect();
+        let segments = segments(&req.path);
         let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
         let m = &req.method;
         match segs.as_slice() {
@@ -377,6 +368,18 @@ impl RestCatalog {
             ),
         }
     }
+}
+
+/// A request path's segments, percent-decoded.
+fn segments(path: &str) -> Vec<String> {
+    path.trim_start_matches('/')
+        .split('/')
+        .map(|s| {
+            percent_encoding::percent_decode_str(s)
+                .decode_utf8_lossy()
+                .into_owned()
+        })
+        .collect()
 }
 
 fn no_such_table(table: &str) -> TableError {
