@@ -91,14 +91,15 @@ pub fn sources_of(tabler: &Tabler, namespace: &str, table: &str) -> TableResult<
     Ok(out)
 }
 
-/// The target's metadata with `spec`'s columns, and the op that publishes it (none when
-/// the stored table already has them).
+/// The target's metadata with `spec`'s columns: the op that publishes it, its location
+/// and the metadata files it no longer lists (none when the stored table already has
+/// them).
 async fn target_change(
     tabler: &Tabler,
     io: &FileIO,
     spec: &ExpansionSpec,
     source: Source,
-) -> TableResult<Option<(Op, String)>> {
+) -> TableResult<Option<(Op, String, Vec<String>)>> {
     let columns = spec::layout_of(spec, source)?.columns().to_vec();
     let prefix = format!("{}/{}/", spec.namespace, spec.table);
     let location = objects::location(tabler.bucket(), prefix.trim_end_matches('/'));
@@ -116,7 +117,7 @@ async fn target_change(
             }
         }
     };
-    let (metadata_location, _) = tabler
+    let (metadata_location, expired) = tabler
         .write_metadata(io, builder, &location, generation)
         .await?;
     let op = Op::PutTable {
@@ -130,7 +131,7 @@ async fn target_change(
             metadata_location: metadata_location.clone(),
         }),
     };
-    Ok(Some((op, metadata_location)))
+    Ok(Some((op, metadata_location, expired)))
 }
 
 /// Commits a new current version of the topic's expansion of `source`, with the target
@@ -146,11 +147,13 @@ async fn commit_version(
     let io = FileIO::new_with_memory();
     let mut ops = Vec::new();
     let mut written = Vec::new();
+    let mut removed = Vec::new();
     if let Some(s) = &spec
-        && let Some((op, location)) = target_change(tabler, &io, s, source).await?
+        && let Some((op, location, expired)) = target_change(tabler, &io, s, source).await?
     {
         ops.push(op);
         written.push((location, "application/json"));
+        removed = expired;
     }
     let from = offsets(tabler, t, |s| s.next_offset)?;
     let backfill = if backfill {
@@ -176,7 +179,7 @@ async fn commit_version(
             versions,
         }),
     });
-    tabler.commit_files(&io, written, Vec::new(), ops).await?;
+    tabler.commit_files(&io, written, removed, ops).await?;
     Ok(from)
 }
 
