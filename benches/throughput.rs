@@ -97,6 +97,7 @@ async fn group_commit(root: &Path, writers: usize, size: usize) {
                     max_timestamp: 0,
                     batch: batch.clone(),
                     producer: None,
+                    transactional_id: None,
                 };
                 catalog.commit(Transaction::new(vec![op])).await.unwrap();
                 n += 1;

@@ -82,6 +82,7 @@ async fn populate(c: &EmbeddedCatalog) {
                 max_timestamp: 0,
                 batch: body(1000 + i, 100 + i as u64).into(),
                 producer: None,
+                transactional_id: None,
             },
         ];
         c.commit(Transaction::new(ops)).await.unwrap();

@@ -13,6 +13,8 @@ pub fn from_catalog(e: &CatalogError) -> ResponseError {
         CatalogError::DuplicateSequence { .. } => ResponseError::DuplicateSequenceNumber,
         CatalogError::OutOfOrderSequence => ResponseError::OutOfOrderSequenceNumber,
         CatalogError::ProducerFenced => ResponseError::InvalidProducerEpoch,
+        // The coordinator checks first; only a race with an EndTxn or a timeout gets here.
+        CatalogError::InvalidTxnState(_) => ResponseError::InvalidTxnState,
         CatalogError::Invalid(_) => ResponseError::InvalidRequest,
         // The response's error message says which expansion holds the topic.
         CatalogError::TopicHasExpansion { .. } => ResponseError::PolicyViolation,

@@ -10,8 +10,9 @@ use storage::wal::LogPosition;
 use crate::error::{CatalogError, CatalogResult};
 use crate::format::Stored;
 use crate::model::{
-    BucketRecord, CompactionState, Expansion, ObjectVersion, PartRecord, PartitionState,
-    TableRecord, TopicRecord, TopicTable, UploadRecord,
+    AbortedTxn, BucketRecord, CompactionState, Expansion, ObjectVersion, OffsetRecord, PartRecord,
+    PartitionState, ProducerState, TableRecord, TopicRecord, TopicTable, TxnPartition, TxnRecord,
+    UploadRecord,
 };
 use crate::tables::{self, *};
 use crate::txn::{Op, OpOutcome};
@@ -51,6 +52,10 @@ pub struct Tables<'t> {
     compaction: RedbTable<'t>,
     expansions: RedbTable<'t>,
     other_tables: RedbTable<'t>,
+    txns: RedbTable<'t>,
+    txn_offsets: RedbTable<'t>,
+    txn_partitions: RedbTable<'t>,
+    aborted_txns: RedbTable<'t>,
 }
 
 /// Side effects to carry out once the commit is durable.
@@ -204,6 +209,10 @@ impl<'t> Tables<'t> {
             compaction: w.open_table(COMPACTION)?,
             expansions: w.open_table(EXPANSIONS)?,
             other_tables: w.open_table(OTHER_TABLES)?,
+            txns: w.open_table(TXNS)?,
+            txn_offsets: w.open_table(TXN_OFFSETS)?,
+            txn_partitions: w.open_table(TXN_PARTITIONS)?,
+            aborted_txns: w.open_table(ABORTED_TXNS)?,
         })
     }
 
@@ -466,6 +475,7 @@ impl<'t> Tables<'t> {
                 offset_count,
                 batch,
                 producer,
+                transactional_id,
                 ..
             } => {
                 self.require_partition(*topic_id, *partition)?;
@@ -474,8 +484,44 @@ impl<'t> Tables<'t> {
                 }
                 if let Some(p) = producer {
                     let key = producer_key(p.producer_id, *topic_id, *partition);
-                    let state: Option<crate::model::ProducerState> = get(&self.producers, &key)?;
-                    crate::model::ProducerState::check(state.as_ref(), p)?;
+                    let state: Option<ProducerState> = get(&self.producers, &key)?;
+                    ProducerState::check(state.as_ref(), p)?;
+                }
+                if let Some(id) = transactional_id {
+                    self.require_in_txn(id, producer.as_ref(), *topic_id, *partition)?;
+                }
+            }
+            Op::PutTxn { .. } => {}
+            Op::TxnOffsetCommit {
+                id,
+                producer_id,
+                epoch,
+                group,
+                ..
+            } => {
+                let r = self.open_txn(id, *producer_id, *epoch)?;
+                if !r.groups.contains(group) {
+                    return Err(CatalogError::InvalidTxnState(format!(
+                        "group {group} is not in transaction {id}"
+                    )));
+                }
+            }
+            Op::EndTxn {
+                id,
+                producer_id,
+                epoch,
+                ..
+            } => {
+                let stored: Option<TxnRecord> = get(&self.txns, id.as_bytes())?;
+                let open = stored.is_some_and(|r| {
+                    r.phase == crate::model::TxnPhase::Ongoing
+                        && r.producer_id == *producer_id
+                        && r.epoch <= *epoch
+                });
+                if !open {
+                    return Err(CatalogError::InvalidTxnState(format!(
+                        "transaction {id} of producer {producer_id} is not open"
+                    )));
                 }
             }
             Op::AllocateProducerId => {}
@@ -736,6 +782,8 @@ impl<'t> Tables<'t> {
                     let prefix = t.id.to_be_bytes();
                     remove_prefix(&mut self.partitions, &prefix, |_| Ok(()))?;
                     remove_prefix(&mut self.compaction, &prefix, |_| Ok(()))?;
+                    remove_prefix(&mut self.txn_partitions, &prefix, |_| Ok(()))?;
+                    remove_prefix(&mut self.aborted_txns, &prefix, |_| Ok(()))?;
                     remove_prefix(&mut self.expansions, &expansions_prefix(name), |_| Ok(()))?;
                     let mut segments = Vec::new();
                     remove_prefix(&mut self.batches, &prefix, |v| {
@@ -797,35 +845,52 @@ impl<'t> Tables<'t> {
                 max_timestamp,
                 batch,
                 producer,
+                transactional_id,
             } => {
                 let pk = partition_key(*topic_id, *partition);
                 let mut st: PartitionState = get(&self.partitions, &pk)?.unwrap_or_default();
-                let base = st.next_offset;
-                let last = base + u64::from(*offset_count) - 1;
-                let e = tables::BatchEntry {
-                    last_offset: last,
-                    max_timestamp: *max_timestamp,
-                    position: log.position,
-                    data_offset: log.push(batch, base),
-                    len: batch.len() as u32,
-                };
-                self.batches.insert(
-                    batch_key(*topic_id, *partition, base).as_slice(),
-                    e.encode().as_slice(),
+                let base = self.append_batch(
+                    *topic_id,
+                    *partition,
+                    &mut st,
+                    batch,
+                    *offset_count,
+                    *max_timestamp,
+                    log,
                 )?;
-                self.add_segment_ref(log.position.segment, 1)?;
                 if let Some(p) = producer {
                     let key = producer_key(p.producer_id, *topic_id, *partition);
-                    let mut state: crate::model::ProducerState =
-                        get(&self.producers, &key)?.unwrap_or_default();
+                    let mut state: ProducerState = get(&self.producers, &key)?.unwrap_or_default();
                     state.record(p, base);
                     put(&mut self.producers, &key, &state)?;
+                    if transactional_id.is_some() {
+                        self.open_in_partition(&pk, p.producer_id, base)?;
+                    }
                 }
-                st.next_offset = last + 1;
-                st.bytes += batch.len() as u64;
                 put(&mut self.partitions, &pk, &st)?;
                 return Ok(OpOutcome::Appended { base_offset: base });
             }
+            Op::PutTxn { id, record } => put(&mut self.txns, id.as_bytes(), record)?,
+            Op::TxnOffsetCommit {
+                id,
+                group,
+                topic,
+                partition,
+                offset,
+                ..
+            } => put(
+                &mut self.txn_offsets,
+                &txn_offset_key(group, topic, *partition, id),
+                offset,
+            )?,
+            Op::EndTxn {
+                id,
+                producer_id,
+                epoch,
+                commit,
+                markers,
+                record,
+            } => self.end_txn(id, *producer_id, *epoch, *commit, markers, record, log)?,
             Op::TruncateBefore {
                 topic_id,
                 partition,
@@ -851,6 +916,15 @@ impl<'t> Tables<'t> {
                         st.bytes = st.bytes.saturating_sub(u64::from(e.len));
                     }
                     put(&mut self.partitions, &pk, &st)?;
+                    // Aborted transactions whose markers are gone concern no reader.
+                    let gone: Vec<Vec<u8>> = self
+                        .aborted_txns
+                        .range(from.as_slice()..to.as_slice())?
+                        .map(|e| e.map(|(k, _)| k.value().to_vec()))
+                        .collect::<Result<_, _>>()?;
+                    for k in gone {
+                        self.aborted_txns.remove(k.as_slice())?;
+                    }
                 }
             }
             Op::CompactPartition {
@@ -917,6 +991,186 @@ impl<'t> Tables<'t> {
             }
         }
         Ok(OpOutcome::Done)
+    }
+
+    /// Indexes a batch at the partition's next offset (its bytes go to the record's data
+    /// section) and moves the partition on; returns its base offset. The caller stores
+    /// `st`.
+    #[allow(clippy::too_many_arguments)]
+    fn append_batch(
+        &mut self,
+        topic_id: u128,
+        partition: u32,
+        st: &mut PartitionState,
+        batch: &[u8],
+        offset_count: u32,
+        max_timestamp: i64,
+        log: &mut LogCursor,
+    ) -> CatalogResult<u64> {
+        let base = st.next_offset;
+        let last = base + u64::from(offset_count) - 1;
+        let e = tables::BatchEntry {
+            last_offset: last,
+            max_timestamp,
+            position: log.position,
+            data_offset: log.push(batch, base),
+            len: batch.len() as u32,
+        };
+        self.batches.insert(
+            batch_key(topic_id, partition, base).as_slice(),
+            e.encode().as_slice(),
+        )?;
+        self.add_segment_ref(log.position.segment, 1)?;
+        st.next_offset = last + 1;
+        st.bytes += batch.len() as u64;
+        Ok(base)
+    }
+
+    /// The stored transaction `id`, if it is open for this producer and epoch.
+    fn open_txn(&self, id: &str, producer_id: i64, epoch: i16) -> CatalogResult<TxnRecord> {
+        let stored: Option<TxnRecord> = get(&self.txns, id.as_bytes())?;
+        match stored {
+            Some(r) if r.is_open_for(producer_id, epoch) => Ok(r),
+            Some(r) if r.producer_id == producer_id && r.epoch > epoch => {
+                Err(CatalogError::ProducerFenced)
+            }
+            _ => Err(CatalogError::InvalidTxnState(format!(
+                "transaction {id} is not open for producer {producer_id} epoch {epoch}"
+            ))),
+        }
+    }
+
+    /// Refuses a transactional batch unless its transaction is open and holds the
+    /// partition.
+    fn require_in_txn(
+        &self,
+        id: &str,
+        producer: Option<&crate::txn::ProducerBatch>,
+        topic_id: u128,
+        partition: u32,
+    ) -> CatalogResult<()> {
+        let p = producer.ok_or_else(|| {
+            CatalogError::Invalid("a transactional batch without a producer id".into())
+        })?;
+        let r = self.open_txn(id, p.producer_id, p.epoch)?;
+        let name = self
+            .topic_ids
+            .get(topic_id.to_be_bytes().as_slice())?
+            .map(|n| String::from_utf8_lossy(n.value()).into_owned())
+            .unwrap_or_default();
+        if !r
+            .partitions
+            .iter()
+            .any(|(t, q)| *t == name && *q == partition)
+        {
+            return Err(CatalogError::InvalidTxnState(format!(
+                "{name}/{partition} is not in transaction {id}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Records that a producer's transaction has written to a partition from `offset`
+    /// on (its first write there counts).
+    fn open_in_partition(&mut self, pk: &[u8], producer_id: i64, offset: u64) -> CatalogResult<()> {
+        let mut tp: TxnPartition = get(&self.txn_partitions, pk)?.unwrap_or_default();
+        if !tp.open.iter().any(|o| o.producer_id == producer_id) {
+            tp.open.push(crate::model::OpenTxn {
+                producer_id,
+                first_offset: offset,
+            });
+            put(&mut self.txn_partitions, pk, &tp)?;
+        }
+        Ok(())
+    }
+
+    /// Writes one EndTxn: a marker per partition that is still there, the transaction's
+    /// offsets committed or dropped, the new state.
+    #[allow(clippy::too_many_arguments)]
+    fn end_txn(
+        &mut self,
+        id: &str,
+        producer_id: i64,
+        epoch: i16,
+        commit: bool,
+        markers: &[crate::txn::TxnMarker],
+        record: &TxnRecord,
+        log: &mut LogCursor,
+    ) -> CatalogResult<()> {
+        for m in markers {
+            let pk = partition_key(m.topic_id, m.partition);
+            let Some(mut st) = self.partition(m.topic_id, m.partition)? else {
+                continue;
+            };
+            let at = self.append_batch(
+                m.topic_id,
+                m.partition,
+                &mut st,
+                &m.batch,
+                1,
+                m.timestamp,
+                log,
+            )?;
+            put(&mut self.partitions, &pk, &st)?;
+            // A fencing abort's bumped epoch fences the old producer here too; the new
+            // one starts its sequences again.
+            let key = producer_key(producer_id, m.topic_id, m.partition);
+            if let Some(mut ps) = get::<ProducerState>(&self.producers, &key)?
+                && epoch > ps.epoch
+            {
+                ps.epoch = epoch;
+                ps.recent.clear();
+                put(&mut self.producers, &key, &ps)?;
+            }
+            let mut tp: TxnPartition = get(&self.txn_partitions, &pk)?.unwrap_or_default();
+            if let Some(i) = tp.open.iter().position(|o| o.producer_id == producer_id) {
+                let open = tp.open.remove(i);
+                if !commit {
+                    let aborted = AbortedTxn {
+                        producer_id,
+                        first_offset: open.first_offset,
+                        last_offset: at,
+                    };
+                    put(
+                        &mut self.aborted_txns,
+                        &batch_key(m.topic_id, m.partition, at),
+                        &aborted,
+                    )?;
+                    tp.max_aborted_span = tp.max_aborted_span.max(at - open.first_offset);
+                }
+                if tp == TxnPartition::default() {
+                    self.txn_partitions.remove(pk.as_slice())?;
+                } else {
+                    put(&mut self.txn_partitions, &pk, &tp)?;
+                }
+            }
+        }
+        let stored: Option<TxnRecord> = get(&self.txns, id.as_bytes())?;
+        for group in stored.map(|r| r.groups).unwrap_or_default() {
+            let prefix = group_prefix(&group);
+            let end = prefix_end(&prefix).unwrap_or_default();
+            let mut held = Vec::new();
+            for e in self.txn_offsets.range(prefix.as_slice()..end.as_slice())? {
+                let (k, v) = e?;
+                if let Some((topic, partition, holder)) = txn_offset_parts(&group, k.value())
+                    && holder == id
+                {
+                    held.push((k.value().to_vec(), topic, partition, v.value().to_vec()));
+                }
+            }
+            for (k, topic, partition, v) in held {
+                self.txn_offsets.remove(k.as_slice())?;
+                if commit {
+                    let o: OffsetRecord = dec(&v)?;
+                    put(
+                        &mut self.offsets,
+                        &offset_key(&group, &topic, partition),
+                        &o,
+                    )?;
+                }
+            }
+        }
+        put(&mut self.txns, id.as_bytes(), record)
     }
 
     fn add_segment_ref(&mut self, segment: u64, delta: i64) -> CatalogResult<()> {

@@ -209,6 +209,10 @@ impl Committer {
                     partition,
                     ..
                 } => changed.push((*topic_id, *partition)),
+                // A marker moves the last stable offset, which read_committed fetches wait on.
+                Op::EndTxn { markers, .. } => {
+                    changed.extend(markers.iter().map(|m| (m.topic_id, m.partition)))
+                }
                 Op::DeleteTopic { .. } => return self.shared.wakeups.wake_all(),
                 _ => {}
             }

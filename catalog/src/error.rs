@@ -62,6 +62,10 @@ pub enum CatalogError {
     /// A newer epoch of this producer exists.
     #[error("producer fenced by a newer epoch")]
     ProducerFenced,
+    /// A transactional write or end that the transaction's stored state does not allow
+    /// (not open, another producer or epoch, a partition or group not in it).
+    #[error("transaction state: {0}")]
+    InvalidTxnState(String),
     /// The topic still has an expansion, so it cannot be deleted.
     #[error(
         "topic {topic} has an expansion of its {column} column into {target}: drop the expansion first"

@@ -38,7 +38,9 @@ use tokio::sync::{oneshot, watch};
 pub use error::{CatalogError, CatalogResult};
 pub use metrics::CatalogMetrics;
 pub use model::*;
-pub use txn::{CommitOutcome, CompactedBatch, Op, OpOutcome, ProducerBatch, Transaction};
+pub use txn::{
+    CommitOutcome, CompactedBatch, Op, OpOutcome, ProducerBatch, Transaction, TxnMarker,
+};
 
 use committer::{Committer, Msg, Shared};
 
@@ -194,6 +196,34 @@ pub trait Catalog: Send + Sync {
     fn group(&self, name: &str) -> CatalogResult<Option<GroupRecord>>;
     /// Every stored group.
     fn groups(&self) -> CatalogResult<Vec<GroupRecord>>;
+    /// A transactional id's stored coordinator state.
+    fn txn(&self, id: &str) -> CatalogResult<Option<TxnRecord>>;
+    /// Every transactional id's stored state.
+    fn txns(&self) -> CatalogResult<Vec<(String, TxnRecord)>>;
+    /// A partition's open transactions (default: none).
+    fn txn_partition(&self, topic_id: u128, partition: u32) -> CatalogResult<TxnPartition>;
+    /// The aborted transactions with records in `from..to` of a partition, oldest marker
+    /// first: what a read_committed fetch of that range must drop.
+    fn aborted_txns(
+        &self,
+        topic_id: u128,
+        partition: u32,
+        from: u64,
+        to: u64,
+    ) -> CatalogResult<Vec<AbortedTxn>>;
+    /// Whether an open transaction holds an offset of this group's partition.
+    fn has_pending_txn_offset(
+        &self,
+        group: &str,
+        topic: &str,
+        partition: u32,
+    ) -> CatalogResult<bool>;
+    /// Every idempotent producer's state on one partition, by producer id.
+    fn producers_of(
+        &self,
+        topic_id: u128,
+        partition: u32,
+    ) -> CatalogResult<Vec<(i64, ProducerState)>>;
 }
 
 /// How to open an [`EmbeddedCatalog`].
@@ -794,5 +824,68 @@ impl Catalog for EmbeddedCatalog {
     fn groups(&self) -> CatalogResult<Vec<GroupRecord>> {
         read::scan(&self.db, tables::GROUPS, b"", usize::MAX)
             .map(|v| v.into_iter().map(|(_, g)| g).collect())
+    }
+
+    fn txn(&self, id: &str) -> CatalogResult<Option<TxnRecord>> {
+        read::get(&self.db, tables::TXNS, id.as_bytes())
+    }
+
+    fn txns(&self) -> CatalogResult<Vec<(String, TxnRecord)>> {
+        read::scan(&self.db, tables::TXNS, b"", usize::MAX).map(|v| {
+            v.into_iter()
+                .map(|(k, r)| (String::from_utf8_lossy(&k).into_owned(), r))
+                .collect()
+        })
+    }
+
+    fn txn_partition(&self, topic_id: u128, partition: u32) -> CatalogResult<TxnPartition> {
+        Ok(read::get(
+            &self.db,
+            tables::TXN_PARTITIONS,
+            &tables::partition_key(topic_id, partition),
+        )?
+        .unwrap_or_default())
+    }
+
+    fn aborted_txns(
+        &self,
+        topic_id: u128,
+        partition: u32,
+        from: u64,
+        to: u64,
+    ) -> CatalogResult<Vec<AbortedTxn>> {
+        // An aborted transaction with records in the range has its marker at or past
+        // `from` and at most the longest span past `to`, so this range holds every one.
+        let span = self.txn_partition(topic_id, partition)?.max_aborted_span;
+        read::aborted_txns(
+            &self.db,
+            tables::batch_key(topic_id, partition, from),
+            tables::batch_key(
+                topic_id,
+                partition,
+                to.saturating_add(span).saturating_add(1),
+            ),
+        )
+        .map(|v| v.into_iter().filter(|a| a.first_offset < to).collect())
+    }
+
+    fn has_pending_txn_offset(
+        &self,
+        group: &str,
+        topic: &str,
+        partition: u32,
+    ) -> CatalogResult<bool> {
+        let prefix = tables::offset_key(group, topic, partition);
+        let found: Vec<(Vec<u8>, OffsetRecord)> =
+            read::scan(&self.db, tables::TXN_OFFSETS, &prefix, 1)?;
+        Ok(!found.is_empty())
+    }
+
+    fn producers_of(
+        &self,
+        topic_id: u128,
+        partition: u32,
+    ) -> CatalogResult<Vec<(i64, ProducerState)>> {
+        read::producers_of(&self.db, &tables::partition_key(topic_id, partition))
     }
 }

@@ -446,3 +446,92 @@ pub fn expanded_to(
     }
     Some(floor)
 }
+
+/// Where a transactional id stands, as the catalog keeps it (store format 4). The
+/// coordinator's `Prepare*` states are never stored: one EndTxn's markers, offsets and
+/// new state are one catalog transaction, so a crash leaves the state before it or after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TxnPhase {
+    /// A producer id and epoch, no transaction open.
+    #[default]
+    Empty,
+    /// A transaction is open.
+    Ongoing,
+    /// The last transaction committed.
+    CompleteCommit,
+    /// The last transaction aborted.
+    CompleteAbort,
+}
+
+/// One transactional id's coordinator state (store format 4, table `txns`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TxnRecord {
+    /// Producer id.
+    pub producer_id: i64,
+    /// Current epoch.
+    pub epoch: i16,
+    /// `transaction.timeout.ms` the producer asked for.
+    pub timeout_ms: u32,
+    /// Where it stands.
+    pub phase: TxnPhase,
+    /// Partitions of the open transaction, by topic name.
+    pub partitions: Vec<(String, u32)>,
+    /// Groups whose offsets the open transaction holds.
+    pub groups: Vec<String>,
+    /// When the open transaction began (ms since the epoch; -1: none open).
+    pub started_ms: i64,
+    /// Last change (ms since the epoch).
+    pub updated_ms: i64,
+}
+
+impl TxnRecord {
+    /// Whether `producer_id`/`epoch` may write in the open transaction.
+    pub fn is_open_for(&self, producer_id: i64, epoch: i16) -> bool {
+        self.phase == TxnPhase::Ongoing && self.producer_id == producer_id && self.epoch == epoch
+    }
+}
+
+/// A transaction's first offset in a partition it has written to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenTxn {
+    /// Producer id.
+    pub producer_id: i64,
+    /// Offset of its first batch in the partition.
+    pub first_offset: u64,
+}
+
+/// A partition's transactions (store format 4, table `txn_partitions`): the open ones,
+/// whose first offsets bound the last stable offset, and the longest span of an aborted
+/// one, which bounds how far back of a fetch an aborted transaction can start.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TxnPartition {
+    /// Open transactions, at most one per producer.
+    pub open: Vec<OpenTxn>,
+    /// The largest `last_offset - first_offset` of an aborted transaction kept.
+    pub max_aborted_span: u64,
+}
+
+impl TxnPartition {
+    /// The last stable offset of a partition whose next offset is `next_offset`: the
+    /// first offset of its earliest open transaction, or the end.
+    pub fn last_stable_offset(&self, next_offset: u64) -> u64 {
+        self.open
+            .iter()
+            .map(|o| o.first_offset)
+            .min()
+            .unwrap_or(next_offset)
+            .min(next_offset)
+    }
+}
+
+/// An aborted transaction in one partition (table `aborted_txns`, keyed by its marker's
+/// offset): read_committed consumers drop its records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AbortedTxn {
+    /// Producer id.
+    pub producer_id: i64,
+    /// Offset of its first batch in the partition.
+    pub first_offset: u64,
+    /// Offset of its abort marker.
+    pub last_offset: u64,
+}

@@ -5,7 +5,10 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableError};
 
 use crate::apply::dec;
 use crate::error::{CatalogError, CatalogResult};
-use crate::model::{BatchInfo, ObjectVersion, OffsetRecord, PartRecord, StoredBatch, UploadRecord};
+use crate::model::{
+    AbortedTxn, BatchInfo, ObjectVersion, OffsetRecord, PartRecord, ProducerState, StoredBatch,
+    UploadRecord,
+};
 use crate::tables::{self, Table, prefix_end};
 
 fn open(
@@ -207,6 +210,41 @@ pub fn batch_index(
         });
         Ok(out.len() < limit)
     })?;
+    Ok(out)
+}
+
+/// The aborted transactions whose markers' keys are in `from..to`, in marker order.
+pub fn aborted_txns(db: &Database, from: [u8; 28], to: [u8; 28]) -> CatalogResult<Vec<AbortedTxn>> {
+    let r = db.begin_read()?;
+    let Some(t) = open(&r, tables::ABORTED_TXNS)? else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for e in t.range(from.as_slice()..to.as_slice())? {
+        out.push(dec(e?.1.value())?);
+    }
+    Ok(out)
+}
+
+/// Every producer's state on the partition with key `partition`: a scan of the whole
+/// table (its keys lead with the producer id), for admin requests only.
+pub fn producers_of(
+    db: &Database,
+    partition: &[u8; 20],
+) -> CatalogResult<Vec<(i64, ProducerState)>> {
+    let r = db.begin_read()?;
+    let Some(t) = open(&r, tables::PRODUCERS)? else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for e in t.iter()? {
+        let (k, v) = e?;
+        let k = k.value();
+        if k.len() == 28 && k[8..] == partition[..] {
+            let id = i64::from_be_bytes(k[..8].try_into().unwrap_or_default());
+            out.push((id, dec(v.value())?));
+        }
+    }
     Ok(out)
 }
 

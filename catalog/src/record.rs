@@ -2,8 +2,8 @@
 //! the transactions with those bytes left out, then the header's length.
 //!
 //! `[batch data][postcard header][u32 LE header length]`; the header is a
-//! [`v1::RecordHeader`] in format 1, a [`v2::RecordHeader`] in format 2 and a
-//! [`v3::RecordHeader`] in format 3 (the log frame names the format, see `crate::format`).
+//! [`v1::RecordHeader`] in format 1, a [`v2::RecordHeader`] in format 2, a
+//! [`v3::RecordHeader`] in format 3 and a [`v4::RecordHeader`] in format 4 (the log frame names the format, see `crate::format`).
 //!
 //! Batches come first so their offsets in the payload are known while the group is being
 //! applied, before the header is encoded; the catalog's batch index points at them, and
@@ -12,10 +12,10 @@
 use bytes::Bytes;
 
 use crate::error::{CatalogError, CatalogResult};
-use crate::format::{self, v1, v2, v3};
+use crate::format::{self, v1, v2, v3, v4};
 use crate::txn::{Op, Transaction};
 
-/// Builds a record payload (in [`format::RECORD_FORMAT`], 3) from the batch data section
+/// Builds a record payload (in [`format::RECORD_FORMAT`], 4) from the batch data section
 /// and the accepted transactions.
 pub fn encode(mut data: Vec<u8>, txns: &[&Transaction]) -> CatalogResult<Vec<u8>> {
     let mut batch_lens = Vec::new();
@@ -25,12 +25,12 @@ pub fn encode(mut data: Vec<u8>, txns: &[&Transaction]) -> CatalogResult<Vec<u8>
             for op in &t.ops {
                 for_each_batch(op, |batch| batch_lens.push(batch.len() as u32));
             }
-            v3::Transaction {
-                ops: t.ops.iter().map(v3::op_for_record).collect(),
+            v4::Transaction {
+                ops: t.ops.iter().map(v4::op_for_record).collect(),
             }
         })
         .collect();
-    let header = postcard::to_stdvec(&v3::RecordHeader { txns, batch_lens })?;
+    let header = postcard::to_stdvec(&v4::RecordHeader { txns, batch_lens })?;
     data.extend_from_slice(&header);
     data.extend_from_slice(&(header.len() as u32).to_le_bytes());
     Ok(data)
@@ -41,6 +41,7 @@ fn for_each_batch(op: &Op, mut f: impl FnMut(&Bytes)) {
     match op {
         Op::Append { batch, .. } => f(batch),
         Op::CompactPartition { added, .. } => added.iter().for_each(|b| f(&b.batch)),
+        Op::EndTxn { markers, .. } => markers.iter().for_each(|m| f(&m.batch)),
         _ => {}
     }
 }
@@ -59,8 +60,12 @@ pub fn decode(lsn: u64, format: u16, payload: Vec<u8>) -> CatalogResult<Vec<Tran
             let h: v2::RecordHeader = postcard::from_bytes(header)?;
             (h.txns.into_iter().map(Into::into).collect(), h.batch_lens)
         }
-        _ => {
+        3 => {
             let h: v3::RecordHeader = postcard::from_bytes(header)?;
+            (h.txns.into_iter().map(Into::into).collect(), h.batch_lens)
+        }
+        _ => {
+            let h: v4::RecordHeader = postcard::from_bytes(header)?;
             (h.txns.into_iter().map(Into::into).collect(), h.batch_lens)
         }
     };
@@ -108,6 +113,11 @@ fn fill_batches(
             Op::CompactPartition { added, .. } => {
                 for b in added {
                     b.batch = next()?;
+                }
+            }
+            Op::EndTxn { markers, .. } => {
+                for m in markers {
+                    m.batch = next()?;
                 }
             }
             _ => {}

@@ -49,8 +49,17 @@ pub const EXPANSIONS: Table = TableDefinition::new("expansions");
 /// `table_key` -> `TableRecord`: tables outside `kafka_topics` (store format 3 on).
 pub const OTHER_TABLES: Table = TableDefinition::new("other_tables");
 
+/// Transactional id -> `TxnRecord` (store format 4 on).
+pub const TXNS: Table = TableDefinition::new("txns");
+/// `txn_offset_key` -> `OffsetRecord`: offsets an open transaction holds (format 4 on).
+pub const TXN_OFFSETS: Table = TableDefinition::new("txn_offsets");
+/// `partition_key` -> `TxnPartition`: a partition's open transactions (format 4 on).
+pub const TXN_PARTITIONS: Table = TableDefinition::new("txn_partitions");
+/// `batch_key` of the abort marker -> `AbortedTxn` (format 4 on).
+pub const ABORTED_TXNS: Table = TableDefinition::new("aborted_txns");
+
 /// Every table, with the tag checkpoints use for it.
-pub const ALL: [(u8, Table); 18] = [
+pub const ALL: [(u8, Table); 22] = [
     (1, META),
     (2, BUCKETS),
     (3, OBJECTS),
@@ -69,6 +78,10 @@ pub const ALL: [(u8, Table); 18] = [
     (16, COMPACTION),
     (17, EXPANSIONS),
     (18, OTHER_TABLES),
+    (19, TXNS),
+    (20, TXN_OFFSETS),
+    (21, TXN_PARTITIONS),
+    (22, ABORTED_TXNS),
 ];
 
 /// Meta key of the last applied log record.
@@ -220,6 +233,25 @@ pub fn offset_key(group: &str, topic: &str, partition: u32) -> Vec<u8> {
     k.extend_from_slice(topic.as_bytes());
     k.extend_from_slice(&partition.to_be_bytes());
     k
+}
+
+/// Key of an offset held by an open transaction: the committed offset's key, then the
+/// transactional id, so a group's pending offsets for one partition are one prefix.
+pub fn txn_offset_key(group: &str, topic: &str, partition: u32, id: &str) -> Vec<u8> {
+    let mut k = offset_key(group, topic, partition);
+    k.extend_from_slice(id.as_bytes());
+    k
+}
+
+/// The (topic, partition, transactional id) of a `txn_offset_key` of `group`.
+pub fn txn_offset_parts(group: &str, key: &[u8]) -> Option<(String, u32, String)> {
+    let at = 2 + group.len();
+    let len = u16::from_be_bytes(key.get(at..at + 2)?.try_into().ok()?) as usize;
+    let topic = String::from_utf8(key.get(at + 2..at + 2 + len)?.to_vec()).ok()?;
+    let p = at + 2 + len;
+    let partition = u32::from_be_bytes(key.get(p..p + 4)?.try_into().ok()?);
+    let id = String::from_utf8(key.get(p + 4..)?.to_vec()).ok()?;
+    Some((topic, partition, id))
 }
 
 /// A name as a key part that sorts by name and cannot run into what follows: its length

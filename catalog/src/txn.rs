@@ -87,6 +87,10 @@ pub enum Op {
         batch: bytes::Bytes,
         /// The idempotent producer's ids and sequences, checked and recorded at commit.
         producer: Option<ProducerBatch>,
+        /// The transactional id of a transactional batch: the commit fails unless that
+        /// id's transaction is open for the batch's producer and epoch and holds this
+        /// partition (KIP-890's check, made where it cannot race an EndTxn).
+        transactional_id: Option<String>,
     },
     /// Moves a partition's log start offset forward, deleting the batches wholly before it.
     TruncateBefore {
@@ -213,6 +217,52 @@ pub enum Op {
         /// The new state.
         table: Option<crate::model::TableRecord>,
     },
+    /// Stores a transactional id's coordinator state (the coordinator serializes the
+    /// changes of one id, so this is a plain write).
+    PutTxn {
+        /// Transactional id.
+        id: String,
+        /// The new state.
+        record: crate::model::TxnRecord,
+    },
+    /// Holds a consumer group offset in an open transaction, to be committed with it.
+    /// Fails with [`crate::CatalogError::InvalidTxnState`] unless the transaction is open
+    /// for this producer and epoch and holds the group.
+    TxnOffsetCommit {
+        /// Transactional id.
+        id: String,
+        /// Producer id.
+        producer_id: i64,
+        /// Producer epoch.
+        epoch: i16,
+        /// Group id.
+        group: String,
+        /// Topic name.
+        topic: String,
+        /// Partition.
+        partition: u32,
+        /// The offset.
+        offset: OffsetRecord,
+    },
+    /// Ends a transaction: appends a control batch (commit or abort marker) to every
+    /// partition in `markers`, commits (or drops) every offset the transaction holds, and
+    /// stores `record`. Fails with [`crate::CatalogError::InvalidTxnState`] unless the
+    /// stored state is the open transaction of `producer_id` at an epoch up to `epoch`
+    /// (a fencing abort writes the bumped epoch).
+    EndTxn {
+        /// Transactional id.
+        id: String,
+        /// Producer id.
+        producer_id: i64,
+        /// The epoch the markers carry.
+        epoch: i16,
+        /// Commit or abort.
+        commit: bool,
+        /// One control batch per partition (a partition no longer there is skipped).
+        markers: Vec<TxnMarker>,
+        /// The state after it.
+        record: crate::model::TxnRecord,
+    },
     /// Replaces a bucket's record if it is still `expected`: a read-modify-write that
     /// fails with [`crate::CatalogError::PreconditionFailed`] when another change (or a
     /// delete and re-create) came first, so concurrent setting changes are never lost.
@@ -234,6 +284,19 @@ pub struct CompactedBatch {
     /// Its largest timestamp.
     pub max_timestamp: i64,
     /// The batch bytes.
+    pub batch: bytes::Bytes,
+}
+
+/// A transaction marker for one partition: a control batch of one record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxnMarker {
+    /// Topic id.
+    pub topic_id: u128,
+    /// Partition.
+    pub partition: u32,
+    /// Its timestamp.
+    pub timestamp: i64,
+    /// The control batch (base offset overwritten at commit).
     pub batch: bytes::Bytes,
 }
 
@@ -271,6 +334,9 @@ impl Transaction {
                 Op::Append { batch, .. } => batch.len() + 64,
                 Op::CompactPartition { added, .. } => {
                     added.iter().map(|b| b.batch.len() + 64).sum::<usize>() + 128
+                }
+                Op::EndTxn { markers, .. } => {
+                    markers.iter().map(|m| m.batch.len() + 64).sum::<usize>() + 128
                 }
                 Op::PutObject { version, .. } => match &version.data {
                     crate::model::ObjectData::Inline(d) => d.len() + 256,

@@ -75,6 +75,7 @@ fn append(id: u128, partition: u32, count: u32, tag: u8) -> Op {
         max_timestamp: 10,
         batch: batch.into(),
         producer: None,
+        transactional_id: None,
     }
 }
 

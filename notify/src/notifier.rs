@@ -159,6 +159,7 @@ impl Notifier {
                 max_timestamp: batch.max_timestamp,
                 batch: batch.bytes,
                 producer: None,
+                transactional_id: None,
             });
         }
         Ok(rows)

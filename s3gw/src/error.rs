@@ -45,6 +45,7 @@ pub fn catalog_error(e: CatalogError) -> S3Error {
         | CatalogError::ProducerFenced
         | CatalogError::TopicHasExpansion { .. }
         | CatalogError::NotExpanded { .. }
+        | CatalogError::InvalidTxnState(_)
         | CatalogError::Store(_)
         | CatalogError::Corrupt(_)) => {
             tracing::error!(error = %e, "catalog error");

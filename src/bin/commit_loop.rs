@@ -100,6 +100,7 @@ async fn main() {
                         max_timestamp: seq as i64,
                         batch: marker(&id, &partitions, filler).into(),
                         producer: None,
+                        transactional_id: None,
                     })
                     .collect();
                 ops.push(Op::PutObject {

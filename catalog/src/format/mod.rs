@@ -9,8 +9,8 @@
 //! - **checkpoint dumps**: the digit of the dump's magic ([`CHECKPOINT_LAYOUT`]).
 //!
 //! Each released format's types are frozen in their own module ([`v1`]; [`v2`]: what
-//! format 2 added, log compaction; [`v3`]: what format 3 added, blob expansion) and
-//! converted to
+//! format 2 added, log compaction; [`v3`]: what format 3 added, blob expansion; [`v4`]:
+//! what format 4 added, Kafka transactions) and converted to
 //! and from the live types; the live types are never encoded directly, so changing them
 //! never changes what stored bytes mean. A format this build does not know is refused
 //! with [`storage::StorageError::Format`] (the one error for every layer's formats),
@@ -51,29 +51,33 @@ fn opt<A, B: From<A>>(v: Option<A>) -> Option<B> {
 pub mod v1;
 pub mod v2;
 pub mod v3;
+pub mod v4;
 
 use crate::checkpoint::CheckpointPointer;
 use crate::error::{CatalogError, CatalogResult};
+use crate::model::{AbortedTxn, TxnPartition, TxnRecord};
 use crate::model::{
     BucketRecord, CompactionState, Expansion, GroupRecord, ObjectVersion, OffsetRecord, PartRecord,
     PartitionState, ProducerState, TableRecord, TopicRecord, TopicTable, UploadRecord,
 };
 
 /// The log record payload format this build writes.
-pub const RECORD_FORMAT: u16 = 3;
+pub const RECORD_FORMAT: u16 = 4;
 /// The newest log record payload format this build reads (it reads every older one).
-pub const NEWEST_RECORD_FORMAT: u16 = 3;
+pub const NEWEST_RECORD_FORMAT: u16 = 4;
 /// The store value format this build writes and the newest it reads. Format 2 added the
-/// `compaction` table, format 3 the `expansions` and `other_tables` tables; an older
+/// `compaction` table, format 3 the `expansions` and `other_tables` tables, format 4 the
+/// `txns`, `txn_offsets`, `txn_partitions` and `aborted_txns` tables; an older
 /// store is migrated when it is opened (it has no such tables, so nothing is rewritten:
 /// only the recorded format changes).
-pub const STORE_FORMAT: u64 = 3;
+pub const STORE_FORMAT: u64 = 4;
 /// `meta` key of the store's value format (u64, big-endian, like the other counters).
 pub const STORE_FORMAT_KEY: &[u8] = b"store_format";
 /// The checkpoint dump layout this build writes and the newest it reads: the last byte of
-/// the dump's magic, `EDDYCKP3`. Layout 2 is layout 1 with table tag 16 (`compaction`),
-/// layout 3 layout 2 with tags 17 (`expansions`) and 18 (`other_tables`); all are read.
-pub const CHECKPOINT_LAYOUT: u8 = b'3';
+/// the dump's magic, `EDDYCKP4`. Layout 2 is layout 1 with table tag 16 (`compaction`),
+/// layout 3 layout 2 with tags 17 (`expansions`) and 18 (`other_tables`), layout 4
+/// layout 3 with tags 19 to 22 (the transaction tables); all are read.
+pub const CHECKPOINT_LAYOUT: u8 = b'4';
 
 /// A value kept in the embedded store (and so in checkpoints), in the store's format.
 pub trait Stored: Sized {
@@ -115,6 +119,9 @@ stored_as!(
     CompactionState => v2::CompactionState,
     Expansion => v3::Expansion,
     TableRecord => v3::TableRecord,
+    TxnRecord => v4::TxnRecord,
+    TxnPartition => v4::TxnPartition,
+    AbortedTxn => v4::AbortedTxn,
 );
 
 /// The refusal of data in a format newer than `newest`.

@@ -209,6 +209,7 @@ fn sample_ops() -> Vec<(&'static str, Op)> {
                 max_timestamp: 1_764_500_006_000,
                 batch: bytes::Bytes::from_static(b"batch bytes are in the data section"),
                 producer: Some(sample_producer_batch()),
+                transactional_id: None,
             },
         ),
         (
@@ -220,6 +221,7 @@ fn sample_ops() -> Vec<(&'static str, Op)> {
                 max_timestamp: -1,
                 batch: bytes::Bytes::from_static(b"x"),
                 producer: None,
+                transactional_id: None,
             },
         ),
         (
@@ -298,6 +300,9 @@ fn record_data(ops: &[Op]) -> Vec<u8> {
             Op::Append { batch, .. } => data.extend_from_slice(batch),
             Op::CompactPartition { added, .. } => {
                 added.iter().for_each(|b| data.extend_from_slice(&b.batch))
+            }
+            Op::EndTxn { markers, .. } => {
+                markers.iter().for_each(|m| data.extend_from_slice(&m.batch))
             }
             _ => {}
         }
@@ -531,9 +536,7 @@ fn sample_table_record() -> crate::model::TableRecord {
 /// Format 3's samples: each new op alone, every op of every format in one record, and
 /// the new values.
 fn encoded_samples_v3() -> Vec<(String, Vec<u8>)> {
-    let record = |ops: Vec<Op>| {
-        crate::record::encode(record_data(&ops), &[&crate::txn::Transaction::new(ops)]).unwrap()
-    };
+    let record = record_v3;
     let mut out = Vec::new();
     for (name, op) in sample_expansion_ops() {
         out.push((format!("record {name}"), record(vec![op])));
@@ -556,4 +559,170 @@ fn all_ops_v3() -> Vec<Op> {
     all.push(sample_compact());
     all.extend(sample_expansion_ops().into_iter().map(|(_, op)| op));
     all
+}
+
+/// A record payload of format 3, as the builds from format 3 to format 4 wrote it.
+fn record_v3(ops: Vec<Op>) -> Vec<u8> {
+    let data = record_data(&ops);
+    let mut batch_lens = Vec::new();
+    for op in &ops {
+        match op {
+            Op::Append { batch, .. } => batch_lens.push(batch.len() as u32),
+            Op::CompactPartition { added, .. } => {
+                batch_lens.extend(added.iter().map(|b| b.batch.len() as u32))
+            }
+            _ => {}
+        }
+    }
+    let header = super::v3::RecordHeader {
+        txns: vec![super::v3::Transaction {
+            ops: ops.iter().map(super::v3::op_for_record).collect(),
+        }],
+        batch_lens,
+    };
+    let header = postcard::to_stdvec(&header).unwrap();
+    let mut out = data;
+    out.extend_from_slice(&header);
+    out.extend_from_slice(&(header.len() as u32).to_le_bytes());
+    out
+}
+
+fn sample_txn_record() -> crate::model::TxnRecord {
+    crate::model::TxnRecord {
+        producer_id: 4242,
+        epoch: 3,
+        timeout_ms: 60_000,
+        phase: crate::model::TxnPhase::Ongoing,
+        partitions: vec![("orders".into(), 0), ("audit".into(), 5)],
+        groups: vec!["billing".into()],
+        started_ms: 1_764_500_000_000,
+        updated_ms: 1_764_500_000_500,
+    }
+}
+
+fn sample_txn_partition() -> crate::model::TxnPartition {
+    crate::model::TxnPartition {
+        open: vec![
+            crate::model::OpenTxn {
+                producer_id: 4242,
+                first_offset: 17,
+            },
+            crate::model::OpenTxn {
+                producer_id: 7,
+                first_offset: 30,
+            },
+        ],
+        max_aborted_span: 12,
+    }
+}
+
+fn sample_aborted_txn() -> crate::model::AbortedTxn {
+    crate::model::AbortedTxn {
+        producer_id: 4242,
+        first_offset: 5,
+        last_offset: 17,
+    }
+}
+
+/// The ops format 4 added: a transactional append, a coordinator state, a held offset
+/// and an EndTxn with two markers.
+fn sample_txn_ops() -> Vec<(&'static str, Op)> {
+    vec![
+        (
+            "AppendTxn",
+            Op::Append {
+                topic_id: 99,
+                partition: 2,
+                offset_count: 3,
+                max_timestamp: 1_764_500_006_000,
+                batch: bytes::Bytes::from_static(b"a transactional batch"),
+                producer: Some(ProducerBatch {
+                    producer_id: 4242,
+                    epoch: 3,
+                    first_sequence: 10,
+                    last_sequence: 12,
+                }),
+                transactional_id: Some("payments-1".into()),
+            },
+        ),
+        (
+            "PutTxn",
+            Op::PutTxn {
+                id: "payments-1".into(),
+                record: sample_txn_record(),
+            },
+        ),
+        (
+            "TxnOffsetCommit",
+            Op::TxnOffsetCommit {
+                id: "payments-1".into(),
+                producer_id: 4242,
+                epoch: 3,
+                group: "billing".into(),
+                topic: "orders".into(),
+                partition: 0,
+                offset: sample_offset(),
+            },
+        ),
+        (
+            "EndTxn",
+            Op::EndTxn {
+                id: "payments-1".into(),
+                producer_id: 4242,
+                epoch: 4,
+                commit: false,
+                markers: vec![
+                    crate::txn::TxnMarker {
+                        topic_id: 99,
+                        partition: 2,
+                        timestamp: 1_764_500_007_000,
+                        batch: bytes::Bytes::from_static(b"an abort marker"),
+                    },
+                    crate::txn::TxnMarker {
+                        topic_id: 100,
+                        partition: 5,
+                        timestamp: 1_764_500_007_000,
+                        batch: bytes::Bytes::from_static(b"another"),
+                    },
+                ],
+                record: crate::model::TxnRecord {
+                    epoch: 4,
+                    phase: crate::model::TxnPhase::CompleteAbort,
+                    partitions: vec![],
+                    groups: vec![],
+                    started_ms: -1,
+                    ..sample_txn_record()
+                },
+            },
+        ),
+    ]
+}
+
+/// Every sample op of formats 1 to 4.
+fn all_ops_v4() -> Vec<Op> {
+    let mut all = all_ops_v3();
+    all.extend(sample_txn_ops().into_iter().map(|(_, op)| op));
+    all
+}
+
+/// Format 4's samples: each new op alone, every op of every format in one record, and
+/// the new values.
+fn encoded_samples_v4() -> Vec<(String, Vec<u8>)> {
+    let record = |ops: Vec<Op>| {
+        crate::record::encode(record_data(&ops), &[&crate::txn::Transaction::new(ops)]).unwrap()
+    };
+    let mut out = Vec::new();
+    for (name, op) in sample_txn_ops() {
+        out.push((format!("record {name}"), record(vec![op])));
+    }
+    out.push(("record all".into(), record(all_ops_v4())));
+    let values = [
+        ("TxnRecord", crate::apply::enc(&sample_txn_record())),
+        ("TxnPartition", crate::apply::enc(&sample_txn_partition())),
+        ("AbortedTxn", crate::apply::enc(&sample_aborted_txn())),
+    ];
+    for (name, bytes) in values {
+        out.push((format!("value {name}"), bytes.unwrap()));
+    }
+    out
 }

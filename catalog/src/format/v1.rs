@@ -446,6 +446,7 @@ impl From<Op> for txn::Op {
                 max_timestamp,
                 batch,
                 producer: opt(producer),
+                transactional_id: None,
             },
             Op::TruncateBefore {
                 topic_id,
@@ -573,6 +574,7 @@ pub fn op_for_record(op: &txn::Op) -> Option<Op> {
             max_timestamp,
             batch: _,
             producer,
+            transactional_id: None,
         } => Op::Append {
             topic_id: *topic_id,
             partition: *partition,
@@ -649,6 +651,12 @@ pub fn op_for_record(op: &txn::Op) -> Option<Op> {
             expected: expected.clone().into(),
             record: record.clone().into(),
         },
-        L::CompactPartition { .. } | L::PutExpansion { .. } | L::PutTable { .. } => return None,
+        L::CompactPartition { .. }
+        | L::PutExpansion { .. }
+        | L::PutTable { .. }
+        | L::Append { .. }
+        | L::PutTxn { .. }
+        | L::TxnOffsetCommit { .. }
+        | L::EndTxn { .. } => return None,
     })
 }

@@ -151,7 +151,7 @@ pub fn op_for_record(op: &txn::Op) -> Op {
         // Format 1 carries every other op.
         other => match v1::op_for_record(other) {
             Some(op) => Op::V1(op),
-            None => unreachable!("format 3 carries the ops format 2 does not know"),
+            None => unreachable!("a later format carries the ops format 2 does not know"),
         },
     }
 }
