@@ -79,6 +79,15 @@ pub struct ServeArgs {
     /// needs more takes several passes.
     #[arg(long, env = "EDDY_KAFKA_COMPACTION_PASS_MB")]
     pub kafka_compaction_pass_mb: Option<usize>,
+    /// The longest `transaction.timeout.ms` a transactional producer may ask, ms
+    /// (Kafka's `transaction.max.timeout.ms`; default 900000).
+    #[arg(long, env = "EDDY_KAFKA_TRANSACTION_MAX_TIMEOUT_MS")]
+    pub kafka_transaction_max_timeout_ms: Option<u64>,
+    /// How often the transaction coordinator aborts transactions past their timeout, ms
+    /// (Kafka's `transaction.abort.timed.out.transaction.cleanup.interval.ms`; default
+    /// 10000).
+    #[arg(long, env = "EDDY_KAFKA_TRANSACTION_ABORT_INTERVAL_MS")]
+    pub kafka_transaction_abort_interval_ms: Option<u64>,
     /// Domains of the S3 endpoint for virtual-host-style requests
     /// (`bucket.DOMAIN`), comma-separated; path style always works.
     #[arg(long, env = "EDDY_S3_DOMAIN", value_delimiter = ',')]
@@ -137,6 +146,8 @@ pub struct FileConfig {
     kafka_compaction_check_interval_ms: Option<u64>,
     kafka_compaction_map_mb: Option<usize>,
     kafka_compaction_pass_mb: Option<usize>,
+    kafka_transaction_max_timeout_ms: Option<u64>,
+    kafka_transaction_abort_interval_ms: Option<u64>,
     notify_ce_type_prefix: Option<String>,
     table_snapshot_max_age_secs: Option<u64>,
     table_seal_age_secs: Option<u64>,
@@ -217,6 +228,10 @@ pub struct ServeConfig {
     pub kafka_compaction_map_mb: usize,
     /// Rewritten bytes of one compaction pass, MiB.
     pub kafka_compaction_pass_mb: usize,
+    /// Longest transaction timeout a producer may ask, ms.
+    pub kafka_transaction_max_timeout_ms: u64,
+    /// Interval between looks for timed-out transactions, ms.
+    pub kafka_transaction_abort_interval_ms: u64,
     /// Prefix of bucket notification records' `ce_type`.
     pub notify_ce_type_prefix: String,
     /// Age after which topic table snapshots expire.
@@ -378,6 +393,16 @@ impl ServeArgs {
                 .kafka_compaction_pass_mb
                 .or(file.kafka_compaction_pass_mb)
                 .unwrap_or(16)
+                .max(1),
+            kafka_transaction_max_timeout_ms: self
+                .kafka_transaction_max_timeout_ms
+                .or(file.kafka_transaction_max_timeout_ms)
+                .unwrap_or(900_000)
+                .max(1),
+            kafka_transaction_abort_interval_ms: self
+                .kafka_transaction_abort_interval_ms
+                .or(file.kafka_transaction_abort_interval_ms)
+                .unwrap_or(10_000)
                 .max(1),
             notify_ce_type_prefix: self
                 .notify_ce_type_prefix

@@ -207,6 +207,10 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         Duration::from_millis(config.kafka_compaction_check_interval_ms);
     kafka_config.compaction.map_bytes = config.kafka_compaction_map_mb << 20;
     kafka_config.compaction.max_pass_bytes = config.kafka_compaction_pass_mb << 20;
+    kafka_config.txn = broker::txn::TxnConfig {
+        max_timeout: Duration::from_millis(config.kafka_transaction_max_timeout_ms),
+        abort_interval: Duration::from_millis(config.kafka_transaction_abort_interval_ms),
+    };
     let kafka_broker = broker::Broker::new(catalog_dyn, kafka_config);
     let _ = kafka_broker
         .table_sealer
@@ -220,6 +224,11 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     tasks.spawn(broker::retention::run(
         kafka_broker.clone(),
         kafka_broker.config.retention_check_interval,
+        stop_rx.clone(),
+    ));
+    tasks.spawn(broker::txn::coordinator::run(
+        kafka_broker.txns.clone(),
+        kafka_broker.config.txn.abort_interval,
         stop_rx.clone(),
     ));
     tasks.spawn(broker::compaction::run(

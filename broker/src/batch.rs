@@ -30,6 +30,8 @@ pub struct Batch {
     pub producer_epoch: i16,
     /// Sequence of the first record (-1 when not idempotent).
     pub base_sequence: i32,
+    /// Part of a transaction.
+    pub transactional: bool,
 }
 
 fn i16_at(b: &[u8], at: usize) -> i16 {
@@ -101,10 +103,11 @@ pub fn parse(records: &Bytes, max_batch_bytes: usize) -> Result<Vec<Batch>, Refu
             return Err(refuse(ResponseError::CorruptMessage, "batch CRC mismatch"));
         }
         let attributes = i16_at(b, 21);
-        if attributes & (ATTR_TRANSACTIONAL | ATTR_CONTROL) != 0 {
+        // Markers are the coordinator's to write, as in Kafka.
+        if attributes & ATTR_CONTROL != 0 {
             return Err(refuse(
                 ResponseError::InvalidRecord,
-                "transactional and control batches are not supported",
+                "control batches are written by the transaction coordinator only",
             ));
         }
         let last_offset_delta = i32_at(b, 23);
@@ -125,10 +128,52 @@ pub fn parse(records: &Bytes, max_batch_bytes: usize) -> Result<Vec<Batch>, Refu
             producer_id: i64_at(b, 43),
             producer_epoch: i16_at(b, 51),
             base_sequence: i32_at(b, 53),
+            transactional: attributes & ATTR_TRANSACTIONAL != 0,
         });
         pos += total;
     }
     Ok(out)
+}
+
+/// A transaction marker: a control batch of one record whose key says commit or abort
+/// (KIP-98's `EndTxnMarker`: key version 0 and type 1 commit / 0 abort, value version 0
+/// and the coordinator epoch), base offset 0 until the catalog assigns one.
+pub fn control_batch(producer_id: i64, epoch: i16, commit: bool, timestamp: i64) -> Bytes {
+    // One record: attributes, timestamp delta 0, offset delta 0, a 4-byte key, a 6-byte
+    // value, no headers; every varint here is a single byte.
+    let mut record = vec![0u8, 0, 0, 8];
+    record.extend_from_slice(&0i16.to_be_bytes());
+    record.extend_from_slice(&i16::from(commit).to_be_bytes());
+    record.push(12);
+    record.extend_from_slice(&0i16.to_be_bytes());
+    record.extend_from_slice(&0i32.to_be_bytes());
+    record.push(0);
+    let mut b = BytesMut::with_capacity(HEADER_LEN + 1 + record.len());
+    b.extend_from_slice(&0i64.to_be_bytes());
+    let len = (HEADER_LEN - 12 + 1 + record.len()) as i32;
+    b.extend_from_slice(&len.to_be_bytes());
+    b.extend_from_slice(&0i32.to_be_bytes()); // partition leader epoch
+    b.extend_from_slice(&[2]); // magic
+    b.extend_from_slice(&0u32.to_be_bytes()); // CRC, set below
+    b.extend_from_slice(&(ATTR_TRANSACTIONAL | ATTR_CONTROL).to_be_bytes());
+    b.extend_from_slice(&0i32.to_be_bytes()); // last offset delta
+    b.extend_from_slice(&timestamp.to_be_bytes());
+    b.extend_from_slice(&timestamp.to_be_bytes());
+    b.extend_from_slice(&producer_id.to_be_bytes());
+    b.extend_from_slice(&epoch.to_be_bytes());
+    b.extend_from_slice(&(-1i32).to_be_bytes()); // base sequence
+    b.extend_from_slice(&1i32.to_be_bytes()); // records
+    // Record length as a zigzag varint (the record is shorter than 64 bytes).
+    b.extend_from_slice(&[(record.len() as u8) << 1]);
+    b.extend_from_slice(&record);
+    let crc = crc32c::crc32c(&b[21..]);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
+    b.freeze()
+}
+
+/// Whether a stored batch is a control batch (a transaction marker).
+pub fn is_control(batch: &[u8]) -> bool {
+    batch.len() >= HEADER_LEN && i16_at(batch, 21) & ATTR_CONTROL != 0
 }
 
 impl Batch {
@@ -250,5 +295,32 @@ mod tests {
         b.stamp_log_append_time(1234);
         let again = parse(&b.bytes, 1 << 20).unwrap().remove(0);
         assert_eq!(again.max_timestamp, 1234);
+    }
+
+    #[test]
+    fn a_marker_is_a_valid_control_batch_kafka_decoders_read() {
+        let b = control_batch(42, 7, true, 1_700_000_000_000);
+        assert!(is_control(&b));
+        assert_eq!(
+            crc32c::crc32c(&b[21..]),
+            u32::from_be_bytes([b[17], b[18], b[19], b[20]])
+        );
+        assert_eq!(i32_at(&b, 8) as usize + 12, b.len());
+        let mut bytes = b.clone();
+        let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut bytes).unwrap();
+        let r = &set.records[0];
+        assert!(r.control && r.transactional);
+        assert_eq!((r.producer_id, r.producer_epoch), (42, 7));
+        assert_eq!(r.key.as_deref(), Some(&[0u8, 0, 0, 1][..]));
+        assert_eq!(r.value.as_deref(), Some(&[0u8, 0, 0, 0, 0, 0][..]));
+        let abort = control_batch(42, 7, false, 0);
+        let mut bytes = abort.clone();
+        let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut bytes).unwrap();
+        assert_eq!(set.records[0].key.as_deref(), Some(&[0u8, 0, 0, 0][..]));
+        // A client may not send one.
+        assert_eq!(
+            parse(&b, 1 << 20).unwrap_err().error,
+            ResponseError::InvalidRecord
+        );
     }
 }

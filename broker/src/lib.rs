@@ -59,6 +59,8 @@ pub struct BrokerConfig {
     pub compaction_check_interval: std::time::Duration,
     /// Memory bounds of one compaction pass.
     pub compaction: compaction::Limits,
+    /// Transaction coordinator settings.
+    pub txn: txn::TxnConfig,
 }
 
 impl BrokerConfig {
@@ -82,6 +84,7 @@ impl BrokerConfig {
                 map_bytes: 64 << 20,
                 max_pass_bytes: 16 << 20,
             },
+            txn: txn::TxnConfig::default(),
         }
     }
 }
@@ -98,6 +101,8 @@ pub struct Broker {
     pub metrics: BrokerMetrics,
     /// The consumer group coordinator.
     pub groups: Arc<group::GroupCoordinator>,
+    /// The transaction coordinator.
+    pub txns: Arc<txn::TxnCoordinator>,
     /// The request bytes still free of [`BrokerConfig::max_request_bytes_in_flight`], in
     /// permits of one byte.
     pub request_budget: Arc<Semaphore>,
@@ -146,6 +151,16 @@ impl Broker {
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "restoring consumer groups failed"),
         }
+        let txns = Arc::new(txn::TxnCoordinator::new(
+            catalog.clone(),
+            config.txn.clone(),
+            metrics.clone(),
+        ));
+        match txns.restore() {
+            Ok(n) if n > 0 => tracing::info!(open = n, "restored open transactions"),
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "restoring transactions failed"),
+        }
         // A frame larger than the budget could never be read.
         let budget = config
             .max_request_bytes_in_flight
@@ -157,6 +172,7 @@ impl Broker {
             config,
             metrics,
             groups,
+            txns,
             request_budget: Arc::new(Semaphore::new(budget)),
             compaction_wake: tokio::sync::Notify::new(),
             table_sealer: std::sync::OnceLock::new(),

@@ -75,6 +75,16 @@ pub struct BrokerMetrics {
     pub compaction_rounds: Counter,
     /// Dirty share of each compacted partition's cleanable bytes, as last looked at.
     pub compaction_dirty_ratio: Family<PartitionLabels, Gauge<f64, AtomicU64>>,
+    /// Transactions committed.
+    pub txn_committed: Counter,
+    /// Transactions aborted (by EndTxn, a timeout or a fencing InitProducerId).
+    pub txn_aborted: Counter,
+    /// Transactions the coordinator aborted because they ran past their timeout.
+    pub txn_timed_out: Counter,
+    /// Transactions open now.
+    pub txn_open: Gauge,
+    /// Time to write one transaction's markers and offsets (the EndTxn commit).
+    pub txn_end_latency: Histogram,
 }
 
 impl Default for BrokerMetrics {
@@ -101,6 +111,11 @@ impl Default for BrokerMetrics {
             compaction_passes: Counter::default(),
             compaction_rounds: Counter::default(),
             compaction_dirty_ratio: Family::default(),
+            txn_committed: Counter::default(),
+            txn_aborted: Counter::default(),
+            txn_timed_out: Counter::default(),
+            txn_open: Gauge::default(),
+            txn_end_latency: Histogram::new(exponential_buckets(0.0001, 2.0, 18)),
         }
     }
 }
@@ -198,6 +213,31 @@ impl BrokerMetrics {
             "compaction_dirty_ratio",
             "Dirty share of a compacted partition's cleanable bytes",
             self.compaction_dirty_ratio.clone(),
+        );
+        r.register(
+            "transactions_committed",
+            "Transactions committed",
+            self.txn_committed.clone(),
+        );
+        r.register(
+            "transactions_aborted",
+            "Transactions aborted (EndTxn, timeout or a fencing InitProducerId)",
+            self.txn_aborted.clone(),
+        );
+        r.register(
+            "transactions_timed_out",
+            "Transactions aborted by the coordinator for running past their timeout",
+            self.txn_timed_out.clone(),
+        );
+        r.register(
+            "transactions_open",
+            "Transactions open now",
+            self.txn_open.clone(),
+        );
+        r.register(
+            "transaction_end_seconds",
+            "Time to commit one transaction's markers and offsets",
+            self.txn_end_latency.clone(),
         );
     }
 }

@@ -1,5 +1,7 @@
-//! Fetch: committed data only (the high watermark is the last stable offset), stored
-//! batches returned as they were stored. A fetch that finds less than `min_bytes` parks
+//! Fetch: stored batches returned as they were stored, up to the high watermark at
+//! read_uncommitted and up to the last stable offset (the first offset of the earliest
+//! open transaction) at read_committed, which also gets the aborted transactions whose
+//! records it returns, for the client to drop. A fetch that finds less than `min_bytes` parks
 //! until `max_wait_ms`, woken only by commits to the partitions it reads (not by a timer
 //! loop, nor by every commit). Every fetch is a full fetch: no sessions are created.
 
@@ -7,8 +9,10 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, ResponseKind};
+use kafka_protocol::messages::fetch_response::{
+    AbortedTransaction, FetchableTopicResponse, PartitionData,
+};
+use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, ProducerId, ResponseKind};
 use tokio::time::Instant;
 
 use super::{Ctx, Reply, topic_name, uuid};
@@ -33,6 +37,7 @@ fn read_once(ctx: &Ctx, req: &FetchRequest) -> Read {
     let mut errors = false;
     let mut read = Vec::new();
     let mut responses = Vec::with_capacity(req.topics.len());
+    let read_committed = req.isolation_level == 1;
     for t in &req.topics {
         let found = if ctx.version >= 13 {
             catalog.topic_by_id(t.topic_id.as_u128())
@@ -48,7 +53,7 @@ fn read_once(ctx: &Ctx, req: &FetchRequest) -> Read {
                 .with_last_stable_offset(-1)
                 .with_log_start_offset(-1)
                 .with_preferred_read_replica(BrokerId(-1))
-                .with_aborted_transactions(Some(Vec::new()))
+                .with_aborted_transactions(read_committed.then(Vec::new))
                 .with_records(Some(Bytes::new()));
             let error = (|| {
                 if let Some(e) = unreadable {
@@ -73,14 +78,20 @@ fn read_once(ctx: &Ctx, req: &FetchRequest) -> Read {
                     Err(e) => return Some(from_catalog(&e)),
                 };
                 let hw = state.next_offset as i64;
+                let lso = match catalog.txn_partition(topic.id, p.partition as u32) {
+                    Ok(t) => t.last_stable_offset(state.next_offset) as i64,
+                    Err(e) => return Some(from_catalog(&e)),
+                };
                 data.high_watermark = hw;
-                data.last_stable_offset = hw;
+                data.last_stable_offset = lso;
+                // What this isolation level may see.
+                let end = if read_committed { lso } else { hw };
                 data.log_start_offset = state.log_start_offset as i64;
                 if p.fetch_offset < state.log_start_offset as i64 || p.fetch_offset > hw {
                     return Some(ResponseError::OffsetOutOfRange);
                 }
                 read.push((topic.id, p.partition as u32));
-                if p.fetch_offset == hw {
+                if p.fetch_offset >= end {
                     return None;
                 }
                 // The first partition with data gets at least one batch, whatever the limits.
@@ -95,7 +106,32 @@ fn read_once(ctx: &Ctx, req: &FetchRequest) -> Read {
                     p.fetch_offset as u64,
                     limit,
                 ) {
-                    Ok(batches) => {
+                    Ok(mut batches) => {
+                        // Batches are whole transactions' pieces: the last stable offset
+                        // is a batch boundary.
+                        batches.retain(|b| (b.base_offset as i64) < end);
+                        if read_committed && let Some(last) = batches.last() {
+                            match catalog.aborted_txns(
+                                topic.id,
+                                p.partition as u32,
+                                p.fetch_offset as u64,
+                                last.last_offset + 1,
+                            ) {
+                                Ok(aborted) => {
+                                    data.aborted_transactions = Some(
+                                        aborted
+                                            .into_iter()
+                                            .map(|a| {
+                                                AbortedTransaction::default()
+                                                    .with_producer_id(ProducerId(a.producer_id))
+                                                    .with_first_offset(a.first_offset as i64)
+                                            })
+                                            .collect(),
+                                    )
+                                }
+                                Err(e) => return Some(from_catalog(&e)),
+                            }
+                        }
                         let size: usize = batches.iter().map(|b| b.bytes.len()).sum();
                         let mut records = BytesMut::with_capacity(size);
                         for b in &batches {

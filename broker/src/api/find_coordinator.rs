@@ -1,5 +1,5 @@
-//! FindCoordinator: a group's coordinator is the node its id hashes to, so every
-//! address answers alike. Single keys (v0-3) and batches (v4+).
+//! FindCoordinator: a group's or a transactional id's coordinator is the node its id
+//! hashes to, so every address answers alike. Single keys (v0-3) and batches (v4+).
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
@@ -10,7 +10,7 @@ use super::{Ctx, sb};
 
 /// Key type of a consumer group.
 const GROUP: i8 = 0;
-/// Key type of a transactional id (transactions are not supported).
+/// Key type of a transactional id.
 const TRANSACTION: i8 = 1;
 
 /// Handles FindCoordinator.
@@ -33,7 +33,7 @@ pub fn handle(ctx: &Ctx, req: FindCoordinatorRequest) -> FindCoordinatorResponse
                     .with_error_message(Some(sb(&e.to_string())))
             };
             match req.key_type {
-                GROUP => {
+                GROUP | TRANSACTION => {
                     let node = ctx.broker.cluster.coordinator(&key);
                     let (host, port) = ctx.broker.cluster.advertised(node, ctx.local);
                     Coordinator::default()
@@ -42,7 +42,6 @@ pub fn handle(ctx: &Ctx, req: FindCoordinatorRequest) -> FindCoordinatorResponse
                         .with_host(sb(&host))
                         .with_port(i32::from(port))
                 }
-                TRANSACTION => refused(ResponseError::TransactionalIdAuthorizationFailed),
                 _ => refused(ResponseError::InvalidRequest),
             }
         })

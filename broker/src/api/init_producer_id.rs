@@ -1,5 +1,6 @@
-//! InitProducerId for idempotent producers: a new durable producer id with epoch 0.
-//! Transactions are not supported, so a transactional id is refused.
+//! InitProducerId: for an idempotent producer a new durable producer id with epoch 0; for
+//! a transactional one the id's producer id with its epoch bumped, by the transaction
+//! coordinator (which aborts the previous producer's open transaction first).
 
 use catalog::{Op, OpOutcome, Transaction};
 use kafka_protocol::error::ResponseError;
@@ -20,10 +21,24 @@ pub fn handle(ctx: Ctx, req: InitProducerIdRequest) -> Reply {
                 .with_producer_epoch(-1),
         ))
     };
-    if req.transactional_id.is_some() {
-        return Box::pin(std::future::ready(refused(
-            ResponseError::TransactionalIdAuthorizationFailed,
-        )));
+    if let Some(id) = req.transactional_id.as_ref().map(|i| i.to_string()) {
+        if id.is_empty() {
+            return Box::pin(std::future::ready(refused(ResponseError::InvalidRequest)));
+        }
+        if !ctx.coordinates(&id) {
+            return Box::pin(std::future::ready(refused(ResponseError::NotCoordinator)));
+        }
+        let init = ctx.broker.txns.init(id, req.transaction_timeout_ms);
+        return Box::pin(async move {
+            match init.await {
+                Ok((producer_id, epoch)) => Some(ResponseKind::InitProducerId(
+                    InitProducerIdResponse::default()
+                        .with_producer_id(ProducerId(producer_id))
+                        .with_producer_epoch(epoch),
+                )),
+                Err(e) => refused(e),
+            }
+        });
     }
     let commit = ctx
         .broker

@@ -1,5 +1,6 @@
-//! ListOffsets: earliest (-2), latest (-1), max timestamp (-3), and the first offset
-//! whose timestamp is at or after a given time.
+//! ListOffsets: earliest (-2), latest (-1: the high watermark at read_uncommitted, the
+//! last stable offset at read_committed), max timestamp (-3), and the first offset whose
+//! timestamp is at or after a given time.
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::list_offsets_response::{
@@ -21,6 +22,7 @@ fn lookup(
     topic: &catalog::TopicRecord,
     partition: u32,
     ts: i64,
+    read_committed: bool,
 ) -> Result<(i64, i64), ResponseError> {
     let catalog = &ctx.broker.catalog;
     let state = catalog
@@ -28,6 +30,12 @@ fn lookup(
         .map_err(|e| from_catalog(&e))?
         .ok_or(ResponseError::UnknownTopicOrPartition)?;
     match ts {
+        LATEST if read_committed => {
+            let t = catalog
+                .txn_partition(topic.id, partition)
+                .map_err(|e| from_catalog(&e))?;
+            Ok((t.last_stable_offset(state.next_offset) as i64, -1))
+        }
         LATEST => Ok((state.next_offset as i64, -1)),
         EARLIEST => Ok((state.log_start_offset as i64, -1)),
         MAX_TIMESTAMP => {
@@ -88,6 +96,7 @@ fn exact(
 pub fn handle(ctx: Ctx, req: ListOffsetsRequest) -> Reply {
     Box::pin(async move {
         let c = ctx.clone();
+        let read_committed = req.isolation_level == 1;
         let topics = tokio::task::spawn_blocking(move || {
             req.topics
                 .iter()
@@ -113,9 +122,13 @@ pub fn handle(ctx: Ctx, req: ListOffsetsRequest) -> Reply {
                                 (Some(topic), None) if !c.leads(&topic.name, p.partition_index) => {
                                     Err(ResponseError::NotLeaderOrFollower)
                                 }
-                                (Some(topic), None) => {
-                                    lookup(&c, topic, p.partition_index as u32, p.timestamp)
-                                }
+                                (Some(topic), None) => lookup(
+                                    &c,
+                                    topic,
+                                    p.partition_index as u32,
+                                    p.timestamp,
+                                    read_committed,
+                                ),
                             };
                             match found {
                                 Ok((offset, ts)) => r.with_offset(offset).with_timestamp(ts),

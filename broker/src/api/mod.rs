@@ -2,6 +2,8 @@
 //! transaction before returning (so requests on one connection reach the catalog in the
 //! order they arrived), and returns a future of the response.
 
+pub mod add_offsets_to_txn;
+pub mod add_partitions_to_txn;
 pub mod api_versions;
 pub mod configs;
 pub mod delete_groups;
@@ -11,6 +13,7 @@ pub mod describe_groups;
 pub mod describe_log_dirs;
 pub mod describe_topic_partitions;
 pub mod elect_leaders;
+pub mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
@@ -28,6 +31,7 @@ pub mod reassignments;
 pub mod sync_group;
 pub mod telemetry;
 pub mod topics;
+pub mod txn_offset_commit;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -110,6 +114,13 @@ pub fn supported(api: ApiKey) -> Option<(i16, i16)> {
         ApiKey::ElectLeaders => (0, 2),
         ApiKey::ListPartitionReassignments => (0, 0),
         ApiKey::AlterPartitionReassignments => (0, 1),
+        // Transaction version 1: v4+ of AddPartitionsToTxn is the brokers' batched
+        // verification, EndTxn v5 and TxnOffsetCommit v5 are transaction version 2,
+        // which is not advertised.
+        ApiKey::AddPartitionsToTxn => (0, 3),
+        ApiKey::AddOffsetsToTxn => (0, 4),
+        ApiKey::EndTxn => (0, 4),
+        ApiKey::TxnOffsetCommit => (0, 4),
         _ => return None,
     })
 }
@@ -148,6 +159,10 @@ pub const SERVED: &[ApiKey] = &[
     ApiKey::ElectLeaders,
     ApiKey::ListPartitionReassignments,
     ApiKey::AlterPartitionReassignments,
+    ApiKey::AddPartitionsToTxn,
+    ApiKey::AddOffsetsToTxn,
+    ApiKey::EndTxn,
+    ApiKey::TxnOffsetCommit,
 ];
 
 /// Dispatches a decoded request.
@@ -209,6 +224,10 @@ pub fn handle(ctx: Ctx, request: RequestKind) -> Reply {
         RequestKind::AlterPartitionReassignments(r) => ready(
             ResponseKind::AlterPartitionReassignments(reassignments::alter(&ctx, r)),
         ),
+        RequestKind::AddPartitionsToTxn(r) => add_partitions_to_txn::handle(ctx, r),
+        RequestKind::AddOffsetsToTxn(r) => add_offsets_to_txn::handle(ctx, r),
+        RequestKind::EndTxn(r) => end_txn::handle(ctx, r),
+        RequestKind::TxnOffsetCommit(r) => txn_offset_commit::handle(ctx, r),
         other => {
             tracing::warn!(request = ?std::mem::discriminant(&other), "request without a handler");
             Box::pin(std::future::ready(None))

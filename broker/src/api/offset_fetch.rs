@@ -1,6 +1,8 @@
 //! OffsetFetch: committed offsets of one group (v1-7) or several (v8+), for the
 //! partitions asked or (null topics, v2+) every committed one. Partitions without a
-//! committed offset get -1.
+//! committed offset get -1. With `require_stable` (v7+), a partition whose offset an open
+//! transaction holds answers UNSTABLE_OFFSET_COMMIT (the client retries until the
+//! transaction ends).
 
 use std::collections::BTreeMap;
 
@@ -15,8 +17,9 @@ use kafka_protocol::messages::{GroupId, OffsetFetchRequest, OffsetFetchResponse,
 use super::{Ctx, sb, topic_name};
 use crate::error::from_catalog;
 
-/// Offsets by topic and partition; `None` offset = nothing committed.
-type Fetched = BTreeMap<String, Vec<(i32, Option<OffsetRecord>)>>;
+/// Offsets by topic and partition; `None` offset = nothing committed; an error code for
+/// an unstable one.
+type Fetched = BTreeMap<String, Vec<(i32, Option<OffsetRecord>, i16)>>;
 
 /// Handles OffsetFetch.
 pub fn handle(ctx: &Ctx, req: OffsetFetchRequest) -> OffsetFetchResponse {
@@ -30,7 +33,7 @@ pub fn handle(ctx: &Ctx, req: OffsetFetchRequest) -> OffsetFetchResponse {
                         .map(|t| (t.name, t.partition_indexes))
                         .collect()
                 });
-                let fetched = fetch(ctx, &g.group_id, asked);
+                let fetched = fetch(ctx, &g.group_id, asked, req.require_stable);
                 group_response(g.group_id, fetched)
             })
             .collect();
@@ -41,7 +44,7 @@ pub fn handle(ctx: &Ctx, req: OffsetFetchRequest) -> OffsetFetchResponse {
             .map(|t| (t.name, t.partition_indexes))
             .collect()
     });
-    match fetch(ctx, &req.group_id, asked) {
+    match fetch(ctx, &req.group_id, asked, req.require_stable) {
         Ok(f) => OffsetFetchResponse::default().with_topics(
             f.into_iter()
                 .map(|(name, parts)| {
@@ -50,10 +53,11 @@ pub fn handle(ctx: &Ctx, req: OffsetFetchRequest) -> OffsetFetchResponse {
                         .with_partitions(
                             parts
                                 .into_iter()
-                                .map(|(p, o)| {
+                                .map(|(p, o, code)| {
                                     let (offset, epoch, meta) = fields(o);
                                     OffsetFetchResponsePartition::default()
                                         .with_partition_index(p)
+                                        .with_error_code(code)
                                         .with_committed_offset(offset)
                                         .with_committed_leader_epoch(epoch)
                                         .with_metadata(meta)
@@ -109,6 +113,7 @@ fn fetch(
     ctx: &Ctx,
     group: &GroupId,
     asked: Option<Asked>,
+    require_stable: bool,
 ) -> Result<Fetched, (ResponseError, Asked)> {
     let fail = |e, asked: Option<Asked>| Err((e, asked.unwrap_or_default()));
     if group.is_empty() {
@@ -123,7 +128,7 @@ fn fetch(
         None => match catalog.offsets(group) {
             Ok(all) => {
                 for (topic, p, o) in all {
-                    out.entry(topic).or_default().push((p as i32, Some(o)));
+                    out.entry(topic).or_default().push((p as i32, Some(o), 0));
                 }
             }
             Err(e) => return fail(from_catalog(&e), None),
@@ -138,11 +143,28 @@ fn fetch(
                         catalog.offset(group, topic, *p as u32)
                     };
                     match o {
-                        Ok(o) => got.push((*p, o)),
+                        Ok(o) => got.push((*p, o, 0)),
                         Err(e) => return fail(from_catalog(&e), Some(asked)),
                     }
                 }
                 out.entry(topic.to_string()).or_default().extend(got);
+            }
+        }
+    }
+    if require_stable {
+        for (topic, parts) in out.iter_mut() {
+            for (p, o, code) in parts.iter_mut() {
+                let held = u32::try_from(*p)
+                    .ok()
+                    .map(|p| catalog.has_pending_txn_offset(group, topic, p));
+                match held {
+                    Some(Ok(true)) => {
+                        *o = None;
+                        *code = ResponseError::UnstableOffsetCommit.code();
+                    }
+                    Some(Err(e)) => *code = from_catalog(&e).code(),
+                    _ => {}
+                }
             }
         }
     }
@@ -167,10 +189,11 @@ fn group_response(
                             .with_partitions(
                                 parts
                                     .into_iter()
-                                    .map(|(p, o)| {
+                                    .map(|(p, o, code)| {
                                         let (offset, epoch, meta) = fields(o);
                                         OffsetFetchResponsePartitions::default()
                                             .with_partition_index(p)
+                                            .with_error_code(code)
                                             .with_committed_offset(offset)
                                             .with_committed_leader_epoch(epoch)
                                             .with_metadata(meta)

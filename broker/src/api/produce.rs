@@ -1,6 +1,7 @@
 //! Produce: the whole request is one catalog transaction across all its partitions.
 //! Problems found checking one partition's batches (unknown partition, wrong leader,
-//! size, CRC, bad records, idempotent sequence) fail only that partition; everything
+//! size, CRC, bad records, idempotent sequence, a transactional batch outside its
+//! producer's open transaction) fail only that partition; everything
 //! else commits together or not at all. The response goes out only once the
 //! transaction is durable; acks=0 gets none.
 
@@ -50,6 +51,7 @@ fn plan_partition(
     topic: &catalog::TopicRecord,
     index: i32,
     records: Option<bytes::Bytes>,
+    txn: Option<&str>,
     ops: &mut Vec<Op>,
 ) -> Plan {
     if index < 0 || index as u32 >= topic.partitions {
@@ -67,6 +69,31 @@ fn plan_partition(
         && let Err(r) = batches.iter().try_for_each(Batch::require_keys)
     {
         return Plan::Refused(r.error, Some(r.message));
+    }
+    // A transactional batch goes in only within its producer's open transaction holding
+    // this partition (KIP-890's check; the catalog checks again at commit).
+    let transactional = batches.iter().filter(|b| b.transactional).count();
+    if transactional > 0 {
+        let refuse = |m: &str| Plan::Refused(ResponseError::InvalidRecord, Some(m.to_owned()));
+        if transactional != batches.len() {
+            return refuse("a request mixes transactional and other batches");
+        }
+        let Some(id) = txn else {
+            return refuse("transactional batches without a transactional id");
+        };
+        for b in &batches {
+            if !b.is_idempotent() {
+                return refuse("a transactional batch without a producer id and sequence");
+            }
+            if let Err(e) = ctx.broker.txns.check_produce(
+                id,
+                b.producer_id,
+                b.producer_epoch,
+                &(topic.name.clone(), index),
+            ) {
+                return Plan::Refused(e, None);
+            }
+        }
     }
     let log_append_time = if configs::log_append_time(&topic.configs) {
         let now = super::now_ms();
@@ -117,6 +144,7 @@ fn plan_partition(
             offset_count: b.offset_count,
             max_timestamp: b.max_timestamp,
             producer: producer_fields(&b),
+            transactional_id: b.transactional.then(|| txn.unwrap_or_default().to_owned()),
             batch: b.bytes,
         });
     }
@@ -131,6 +159,7 @@ pub fn handle(ctx: Ctx, req: ProduceRequest) -> Reply {
     let catalog = ctx.broker.catalog.clone();
     let mut ops = Vec::new();
     let mut topics = Vec::new();
+    let txn = req.transactional_id.as_ref().map(|t| t.to_string());
     for t in req.topic_data {
         let found = if ctx.version >= 13 {
             catalog.topic_by_id(t.topic_id.as_u128())
@@ -154,7 +183,7 @@ pub fn handle(ctx: Ctx, req: ProduceRequest) -> Reply {
                 plan: match (&record, unreadable) {
                     (_, Some(e)) => Plan::Refused(e, None),
                     (Some(topic), None) => {
-                        plan_partition(&ctx, topic, p.index, p.records, &mut ops)
+                        plan_partition(&ctx, topic, p.index, p.records, txn.as_deref(), &mut ops)
                     }
                     (None, None) => Plan::Refused(unknown, None),
                 },

@@ -149,7 +149,7 @@ impl TxnState {
             return Err(ResponseError::ConcurrentTransactions);
         }
         if self.phase == Phase::Ongoing {
-            self.bump(fresh_id);
+            self.bump_for_abort();
             self.phase = Phase::PrepareAbort;
             self.updated = now;
             return Ok(Init::AbortFirst(self.end_effect(false)));
@@ -165,6 +165,15 @@ impl TxnState {
             producer_id: self.producer_id,
             epoch: self.epoch,
         })
+    }
+
+    /// The epoch an abort that fences the producer writes: one more, within the same
+    /// producer id, since the markers must name the producer id of the records they end
+    /// (an exhausted epoch stays; the next InitProducerId takes a new id).
+    fn bump_for_abort(&mut self) {
+        if self.epoch < MAX_EPOCH {
+            self.epoch += 1;
+        }
     }
 
     fn bump(&mut self, fresh_id: impl FnOnce() -> i64) {
@@ -295,12 +304,12 @@ impl TxnState {
 
     /// The transaction timed out at `now`: it is aborted under a bumped epoch, which
     /// fences its producer. `None` when nothing is due.
-    pub fn expire(&mut self, fresh_id: impl FnOnce() -> i64, now: Instant) -> Option<Effect> {
+    pub fn expire(&mut self, now: Instant) -> Option<Effect> {
         let started = self.started?;
         if self.phase != Phase::Ongoing || now.saturating_duration_since(started) < self.timeout {
             return None;
         }
-        self.bump(fresh_id);
+        self.bump_for_abort();
         self.phase = Phase::PrepareAbort;
         self.updated = now;
         Some(self.end_effect(false))
@@ -451,14 +460,10 @@ mod tests {
         let t0 = Instant::now();
         let mut s = TxnState::new(t0);
         let (pid, e) = ready(&mut s, t0);
-        assert_eq!(
-            s.expire(|| 99, t0 + Duration::from_secs(60)),
-            None,
-            "nothing open"
-        );
+        assert_eq!(s.expire(t0 + Duration::from_secs(60)), None, "nothing open");
         s.add_partitions(pid, e, [tp("a", 0)], t0).unwrap();
-        assert_eq!(s.expire(|| 99, t0 + Duration::from_secs(9)), None);
-        let effect = s.expire(|| 99, t0 + Duration::from_secs(10)).unwrap();
+        assert_eq!(s.expire(t0 + Duration::from_secs(9)), None);
+        let effect = s.expire(t0 + Duration::from_secs(10)).unwrap();
         assert!(matches!(
             effect,
             Effect::End {

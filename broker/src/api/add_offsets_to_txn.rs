@@ -1,0 +1,31 @@
+//! AddOffsetsToTxn: adds a consumer group to the producer's open transaction, so its
+//! TxnOffsetCommits are committed (or dropped) with it.
+
+use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, ResponseKind};
+
+use super::{Ctx, Reply};
+
+/// Handles AddOffsetsToTxn.
+pub fn handle(ctx: Ctx, req: AddOffsetsToTxnRequest) -> Reply {
+    let id = req.transactional_id.to_string();
+    let outcome = if !ctx.coordinates(&id) {
+        Err(kafka_protocol::error::ResponseError::NotCoordinator)
+    } else if req.group_id.is_empty() {
+        Err(kafka_protocol::error::ResponseError::InvalidGroupId)
+    } else {
+        Ok(ctx
+            .broker
+            .txns
+            .add_offsets(&id, req.producer_id.0, req.producer_epoch, &req.group_id))
+    };
+    Box::pin(async move {
+        let result = match outcome {
+            Ok(f) => f.await,
+            Err(e) => Err(e),
+        };
+        Some(ResponseKind::AddOffsetsToTxn(
+            AddOffsetsToTxnResponse::default()
+                .with_error_code(result.err().map_or(0, |e| e.code())),
+        ))
+    })
+}

@@ -1,0 +1,121 @@
+//! TxnOffsetCommit: offsets a transaction holds for a group, committed with the
+//! transaction's markers (and dropped if it aborts). Checked against the transaction
+//! (open, this producer, the group added) and, from v3, against the group's generation
+//! and member, as OffsetCommit is.
+
+use catalog::{GroupRecord, OffsetRecord, Op, Transaction};
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::txn_offset_commit_response::{
+    TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{ResponseKind, TxnOffsetCommitRequest, TxnOffsetCommitResponse};
+
+use super::{Ctx, Reply, now_ms, unless_failed};
+use crate::error::from_catalog;
+use crate::group::CommitCheck;
+use crate::group::durable::StoredGroup;
+
+/// Handles TxnOffsetCommit.
+pub fn handle(ctx: Ctx, req: TxnOffsetCommitRequest) -> Reply {
+    let id = req.transactional_id.to_string();
+    let group = req.group_id.to_string();
+    let broker = &ctx.broker;
+    let (producer_id, epoch) = (req.producer_id.0, req.producer_epoch);
+    let checked = if group.is_empty() {
+        Err(ResponseError::InvalidGroupId)
+    } else if !ctx.coordinates(&group) {
+        Err(ResponseError::NotCoordinator)
+    } else {
+        broker
+            .txns
+            .check_offset_commit(&id, producer_id, epoch, &group)
+            .and_then(|()| {
+                // Before v3 the request names no generation: nothing to fence.
+                let generation = if ctx.version < 3 {
+                    -1
+                } else {
+                    req.generation_id
+                };
+                broker.groups.check_commit(
+                    &group,
+                    generation,
+                    &req.member_id,
+                    req.group_instance_id.as_deref(),
+                )
+            })
+    };
+    let mut ops = Vec::new();
+    if checked == Ok(CommitCheck::CreatesGroup) {
+        ops.push(Op::PutGroup(GroupRecord {
+            name: group.clone(),
+            state: StoredGroup::default().encode(),
+        }));
+    }
+    let max_metadata = broker.groups.config().max_metadata_bytes;
+    let now = now_ms();
+    let mut plan = Vec::new();
+    for t in req.topics {
+        let (topic, unreadable) = super::found(broker.catalog.topic(&t.name));
+        let mut results = Vec::new();
+        for p in t.partitions {
+            let r = match (&checked, &topic, unreadable) {
+                (Err(e), _, _) => Err(*e),
+                (Ok(_), _, Some(e)) => Err(e),
+                (Ok(_), Some(topic), None) if topic.has_partition(p.partition_index) => {
+                    let metadata = p.committed_metadata.as_ref().map(|m| m.to_string());
+                    if metadata.as_ref().is_some_and(|m| m.len() > max_metadata) {
+                        Err(ResponseError::OffsetMetadataTooLarge)
+                    } else {
+                        ops.push(Op::TxnOffsetCommit {
+                            id: id.clone(),
+                            producer_id,
+                            epoch,
+                            group: group.clone(),
+                            topic: topic.name.clone(),
+                            partition: p.partition_index as u32,
+                            offset: OffsetRecord {
+                                offset: p.committed_offset,
+                                leader_epoch: p.committed_leader_epoch,
+                                metadata,
+                                commit_ms: now,
+                            },
+                        });
+                        Ok(())
+                    }
+                }
+                (Ok(_), _, None) => Err(ResponseError::UnknownTopicOrPartition),
+            };
+            results.push((p.partition_index, r));
+        }
+        plan.push((t.name, results));
+    }
+    let held = ops.iter().any(|o| matches!(o, Op::TxnOffsetCommit { .. }));
+    let commit = held.then(|| broker.catalog.commit(Transaction::new(ops)));
+    Box::pin(async move {
+        let failed = match commit {
+            Some(c) => c.await.err().map(|e| from_catalog(&e)),
+            None => None,
+        };
+        let topics = plan
+            .into_iter()
+            .map(|(name, results)| {
+                TxnOffsetCommitResponseTopic::default()
+                    .with_name(name)
+                    .with_partitions(
+                        results
+                            .into_iter()
+                            .map(|(p, r)| {
+                                let code = unless_failed(r, failed).err().map_or(0, |e| e.code());
+                                TxnOffsetCommitResponsePartition::default()
+                                    .with_partition_index(p)
+                                    .with_error_code(code)
+                            })
+                            .collect(),
+                    )
+            })
+            .collect();
+        Some(ResponseKind::TxnOffsetCommit(
+            TxnOffsetCommitResponse::default().with_topics(topics),
+        ))
+    })
+}

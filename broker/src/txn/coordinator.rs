@@ -1,0 +1,503 @@
+//! The transaction coordinator: one [`TxnState`] per transactional id, held in memory and
+//! stored in the catalog after every change (`PutTxn`), so a restart finds each id where
+//! it was. A step that ends a transaction commits its markers, its offsets and the new
+//! state as one `EndTxn` catalog transaction; until that is durable the id answers
+//! CONCURRENT_TRANSACTIONS. Each call does its checks and submits its catalog transaction
+//! before it returns its future, so requests reach the catalog in the order they came.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use catalog::{Catalog, Op, OpOutcome, Transaction, TxnMarker, TxnPhase, TxnRecord};
+use kafka_protocol::error::ResponseError;
+
+use super::state::{Effect, Init, MAX_EPOCH, Phase, TopicPartition, TxnState};
+use crate::BrokerMetrics;
+use crate::error::from_catalog;
+
+/// Coordinator settings.
+#[derive(Debug, Clone)]
+pub struct TxnConfig {
+    /// The longest `transaction.timeout.ms` a producer may ask (Kafka's
+    /// `transaction.max.timeout.ms`).
+    pub max_timeout: Duration,
+    /// How often timed-out transactions are looked for (Kafka's
+    /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`).
+    pub abort_interval: Duration,
+}
+
+impl Default for TxnConfig {
+    fn default() -> Self {
+        Self {
+            max_timeout: Duration::from_secs(900),
+            abort_interval: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The transaction coordinator.
+pub struct TxnCoordinator {
+    catalog: Arc<dyn Catalog>,
+    config: TxnConfig,
+    metrics: BrokerMetrics,
+    ids: Mutex<HashMap<String, TxnState>>,
+}
+
+fn now_ms() -> i64 {
+    crate::api::now_ms()
+}
+
+/// The stored form of a state at `now` (`now_ms` on the wall clock). A `Prepare*` state
+/// is stored as what it was before: its commit is the one that moves it on.
+fn record_of(s: &TxnState, now: Instant, now_ms: i64) -> TxnRecord {
+    let ago = |t: Instant| now_ms - now.saturating_duration_since(t).as_millis() as i64;
+    TxnRecord {
+        producer_id: s.producer_id,
+        epoch: s.epoch,
+        timeout_ms: u32::try_from(s.timeout.as_millis()).unwrap_or(u32::MAX),
+        phase: match s.phase {
+            Phase::Empty => TxnPhase::Empty,
+            Phase::Ongoing | Phase::PrepareCommit | Phase::PrepareAbort => TxnPhase::Ongoing,
+            Phase::CompleteCommit => TxnPhase::CompleteCommit,
+            Phase::CompleteAbort => TxnPhase::CompleteAbort,
+        },
+        partitions: s
+            .partitions
+            .iter()
+            .map(|(t, p)| (t.clone(), *p as u32))
+            .collect(),
+        groups: s.groups.iter().cloned().collect(),
+        started_ms: s.started.map_or(-1, ago),
+        updated_ms: ago(s.updated),
+    }
+}
+
+/// The live state of a stored record, its wall-clock times mapped onto `now`.
+fn state_of(r: &TxnRecord, now: Instant, now_ms: i64) -> TxnState {
+    let at = |ms: i64| {
+        let ago = Duration::from_millis(now_ms.saturating_sub(ms).max(0) as u64);
+        now.checked_sub(ago).unwrap_or(now)
+    };
+    let mut s = TxnState::new(now);
+    s.producer_id = r.producer_id;
+    s.epoch = r.epoch;
+    s.timeout = Duration::from_millis(u64::from(r.timeout_ms));
+    s.phase = match r.phase {
+        TxnPhase::Empty => Phase::Empty,
+        TxnPhase::Ongoing => Phase::Ongoing,
+        TxnPhase::CompleteCommit => Phase::CompleteCommit,
+        TxnPhase::CompleteAbort => Phase::CompleteAbort,
+    };
+    s.partitions = r
+        .partitions
+        .iter()
+        .map(|(t, p)| (t.clone(), *p as i32))
+        .collect();
+    s.groups = r.groups.iter().cloned().collect();
+    s.started = (r.started_ms >= 0).then(|| at(r.started_ms));
+    s.updated = at(r.updated_ms);
+    s
+}
+
+/// A commit the coordinator waits for, and what to do with the id's state after it.
+type Pending = Option<catalog::CommitFuture>;
+
+impl TxnCoordinator {
+    /// A coordinator over `catalog`.
+    pub fn new(catalog: Arc<dyn Catalog>, config: TxnConfig, metrics: BrokerMetrics) -> Self {
+        Self {
+            catalog,
+            config,
+            metrics,
+            ids: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Settings.
+    pub fn config(&self) -> &TxnConfig {
+        &self.config
+    }
+
+    /// Loads every stored transactional id; returns how many have a transaction open
+    /// (they run on toward their timeouts, as before the restart).
+    pub fn restore(&self) -> catalog::CatalogResult<usize> {
+        let (now, ms) = (Instant::now(), now_ms());
+        let mut ids = self.lock();
+        for (id, r) in self.catalog.txns()? {
+            ids.insert(id, state_of(&r, now, ms));
+        }
+        let open = ids.values().filter(|s| s.phase == Phase::Ongoing).count();
+        self.metrics.txn_open.set(open as i64);
+        Ok(open)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, TxnState>> {
+        self.ids.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `f` on `id`'s state (loaded from the catalog, or new), under the lock.
+    fn with<R>(&self, id: &str, f: impl FnOnce(&mut TxnState) -> R) -> Result<R, ResponseError> {
+        let mut ids = self.lock();
+        if !ids.contains_key(id) {
+            let stored = self.catalog.txn(id).map_err(|e| from_catalog(&e))?;
+            let (now, ms) = (Instant::now(), now_ms());
+            let s = stored.map_or_else(|| TxnState::new(now), |r| state_of(&r, now, ms));
+            ids.insert(id.to_owned(), s);
+        }
+        let out = ids
+            .get_mut(id)
+            .map(f)
+            .ok_or(ResponseError::UnknownServerError);
+        let open = ids.values().filter(|s| {
+            matches!(
+                s.phase,
+                Phase::Ongoing | Phase::PrepareCommit | Phase::PrepareAbort
+            )
+        });
+        self.metrics.txn_open.set(open.count() as i64);
+        out
+    }
+
+    /// Forgets the in-memory state of `id`, so the next request reads the catalog's:
+    /// after a failed commit, memory may be ahead of what is durable.
+    fn forget(&self, id: &str) {
+        self.lock().remove(id);
+    }
+
+    /// Submits the `PutTxn` of a state.
+    fn put(&self, id: &str, s: &TxnState) -> catalog::CommitFuture {
+        let record = record_of(s, Instant::now(), now_ms());
+        self.catalog.commit(Transaction::new(vec![Op::PutTxn {
+            id: id.to_owned(),
+            record,
+        }]))
+    }
+
+    /// Submits the `EndTxn` of an effect; `s` is the state in its `Prepare*` phase.
+    fn submit_end(&self, id: &str, s: &TxnState, effect: &Effect) -> catalog::CommitFuture {
+        let Effect::End {
+            commit,
+            producer_id,
+            epoch,
+            partitions,
+            ..
+        } = effect;
+        let ts = now_ms();
+        let markers = partitions
+            .iter()
+            .filter_map(|(topic, p)| {
+                let t = self.catalog.topic(topic).ok().flatten()?;
+                t.has_partition(*p).then(|| TxnMarker {
+                    topic_id: t.id,
+                    partition: *p as u32,
+                    timestamp: ts,
+                    batch: crate::batch::control_batch(*producer_id, *epoch, *commit, ts),
+                })
+            })
+            .collect();
+        let mut after = s.clone();
+        let now = Instant::now();
+        after.completed(now);
+        self.catalog.commit(Transaction::new(vec![Op::EndTxn {
+            id: id.to_owned(),
+            producer_id: *producer_id,
+            epoch: *epoch,
+            commit: *commit,
+            markers,
+            record: record_of(&after, now, ts),
+        }]))
+    }
+
+    /// Waits for an `EndTxn` and moves the state on (or forgets it when the commit failed).
+    async fn finish_end(
+        &self,
+        id: &str,
+        commit: bool,
+        c: catalog::CommitFuture,
+    ) -> Result<(), ResponseError> {
+        let started = Instant::now();
+        let r = c.await;
+        self.metrics
+            .txn_end_latency
+            .observe(started.elapsed().as_secs_f64());
+        match r {
+            Ok(_) => {
+                self.with(id, |s| s.completed(Instant::now()))?;
+                if commit {
+                    self.metrics.txn_committed.inc();
+                } else {
+                    self.metrics.txn_aborted.inc();
+                }
+                Ok(())
+            }
+            Err(e) => {
+                tracing::warn!(id, error = %e, "ending a transaction failed");
+                self.forget(id);
+                Err(from_catalog(&e))
+            }
+        }
+    }
+
+    /// Waits for a `PutTxn`.
+    async fn finish_put(&self, id: &str, c: Pending) -> Result<(), ResponseError> {
+        let Some(c) = c else { return Ok(()) };
+        c.await.map(|_| ()).map_err(|e| {
+            self.forget(id);
+            from_catalog(&e)
+        })
+    }
+
+    /// InitProducerId with a transactional id: the producer id and its new epoch. An open
+    /// transaction of the previous producer is aborted first (which fences it).
+    pub fn init(
+        self: &Arc<Self>,
+        id: String,
+        timeout_ms: i32,
+    ) -> impl Future<Output = Result<(i64, i16), ResponseError>> + Send + use<> {
+        let this = self.clone();
+        async move {
+            let timeout = u64::try_from(timeout_ms)
+                .ok()
+                .filter(|t| *t > 0)
+                .map(Duration::from_millis)
+                .filter(|t| *t <= this.config.max_timeout)
+                .ok_or(ResponseError::InvalidTransactionTimeout)?;
+            let mut fresh: Option<i64> = None;
+            // Each turn either answers, allocates an id, or aborts the open transaction;
+            // the last two happen at most once each.
+            for _ in 0..4 {
+                enum Step {
+                    NeedId,
+                    Put((i64, i16), catalog::CommitFuture),
+                    Abort(catalog::CommitFuture),
+                }
+                let step = this.with(&id, |s| {
+                    let needs_id = s.producer_id < 0 || s.epoch >= MAX_EPOCH;
+                    if s.phase != Phase::Ongoing && needs_id && fresh.is_none() {
+                        return Ok(Step::NeedId);
+                    }
+                    match s.init(timeout, || fresh.take().unwrap_or(-1), Instant::now())? {
+                        Init::Ready { producer_id, epoch } => {
+                            Ok(Step::Put((producer_id, epoch), this.put(&id, s)))
+                        }
+                        Init::AbortFirst(effect) => {
+                            Ok(Step::Abort(this.submit_end(&id, s, &effect)))
+                        }
+                    }
+                })??;
+                match step {
+                    Step::NeedId => fresh = Some(this.allocate().await?),
+                    Step::Put(ready, c) => {
+                        this.finish_put(&id, Some(c)).await?;
+                        return Ok(ready);
+                    }
+                    Step::Abort(c) => this.finish_end(&id, false, c).await?,
+                }
+            }
+            Err(ResponseError::ConcurrentTransactions)
+        }
+    }
+
+    async fn allocate(&self) -> Result<i64, ResponseError> {
+        let out = self
+            .catalog
+            .commit(Transaction::new(vec![Op::AllocateProducerId]))
+            .await
+            .map_err(|e| from_catalog(&e))?;
+        match out.ops.first() {
+            Some(OpOutcome::ProducerId(id)) => Ok(*id),
+            _ => Err(ResponseError::UnknownServerError),
+        }
+    }
+
+    /// AddPartitionsToTxn.
+    pub fn add_partitions(
+        self: &Arc<Self>,
+        id: &str,
+        producer_id: i64,
+        epoch: i16,
+        partitions: Vec<TopicPartition>,
+    ) -> impl Future<Output = Result<(), ResponseError>> + Send + use<> {
+        let submitted = self.with(id, |s| {
+            let before = s.partitions.len();
+            let was = s.phase;
+            s.add_partitions(producer_id, epoch, partitions, Instant::now())?;
+            // A retry that adds nothing new needs no write.
+            Ok((was != s.phase || s.partitions.len() != before).then(|| self.put(id, s)))
+        });
+        let (this, id) = (self.clone(), id.to_owned());
+        async move {
+            let c = submitted??;
+            this.finish_put(&id, c).await
+        }
+    }
+
+    /// AddOffsetsToTxn.
+    pub fn add_offsets(
+        self: &Arc<Self>,
+        id: &str,
+        producer_id: i64,
+        epoch: i16,
+        group: &str,
+    ) -> impl Future<Output = Result<(), ResponseError>> + Send + use<> {
+        let submitted = self.with(id, |s| {
+            let before = s.groups.len();
+            let was = s.phase;
+            s.add_offsets(producer_id, epoch, group, Instant::now())?;
+            Ok((was != s.phase || s.groups.len() != before).then(|| self.put(id, s)))
+        });
+        let (this, id) = (self.clone(), id.to_owned());
+        async move {
+            let c = submitted??;
+            this.finish_put(&id, c).await
+        }
+    }
+
+    /// Whether a transactional produce to `partition` may go in.
+    pub fn check_produce(
+        &self,
+        id: &str,
+        producer_id: i64,
+        epoch: i16,
+        partition: &TopicPartition,
+    ) -> Result<(), ResponseError> {
+        self.with(id, |s| s.check_produce(producer_id, epoch, partition))?
+    }
+
+    /// Whether a TxnOffsetCommit for `group` may go in.
+    pub fn check_offset_commit(
+        &self,
+        id: &str,
+        producer_id: i64,
+        epoch: i16,
+        group: &str,
+    ) -> Result<(), ResponseError> {
+        self.with(id, |s| s.check_offset_commit(producer_id, epoch, group))?
+    }
+
+    /// EndTxn.
+    pub fn end(
+        self: &Arc<Self>,
+        id: &str,
+        producer_id: i64,
+        epoch: i16,
+        commit: bool,
+    ) -> impl Future<Output = Result<(), ResponseError>> + Send + use<> {
+        let submitted = self.with(id, |s| {
+            Ok(s.end(producer_id, epoch, commit, Instant::now())?
+                .map(|effect| self.submit_end(id, s, &effect)))
+        });
+        let (this, id) = (self.clone(), id.to_owned());
+        async move {
+            match submitted?? {
+                Some(c) => this.finish_end(&id, commit, c).await,
+                None => Ok(()),
+            }
+        }
+    }
+
+    /// Aborts every transaction past its timeout (bumping its epoch, which fences its
+    /// producer); returns how many.
+    pub async fn abort_timed_out(&self) -> usize {
+        let now = Instant::now();
+        let due: Vec<(String, catalog::CommitFuture)> = {
+            let mut ids = self.lock();
+            ids.iter_mut()
+                .filter_map(|(id, s)| {
+                    let effect = s.expire(now)?;
+                    tracing::info!(
+                        id,
+                        producer_id = s.producer_id,
+                        "transaction timed out: aborting"
+                    );
+                    Some((id.clone(), self.submit_end(id, s, &effect)))
+                })
+                .collect()
+        };
+        let mut n = 0;
+        for (id, c) in due {
+            if self.finish_end(&id, false, c).await.is_ok() {
+                self.metrics.txn_timed_out.inc();
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// One id's state, for DescribeTransactions.
+    pub fn describe(&self, id: &str) -> Result<Option<TxnState>, ResponseError> {
+        let known = self.lock().get(id).cloned();
+        match known {
+            Some(s) => Ok(Some(s)),
+            None => Ok(self
+                .catalog
+                .txn(id)
+                .map_err(|e| from_catalog(&e))?
+                .map(|r| state_of(&r, Instant::now(), now_ms()))),
+        }
+    }
+
+    /// Every id's state, for ListTransactions.
+    pub fn list(&self) -> Result<Vec<(String, TxnState)>, ResponseError> {
+        let (now, ms) = (Instant::now(), now_ms());
+        let mut all: HashMap<String, TxnState> = self
+            .catalog
+            .txns()
+            .map_err(|e| from_catalog(&e))?
+            .into_iter()
+            .map(|(id, r)| (id, state_of(&r, now, ms)))
+            .collect();
+        for (id, s) in self.lock().iter() {
+            all.insert(id.clone(), s.clone());
+        }
+        let mut out: Vec<_> = all.into_iter().collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+}
+
+/// Aborts timed-out transactions every `every` until shutdown.
+pub async fn run(
+    coordinator: Arc<TxnCoordinator>,
+    every: Duration,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = shutdown.changed() => return,
+        }
+        coordinator.abort_timed_out().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_state_comes_back_with_its_times() {
+        let now = Instant::now();
+        let ms = 1_800_000_000_000;
+        let mut s = TxnState::new(now);
+        s.producer_id = 9;
+        s.epoch = 3;
+        s.phase = Phase::Ongoing;
+        s.partitions.insert(("a".into(), 2));
+        s.groups.insert("g".into());
+        s.started = Some(now);
+        let r = record_of(&s, now + Duration::from_secs(5), ms);
+        assert_eq!(r.started_ms, ms - 5000);
+        assert_eq!(r.phase, TxnPhase::Ongoing);
+        let later = now + Duration::from_secs(60);
+        let back = state_of(&r, later, ms + 55_000);
+        assert_eq!(back.partitions, s.partitions);
+        assert_eq!(back.groups, s.groups);
+        assert_eq!(back.started, Some(later - Duration::from_secs(60)));
+        // A commit in flight is stored as still open.
+        s.phase = Phase::PrepareCommit;
+        assert_eq!(record_of(&s, now, ms).phase, TxnPhase::Ongoing);
+    }
+}
