@@ -11,7 +11,9 @@ pub mod delete_records;
 pub mod describe_cluster;
 pub mod describe_groups;
 pub mod describe_log_dirs;
+pub mod describe_producers;
 pub mod describe_topic_partitions;
+pub mod describe_transactions;
 pub mod elect_leaders;
 pub mod end_txn;
 pub mod fetch;
@@ -22,6 +24,7 @@ pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
 pub mod list_offsets;
+pub mod list_transactions;
 pub mod metadata;
 pub mod offset_commit;
 pub mod offset_delete;
@@ -121,6 +124,9 @@ pub fn supported(api: ApiKey) -> Option<(i16, i16)> {
         ApiKey::AddOffsetsToTxn => (0, 4),
         ApiKey::EndTxn => (0, 4),
         ApiKey::TxnOffsetCommit => (0, 4),
+        ApiKey::DescribeProducers => (0, 0),
+        ApiKey::DescribeTransactions => (0, 0),
+        ApiKey::ListTransactions => (0, 1),
         _ => return None,
     })
 }
@@ -163,6 +169,9 @@ pub const SERVED: &[ApiKey] = &[
     ApiKey::AddOffsetsToTxn,
     ApiKey::EndTxn,
     ApiKey::TxnOffsetCommit,
+    ApiKey::DescribeProducers,
+    ApiKey::DescribeTransactions,
+    ApiKey::ListTransactions,
 ];
 
 /// Dispatches a decoded request.
@@ -228,6 +237,15 @@ pub fn handle(ctx: Ctx, request: RequestKind) -> Reply {
         RequestKind::AddOffsetsToTxn(r) => add_offsets_to_txn::handle(ctx, r),
         RequestKind::EndTxn(r) => end_txn::handle(ctx, r),
         RequestKind::TxnOffsetCommit(r) => txn_offset_commit::handle(ctx, r),
+        RequestKind::DescribeProducers(r) => ready(ResponseKind::DescribeProducers(
+            describe_producers::handle(&ctx, r),
+        )),
+        RequestKind::DescribeTransactions(r) => ready(ResponseKind::DescribeTransactions(
+            describe_transactions::handle(&ctx, r),
+        )),
+        RequestKind::ListTransactions(r) => ready(ResponseKind::ListTransactions(
+            list_transactions::handle(&ctx, r),
+        )),
         other => {
             tracing::warn!(request = ?std::mem::discriminant(&other), "request without a handler");
             Box::pin(std::future::ready(None))
