@@ -535,3 +535,32 @@ pub struct AbortedTxn {
     /// Offset of its abort marker.
     pub last_offset: u64,
 }
+
+impl StoredBatch {
+    /// The producer id of a transactional data batch (`None` for any other batch): the
+    /// attributes' transactional bit (4) set and the control bit (5) clear.
+    pub fn transactional_producer(&self) -> Option<i64> {
+        let attributes = *self.bytes.get(22)?;
+        if attributes & (1 << 4) == 0 || attributes & (1 << 5) != 0 {
+            return None;
+        }
+        self.bytes
+            .get(43..51)
+            .and_then(|p| p.try_into().ok())
+            .map(i64::from_be_bytes)
+    }
+
+    /// Whether this is a batch of one of the `aborted` transactions.
+    pub fn is_aborted(&self, aborted: &[AbortedTxn]) -> bool {
+        if aborted.is_empty() {
+            return false;
+        }
+        self.transactional_producer().is_some_and(|producer| {
+            aborted.iter().any(|a| {
+                a.producer_id == producer
+                    && a.first_offset <= self.base_offset
+                    && self.base_offset < a.last_offset
+            })
+        })
+    }
+}

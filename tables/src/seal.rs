@@ -25,6 +25,7 @@ use crate::rows::RowBuilder;
 use crate::schema::{topic_partition_spec, topic_schema};
 use crate::{TableError, TableResult, now_ms};
 
+mod aborted;
 mod expand;
 
 /// Namespace of every topic table.
@@ -223,7 +224,7 @@ impl Tabler {
                 .and_then(|t| t.tabled.get(p as usize).copied())
                 .unwrap_or(0)
                 .max(st.log_start_offset);
-            if tabled < st.next_offset {
+            if tabled < aborted::stable_end(self.catalog.as_ref(), topic.id, p, &st)? {
                 return Ok(true);
             }
         }
@@ -1212,8 +1213,8 @@ fn passes_property(passes: &[u64]) -> HashMap<String, String> {
 }
 
 /// How many data records the log holds for offsets `first..next` of one partition, from
-/// the batch headers; `None` when a batch reaches outside the range or is a control batch
-/// (only decoding tells then).
+/// the batch headers; `None` when a batch reaches outside the range or is a control or
+/// transactional batch (only decoding tells then).
 fn log_count(
     catalog: &dyn Catalog,
     topic_id: u128,
@@ -1232,7 +1233,8 @@ fn log_count(
             if b.base_offset >= next {
                 return Ok(Some(count));
             }
-            let control = b.bytes.get(22).is_some_and(|a| a & (1 << 5) != 0);
+            // A transactional batch may be one an abort dropped: decoding tells.
+            let control = b.bytes.get(22).is_some_and(|a| a & (1 << 5 | 1 << 4) != 0);
             let records = b
                 .bytes
                 .get(57..61)
@@ -1284,6 +1286,7 @@ fn add_log_range(
     each: &mut dyn FnMut(&kafka_protocol::records::Record),
 ) -> TableResult<u64> {
     let mut pos = from;
+    let aborted = aborted::Aborted::of(catalog, topic.id, partition, (from, to))?;
     while pos < to && rows.bytes < budget {
         let batches = catalog.read_batches(topic.id, partition, pos, 4 << 20)?;
         if batches.is_empty() {
@@ -1292,6 +1295,10 @@ fn add_log_range(
         for b in &batches {
             if b.base_offset >= to {
                 return Ok(to);
+            }
+            if aborted.holds(b) {
+                pos = pos.max(b.last_offset + 1).min(to);
+                continue;
             }
             rows.add_batch(&topic.name, partition, b, pos, to, each)?;
             pos = pos.max(b.last_offset + 1).min(to);
@@ -1433,7 +1440,8 @@ fn collect(
             continue;
         };
         let first = before.max(st.log_start_offset);
-        if first >= st.next_offset {
+        let end = aborted::stable_end(catalog, topic.id, p, &st)?;
+        if first >= end {
             out.tabled[p as usize] = first;
             continue;
         }
@@ -1441,7 +1449,7 @@ fn collect(
             out.more = true;
             continue;
         }
-        let to = expansions.end(p, first, st.next_offset);
+        let to = expansions.end(p, first, end);
         let mut rows = RowBuilder::new(schema.clone(), p)?;
         let mut expanders = expansions.expanders(p, first)?;
         let pos = add_log_range(
@@ -1454,7 +1462,7 @@ fn collect(
             &mut |r| expanders.push(p, r),
         )?;
         budget = budget.saturating_sub(rows.bytes);
-        out.more |= pos < st.next_offset;
+        out.more |= pos < end;
         out.tabled[p as usize] = pos;
         expansions.take(expanders, p, (first, pos))?;
         if !rows.is_empty() {

@@ -85,7 +85,15 @@ pub fn examine(
     let first_dirty = state.cleaned_to.max(st.log_start_offset);
     // Records a topic's expansion has not read stay as they are until its table holds
     // them.
-    let limit = catalog.expanded_to(topic, partition)?;
+    // Nor does anything at or past the last stable offset: an open transaction may
+    // still abort, and its records must not hide older values of their keys.
+    let lso = catalog
+        .txn_partition(topic_id, partition)?
+        .last_stable_offset(st.next_offset);
+    let limit = match catalog.expanded_to(topic, partition)? {
+        Some(l) => Some(l.min(lso)),
+        None => (lso < st.next_offset).then_some(lso),
+    };
     let mut walk = Walk::new(*policy, now_ms, first_dirty).keeping_from(limit);
     let mut from = first_dirty;
     loop {
@@ -108,6 +116,12 @@ pub fn examine(
     if !dirty.due(policy, now_ms) && !tombstones_due {
         return Ok(Examined { ratio, pass: None });
     }
+    let aborted = catalog.aborted_txns(
+        topic_id,
+        partition,
+        st.log_start_offset,
+        dirty.cleanable_end,
+    )?;
     let cleaner = Cleaner {
         catalog,
         topic_id,
@@ -117,6 +131,7 @@ pub fn examine(
         limits,
         st,
         state,
+        aborted,
     };
     Ok(Examined {
         ratio,
@@ -133,6 +148,9 @@ struct Cleaner<'a> {
     limits: Limits,
     st: PartitionState,
     state: CompactionState,
+    /// The aborted transactions of the range a pass reads: their batches hold no value
+    /// a reader sees, so they go, and they never count as a key's latest.
+    aborted: Vec<catalog::AbortedTxn>,
 }
 
 /// What filtering found so far.
@@ -189,6 +207,10 @@ impl Cleaner<'_> {
         let mut map_end = first_dirty;
         if dirty.any() {
             self.batches(first_dirty, dirty.cleanable_end, |b| {
+                if b.is_aborted(&self.aborted) {
+                    map_end = b.last_offset + 1;
+                    return !map.full();
+                }
                 if let Some(records) = records_of(b) {
                     for r in &records {
                         if let Some(key) = &r.key {
@@ -290,7 +312,8 @@ impl Cleaner<'_> {
         let horizon_of = |offset: u64| horizons.iter().position(|h| offset < h.end);
         let mut kept = Vec::with_capacity(records.len());
         let mut kept_tombstones = Vec::new();
-        for r in &records {
+        let aborted = b.is_aborted(&self.aborted);
+        for r in records.iter().filter(|_| !aborted) {
             let offset = r.offset as u64;
             let keep = match &r.key {
                 // Only ever readable before the topic was compacted; Kafka's cleaner
