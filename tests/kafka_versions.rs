@@ -144,6 +144,36 @@ fn request(key: ApiKey, version: i16) -> RequestKind {
         ApiKey::AlterPartitionReassignments => {
             RequestKind::AlterPartitionReassignments(AlterPartitionReassignmentsRequest::default())
         }
+        // Transactions of an id never initialised: refused with an error code.
+        ApiKey::AddPartitionsToTxn => RequestKind::AddPartitionsToTxn(
+            AddPartitionsToTxnRequest::default()
+                .with_v3_and_below_transactional_id(TransactionalId(s("walk")))
+                .with_v3_and_below_producer_id(ProducerId(7)),
+        ),
+        ApiKey::AddOffsetsToTxn => RequestKind::AddOffsetsToTxn(
+            AddOffsetsToTxnRequest::default()
+                .with_transactional_id(TransactionalId(s("walk")))
+                .with_group_id(GroupId(s("walk"))),
+        ),
+        ApiKey::EndTxn => RequestKind::EndTxn(
+            EndTxnRequest::default().with_transactional_id(TransactionalId(s("walk"))),
+        ),
+        ApiKey::TxnOffsetCommit => RequestKind::TxnOffsetCommit(
+            TxnOffsetCommitRequest::default()
+                .with_transactional_id(TransactionalId(s("walk")))
+                .with_group_id(GroupId(s("walk")))
+                .with_generation_id(-1),
+        ),
+        ApiKey::DescribeProducers => {
+            RequestKind::DescribeProducers(DescribeProducersRequest::default())
+        }
+        ApiKey::DescribeTransactions => RequestKind::DescribeTransactions(
+            DescribeTransactionsRequest::default()
+                .with_transactional_ids(vec![TransactionalId(s("walk"))]),
+        ),
+        ApiKey::ListTransactions => RequestKind::ListTransactions(
+            ListTransactionsRequest::default().with_duration_filter(-1),
+        ),
         other => panic!("no walk request for {other:?}: add one"),
     }
 }

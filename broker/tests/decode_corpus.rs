@@ -71,6 +71,21 @@ fn default_request(api: kafka_protocol::messages::ApiKey) -> RequestKind {
         ApiKey::AlterPartitionReassignments => {
             RequestKind::AlterPartitionReassignments(AlterPartitionReassignmentsRequest::default())
         }
+        ApiKey::AddPartitionsToTxn => {
+            RequestKind::AddPartitionsToTxn(AddPartitionsToTxnRequest::default())
+        }
+        ApiKey::AddOffsetsToTxn => RequestKind::AddOffsetsToTxn(AddOffsetsToTxnRequest::default()),
+        ApiKey::EndTxn => RequestKind::EndTxn(EndTxnRequest::default()),
+        ApiKey::TxnOffsetCommit => RequestKind::TxnOffsetCommit(TxnOffsetCommitRequest::default()),
+        ApiKey::DescribeProducers => {
+            RequestKind::DescribeProducers(DescribeProducersRequest::default())
+        }
+        ApiKey::DescribeTransactions => {
+            RequestKind::DescribeTransactions(DescribeTransactionsRequest::default())
+        }
+        ApiKey::ListTransactions => {
+            RequestKind::ListTransactions(ListTransactionsRequest::default())
+        }
         other => panic!("no sample for {other:?}"),
     }
 }
