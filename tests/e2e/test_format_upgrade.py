@@ -3,18 +3,27 @@ real clients, see make_format_fixture.py) opens with this build, and everything 
 lists reads back with boto3, confluent-kafka and PyIceberg: objects, versions, tags,
 uploads, notification configs, records of every codec, committed offsets and table rows,
 and (fixtures of format 2 on) a topic the earlier build compacted before its checkpoint and
-after it. Then the store takes writes, and a restart reads old and new data together. A data
-dir of a newer format is refused with both versions named, and left as it was."""
+after it, and (format 3 on) a topic whose JSON values the earlier build expanded into a
+target table, which reads back row for row and goes on expanding new records. Then the
+store takes writes, and a restart reads old and new data together; a transactional
+producer commits and aborts on an upgraded data dir. A data dir of a newer format is
+refused with both versions named, and left as it was."""
 
+import base64
+import datetime
+import decimal
 import hashlib
 import json
 import shutil
 import subprocess
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 from pyiceberg.catalog.rest import RestCatalog
 
@@ -146,6 +155,130 @@ def check_compacted(eddy, manifest, opened=False):
         assert metric(eddy, "eddy_kafka_compaction_passes") == 0, "this build compacted again"
 
 
+def admin(eddy, method, path, body=None):
+    """A request to the admin API with a REST catalog token: (status, JSON body or None)."""
+    form = urllib.parse.urlencode({"grant_type": "client_credentials", "client_id": eddy.access_key,
+                                   "client_secret": eddy.secret_key, "scope": "catalog"}).encode()
+    with urllib.request.urlopen(f"{eddy.http_url}/iceberg/v1/oauth/tokens", data=form,
+                                timeout=30) as r:
+        token = json.loads(r.read())["access_token"]
+    headers = {"Authorization": f"Bearer {token}"}
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        headers["Content-Type"] = "application/json"
+    req = urllib.request.Request(f"{eddy.http_url}/admin{path}", data=data, method=method,
+                                 headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            raw = r.read()
+            return r.status, json.loads(raw) if raw else None
+    except urllib.error.HTTPError as e:
+        raw = e.read()
+        return e.code, json.loads(raw) if raw else None
+
+
+def jsonable_value(v):
+    """A value PyIceberg read, in the JSON the fixture's manifest holds it in
+    (make_format_fixture.py converts the same way)."""
+    if isinstance(v, dict):
+        return {k: jsonable_value(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [jsonable_value(x) for x in v]
+    if isinstance(v, (datetime.datetime, datetime.date, datetime.time)):
+        return v.isoformat()
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    if isinstance(v, (bytes, bytearray)):
+        return "base64:" + base64.b64encode(bytes(v)).decode()
+    return v
+
+
+def target_rows(eddy, manifest):
+    """The expansion target's rows, loaded through the REST catalog as test_expansion.py
+    does (the load seals the topic first): (schema field names, rows in JSON sorted by
+    partition and offset)."""
+    table = rest_catalog(eddy).load_table(tuple(manifest["expanded"]["target"]))
+    rows = [jsonable_value(r) for r in table.scan().to_arrow().to_pylist()]
+    rows.sort(key=lambda r: (r["_partition"], r["_offset"]))
+    keys = [(r["_partition"], r["_offset"]) for r in rows]
+    assert len(set(keys)) == len(keys), "two rows for one record"
+    return [f.name for f in table.schema().fields], rows
+
+
+def check_expanded(eddy, manifest):
+    """A topic whose values the fixture's build expanded (its `expanded` section): the
+    topic reads back as recorded, the expansion is still attached as it was left, and its
+    target reads back exactly the recorded rows, every column, none more."""
+    if "expanded" not in manifest:
+        return
+    e = manifest["expanded"]
+    got, _ = read_all(eddy, e["topic"])
+    assert sorted((as_manifest(m) for m in got), key=lambda r: (r["partition"], r["offset"])) \
+        == e["records"], e["topic"]
+    topic_rows = rest_catalog(eddy).load_table(("kafka_topics", e["topic"])).scan().to_arrow()
+    assert sorted((r["partition"], r["offset"], r["key"] and r["key"].decode(),
+                   r["value"] and r["value"].decode()) for r in topic_rows.to_pylist()) == \
+        [(r["partition"], r["offset"], r["key"], r["value"]) for r in e["records"]]
+    status, view = admin(eddy, "GET", f"/v1/topics/{urllib.parse.quote(e['topic'], safe='')}/expansion")
+    assert status == 200, view
+    for k in ("target", "source_column", "format", "schema", "flatten_path", "flatten_delimiter",
+              "copy_source_column", "missing_values_output", "excess_values_output", "columns",
+              "since", "backfilled"):
+        assert view.get(k) == e["view"].get(k), (k, view.get(k), e["view"].get(k))
+    columns, rows = target_rows(eddy, manifest)
+    assert columns == e["columns"]
+    assert rows == e["rows"]
+
+
+def expand_after_upgrade(eddy, manifest):
+    """Records produced after the upgrade are expanded by the expansion the fixture's build
+    attached (with the column it added), next to the old rows."""
+    if "expanded" not in manifest:
+        return None
+    e = manifest["expanded"]
+    values = [
+        {"id": 900, "name": "after upgrade", "qty": 9, "price": "9.99", "paid": True,
+         "ratio": 0.5, "tags": ["new"], "attrs": {"a": 1}, "customer": {"name": "n", "zip": 9},
+         "at": "2026-12-02T00:00:00Z", "note": "new"},
+        {"id": 901, "surplus": True},
+        None,
+    ]
+    p = Producer({"bootstrap.servers": eddy.bootstrap, "linger.ms": 5})
+    delivered = []
+    for i, v in enumerate(values):
+        p.produce(e["topic"], partition=i % e["partitions"], key=f"new-{i}".encode(),
+                  value=None if v is None else json.dumps(v).encode(),
+                  on_delivery=lambda err, m, i=i: delivered.append((err, i, m.partition(), m.offset())))
+    assert p.flush(30) == 0
+    assert all(err is None for err, *_ in delivered), delivered
+    new = {i: (part, off) for _, i, part, off in delivered}
+    columns, rows = target_rows(eddy, manifest)
+    assert columns == e["columns"]
+    old_keys = {(r["_partition"], r["_offset"]) for r in e["rows"]}
+    assert [r for r in rows if (r["_partition"], r["_offset"]) in old_keys] == e["rows"]
+    added = {(r["_partition"], r["_offset"]): r for r in rows
+             if (r["_partition"], r["_offset"]) not in old_keys}
+    assert set(added) == set(new.values()), "the new records' rows"
+    full, partial, tomb = (added[new[i]] for i in range(3))
+    assert (full["id"], full["name"], full["price"], full["customer__name"], full["customer__zip"],
+            full["tags"], full["attrs"], full["note"]) == \
+        (900, "after upgrade", "9.99", "n", 9, ["new"], [["a", 1]], "new")
+    assert full["at"] == "2026-12-02T00:00:00+00:00"
+    assert (full["_parse_error"], full["_missing_values"], full["_excess_values"]) == (0, 0, 0)
+    assert full["value"] == "base64:" + base64.b64encode(json.dumps(values[0]).encode()).decode()
+    assert (partial["id"], partial["name"], partial["_excess_values"], partial["_parse_error"]) == \
+        (901, None, 1, 0)
+    assert tomb["_parse_error"] == 0 and tomb["id"] is None and tomb["value"] is None
+    return rows
+
+
+def check_expanded_after_restart(eddy, manifest, rows):
+    if rows is None:
+        return
+    assert target_rows(eddy, manifest) == (manifest["expanded"]["columns"], rows)
+
+
 def check_uploads(eddy, manifest):
     s3 = s3util.client(eddy)
     for up in manifest["uploads"]:
@@ -178,10 +311,14 @@ def check_topics(eddy, manifest):
     c.close()
 
 
-def check_tables(eddy, manifest):
-    cat = RestCatalog(
+def rest_catalog(eddy):
+    return RestCatalog(
         "eddy", uri=f"{eddy.http_url}/iceberg", credential=f"{eddy.access_key}:{eddy.secret_key}",
         warehouse="kafka", **{"oauth2-server-uri": f"{eddy.http_url}/iceberg/v1/oauth/tokens"})
+
+
+def check_tables(eddy, manifest):
+    cat = rest_catalog(eddy)
     for topic, records in manifest["topics"].items():
         rows = cat.load_table(("kafka_topics", topic)).scan().to_arrow().to_pylist()
         got = sorted(
@@ -280,14 +417,96 @@ def test_a_fixture_reads_back_and_takes_writes(tmp_path, manifest_path, drop_sto
         check_topics(eddy, manifest)
         check_compacted(eddy, manifest, opened=True)
         check_tables(eddy, manifest)
+        check_expanded(eddy, manifest)
         if manifest["kind"] == "killed":
             check_killed(eddy, manifest)
         check_uploads(eddy, manifest)
         written = check_writes(eddy, manifest)
+        expanded = expand_after_upgrade(eddy, manifest)
         check_compaction(eddy, manifest)
         eddy.restart()
         check_after_restart(eddy, manifest, written)
         check_compacted(eddy, manifest)
+        check_expanded_after_restart(eddy, manifest, expanded)
+    finally:
+        eddy.stop()
+
+
+def read_isolated(eddy, topic, isolation):
+    """Every record of `topic` a consumer of `isolation` reads from each log start up to
+    its partition ends (for read_committed, the last stable offset)."""
+    c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": f"upgrade-{isolation}",
+                  "enable.auto.commit": False, "enable.partition.eof": True,
+                  "isolation.level": isolation})
+    try:
+        parts = sorted(c.list_topics(topic, timeout=10).topics[topic].partitions)
+        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+        out, ended = [], set()
+        deadline = time.time() + 60
+        while len(ended) < len(parts):
+            assert time.time() < deadline, f"{topic}: partitions {sorted(ended)} of {parts} read"
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error() is not None:
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    ended.add(m.partition())
+                    continue
+                raise KafkaException(m.error())
+            out.append(m)
+        return out
+    finally:
+        c.close()
+
+
+TXN_FIXTURE = ROOT / "tests" / "fixtures" / "format-v3-04a6f31-clean" / "manifest.json"
+
+
+@pytest.mark.parametrize("drop_store", [False, True], ids=["store", "rebuilt-from-checkpoint"])
+def test_a_transactional_producer_works_on_an_upgraded_data_dir(tmp_path, drop_store):
+    """Format 4 (Kafka transactions) on a format-3 data dir: a transactional producer
+    commits one transaction and aborts another on a topic (with an expansion) the old build
+    wrote; read_committed sees the old records and the committed values only, before and
+    after a restart, and only the committed ones reach the expansion's target."""
+    manifest = json.loads(TXN_FIXTURE.read_text())
+    e = manifest["expanded"]
+    topic = e["topic"]
+    eddy = open_fixture(tmp_path, TXN_FIXTURE, drop_store)
+    try:
+        p = Producer({"bootstrap.servers": eddy.bootstrap, "transactional.id": "upgrade-txn",
+                      "linger.ms": 5})
+        p.init_transactions(30)
+        sent = {}
+        for outcome in ("committed", "aborted"):
+            p.begin_transaction()
+            for i in range(4):
+                value = json.dumps({"id": 5000 + i, "name": f"txn-{outcome}-{i}"})
+                p.produce(topic, partition=i % e["partitions"], key=f"txn-{i}".encode(),
+                          value=value.encode())
+                sent.setdefault(outcome, []).append(value)
+            assert p.flush(30) == 0
+            if outcome == "committed":
+                p.commit_transaction(30)
+            else:
+                p.abort_transaction(30)
+        old = [r["value"] for r in e["records"]]
+
+        def values(isolation):
+            return [m.value().decode() if m.value() is not None else None
+                    for m in read_isolated(eddy, topic, isolation)]
+
+        def by_sort(xs):
+            return sorted(xs, key=lambda v: (v is not None, v or ""))
+
+        committed = by_sort(values("read_committed"))
+        assert committed == by_sort(old + sent["committed"])
+        uncommitted = by_sort(values("read_uncommitted"))
+        assert uncommitted == by_sort(old + sent["committed"] + sent["aborted"])
+        _, rows = target_rows(eddy, manifest)
+        names = sorted(r["name"] for r in rows if r["name"] and r["name"].startswith("txn-"))
+        assert names == sorted(json.loads(v)["name"] for v in sent["committed"])
+        eddy.restart()
+        assert by_sort(values("read_committed")) == committed
     finally:
         eddy.stop()
 
