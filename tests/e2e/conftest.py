@@ -134,18 +134,20 @@ def first_message(bootstrap: str, topic: str, partition: int, offset: int, timeo
     return m
 
 
-def read_to_end(bootstrap: str, topic: str, partitions=None, timeout=60):
+def read_to_end(bootstrap: str, topic: str, partitions=None, timeout=60, **conf):
     """confluent-kafka: every record of `topic` (or of its `partitions`) from each log
     start to the high watermark, as Message objects in offset order per partition. Done
     at librdkafka's partition-end events, which come once the fetch offset reaches the
     high watermark however many offsets are gaps (on a compacted topic the position can
-    stay below it)."""
+    stay below it). Extra consumer settings in `conf` (dots as underscores:
+    `isolation_level="read_uncommitted"`)."""
     import time
 
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{random.getrandbits(32):08x}",
-                  "enable.auto.commit": False, "enable.partition.eof": True})
+                  "enable.auto.commit": False, "enable.partition.eof": True,
+                  **{k.replace("_", "."): v for k, v in conf.items()}})
     try:
         if partitions is None:
             partitions = sorted(c.list_topics(topic, timeout=30).topics[topic].partitions)

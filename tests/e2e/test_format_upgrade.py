@@ -17,18 +17,17 @@ import json
 import shutil
 import subprocess
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from pathlib import Path
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 from pyiceberg.catalog.rest import RestCatalog
 
 import s3util
 from conftest import ROOT, eddy_bin, metric, new_eddy, read_to_end
+from test_expansion import admin
 
 FIXTURES = sorted((ROOT / "tests" / "fixtures").glob("format-*/manifest.json"))
 
@@ -154,28 +153,6 @@ def check_compacted(eddy, manifest, opened=False):
     if opened:
         assert metric(eddy, "eddy_kafka_compaction_passes") == 0, "this build compacted again"
 
-
-def admin(eddy, method, path, body=None):
-    """A request to the admin API with a REST catalog token: (status, JSON body or None)."""
-    form = urllib.parse.urlencode({"grant_type": "client_credentials", "client_id": eddy.access_key,
-                                   "client_secret": eddy.secret_key, "scope": "catalog"}).encode()
-    with urllib.request.urlopen(f"{eddy.http_url}/iceberg/v1/oauth/tokens", data=form,
-                                timeout=30) as r:
-        token = json.loads(r.read())["access_token"]
-    headers = {"Authorization": f"Bearer {token}"}
-    data = None
-    if body is not None:
-        data = json.dumps(body).encode()
-        headers["Content-Type"] = "application/json"
-    req = urllib.request.Request(f"{eddy.http_url}/admin{path}", data=data, method=method,
-                                 headers=headers)
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            raw = r.read()
-            return r.status, json.loads(raw) if raw else None
-    except urllib.error.HTTPError as e:
-        raw = e.read()
-        return e.code, json.loads(raw) if raw else None
 
 
 def jsonable_value(v):
@@ -435,28 +412,7 @@ def test_a_fixture_reads_back_and_takes_writes(tmp_path, manifest_path, drop_sto
 def read_isolated(eddy, topic, isolation):
     """Every record of `topic` a consumer of `isolation` reads from each log start up to
     its partition ends (for read_committed, the last stable offset)."""
-    c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": f"upgrade-{isolation}",
-                  "enable.auto.commit": False, "enable.partition.eof": True,
-                  "isolation.level": isolation})
-    try:
-        parts = sorted(c.list_topics(topic, timeout=10).topics[topic].partitions)
-        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
-        out, ended = [], set()
-        deadline = time.time() + 60
-        while len(ended) < len(parts):
-            assert time.time() < deadline, f"{topic}: partitions {sorted(ended)} of {parts} read"
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            if m.error() is not None:
-                if m.error().code() == KafkaError._PARTITION_EOF:
-                    ended.add(m.partition())
-                    continue
-                raise KafkaException(m.error())
-            out.append(m)
-        return out
-    finally:
-        c.close()
+    return read_to_end(eddy.bootstrap, topic, isolation_level=isolation)
 
 
 TXN_FIXTURE = ROOT / "tests" / "fixtures" / "format-v3-04a6f31-clean" / "manifest.json"
