@@ -15,6 +15,38 @@ use crate::error::from_catalog;
 use crate::group::CommitCheck;
 use crate::group::durable::StoredGroup;
 
+/// The op that creates a group on its first standalone commit, when the check says so.
+pub(crate) fn creates_group(
+    checked: &Result<CommitCheck, ResponseError>,
+    group: &str,
+) -> Option<Op> {
+    (*checked == Ok(CommitCheck::CreatesGroup)).then(|| {
+        Op::PutGroup(GroupRecord {
+            name: group.to_owned(),
+            state: StoredGroup::default().encode(),
+        })
+    })
+}
+
+/// A partition's committed offset, refused when its metadata is longer than `max`.
+pub(crate) fn offset_record(
+    offset: i64,
+    leader_epoch: i32,
+    metadata: Option<&str>,
+    max: usize,
+    now: i64,
+) -> Result<OffsetRecord, ResponseError> {
+    if metadata.is_some_and(|m| m.len() > max) {
+        return Err(ResponseError::OffsetMetadataTooLarge);
+    }
+    Ok(OffsetRecord {
+        offset,
+        leader_epoch,
+        metadata: metadata.map(str::to_owned),
+        commit_ms: now,
+    })
+}
+
 /// Handles OffsetCommit.
 pub fn handle(ctx: Ctx, req: OffsetCommitRequest) -> Reply {
     let group = req.group_id.to_string();
@@ -31,13 +63,7 @@ pub fn handle(ctx: Ctx, req: OffsetCommitRequest) -> Reply {
             req.group_instance_id.as_deref(),
         )
     };
-    let mut ops = Vec::new();
-    if checked == Ok(CommitCheck::CreatesGroup) {
-        ops.push(Op::PutGroup(GroupRecord {
-            name: group.clone(),
-            state: StoredGroup::default().encode(),
-        }));
-    }
+    let mut ops: Vec<Op> = creates_group(&checked, &group).into_iter().collect();
     let max_metadata = broker.groups.config().max_metadata_bytes;
     let now = now_ms();
     let mut plan: Vec<(OffsetCommitResponseTopic, Vec<Result<(), ResponseError>>)> = Vec::new();
@@ -52,23 +78,21 @@ pub fn handle(ctx: Ctx, req: OffsetCommitRequest) -> Reply {
                 (Err(e), _, _) => Err(*e),
                 (Ok(_), _, Some(e)) => Err(e),
                 (Ok(_), Some(topic), None) if topic.has_partition(p.partition_index) => {
-                    let metadata = p.committed_metadata.as_ref().map(|m| m.to_string());
-                    if metadata.as_ref().is_some_and(|m| m.len() > max_metadata) {
-                        Err(ResponseError::OffsetMetadataTooLarge)
-                    } else {
+                    offset_record(
+                        p.committed_offset,
+                        p.committed_leader_epoch,
+                        p.committed_metadata.as_deref(),
+                        max_metadata,
+                        now,
+                    )
+                    .map(|offset| {
                         ops.push(Op::CommitOffset {
                             group: group.clone(),
                             topic: topic.name.clone(),
                             partition: p.partition_index as u32,
-                            offset: OffsetRecord {
-                                offset: p.committed_offset,
-                                leader_epoch: p.committed_leader_epoch,
-                                metadata,
-                                commit_ms: now,
-                            },
-                        });
-                        Ok(())
-                    }
+                            offset,
+                        })
+                    })
                 }
                 (Ok(_), _, None) => Err(ResponseError::UnknownTopicOrPartition),
             };

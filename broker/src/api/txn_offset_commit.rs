@@ -3,17 +3,16 @@
 //! (open, this producer, the group added) and, from v3, against the group's generation
 //! and member, as OffsetCommit is.
 
-use catalog::{GroupRecord, OffsetRecord, Op, Transaction};
+use catalog::{Op, Transaction};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::txn_offset_commit_response::{
     TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
 };
 use kafka_protocol::messages::{ResponseKind, TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 
+use super::offset_commit::{creates_group, offset_record};
 use super::{Ctx, Reply, now_ms, unless_failed};
 use crate::error::from_catalog;
-use crate::group::CommitCheck;
-use crate::group::durable::StoredGroup;
 
 /// Handles TxnOffsetCommit.
 pub fn handle(ctx: Ctx, req: TxnOffsetCommitRequest) -> Reply {
@@ -44,13 +43,7 @@ pub fn handle(ctx: Ctx, req: TxnOffsetCommitRequest) -> Reply {
                 )
             })
     };
-    let mut ops = Vec::new();
-    if checked == Ok(CommitCheck::CreatesGroup) {
-        ops.push(Op::PutGroup(GroupRecord {
-            name: group.clone(),
-            state: StoredGroup::default().encode(),
-        }));
-    }
+    let mut ops: Vec<Op> = creates_group(&checked, &group).into_iter().collect();
     let max_metadata = broker.groups.config().max_metadata_bytes;
     let now = now_ms();
     let mut plan = Vec::new();
@@ -62,10 +55,14 @@ pub fn handle(ctx: Ctx, req: TxnOffsetCommitRequest) -> Reply {
                 (Err(e), _, _) => Err(*e),
                 (Ok(_), _, Some(e)) => Err(e),
                 (Ok(_), Some(topic), None) if topic.has_partition(p.partition_index) => {
-                    let metadata = p.committed_metadata.as_ref().map(|m| m.to_string());
-                    if metadata.as_ref().is_some_and(|m| m.len() > max_metadata) {
-                        Err(ResponseError::OffsetMetadataTooLarge)
-                    } else {
+                    offset_record(
+                        p.committed_offset,
+                        p.committed_leader_epoch,
+                        p.committed_metadata.as_deref(),
+                        max_metadata,
+                        now,
+                    )
+                    .map(|offset| {
                         ops.push(Op::TxnOffsetCommit {
                             id: id.clone(),
                             producer_id,
@@ -73,15 +70,9 @@ pub fn handle(ctx: Ctx, req: TxnOffsetCommitRequest) -> Reply {
                             group: group.clone(),
                             topic: topic.name.clone(),
                             partition: p.partition_index as u32,
-                            offset: OffsetRecord {
-                                offset: p.committed_offset,
-                                leader_epoch: p.committed_leader_epoch,
-                                metadata,
-                                commit_ms: now,
-                            },
-                        });
-                        Ok(())
-                    }
+                            offset,
+                        })
+                    })
                 }
                 (Ok(_), _, None) => Err(ResponseError::UnknownTopicOrPartition),
             };

@@ -113,76 +113,40 @@ pub struct RecordHeader {
     pub batch_lens: Vec<u32>,
 }
 
-fn phase_code(p: model::TxnPhase) -> u8 {
-    match p {
-        model::TxnPhase::Empty => 0,
-        model::TxnPhase::Ongoing => 1,
-        model::TxnPhase::CompleteCommit => 2,
-        model::TxnPhase::CompleteAbort => 3,
+impl From<model::TxnPhase> for u8 {
+    fn from(p: model::TxnPhase) -> Self {
+        match p {
+            model::TxnPhase::Empty => 0,
+            model::TxnPhase::Ongoing => 1,
+            model::TxnPhase::CompleteCommit => 2,
+            model::TxnPhase::CompleteAbort => 3,
+        }
     }
 }
 
 /// An unknown phase code reads as Empty: no such record is ever written, and Empty
 /// holds nothing a reader could lose.
-fn phase_of(code: u8) -> model::TxnPhase {
-    match code {
-        1 => model::TxnPhase::Ongoing,
-        2 => model::TxnPhase::CompleteCommit,
-        3 => model::TxnPhase::CompleteAbort,
-        _ => model::TxnPhase::Empty,
-    }
-}
-
-impl From<TxnRecord> for model::TxnRecord {
-    fn from(v: TxnRecord) -> Self {
-        let TxnRecord {
-            producer_id,
-            epoch,
-            timeout_ms,
-            phase,
-            partitions,
-            groups,
-            started_ms,
-            updated_ms,
-        } = v;
-        Self {
-            producer_id,
-            epoch,
-            timeout_ms,
-            phase: phase_of(phase),
-            partitions,
-            groups,
-            started_ms,
-            updated_ms,
+impl From<u8> for model::TxnPhase {
+    fn from(code: u8) -> Self {
+        match code {
+            1 => model::TxnPhase::Ongoing,
+            2 => model::TxnPhase::CompleteCommit,
+            3 => model::TxnPhase::CompleteAbort,
+            _ => model::TxnPhase::Empty,
         }
     }
 }
 
-impl From<model::TxnRecord> for TxnRecord {
-    fn from(v: model::TxnRecord) -> Self {
-        let model::TxnRecord {
-            producer_id,
-            epoch,
-            timeout_ms,
-            phase,
-            partitions,
-            groups,
-            started_ms,
-            updated_ms,
-        } = v;
-        Self {
-            producer_id,
-            epoch,
-            timeout_ms,
-            phase: phase_code(phase),
-            partitions,
-            groups,
-            started_ms,
-            updated_ms,
-        }
-    }
-}
-
+twin!(TxnRecord <=> model::TxnRecord {
+    producer_id,
+    epoch,
+    timeout_ms,
+    phase,
+    partitions,
+    groups,
+    started_ms,
+    updated_ms
+});
 twin!(OpenTxn <=> model::OpenTxn { producer_id, first_offset });
 twin!(TxnPartition <=> model::TxnPartition { open: each, max_aborted_span });
 twin!(AbortedTxn <=> model::AbortedTxn { producer_id, first_offset, last_offset });
