@@ -35,3 +35,14 @@ pub fn from_catalog(e: &CatalogError) -> ResponseError {
         | CatalogError::InvalidKey(_) => ResponseError::UnknownServerError,
     }
 }
+
+/// A fenced producer's error as a request of this API version knows it: PRODUCER_FENCED
+/// came with KIP-588 (AddPartitionsToTxn, AddOffsetsToTxn and EndTxn v2, TxnOffsetCommit
+/// v3); older versions, and every Produce (librdkafka takes only this one as fatal
+/// there, as Kafka's partition leaders send it), get INVALID_PRODUCER_EPOCH.
+pub fn fenced_for(e: ResponseError, knows_fenced: bool) -> ResponseError {
+    match e {
+        ResponseError::ProducerFenced if !knows_fenced => ResponseError::InvalidProducerEpoch,
+        e => e,
+    }
+}

@@ -4,6 +4,7 @@
 use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, ResponseKind};
 
 use super::{Ctx, Reply};
+use crate::error::fenced_for;
 
 /// Handles AddOffsetsToTxn.
 pub fn handle(ctx: Ctx, req: AddOffsetsToTxnRequest) -> Reply {
@@ -18,14 +19,18 @@ pub fn handle(ctx: Ctx, req: AddOffsetsToTxnRequest) -> Reply {
             .txns
             .add_offsets(&id, req.producer_id.0, req.producer_epoch, &req.group_id))
     };
+    let knows_fenced = ctx.version >= 2;
     Box::pin(async move {
         let result = match outcome {
             Ok(f) => f.await,
             Err(e) => Err(e),
         };
         Some(ResponseKind::AddOffsetsToTxn(
-            AddOffsetsToTxnResponse::default()
-                .with_error_code(result.err().map_or(0, |e| e.code())),
+            AddOffsetsToTxnResponse::default().with_error_code(
+                result
+                    .err()
+                    .map_or(0, |e| fenced_for(e, knows_fenced).code()),
+            ),
         ))
     })
 }

@@ -11,6 +11,7 @@ use kafka_protocol::messages::{
 };
 
 use super::{Ctx, Reply};
+use crate::error::fenced_for;
 
 /// Handles AddPartitionsToTxn.
 pub fn handle(ctx: Ctx, req: AddPartitionsToTxnRequest) -> Reply {
@@ -42,6 +43,7 @@ pub fn handle(ctx: Ctx, req: AddPartitionsToTxnRequest) -> Reply {
             asked.iter().map(|(t, p, _)| (t.clone(), *p)).collect(),
         ))
     };
+    let knows_fenced = ctx.version >= 2;
     Box::pin(async move {
         let result = match outcome {
             Ok(f) => f.await,
@@ -51,7 +53,7 @@ pub fn handle(ctx: Ctx, req: AddPartitionsToTxnRequest) -> Reply {
         for (name, p, own) in asked {
             let code = match (own, result) {
                 (Some(e), _) => e.code(),
-                (None, Err(e)) => e.code(),
+                (None, Err(e)) => fenced_for(e, knows_fenced).code(),
                 (None, Ok(())) => 0,
             };
             let r = AddPartitionsToTxnPartitionResult::default()

@@ -5,6 +5,7 @@
 use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse, ResponseKind};
 
 use super::{Ctx, Reply};
+use crate::error::fenced_for;
 
 /// Handles EndTxn.
 pub fn handle(ctx: Ctx, req: EndTxnRequest) -> Reply {
@@ -18,6 +19,7 @@ pub fn handle(ctx: Ctx, req: EndTxnRequest) -> Reply {
         Err(kafka_protocol::error::ResponseError::NotCoordinator)
     };
     let (producer_id, epoch) = (req.producer_id, req.producer_epoch);
+    let knows_fenced = ctx.version >= 2;
     Box::pin(async move {
         let result = match outcome {
             Ok(f) => f.await,
@@ -25,7 +27,11 @@ pub fn handle(ctx: Ctx, req: EndTxnRequest) -> Reply {
         };
         Some(ResponseKind::EndTxn(
             EndTxnResponse::default()
-                .with_error_code(result.err().map_or(0, |e| e.code()))
+                .with_error_code(
+                    result
+                        .err()
+                        .map_or(0, |e| fenced_for(e, knows_fenced).code()),
+                )
                 .with_producer_id(producer_id)
                 .with_producer_epoch(epoch),
         ))

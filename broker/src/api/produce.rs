@@ -91,7 +91,7 @@ fn plan_partition(
                 b.producer_epoch,
                 &(topic.name.clone(), index),
             ) {
-                return Plan::Refused(e, None);
+                return Plan::Refused(crate::error::fenced_for(e, false), None);
             }
         }
     }

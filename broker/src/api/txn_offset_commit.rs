@@ -12,7 +12,7 @@ use kafka_protocol::messages::{ResponseKind, TxnOffsetCommitRequest, TxnOffsetCo
 
 use super::offset_commit::{creates_group, offset_record};
 use super::{Ctx, Reply, now_ms, unless_failed};
-use crate::error::from_catalog;
+use crate::error::{fenced_for, from_catalog};
 
 /// Handles TxnOffsetCommit.
 pub fn handle(ctx: Ctx, req: TxnOffsetCommitRequest) -> Reply {
@@ -82,6 +82,7 @@ pub fn handle(ctx: Ctx, req: TxnOffsetCommitRequest) -> Reply {
     }
     let held = ops.iter().any(|o| matches!(o, Op::TxnOffsetCommit { .. }));
     let commit = held.then(|| broker.catalog.commit(Transaction::new(ops)));
+    let knows_fenced = ctx.version >= 3;
     Box::pin(async move {
         let failed = match commit {
             Some(c) => c.await.err().map(|e| from_catalog(&e)),
@@ -96,7 +97,9 @@ pub fn handle(ctx: Ctx, req: TxnOffsetCommitRequest) -> Reply {
                         results
                             .into_iter()
                             .map(|(p, r)| {
-                                let code = unless_failed(r, failed).err().map_or(0, |e| e.code());
+                                let code = unless_failed(r, failed)
+                                    .err()
+                                    .map_or(0, |e| fenced_for(e, knows_fenced).code());
                                 TxnOffsetCommitResponsePartition::default()
                                     .with_partition_index(p)
                                     .with_error_code(code)
