@@ -7,7 +7,7 @@
 #
 # Environment: EDDY_BIN (default target/release/eddy), PY (default .venv/bin/python),
 # RUNS (passes over all systems, default 2), SYSTEMS (default "eddy tansu-mem"), and
-# bench/txn.py's DUR, TXN_MSGS, COMMITS.
+# bench/txn.py's DUR, ROUNDS, TXN_MSGS, COMMITS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -56,7 +56,7 @@ for run in $(seq 1 "$RUNS"); do
 done
 
 echo
-echo "| system | run | idempotent MB/s | transactional MB/s | ratio | commit p50 ms | commit p99 ms |"
+echo "| system | run | idempotent MB/s (each pair) | transactional MB/s | ratio | commit p50 ms | commit p99 ms |"
 echo "|---|---|---|---|---|---|---|"
 for run in $(seq 1 "$RUNS"); do
   for sys in $SYSTEMS; do
@@ -65,8 +65,9 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 if not r:
     print(f"| {sys.argv[2]} | {sys.argv[3]} | failed | - | - | - | - |"); raise SystemExit
-print(f"| {sys.argv[2]} | {sys.argv[3]} | {r['plain_mb_s']:.1f} | {r['txn_mb_s']:.1f} | "
-      f"{r['ratio']:.2f} | {r['commit_p50_ms']:.2f} | {r['commit_p99_ms']:.2f} |")
+f = lambda k, d: ", ".join(f"{v:.{d}f}" for v in r[k])
+print(f"| {sys.argv[2]} | {sys.argv[3]} | {f('plain_mb_s', 1)} | {f('txn_mb_s', 1)} | "
+      f"{f('ratio', 2)} | {r['commit_p50_ms']:.2f} | {r['commit_p99_ms']:.2f} |")
 PYEOF
   done
 done
