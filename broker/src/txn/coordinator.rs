@@ -103,6 +103,14 @@ fn state_of(r: &TxnRecord, now: Instant, now_ms: i64) -> TxnState {
     s
 }
 
+/// Whether a state counts in `eddy_kafka_transactions_open`.
+fn is_open(s: &TxnState) -> bool {
+    matches!(
+        s.phase,
+        Phase::Ongoing | Phase::PrepareCommit | Phase::PrepareAbort
+    )
+}
+
 /// A commit the coordinator waits for, and what to do with the id's state after it.
 type Pending = Option<catalog::CommitFuture>;
 
@@ -130,7 +138,7 @@ impl TxnCoordinator {
         for (id, r) in self.catalog.txns()? {
             ids.insert(id, state_of(&r, now, ms));
         }
-        let open = ids.values().filter(|s| s.phase == Phase::Ongoing).count();
+        let open = ids.values().filter(|s| is_open(s)).count();
         self.metrics.txn_open.set(open as i64);
         Ok(open)
     }
@@ -146,26 +154,26 @@ impl TxnCoordinator {
             let stored = self.catalog.txn(id).map_err(|e| from_catalog(&e))?;
             let (now, ms) = (Instant::now(), now_ms());
             let s = stored.map_or_else(|| TxnState::new(now), |r| state_of(&r, now, ms));
+            self.metrics.txn_open.inc_by(i64::from(is_open(&s)));
             ids.insert(id.to_owned(), s);
         }
-        let out = ids
-            .get_mut(id)
-            .map(f)
-            .ok_or(ResponseError::UnknownServerError);
-        let open = ids.values().filter(|s| {
-            matches!(
-                s.phase,
-                Phase::Ongoing | Phase::PrepareCommit | Phase::PrepareAbort
-            )
-        });
-        self.metrics.txn_open.set(open.count() as i64);
-        out
+        let s = ids.get_mut(id).ok_or(ResponseError::UnknownServerError)?;
+        let was = is_open(s);
+        let out = f(s);
+        // The gauge moves with each change: counting every id on each call would cost
+        // every transactional produce batch a walk over all ids.
+        self.metrics
+            .txn_open
+            .inc_by(i64::from(is_open(s)) - i64::from(was));
+        Ok(out)
     }
 
     /// Forgets the in-memory state of `id`, so the next request reads the catalog's:
     /// after a failed commit, memory may be ahead of what is durable.
     fn forget(&self, id: &str) {
-        self.lock().remove(id);
+        if let Some(s) = self.lock().remove(id) {
+            self.metrics.txn_open.dec_by(i64::from(is_open(&s)));
+        }
     }
 
     /// Submits the `PutTxn` of a state.
