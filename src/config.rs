@@ -88,6 +88,10 @@ pub struct ServeArgs {
     /// 10000).
     #[arg(long, env = "EDDY_KAFKA_TRANSACTION_ABORT_INTERVAL_MS")]
     pub kafka_transaction_abort_interval_ms: Option<u64>,
+    /// A transactional id with no open transaction and no use for this long is forgotten,
+    /// ms (Kafka's `transactional.id.expiration.ms`; default 604800000, 7 days).
+    #[arg(long, env = "EDDY_KAFKA_TRANSACTIONAL_ID_EXPIRATION_MS")]
+    pub kafka_transactional_id_expiration_ms: Option<u64>,
     /// Domains of the S3 endpoint for virtual-host-style requests
     /// (`bucket.DOMAIN`), comma-separated; path style always works.
     #[arg(long, env = "EDDY_S3_DOMAIN", value_delimiter = ',')]
@@ -148,6 +152,7 @@ pub struct FileConfig {
     kafka_compaction_pass_mb: Option<usize>,
     kafka_transaction_max_timeout_ms: Option<u64>,
     kafka_transaction_abort_interval_ms: Option<u64>,
+    kafka_transactional_id_expiration_ms: Option<u64>,
     notify_ce_type_prefix: Option<String>,
     table_snapshot_max_age_secs: Option<u64>,
     table_seal_age_secs: Option<u64>,
@@ -232,6 +237,8 @@ pub struct ServeConfig {
     pub kafka_transaction_max_timeout_ms: u64,
     /// Interval between looks for timed-out transactions, ms.
     pub kafka_transaction_abort_interval_ms: u64,
+    /// Idle time after which a transactional id is forgotten, ms.
+    pub kafka_transactional_id_expiration_ms: u64,
     /// Prefix of bucket notification records' `ce_type`.
     pub notify_ce_type_prefix: String,
     /// Age after which topic table snapshots expire.
@@ -403,6 +410,11 @@ impl ServeArgs {
                 .kafka_transaction_abort_interval_ms
                 .or(file.kafka_transaction_abort_interval_ms)
                 .unwrap_or(10_000)
+                .max(1),
+            kafka_transactional_id_expiration_ms: self
+                .kafka_transactional_id_expiration_ms
+                .or(file.kafka_transactional_id_expiration_ms)
+                .unwrap_or(604_800_000)
                 .max(1),
             notify_ce_type_prefix: self
                 .notify_ce_type_prefix

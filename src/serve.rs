@@ -210,6 +210,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     kafka_config.txn = broker::txn::TxnConfig {
         max_timeout: Duration::from_millis(config.kafka_transaction_max_timeout_ms),
         abort_interval: Duration::from_millis(config.kafka_transaction_abort_interval_ms),
+        id_expiration: Duration::from_millis(config.kafka_transactional_id_expiration_ms),
     };
     let kafka_broker = broker::Broker::new(catalog_dyn, kafka_config);
     let _ = kafka_broker

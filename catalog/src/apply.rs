@@ -491,7 +491,7 @@ impl<'t> Tables<'t> {
                     self.require_in_txn(id, producer.as_ref(), *topic_id, *partition)?;
                 }
             }
-            Op::PutTxn { .. } => {}
+            Op::PutTxn { .. } | Op::DropTxn { .. } => {}
             Op::TxnOffsetCommit {
                 id,
                 producer_id,
@@ -871,6 +871,9 @@ impl<'t> Tables<'t> {
                 return Ok(OpOutcome::Appended { base_offset: base });
             }
             Op::PutTxn { id, record } => put(&mut self.txns, id.as_bytes(), record)?,
+            Op::DropTxn { id } => {
+                self.txns.remove(id.as_bytes())?;
+            }
             Op::TxnOffsetCommit {
                 id,
                 group,

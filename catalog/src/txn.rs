@@ -225,6 +225,12 @@ pub enum Op {
         /// The new state.
         record: crate::model::TxnRecord,
     },
+    /// Forgets a transactional id (its expiration: no transaction open, unused for
+    /// `transactional.id.expiration.ms`).
+    DropTxn {
+        /// Transactional id.
+        id: String,
+    },
     /// Holds a consumer group offset in an open transaction, to be committed with it.
     /// Fails with [`crate::CatalogError::InvalidTxnState`] unless the transaction is open
     /// for this producer and epoch and holds the group.

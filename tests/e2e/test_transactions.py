@@ -722,3 +722,46 @@ def test_the_checker_reports_each_anomaly():
     assert kinds(ru=[r for r in ru if r != log[unsure][0]]) == {"rc-not-in-ru"}
     acked.delivered[h.value(acked, 0)] = ("a", 0, 4)
     assert "offset-conflict" in kinds()
+
+
+def test_an_unused_transactional_id_expires_and_an_open_one_does_not(tmp_path):
+    """Ids with no open transaction are forgotten after
+    --kafka-transactional-id-expiration-ms (Kafka's transactional.id.expiration.ms), also
+    across a restart; an id whose transaction is open is kept however long it waits."""
+    eddy = new_eddy(tmp_path, extra_args=ABORT_FAST + [
+        "--kafka-transactional-id-expiration-ms", "1000"]).start()
+    admin = kafka.KafkaAdminClient(bootstrap_servers=eddy.bootstrap)
+    try:
+        topic, idle, busy = name("expire"), name("idle-id"), name("busy-id")
+        create(eddy, topic, 1)
+        p = txn_producer(eddy, idle)
+        p.begin_transaction()
+        send(p, topic, [b"done"])
+        p.commit_transaction(30)
+        q = txn_producer(eddy, busy, **{"transaction.timeout.ms": 60000})
+        q.begin_transaction()
+        send(q, topic, [b"open"])
+
+        def listed():
+            return {t.transactional_id for ts in admin.list_transactions().values() for t in ts}
+
+        assert {idle, busy} <= listed()
+        deadline = time.time() + 30
+        while idle in listed():
+            assert time.time() < deadline, "the idle id was never forgotten"
+            time.sleep(0.2)
+        assert busy in listed(), "an id with an open transaction expired"
+        eddy.restart()
+        admin.close()
+        admin = kafka.KafkaAdminClient(bootstrap_servers=eddy.bootstrap)
+        assert idle not in listed() and busy in listed()
+        # The forgotten id starts afresh; the open transaction still commits.
+        again = txn_producer(eddy, idle)
+        again.begin_transaction()
+        send(again, topic, [b"again"])
+        again.commit_transaction(30)
+        assert idle in listed()
+        q.commit_transaction(30)
+    finally:
+        admin.close()
+        eddy.stop()

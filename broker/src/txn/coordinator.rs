@@ -26,8 +26,12 @@ pub struct TxnConfig {
     /// `transaction.max.timeout.ms`).
     pub max_timeout: Duration,
     /// How often timed-out transactions are looked for (Kafka's
-    /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`).
+    /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`), and expired ids.
     pub abort_interval: Duration,
+    /// A transactional id with no transaction open and no change for this long is
+    /// forgotten (Kafka's `transactional.id.expiration.ms`): what keeps the ids any
+    /// client may make up from growing the coordinator without bound.
+    pub id_expiration: Duration,
 }
 
 impl Default for TxnConfig {
@@ -35,6 +39,7 @@ impl Default for TxnConfig {
         Self {
             max_timeout: Duration::from_secs(900),
             abort_interval: Duration::from_secs(10),
+            id_expiration: Duration::from_secs(7 * 24 * 3600),
         }
     }
 }
@@ -451,6 +456,46 @@ impl TxnCoordinator {
         n
     }
 
+    /// Forgets the ids with no transaction open that have not changed for
+    /// [`TxnConfig::id_expiration`]; returns how many.
+    pub async fn drop_expired(&self) -> usize {
+        let now = Instant::now();
+        let expiration = self.config.id_expiration;
+        let dropped: Vec<(String, catalog::CommitFuture)> = {
+            let mut ids = self.lock();
+            let expired: Vec<String> = ids
+                .iter()
+                .filter(|(_, s)| {
+                    !is_open(s) && now.saturating_duration_since(s.updated) >= expiration
+                })
+                .map(|(id, _)| id.clone())
+                .collect();
+            expired
+                .into_iter()
+                .map(|id| {
+                    ids.remove(&id);
+                    let c = self
+                        .catalog
+                        .commit(Transaction::new(vec![Op::DropTxn { id: id.clone() }]));
+                    (id, c)
+                })
+                .collect()
+        };
+        let mut n = 0;
+        for (id, c) in dropped {
+            match c.await {
+                Ok(_) => n += 1,
+                Err(e) => {
+                    tracing::warn!(id, error = %e, "forgetting an expired transactional id failed")
+                }
+            }
+        }
+        if n > 0 {
+            tracing::info!(ids = n, "expired transactional ids forgotten");
+        }
+        n
+    }
+
     /// One id's state, for DescribeTransactions.
     pub fn describe(&self, id: &str) -> Result<Option<TxnState>, ResponseError> {
         let known = self.lock().get(id).cloned();
@@ -483,7 +528,7 @@ impl TxnCoordinator {
     }
 }
 
-/// Aborts timed-out transactions every `every` until shutdown.
+/// Aborts timed-out transactions and forgets expired ids every `every` until shutdown.
 pub async fn run(
     coordinator: Arc<TxnCoordinator>,
     every: Duration,
@@ -495,6 +540,7 @@ pub async fn run(
             _ = shutdown.changed() => return,
         }
         coordinator.abort_timed_out().await;
+        coordinator.drop_expired().await;
     }
 }
 

@@ -653,6 +653,12 @@ fn sample_txn_ops() -> Vec<(&'static str, Op)> {
             },
         ),
         (
+            "DropTxn",
+            Op::DropTxn {
+                id: "payments-0".into(),
+            },
+        ),
+        (
             "TxnOffsetCommit",
             Op::TxnOffsetCommit {
                 id: "payments-1".into(),

@@ -656,6 +656,7 @@ pub fn op_for_record(op: &txn::Op) -> Option<Op> {
         | L::PutTable { .. }
         | L::Append { .. }
         | L::PutTxn { .. }
+        | L::DropTxn { .. }
         | L::TxnOffsetCommit { .. }
         | L::EndTxn { .. } => return None,
     })

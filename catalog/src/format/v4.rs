@@ -1,7 +1,7 @@
 //! Catalog format 4, frozen (first written by the build that added Kafka transactions):
 //! what format 4 adds to format 3, and nothing else.
 //!
-//! - **Log record payloads**: the same layout as formats 1 to 3, each op a [`Op`]:
+//! - **Log record payloads**: the same layout as formats 1 to 3, each op an [`Op`]:
 //!   variant 0 wraps a format-3 op unchanged (which may itself wrap an older one), the
 //!   later variants are the ops format 4 added. [`Op::AppendTxn`] puts its batch in the
 //!   data section as an append does, [`Op::EndTxn`] one control batch per marker, in
@@ -53,6 +53,8 @@ pub enum Op {
         markers: Vec<TxnMarker>,
         record: TxnRecord,
     },
+    /// 5: `txn::Op::DropTxn`.
+    DropTxn { id: String },
 }
 
 /// `txn::TxnMarker` without its batch.
@@ -182,6 +184,7 @@ impl From<Op> for txn::Op {
                 id,
                 record: record.into(),
             },
+            Op::DropTxn { id } => txn::Op::DropTxn { id },
             Op::TxnOffsetCommit {
                 id,
                 producer_id,
@@ -250,6 +253,7 @@ pub fn op_for_record(op: &txn::Op) -> Op {
             id: id.clone(),
             record: record.clone().into(),
         },
+        txn::Op::DropTxn { id } => Op::DropTxn { id: id.clone() },
         txn::Op::TxnOffsetCommit {
             id,
             producer_id,
