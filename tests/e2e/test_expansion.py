@@ -104,6 +104,22 @@ def target_rows(eddy, table, ns=TARGET_NS):
     return rows
 
 
+def jsonable_value(v):
+    """A value PyIceberg read from a table, as JSON (the format fixtures' manifests hold
+    expansion rows this way)."""
+    if isinstance(v, dict):
+        return {k: jsonable_value(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [jsonable_value(x) for x in v]
+    if isinstance(v, (datetime.datetime, datetime.date, datetime.time)):
+        return v.isoformat()
+    if isinstance(v, Decimal):
+        return str(v)
+    if isinstance(v, (bytes, bytearray)):
+        return "base64:" + base64.b64encode(bytes(v)).decode()
+    return v
+
+
 def field(name, type_, **kw):
     return {"name": name, "type": type_, "required": False, **kw}
 

@@ -10,8 +10,6 @@ producer commits and aborts on an upgraded data dir. A data dir of a newer forma
 refused with both versions named, and left as it was."""
 
 import base64
-import datetime
-import decimal
 import hashlib
 import json
 import shutil
@@ -27,7 +25,7 @@ from pyiceberg.catalog.rest import RestCatalog
 
 import s3util
 from conftest import ROOT, eddy_bin, metric, new_eddy, read_to_end
-from test_expansion import admin
+from test_expansion import admin, jsonable_value
 
 FIXTURES = sorted((ROOT / "tests" / "fixtures").glob("format-*/manifest.json"))
 
@@ -153,22 +151,6 @@ def check_compacted(eddy, manifest, opened=False):
     if opened:
         assert metric(eddy, "eddy_kafka_compaction_passes") == 0, "this build compacted again"
 
-
-
-def jsonable_value(v):
-    """A value PyIceberg read, in the JSON the fixture's manifest holds it in
-    (make_format_fixture.py converts the same way)."""
-    if isinstance(v, dict):
-        return {k: jsonable_value(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [jsonable_value(x) for x in v]
-    if isinstance(v, (datetime.datetime, datetime.date, datetime.time)):
-        return v.isoformat()
-    if isinstance(v, decimal.Decimal):
-        return str(v)
-    if isinstance(v, (bytes, bytearray)):
-        return "base64:" + base64.b64encode(bytes(v)).decode()
-    return v
 
 
 def target_rows(eddy, manifest):
