@@ -92,6 +92,10 @@ pub struct ServeArgs {
     /// ms (Kafka's `transactional.id.expiration.ms`; default 604800000, 7 days).
     #[arg(long, env = "EDDY_KAFKA_TRANSACTIONAL_ID_EXPIRATION_MS")]
     pub kafka_transactional_id_expiration_ms: Option<u64>,
+    /// Fetch sessions (KIP-227) kept at once (Kafka's
+    /// `max.incremental.fetch.session.cache.slots`; default 1000).
+    #[arg(long, env = "EDDY_KAFKA_FETCH_SESSION_CACHE_SLOTS")]
+    pub kafka_fetch_session_cache_slots: Option<usize>,
     /// Domains of the S3 endpoint for virtual-host-style requests
     /// (`bucket.DOMAIN`), comma-separated; path style always works.
     #[arg(long, env = "EDDY_S3_DOMAIN", value_delimiter = ',')]
@@ -153,6 +157,7 @@ pub struct FileConfig {
     kafka_transaction_max_timeout_ms: Option<u64>,
     kafka_transaction_abort_interval_ms: Option<u64>,
     kafka_transactional_id_expiration_ms: Option<u64>,
+    kafka_fetch_session_cache_slots: Option<usize>,
     notify_ce_type_prefix: Option<String>,
     table_snapshot_max_age_secs: Option<u64>,
     table_seal_age_secs: Option<u64>,
@@ -239,6 +244,8 @@ pub struct ServeConfig {
     pub kafka_transaction_abort_interval_ms: u64,
     /// Idle time after which a transactional id is forgotten, ms.
     pub kafka_transactional_id_expiration_ms: u64,
+    /// Fetch sessions kept at once.
+    pub kafka_fetch_session_cache_slots: usize,
     /// Prefix of bucket notification records' `ce_type`.
     pub notify_ce_type_prefix: String,
     /// Age after which topic table snapshots expire.
@@ -416,6 +423,10 @@ impl ServeArgs {
                 .or(file.kafka_transactional_id_expiration_ms)
                 .unwrap_or(604_800_000)
                 .max(1),
+            kafka_fetch_session_cache_slots: self
+                .kafka_fetch_session_cache_slots
+                .or(file.kafka_fetch_session_cache_slots)
+                .unwrap_or(1000),
             notify_ce_type_prefix: self
                 .notify_ce_type_prefix
                 .clone()

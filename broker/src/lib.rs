@@ -9,6 +9,7 @@ pub mod compaction;
 pub mod configs;
 pub mod connection;
 pub mod error;
+pub mod fetch_session;
 pub mod group;
 pub mod metrics;
 pub mod retention;
@@ -61,6 +62,8 @@ pub struct BrokerConfig {
     pub compaction: compaction::Limits,
     /// Transaction coordinator settings.
     pub txn: txn::TxnConfig,
+    /// Fetch sessions kept at once (Kafka's `max.incremental.fetch.session.cache.slots`).
+    pub fetch_session_slots: usize,
 }
 
 impl BrokerConfig {
@@ -85,6 +88,7 @@ impl BrokerConfig {
                 max_pass_bytes: 16 << 20,
             },
             txn: txn::TxnConfig::default(),
+            fetch_session_slots: 1000,
         }
     }
 }
@@ -103,6 +107,8 @@ pub struct Broker {
     pub groups: Arc<group::GroupCoordinator>,
     /// The transaction coordinator.
     pub txns: Arc<txn::TxnCoordinator>,
+    /// Fetch sessions (KIP-227).
+    pub fetch_sessions: fetch_session::FetchSessions,
     /// The request bytes still free of [`BrokerConfig::max_request_bytes_in_flight`], in
     /// permits of one byte.
     pub request_budget: Arc<Semaphore>,
@@ -161,6 +167,11 @@ impl Broker {
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "restoring transactions failed"),
         }
+        let fetch_sessions = fetch_session::FetchSessions::new(
+            config.fetch_session_slots,
+            metrics.fetch_sessions.clone(),
+            metrics.fetch_session_evictions.clone(),
+        );
         // A frame larger than the budget could never be read.
         let budget = config
             .max_request_bytes_in_flight
@@ -173,6 +184,7 @@ impl Broker {
             metrics,
             groups,
             txns,
+            fetch_sessions,
             request_budget: Arc::new(Semaphore::new(budget)),
             compaction_wake: tokio::sync::Notify::new(),
             table_sealer: std::sync::OnceLock::new(),

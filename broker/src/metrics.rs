@@ -75,6 +75,10 @@ pub struct BrokerMetrics {
     pub compaction_rounds: Counter,
     /// Dirty share of each compacted partition's cleanable bytes, as last looked at.
     pub compaction_dirty_ratio: Family<PartitionLabels, Gauge<f64, AtomicU64>>,
+    /// Fetch sessions held.
+    pub fetch_sessions: Gauge,
+    /// Idle fetch sessions evicted for new ones.
+    pub fetch_session_evictions: Counter,
     /// Transactions committed.
     pub txn_committed: Counter,
     /// Transactions aborted (by EndTxn, a timeout or a fencing InitProducerId).
@@ -111,6 +115,8 @@ impl Default for BrokerMetrics {
             compaction_passes: Counter::default(),
             compaction_rounds: Counter::default(),
             compaction_dirty_ratio: Family::default(),
+            fetch_sessions: Gauge::default(),
+            fetch_session_evictions: Counter::default(),
             txn_committed: Counter::default(),
             txn_aborted: Counter::default(),
             txn_timed_out: Counter::default(),
@@ -213,6 +219,16 @@ impl BrokerMetrics {
             "compaction_dirty_ratio",
             "Dirty share of a compacted partition's cleanable bytes",
             self.compaction_dirty_ratio.clone(),
+        );
+        r.register(
+            "fetch_sessions",
+            "Fetch sessions (KIP-227) held in the cache",
+            self.fetch_sessions.clone(),
+        );
+        r.register(
+            "fetch_session_evictions",
+            "Idle fetch sessions evicted to make room for new ones",
+            self.fetch_session_evictions.clone(),
         );
         r.register(
             "transactions_committed",

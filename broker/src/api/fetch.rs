@@ -3,7 +3,9 @@
 //! open transaction) at read_committed, which also gets the aborted transactions whose
 //! records it returns, for the client to drop. A fetch that finds less than `min_bytes` parks
 //! until `max_wait_ms`, woken only by commits to the partitions it reads (not by a timer
-//! loop, nor by every commit). Every fetch is a full fetch: no sessions are created.
+//! loop, nor by every commit). Fetch sessions (v7+, KIP-227) keep a consumer's partitions
+//! between fetches (`crate::fetch_session`): an incremental fetch reads every partition
+//! of its session and answers those with news.
 
 use std::time::Duration;
 
@@ -17,6 +19,7 @@ use tokio::time::Instant;
 
 use super::{Ctx, Reply, topic_name, uuid};
 use crate::error::from_catalog;
+use crate::fetch_session::Plan;
 
 /// One read of every requested partition.
 struct Read {
@@ -173,6 +176,24 @@ fn read_once(ctx: &Ctx, req: &FetchRequest) -> Read {
 /// Handles a fetch, long-polling when there is too little data.
 pub fn handle(ctx: Ctx, req: FetchRequest) -> Reply {
     Box::pin(async move {
+        // v7 brought sessions; earlier fetches are all full.
+        let plan = if ctx.version >= 7 {
+            ctx.broker
+                .fetch_sessions
+                .plan(&req, ctx.version >= 13, std::time::Instant::now())
+        } else {
+            Plan::Sessionless
+        };
+        let (req, session) = match plan {
+            Plan::Refused(e) => {
+                return Some(ResponseKind::Fetch(
+                    FetchResponse::default().with_error_code(e.code()),
+                ));
+            }
+            Plan::Sessionless => (req, None),
+            Plan::New(id) => (req, Some((id, false))),
+            Plan::Incremental(id, full) => (*full, Some((id, true))),
+        };
         let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
         let min_bytes = req.min_bytes.max(1) as usize;
         let req = std::sync::Arc::new(req);
@@ -187,7 +208,13 @@ pub fn handle(ctx: Ctx, req: FetchRequest) -> Reply {
             };
             if read.bytes >= min_bytes || read.errors || Instant::now() >= deadline {
                 ctx.broker.metrics.fetched_bytes.inc_by(read.bytes as u64);
-                return Some(ResponseKind::Fetch(read.response));
+                let mut response = read.response;
+                if let Some((id, incremental)) = session {
+                    ctx.broker
+                        .fetch_sessions
+                        .sent(id, &mut response, incremental);
+                }
+                return Some(ResponseKind::Fetch(response));
             }
             match &waiter {
                 // Parked from here on; read once more, since a commit may have landed
