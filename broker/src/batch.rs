@@ -171,11 +171,6 @@ pub fn control_batch(producer_id: i64, epoch: i16, commit: bool, timestamp: i64)
     b.freeze()
 }
 
-/// Whether a stored batch is a control batch (a transaction marker).
-pub fn is_control(batch: &[u8]) -> bool {
-    batch.len() >= HEADER_LEN && i16_at(batch, 21) & ATTR_CONTROL != 0
-}
-
 impl Batch {
     /// Whether an idempotent producer sent it.
     pub fn is_idempotent(&self) -> bool {
@@ -300,7 +295,7 @@ mod tests {
     #[test]
     fn a_marker_is_a_valid_control_batch_kafka_decoders_read() {
         let b = control_batch(42, 7, true, 1_700_000_000_000);
-        assert!(is_control(&b));
+        assert_eq!(i16_at(&b, 21), ATTR_TRANSACTIONAL | ATTR_CONTROL);
         assert_eq!(
             crc32c::crc32c(&b[21..]),
             u32::from_be_bytes([b[17], b[18], b[19], b[20]])

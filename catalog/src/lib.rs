@@ -202,6 +202,13 @@ pub trait Catalog: Send + Sync {
     fn txns(&self) -> CatalogResult<Vec<(String, TxnRecord)>>;
     /// A partition's open transactions (default: none).
     fn txn_partition(&self, topic_id: u128, partition: u32) -> CatalogResult<TxnPartition>;
+    /// A partition's state and its last stable offset (the first offset of its earliest
+    /// open transaction, or its end), read together.
+    fn stable_partition(
+        &self,
+        topic_id: u128,
+        partition: u32,
+    ) -> CatalogResult<Option<(PartitionState, u64)>>;
     /// The aborted transactions with records in `from..to` of a partition, oldest marker
     /// first: what a read_committed fetch of that range must drop.
     fn aborted_txns(
@@ -845,6 +852,14 @@ impl Catalog for EmbeddedCatalog {
             &tables::partition_key(topic_id, partition),
         )?
         .unwrap_or_default())
+    }
+
+    fn stable_partition(
+        &self,
+        topic_id: u128,
+        partition: u32,
+    ) -> CatalogResult<Option<(PartitionState, u64)>> {
+        read::stable_partition(&self.db, &tables::partition_key(topic_id, partition))
     }
 
     fn aborted_txns(

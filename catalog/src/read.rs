@@ -6,8 +6,8 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableError};
 use crate::apply::dec;
 use crate::error::{CatalogError, CatalogResult};
 use crate::model::{
-    AbortedTxn, BatchInfo, ObjectVersion, OffsetRecord, PartRecord, ProducerState, StoredBatch,
-    UploadRecord,
+    AbortedTxn, BatchInfo, ObjectVersion, OffsetRecord, PartRecord, PartitionState, ProducerState,
+    StoredBatch, TxnPartition, UploadRecord,
 };
 use crate::tables::{self, Table, prefix_end};
 
@@ -211,6 +211,35 @@ pub fn batch_index(
         Ok(out.len() < limit)
     })?;
     Ok(out)
+}
+
+/// A partition's state and last stable offset, from one read transaction (the fetch path
+/// needs both for every partition it reads).
+pub fn stable_partition(
+    db: &Database,
+    key: &[u8; 20],
+) -> CatalogResult<Option<(PartitionState, u64)>> {
+    let r = db.begin_read()?;
+    let Some(parts) = open(&r, tables::PARTITIONS)? else {
+        return Ok(None);
+    };
+    let Some(state) = parts
+        .get(key.as_slice())?
+        .map(|v| dec::<PartitionState>(v.value()))
+        .transpose()?
+    else {
+        return Ok(None);
+    };
+    let txns: TxnPartition = match open(&r, tables::TXN_PARTITIONS)? {
+        Some(t) => t
+            .get(key.as_slice())?
+            .map(|v| dec(v.value()))
+            .transpose()?
+            .unwrap_or_default(),
+        None => TxnPartition::default(),
+    };
+    let lso = txns.last_stable_offset(state.next_offset);
+    Ok(Some((state, lso)))
 }
 
 /// The aborted transactions whose markers' keys are in `from..to`, in marker order.

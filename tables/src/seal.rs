@@ -25,7 +25,6 @@ use crate::rows::RowBuilder;
 use crate::schema::{topic_partition_spec, topic_schema};
 use crate::{TableError, TableResult, now_ms};
 
-mod aborted;
 mod expand;
 
 /// Namespace of every topic table.
@@ -216,7 +215,7 @@ impl Tabler {
             return Ok(true);
         }
         for p in 0..topic.partitions {
-            let Some(st) = self.catalog.partition(topic.id, p)? else {
+            let Some((st, end)) = self.catalog.stable_partition(topic.id, p)? else {
                 continue;
             };
             let tabled = table
@@ -224,7 +223,7 @@ impl Tabler {
                 .and_then(|t| t.tabled.get(p as usize).copied())
                 .unwrap_or(0)
                 .max(st.log_start_offset);
-            if tabled < aborted::stable_end(self.catalog.as_ref(), topic.id, p, &st)? {
+            if tabled < end {
                 return Ok(true);
             }
         }
@@ -1286,7 +1285,8 @@ fn add_log_range(
     each: &mut dyn FnMut(&kafka_protocol::records::Record),
 ) -> TableResult<u64> {
     let mut pos = from;
-    let aborted = aborted::Aborted::of(catalog, topic.id, partition, (from, to))?;
+    // A table holds what a read_committed consumer sees: aborted batches stay out.
+    let aborted = catalog.aborted_txns(topic.id, partition, from, to)?;
     while pos < to && rows.bytes < budget {
         let batches = catalog.read_batches(topic.id, partition, pos, 4 << 20)?;
         if batches.is_empty() {
@@ -1296,7 +1296,7 @@ fn add_log_range(
             if b.base_offset >= to {
                 return Ok(to);
             }
-            if aborted.holds(b) {
+            if b.is_aborted(&aborted) {
                 pos = pos.max(b.last_offset + 1).min(to);
                 continue;
             }
@@ -1436,11 +1436,12 @@ fn collect(
     for p in 0..topic.partitions {
         let before = tabled.get(p as usize).copied().unwrap_or(0);
         out.tabled[p as usize] = before;
-        let Some(st) = catalog.partition(topic.id, p)? else {
+        // Sealing stops at the last stable offset: an open transaction's rows appear
+        // once it commits.
+        let Some((st, end)) = catalog.stable_partition(topic.id, p)? else {
             continue;
         };
         let first = before.max(st.log_start_offset);
-        let end = aborted::stable_end(catalog, topic.id, p, &st)?;
         if first >= end {
             out.tabled[p as usize] = first;
             continue;

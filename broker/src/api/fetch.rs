@@ -41,8 +41,8 @@ fn read_once(ctx: &Ctx, req: &FetchRequest) -> Read {
     let mut read = Vec::new();
     let mut responses = Vec::with_capacity(req.topics.len());
     let read_committed = req.isolation_level == 1;
-    // A topic named with no partitions (a client closing its session) gets no entry:
-    // the Java client takes an entry it did not ask about for a broken session.
+    // A response names only partitions that were asked for, as Kafka's does: a topic
+    // named with no partitions gets no entry.
     for t in req.topics.iter().filter(|t| !t.partitions.is_empty()) {
         let found = if ctx.version >= 13 {
             catalog.topic_by_id(t.topic_id.as_u128())
@@ -77,16 +77,12 @@ fn read_once(ctx: &Ctx, req: &FetchRequest) -> Read {
                 if !ctx.leads(&topic.name, p.partition) {
                     return Some(ResponseError::NotLeaderOrFollower);
                 }
-                let state = match catalog.partition(topic.id, p.partition as u32) {
-                    Ok(Some(s)) => s,
+                let (state, lso) = match catalog.stable_partition(topic.id, p.partition as u32) {
+                    Ok(Some((s, lso))) => (s, lso as i64),
                     Ok(None) => return Some(ResponseError::UnknownTopicOrPartition),
                     Err(e) => return Some(from_catalog(&e)),
                 };
                 let hw = state.next_offset as i64;
-                let lso = match catalog.txn_partition(topic.id, p.partition as u32) {
-                    Ok(t) => t.last_stable_offset(state.next_offset) as i64,
-                    Err(e) => return Some(from_catalog(&e)),
-                };
                 data.high_watermark = hw;
                 data.last_stable_offset = lso;
                 // What this isolation level may see.

@@ -25,17 +25,12 @@ fn lookup(
     read_committed: bool,
 ) -> Result<(i64, i64), ResponseError> {
     let catalog = &ctx.broker.catalog;
-    let state = catalog
-        .partition(topic.id, partition)
+    let (state, lso) = catalog
+        .stable_partition(topic.id, partition)
         .map_err(|e| from_catalog(&e))?
         .ok_or(ResponseError::UnknownTopicOrPartition)?;
     match ts {
-        LATEST if read_committed => {
-            let t = catalog
-                .txn_partition(topic.id, partition)
-                .map_err(|e| from_catalog(&e))?;
-            Ok((t.last_stable_offset(state.next_offset) as i64, -1))
-        }
+        LATEST if read_committed => Ok((lso as i64, -1)),
         LATEST => Ok((state.next_offset as i64, -1)),
         EARLIEST => Ok((state.log_start_offset as i64, -1)),
         MAX_TIMESTAMP => {

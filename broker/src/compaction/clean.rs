@@ -75,7 +75,7 @@ pub fn examine(
     limits: Limits,
 ) -> CatalogResult<Examined> {
     let topic_id = topic.id;
-    let Some(st) = catalog.partition(topic_id, partition)? else {
+    let Some((st, lso)) = catalog.stable_partition(topic_id, partition)? else {
         return Ok(Examined {
             ratio: 0.0,
             pass: None,
@@ -87,9 +87,6 @@ pub fn examine(
     // them.
     // Nor does anything at or past the last stable offset: an open transaction may
     // still abort, and its records must not hide older values of their keys.
-    let lso = catalog
-        .txn_partition(topic_id, partition)?
-        .last_stable_offset(st.next_offset);
     let limit = match catalog.expanded_to(topic, partition)? {
         Some(l) => Some(l.min(lso)),
         None => (lso < st.next_offset).then_some(lso),

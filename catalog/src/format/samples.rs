@@ -292,45 +292,66 @@ fn sample_ops() -> Vec<(&'static str, Op)> {
     ]
 }
 
-/// The data section of a record holding `ops`: their batches in op order.
-fn record_data(ops: &[Op]) -> Vec<u8> {
-    let mut data = Vec::new();
+/// The batches of `ops` in op order: the data section of a record holding them.
+fn batches_of(ops: &[Op]) -> Vec<&bytes::Bytes> {
+    let mut out = Vec::new();
     for op in ops {
         match op {
-            Op::Append { batch, .. } => data.extend_from_slice(batch),
-            Op::CompactPartition { added, .. } => {
-                added.iter().for_each(|b| data.extend_from_slice(&b.batch))
-            }
-            Op::EndTxn { markers, .. } => {
-                markers.iter().for_each(|m| data.extend_from_slice(&m.batch))
-            }
+            Op::Append { batch, .. } => out.push(batch),
+            Op::CompactPartition { added, .. } => out.extend(added.iter().map(|b| &b.batch)),
+            Op::EndTxn { markers, .. } => out.extend(markers.iter().map(|m| &m.batch)),
             _ => {}
         }
     }
-    data
+    out
 }
 
-/// A record payload of format 1, as the builds before format 2 wrote it.
-fn record_v1(ops: Vec<Op>) -> Vec<u8> {
-    let data = record_data(&ops);
-    let header = v1::RecordHeader {
-        txns: vec![v1::Transaction {
-            ops: ops.iter().filter_map(v1::op_for_record).collect(),
-        }],
-        batch_lens: ops
-            .iter()
-            .filter_map(|op| match op {
-                Op::Append { batch, .. } => Some(batch.len() as u32),
-                _ => None,
-            })
-            .collect(),
-    };
-    let header = postcard::to_stdvec(&header).unwrap();
-    let mut out = data;
+/// The data section of a record holding `ops`.
+fn record_data(ops: &[Op]) -> Vec<u8> {
+    batches_of(ops).into_iter().flat_map(|b| b.iter().copied()).collect()
+}
+
+/// A record payload as every format lays it out: the data section, the postcard header
+/// `header` builds from the batch lengths, the header's length.
+fn framed<H: serde::Serialize>(ops: &[Op], header: impl FnOnce(Vec<u32>) -> H) -> Vec<u8> {
+    let lens = batches_of(ops).iter().map(|b| b.len() as u32).collect();
+    let header = postcard::to_stdvec(&header(lens)).unwrap();
+    let mut out = record_data(ops);
     out.extend_from_slice(&header);
     out.extend_from_slice(&(header.len() as u32).to_le_bytes());
     out
 }
+
+/// A record payload of format 1, as the builds before format 2 wrote it.
+fn record_v1(ops: Vec<Op>) -> Vec<u8> {
+    framed(&ops, |batch_lens| v1::RecordHeader {
+        txns: vec![v1::Transaction {
+            ops: ops.iter().filter_map(v1::op_for_record).collect(),
+        }],
+        batch_lens,
+    })
+}
+
+/// A record payload of format 2, as the builds from format 2 to format 3 wrote it.
+fn record_v2(ops: Vec<Op>) -> Vec<u8> {
+    framed(&ops, |batch_lens| v2::RecordHeader {
+        txns: vec![v2::Transaction {
+            ops: ops.iter().map(v2::op_for_record).collect(),
+        }],
+        batch_lens,
+    })
+}
+
+/// A record payload of format 3, as the builds from format 3 to format 4 wrote it.
+fn record_v3(ops: Vec<Op>) -> Vec<u8> {
+    framed(&ops, |batch_lens| super::v3::RecordHeader {
+        txns: vec![super::v3::Transaction {
+            ops: ops.iter().map(super::v3::op_for_record).collect(),
+        }],
+        batch_lens,
+    })
+}
+
 
 /// A compaction pass over one partition, the op format 2 added.
 fn sample_compact() -> Op {
@@ -369,31 +390,6 @@ fn sample_compaction() -> crate::model::CompactionState {
     }
 }
 
-/// A record payload of format 2, as the builds from format 2 to format 3 wrote it.
-fn record_v2(ops: Vec<Op>) -> Vec<u8> {
-    let data = record_data(&ops);
-    let mut batch_lens = Vec::new();
-    for op in &ops {
-        match op {
-            Op::Append { batch, .. } => batch_lens.push(batch.len() as u32),
-            Op::CompactPartition { added, .. } => {
-                batch_lens.extend(added.iter().map(|b| b.batch.len() as u32))
-            }
-            _ => {}
-        }
-    }
-    let header = v2::RecordHeader {
-        txns: vec![v2::Transaction {
-            ops: ops.iter().map(v2::op_for_record).collect(),
-        }],
-        batch_lens,
-    };
-    let header = postcard::to_stdvec(&header).unwrap();
-    let mut out = data;
-    out.extend_from_slice(&header);
-    out.extend_from_slice(&(header.len() as u32).to_le_bytes());
-    out
-}
 
 /// Format 2's samples: the new op alone, every op in one record (written as format 2),
 /// and the new value.
@@ -561,31 +557,6 @@ fn all_ops_v3() -> Vec<Op> {
     all
 }
 
-/// A record payload of format 3, as the builds from format 3 to format 4 wrote it.
-fn record_v3(ops: Vec<Op>) -> Vec<u8> {
-    let data = record_data(&ops);
-    let mut batch_lens = Vec::new();
-    for op in &ops {
-        match op {
-            Op::Append { batch, .. } => batch_lens.push(batch.len() as u32),
-            Op::CompactPartition { added, .. } => {
-                batch_lens.extend(added.iter().map(|b| b.batch.len() as u32))
-            }
-            _ => {}
-        }
-    }
-    let header = super::v3::RecordHeader {
-        txns: vec![super::v3::Transaction {
-            ops: ops.iter().map(super::v3::op_for_record).collect(),
-        }],
-        batch_lens,
-    };
-    let header = postcard::to_stdvec(&header).unwrap();
-    let mut out = data;
-    out.extend_from_slice(&header);
-    out.extend_from_slice(&(header.len() as u32).to_le_bytes());
-    out
-}
 
 fn sample_txn_record() -> crate::model::TxnRecord {
     crate::model::TxnRecord {

@@ -394,7 +394,7 @@ fn read_records(
     each: &mut dyn FnMut(&Record),
 ) -> TableResult<(u64, usize)> {
     let (mut pos, mut bytes) = (from, 0usize);
-    let aborted = super::aborted::Aborted::of(catalog, topic.id, partition, (from, to))?;
+    let aborted = catalog.aborted_txns(topic.id, partition, from, to)?;
     while pos < to && bytes < budget {
         let batches = catalog.read_batches(topic.id, partition, pos, 4 << 20)?;
         if batches.is_empty() {
@@ -404,7 +404,7 @@ fn read_records(
             if b.base_offset >= to {
                 return Ok((to, bytes));
             }
-            if aborted.holds(b) {
+            if b.is_aborted(&aborted) {
                 pos = pos.max(b.last_offset + 1).min(to);
                 continue;
             }
