@@ -60,6 +60,14 @@ pub struct ServeArgs {
     /// `group.min.session.timeout.ms`; default 6000).
     #[arg(long, env = "EDDY_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS")]
     pub kafka_group_min_session_timeout_ms: Option<u64>,
+    /// Session timeout of consumer-protocol (KIP-848) group members, in ms (Kafka's
+    /// `group.consumer.session.timeout.ms`; default 45000).
+    #[arg(long, env = "EDDY_KAFKA_CONSUMER_GROUP_SESSION_TIMEOUT_MS")]
+    pub kafka_consumer_group_session_timeout_ms: Option<u64>,
+    /// Heartbeat interval given to consumer-protocol (KIP-848) group members, in ms
+    /// (Kafka's `group.consumer.heartbeat.interval.ms`; default 5000).
+    #[arg(long, env = "EDDY_KAFKA_CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS")]
+    pub kafka_consumer_group_heartbeat_interval_ms: Option<u64>,
     /// How often topics' `retention.ms` and `retention.bytes` are applied, in ms (Kafka's
     /// `log.retention.check.interval.ms`; default 300000).
     #[arg(long, env = "EDDY_KAFKA_RETENTION_CHECK_INTERVAL_MS")]
@@ -150,6 +158,8 @@ pub struct FileConfig {
     kafka_max_frame_mb: Option<usize>,
     kafka_group_initial_rebalance_delay_ms: Option<u64>,
     kafka_group_min_session_timeout_ms: Option<u64>,
+    kafka_consumer_group_session_timeout_ms: Option<u64>,
+    kafka_consumer_group_heartbeat_interval_ms: Option<u64>,
     kafka_retention_check_interval_ms: Option<u64>,
     kafka_compaction_check_interval_ms: Option<u64>,
     kafka_compaction_map_mb: Option<usize>,
@@ -230,6 +240,10 @@ pub struct ServeConfig {
     pub kafka_group_initial_rebalance_delay_ms: u64,
     /// Shortest member session timeout, ms.
     pub kafka_group_min_session_timeout_ms: u64,
+    /// Consumer-protocol member session timeout, ms.
+    pub kafka_consumer_group_session_timeout_ms: u64,
+    /// Consumer-protocol heartbeat interval, ms.
+    pub kafka_consumer_group_heartbeat_interval_ms: u64,
     /// Interval between retention passes, ms.
     pub kafka_retention_check_interval_ms: u64,
     /// Interval between compaction rounds, ms.
@@ -388,6 +402,16 @@ impl ServeArgs {
                 .kafka_group_min_session_timeout_ms
                 .or(file.kafka_group_min_session_timeout_ms)
                 .unwrap_or(6000),
+            kafka_consumer_group_session_timeout_ms: self
+                .kafka_consumer_group_session_timeout_ms
+                .or(file.kafka_consumer_group_session_timeout_ms)
+                .unwrap_or(45_000)
+                .max(1),
+            kafka_consumer_group_heartbeat_interval_ms: self
+                .kafka_consumer_group_heartbeat_interval_ms
+                .or(file.kafka_consumer_group_heartbeat_interval_ms)
+                .unwrap_or(5_000)
+                .max(1),
             kafka_retention_check_interval_ms: self
                 .kafka_retention_check_interval_ms
                 .or(file.kafka_retention_check_interval_ms)

@@ -201,6 +201,10 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         Duration::from_millis(config.kafka_group_initial_rebalance_delay_ms);
     kafka_config.groups.min_session_timeout =
         Duration::from_millis(config.kafka_group_min_session_timeout_ms);
+    kafka_config.groups.consumer.session_timeout =
+        Duration::from_millis(config.kafka_consumer_group_session_timeout_ms);
+    kafka_config.groups.consumer.heartbeat_interval =
+        Duration::from_millis(config.kafka_consumer_group_heartbeat_interval_ms);
     kafka_config.retention_check_interval =
         Duration::from_millis(config.kafka_retention_check_interval_ms);
     kafka_config.compaction_check_interval =

@@ -174,6 +174,16 @@ fn request(key: ApiKey, version: i16) -> RequestKind {
         ApiKey::ListTransactions => RequestKind::ListTransactions(
             ListTransactionsRequest::default().with_duration_filter(-1),
         ),
+        // A join that fails its checks (no subscription), so the walk leaves no group.
+        ApiKey::ConsumerGroupHeartbeat => RequestKind::ConsumerGroupHeartbeat(
+            ConsumerGroupHeartbeatRequest::default()
+                .with_group_id(GroupId(s("walk")))
+                .with_member_id(s("walk-member"))
+                .with_rebalance_timeout_ms(1000),
+        ),
+        ApiKey::ConsumerGroupDescribe => RequestKind::ConsumerGroupDescribe(
+            ConsumerGroupDescribeRequest::default().with_group_ids(vec![GroupId(s("walk"))]),
+        ),
         other => panic!("no walk request for {other:?}: add one"),
     }
 }

@@ -86,6 +86,12 @@ fn default_request(api: kafka_protocol::messages::ApiKey) -> RequestKind {
         ApiKey::ListTransactions => {
             RequestKind::ListTransactions(ListTransactionsRequest::default())
         }
+        ApiKey::ConsumerGroupHeartbeat => {
+            RequestKind::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest::default())
+        }
+        ApiKey::ConsumerGroupDescribe => {
+            RequestKind::ConsumerGroupDescribe(ConsumerGroupDescribeRequest::default())
+        }
         other => panic!("no sample for {other:?}"),
     }
 }

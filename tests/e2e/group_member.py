@@ -1,17 +1,31 @@
 """One consumer-group member in its own process, so a test can run several and kill one
 with SIGKILL. It subscribes with confluent-kafka or kafka-python and prints one JSON line
 per event on stdout: `assign` / `revoke` (the partitions in that callback and the
-member's whole assignment after it), `error`, and `ready` once subscribed."""
+member's whole assignment after it; `tps` and `owned_tps` as [topic, partition] pairs),
+`error`, `ready` once subscribed and `closed` after a SIGTERM closed the consumer. `m`
+is CLOCK_MONOTONIC, the same clock in every process, so a test can order the events of
+several members. With `--protocol consumer` the member uses KIP-848's consumer group
+protocol (`group.protocol=consumer`, the server-side assignor `--assignor`)."""
 
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 
 
 def emit(event, **fields):
-    print(json.dumps({"event": event, "t": time.time(), **fields}), flush=True)
+    print(json.dumps({"event": event, "t": time.time(), "m": time.monotonic(), **fields}),
+          flush=True)
+
+
+class Stop(Exception):
+    """SIGTERM: close the consumer (a static member leaves with epoch -2) and exit."""
+
+
+def on_sigterm(signum, frame):
+    raise Stop()
 
 
 def run_confluent(args):
@@ -19,13 +33,20 @@ def run_confluent(args):
 
     owned = set()
 
+    def change(event, partitions):
+        tps = sorted([p.topic, p.partition] for p in partitions)
+        if event == "assign":
+            owned.update(map(tuple, tps))
+        else:
+            owned.difference_update(map(tuple, tps))
+        emit(event, partitions=sorted(p for _, p in tps), owned=sorted(p for _, p in owned),
+             tps=tps, owned_tps=sorted(map(list, owned)))
+
     def on_assign(consumer, partitions):
-        owned.update(p.partition for p in partitions)
-        emit("assign", partitions=sorted(p.partition for p in partitions), owned=sorted(owned))
+        change("assign", partitions)
 
     def on_revoke(consumer, partitions):
-        owned.difference_update(p.partition for p in partitions)
-        emit("revoke", partitions=sorted(p.partition for p in partitions), owned=sorted(owned))
+        change("revoke", partitions)
 
     def on_error(err):
         emit("error", code=err.code(), name=err.name(), fatal=err.fatal(), text=err.str())
@@ -34,23 +55,32 @@ def run_confluent(args):
         "bootstrap.servers": args.bootstrap,
         "group.id": args.group,
         "auto.offset.reset": "earliest",
-        "session.timeout.ms": args.session_ms,
-        "heartbeat.interval.ms": 500,
-        "partition.assignment.strategy": args.strategy,
         "error_cb": on_error,
     }
+    if args.protocol == "consumer":
+        conf["group.protocol"] = "consumer"
+        if args.assignor:
+            conf["group.remote.assignor"] = args.assignor
+    else:
+        conf.update({"session.timeout.ms": args.session_ms, "heartbeat.interval.ms": 500,
+                     "partition.assignment.strategy": args.strategy})
     if args.instance_id:
         conf["group.instance.id"] = args.instance_id
     if os.environ.get("GROUP_MEMBER_DEBUG"):
         conf["debug"] = os.environ["GROUP_MEMBER_DEBUG"]
     consumer = Consumer(conf)
     consumer.subscribe([args.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
+    signal.signal(signal.SIGTERM, on_sigterm)
     emit("ready")
-    while True:
-        msg = consumer.poll(0.2)
-        if msg is not None and msg.error():
-            err = msg.error()
-            emit("error", code=err.code(), name=err.name(), fatal=err.fatal(), text=err.str())
+    try:
+        while True:
+            msg = consumer.poll(0.2)
+            if msg is not None and msg.error():
+                err = msg.error()
+                emit("error", code=err.code(), name=err.name(), fatal=err.fatal(), text=err.str())
+    except Stop:
+        consumer.close()
+        emit("closed")
 
 
 def run_kafka_python(args):
@@ -89,6 +119,8 @@ def main():
     p.add_argument("--strategy", default="range,roundrobin")
     p.add_argument("--instance-id")
     p.add_argument("--session-ms", type=int, default=6000)
+    p.add_argument("--protocol", choices=["classic", "consumer"], default="classic")
+    p.add_argument("--assignor", help="KIP-848 server assignor (uniform, range)")
     args = p.parse_args()
     try:
         if args.client == "confluent":

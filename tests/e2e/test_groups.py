@@ -65,10 +65,12 @@ class Member:
     """A group member process (tests/e2e/group_member.py) and the events it printed."""
 
     def __init__(self, eddy, topic, group, client="confluent", strategy=None,
-                 instance_id=None, session_ms=6000):
+                 instance_id=None, session_ms=6000, protocol="classic", assignor=None):
         args = [sys.executable, str(HERE / "group_member.py"), "--client", client,
                 "--bootstrap", eddy.bootstrap, "--topic", topic, "--group", group,
-                "--session-ms", str(session_ms)]
+                "--session-ms", str(session_ms), "--protocol", protocol]
+        if assignor:
+            args += ["--assignor", assignor]
         if strategy:
             args += ["--strategy", strategy]
         if instance_id:
@@ -77,6 +79,7 @@ class Member:
                                                delete=False)
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.log, text=True)
         self.events = []
+        self.ended = None
         self._lock = threading.Lock()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -93,9 +96,20 @@ class Member:
         changes = [e for e in self.history() if e["event"] in ("assign", "revoke")]
         return set(changes[-1]["owned"]) if changes else set()
 
+    def owned_tps(self):
+        changes = [e for e in self.history() if e["event"] in ("assign", "revoke")]
+        return {tuple(tp) for tp in changes[-1]["owned_tps"]} if changes else set()
+
     def kill(self):
         self.proc.kill()
         self.proc.wait()
+        self.ended = time.monotonic()
+
+    def close(self, timeout=30):
+        """SIGTERM: the member closes its consumer (a static member leaves for now)."""
+        self.proc.terminate()
+        self.proc.wait(timeout=timeout)
+        self.ended = time.monotonic()
 
 
 def split_exactly(members, partitions):

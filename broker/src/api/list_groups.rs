@@ -1,5 +1,5 @@
 //! ListGroups: the groups this address coordinates, filtered by state (v4+) and type
-//! (v5+; every group here is a `classic` group).
+//! (v5+: `classic` or `consumer`, KIP-848).
 
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
@@ -10,21 +10,19 @@ use super::{Ctx, sb};
 pub fn handle(ctx: &Ctx, req: ListGroupsRequest) -> ListGroupsResponse {
     let states: Vec<String> = req.states_filter.iter().map(|s| s.to_lowercase()).collect();
     let types: Vec<String> = req.types_filter.iter().map(|s| s.to_lowercase()).collect();
-    if !types.is_empty() && !types.iter().any(|t| t == "classic") {
-        return ListGroupsResponse::default();
-    }
     match ctx.broker.groups.list(|g| ctx.coordinates(g)) {
         Err(e) => ListGroupsResponse::default().with_error_code(e.code()),
         Ok(groups) => ListGroupsResponse::default().with_groups(
             groups
                 .into_iter()
                 .filter(|g| states.is_empty() || states.contains(&g.state.to_lowercase()))
+                .filter(|g| types.is_empty() || types.iter().any(|t| t == g.group_type))
                 .map(|g| {
                     ListedGroup::default()
                         .with_group_id(GroupId(sb(&g.name)))
                         .with_protocol_type(sb(&g.protocol_type))
                         .with_group_state(sb(g.state))
-                        .with_group_type(sb("classic"))
+                        .with_group_type(sb(g.group_type))
                 })
                 .collect(),
         ),

@@ -6,6 +6,8 @@ pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
 pub mod api_versions;
 pub mod configs;
+pub mod consumer_group_describe;
+pub mod consumer_group_heartbeat;
 pub mod delete_groups;
 pub mod delete_records;
 pub mod describe_cluster;
@@ -127,6 +129,8 @@ pub fn supported(api: ApiKey) -> Option<(i16, i16)> {
         ApiKey::DescribeProducers => (0, 0),
         ApiKey::DescribeTransactions => (0, 0),
         ApiKey::ListTransactions => (0, 1),
+        ApiKey::ConsumerGroupHeartbeat => (0, 1),
+        ApiKey::ConsumerGroupDescribe => (0, 1),
         _ => return None,
     })
 }
@@ -172,6 +176,8 @@ pub const SERVED: &[ApiKey] = &[
     ApiKey::DescribeProducers,
     ApiKey::DescribeTransactions,
     ApiKey::ListTransactions,
+    ApiKey::ConsumerGroupHeartbeat,
+    ApiKey::ConsumerGroupDescribe,
 ];
 
 /// Dispatches a decoded request.
@@ -245,6 +251,10 @@ pub fn handle(ctx: Ctx, request: RequestKind) -> Reply {
         )),
         RequestKind::ListTransactions(r) => ready(ResponseKind::ListTransactions(
             list_transactions::handle(&ctx, r),
+        )),
+        RequestKind::ConsumerGroupHeartbeat(r) => consumer_group_heartbeat::handle(ctx, r),
+        RequestKind::ConsumerGroupDescribe(r) => ready(ResponseKind::ConsumerGroupDescribe(
+            consumer_group_describe::handle(&ctx, r),
         )),
         other => {
             tracing::warn!(request = ?std::mem::discriminant(&other), "request without a handler");

@@ -2,7 +2,8 @@
 //! partitions asked or (null topics, v2+) every committed one. Partitions without a
 //! committed offset get -1. With `require_stable` (v7+), a partition whose offset an open
 //! transaction holds answers UNSTABLE_OFFSET_COMMIT (the client retries until the
-//! transaction ends).
+//! transaction ends). From v9 a consumer-protocol member's fetch carries its member id
+//! and epoch, checked as its commits are (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID).
 
 use std::collections::BTreeMap;
 
@@ -33,7 +34,16 @@ pub fn handle(ctx: &Ctx, req: OffsetFetchRequest) -> OffsetFetchResponse {
                         .map(|t| (t.name, t.partition_indexes))
                         .collect()
                 });
-                let fetched = fetch(ctx, &g.group_id, asked, req.require_stable);
+                // v9: a consumer-protocol member fetches under its member epoch.
+                let member = g.member_id.as_deref().filter(|m| !m.is_empty());
+                let fetched = match member.map(|m| {
+                    ctx.broker
+                        .groups
+                        .check_member_fetch(&g.group_id, m, g.member_epoch)
+                }) {
+                    Some(Err(e)) => Err((e, Vec::new())),
+                    _ => fetch(ctx, &g.group_id, asked, req.require_stable),
+                };
                 group_response(g.group_id, fetched)
             })
             .collect();

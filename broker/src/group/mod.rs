@@ -8,6 +8,7 @@
 //! deadline (a session, the end of a join phase, a missing assignment) or until a
 //! request changes it, and evicts the group when nothing is left to wait for.
 
+pub mod consumer;
 pub mod durable;
 pub mod lag;
 pub mod member;
@@ -26,7 +27,7 @@ use tokio::sync::Notify;
 
 use crate::error::from_catalog;
 use crate::metrics::BrokerMetrics;
-use durable::StoredGroup;
+use consumer::{ConsumerSlots, StoredKind};
 use member::{JoinAnswer, JoinRequest, SyncResult};
 use state::{Group, GroupConfig, Joined, Phase, Synced};
 
@@ -56,8 +57,10 @@ pub struct GroupView {
     pub protocol_type: String,
     /// Selected protocol, when stable.
     pub protocol_name: String,
-    /// Members: id, instance id, client id, host, metadata, assignment.
+    /// Members: id, instance id, client id, host, metadata, assignment (classic groups).
     pub members: Vec<MemberView>,
+    /// `classic` or `consumer` (KIP-848), as ListGroups v5 reports it.
+    pub group_type: &'static str,
 }
 
 /// A member as DescribeGroups shows it.
@@ -92,6 +95,7 @@ pub struct GroupCoordinator {
     config: GroupConfig,
     metrics: BrokerMetrics,
     slots: Mutex<HashMap<String, Arc<Slot>>>,
+    consumer_slots: Mutex<ConsumerSlots>,
     closed: AtomicBool,
 }
 
@@ -103,6 +107,7 @@ impl GroupCoordinator {
             config,
             metrics,
             slots: Mutex::new(HashMap::new()),
+            consumer_slots: Mutex::new(ConsumerSlots::new()),
             closed: AtomicBool::new(false),
         }
     }
@@ -116,14 +121,14 @@ impl GroupCoordinator {
         self.slots.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Brings the groups that had members when the server stopped back into memory, so
-    /// their members can go on heartbeating and the silent ones expire. Call once,
-    /// inside the runtime.
+    /// Brings the groups (of both protocols) that had members when the server stopped
+    /// back into memory, so their members can go on heartbeating and the silent ones
+    /// expire. Call once, inside the runtime.
     pub fn restore(self: &Arc<Self>) -> Result<usize, ResponseError> {
         let now = Instant::now();
-        let mut n = 0;
+        let mut n = self.restore_consumers()?;
         for record in self.catalog.groups().map_err(|e| from_catalog(&e))? {
-            let Ok(stored) = stored_state(&record) else {
+            let Ok(StoredKind::Classic(stored)) = StoredKind::of(&record) else {
                 continue;
             };
             if stored.members.is_empty() {
@@ -154,10 +159,21 @@ impl GroupCoordinator {
         if let Some(s) = slots.get(name) {
             return Ok(Some(s.clone()));
         }
-        let group = match self.catalog.group(name).map_err(|e| from_catalog(&e))? {
-            Some(record) => Group::restore(name, stored_state(&record)?, Instant::now()),
-            None if create => Group::new(name),
-            None => return Ok(None),
+        if self.consumer_group_in_use(name) {
+            return Err(ResponseError::InconsistentGroupProtocol);
+        }
+        let record = self.catalog.group(name).map_err(|e| from_catalog(&e))?;
+        let group = match record.map(|r| StoredKind::of(&r)).transpose()? {
+            Some(StoredKind::Classic(stored)) => Group::restore(name, stored, Instant::now()),
+            Some(StoredKind::Consumer(stored)) if !stored.members.is_empty() => {
+                return Err(ResponseError::InconsistentGroupProtocol);
+            }
+            // An empty consumer group becomes a classic group, keeping its offsets.
+            Some(StoredKind::Consumer(_)) | None if create => {
+                self.forget_idle_consumer_group(name);
+                Group::new(name)
+            }
+            _ => return Ok(None),
         };
         let slot = Arc::new(Slot {
             group: Mutex::new(group),
@@ -405,6 +421,20 @@ impl GroupCoordinator {
         member_id: &str,
         instance_id: Option<&str>,
     ) -> Result<CommitCheck, ResponseError> {
+        if let Some(g) = self.consumer_group(name)? {
+            // Consumer-protocol members commit with their member epoch; a standalone
+            // commit needs a group without members.
+            if generation < 0 && member_id.is_empty() {
+                return if g.members.is_empty() {
+                    Ok(CommitCheck::Allowed)
+                } else {
+                    Err(ResponseError::UnknownMemberId)
+                };
+            }
+            return g
+                .check_member_epoch(member_id, generation)
+                .map(|_| CommitCheck::Allowed);
+        }
         let in_memory = self.slots().get(name).cloned();
         let Some(slot) = in_memory else {
             let exists = self
@@ -444,11 +474,17 @@ impl GroupCoordinator {
         if let Some(slot) = self.slots().get(name).cloned() {
             return Ok(Some(view(&slot.lock())));
         }
+        if self.consumer_slots().contains_key(name) {
+            return Err(ResponseError::GroupIdNotFound);
+        }
         match self.catalog.group(name).map_err(|e| from_catalog(&e))? {
-            Some(record) => {
-                let stored = stored_state(&record)?;
-                Ok(Some(view(&Group::restore(name, stored, Instant::now()))))
-            }
+            Some(record) => match StoredKind::of(&record)? {
+                StoredKind::Classic(stored) => {
+                    Ok(Some(view(&Group::restore(name, stored, Instant::now()))))
+                }
+                // Kafka's DescribeGroups answers only for classic groups.
+                StoredKind::Consumer(_) => Err(ResponseError::GroupIdNotFound),
+            },
             None => Ok(None),
         }
     }
@@ -463,14 +499,31 @@ impl GroupCoordinator {
             if !coordinates(&record.name) {
                 continue;
             }
-            let g = Group::restore(&record.name, stored_state(&record)?, Instant::now());
-            out.insert(record.name.clone(), view(&g));
+            let v = match StoredKind::of(&record)? {
+                StoredKind::Classic(stored) => {
+                    view(&Group::restore(&record.name, stored, Instant::now()))
+                }
+                StoredKind::Consumer(stored) => {
+                    consumer_view(&consumer::state::ConsumerGroup::restore(
+                        &record.name,
+                        stored,
+                        Instant::now(),
+                        &self.config.consumer,
+                    ))
+                }
+            };
+            out.insert(record.name.clone(), v);
         }
         let in_memory: Vec<Arc<Slot>> = self.slots().values().cloned().collect();
         for slot in in_memory {
             let g = slot.lock();
             if coordinates(&g.name) && g.phase != Phase::Dead {
                 out.insert(g.name.clone(), view(&g));
+            }
+        }
+        for g in self.consumer_groups_in_memory() {
+            if coordinates(&g.name) {
+                out.insert(g.name.clone(), consumer_view(&g));
             }
         }
         let mut groups: Vec<GroupView> = out.into_values().collect();
@@ -488,6 +541,7 @@ impl GroupCoordinator {
         let mut ops = Vec::new();
         let mut results = Vec::new();
         let mut killed = Vec::new();
+        let mut killed_consumers = Vec::new();
         for name in names {
             let r = self.deletable(&name);
             if r.is_ok() {
@@ -496,6 +550,7 @@ impl GroupCoordinator {
                     slot.lock().kill();
                     killed.push(slot);
                 }
+                killed_consumers.extend(self.kill_consumer_group(&name));
             }
             results.push((name, r));
         }
@@ -511,6 +566,9 @@ impl GroupCoordinator {
                 me.evict(&slot);
                 slot.wake.notify_one();
             }
+            for slot in killed_consumers {
+                me.forget_consumer_slot(&slot);
+            }
             results
                 .into_iter()
                 .map(|(n, r)| (n, crate::api::unless_failed(r, failed)))
@@ -519,6 +577,13 @@ impl GroupCoordinator {
     }
 
     fn deletable(self: &Arc<Self>, name: &str) -> Result<(), ResponseError> {
+        if let Some(g) = self.consumer_group(name)? {
+            return if g.members.is_empty() {
+                Ok(())
+            } else {
+                Err(ResponseError::NonEmptyGroup)
+            };
+        }
         if let Some(slot) = self.slots().get(name).cloned() {
             let g = slot.lock();
             return match g.phase {
@@ -547,6 +612,9 @@ impl GroupCoordinator {
         self: &Arc<Self>,
         name: &str,
     ) -> Result<Option<Vec<String>>, ResponseError> {
+        if let Some(g) = self.consumer_group(name)? {
+            return Ok(Some(g.subscribed_topic_names()));
+        }
         if let Some(slot) = self.slots().get(name).cloned() {
             let g = slot.lock();
             if g.phase == Phase::Dead {
@@ -582,6 +650,18 @@ impl GroupCoordinator {
             slot.lock().close();
             slot.wake.notify_one();
         }
+        self.close_consumers();
+    }
+}
+
+fn consumer_view(g: &consumer::state::ConsumerGroup) -> GroupView {
+    GroupView {
+        name: g.name.clone(),
+        state: g.state_name(),
+        protocol_type: "consumer".into(),
+        protocol_name: String::new(),
+        members: Vec::new(),
+        group_type: "consumer",
     }
 }
 
@@ -618,6 +698,7 @@ fn view(g: &Group) -> GroupView {
                 },
             })
             .collect(),
+        group_type: "classic",
     }
 }
 
@@ -631,13 +712,4 @@ fn unreachable_join(req: &JoinRequest) -> Pending<JoinAnswer> {
         ResponseError::CoordinatorNotAvailable,
         &req.member_id,
     ))
-}
-/// A group's stored state. State this build cannot read (a newer format, or corrupt) is
-/// a storage error for the group's requests: taking it for an empty group would let the
-/// next change overwrite what a newer build stored.
-fn stored_state(record: &GroupRecord) -> Result<StoredGroup, ResponseError> {
-    StoredGroup::decode(&record.state).ok_or_else(|| {
-        tracing::error!(group = %record.name, "stored group state unreadable");
-        ResponseError::KafkaStorageError
-    })
 }

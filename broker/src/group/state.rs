@@ -25,6 +25,8 @@ pub struct GroupConfig {
     pub max_session_timeout: Duration,
     /// `offset.metadata.max.bytes`.
     pub max_metadata_bytes: usize,
+    /// The consumer group protocol's (KIP-848) settings.
+    pub consumer: crate::group::consumer::state::ConsumerConfig,
 }
 
 impl Default for GroupConfig {
@@ -34,6 +36,7 @@ impl Default for GroupConfig {
             min_session_timeout: Duration::from_millis(6000),
             max_session_timeout: Duration::from_millis(1_800_000),
             max_metadata_bytes: 4096,
+            consumer: Default::default(),
         }
     }
 }
