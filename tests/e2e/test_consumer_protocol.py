@@ -9,9 +9,11 @@ committing, and its admin client describing the group."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -75,6 +77,14 @@ def refused_with(errors, code, text):
     refusals as fatal errors, reported as _FATAL with the broker error's text."""
     return any(e.code() == code or (e.code() == KafkaError._FATAL and text in e.str())
                for e in errors)
+
+
+def heartbeats(eddy):
+    """ConsumerGroupHeartbeat requests the server answered since it started."""
+    with urllib.request.urlopen(eddy.http_url + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    m = re.search(r'^eddy_kafka_requests_total\{api="ConsumerGroupHeartbeat"\} (\d+)', text, re.M)
+    return int(m.group(1)) if m else 0
 
 
 def describe(eddy, group):
@@ -295,3 +305,34 @@ def test_java_members_consume_every_record_once_and_admin_describes_them(eddy, t
     info = json.loads(out.strip().splitlines()[-1])
     assert info["type"] == "CONSUMER" and info["state"] == "EMPTY", info
     assert info["offsets"] == {str(p): 100 for p in range(6)}
+
+
+def test_the_group_survives_a_restart_without_a_rebalance(tmp_path):
+    """The group epoch, target assignment and members' holdings are in the catalog: after
+    the server restarts, members that keep heartbeating keep their partitions and epoch."""
+    server = new_eddy(tmp_path, extra_args=SERVER_ARGS).start()
+    topic, group = name("restart848"), name("g")
+    members = []
+    try:
+        create(server, topic, 4)
+        every = {(topic, p) for p in range(4)}
+        members = [consumer_member(server, topic, group) for _ in range(2)]
+        wait_until(lambda: split_exactly(members, every), 60, "4 partitions over 2 members")
+        before = describe(server, group)
+        seen = [len(m.history()) for m in members]
+        server.restart()
+        # Heartbeats go on against the restarted server (300 ms apart); after ten of
+        # them the members are where they were.
+        wait_until(lambda: heartbeats(server) >= 10, 60, "heartbeats after the restart")
+        after = describe(server, group)
+        assert sorted(m.member_id for m in after.members) == sorted(m.member_id for m in before.members)
+        # (The restart itself shows as non-fatal transport errors while librdkafka
+        # reconnects.)
+        moved = [e for m, n in zip(members, seen) for e in m.history()[n:]
+                 if e["event"] in ("assign", "revoke") or e.get("fatal")]
+        assert moved == [], moved
+        assert split_exactly(members, every)
+    finally:
+        for m in members:
+            m.kill()
+        server.stop()
