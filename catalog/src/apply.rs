@@ -56,6 +56,7 @@ pub struct Tables<'t> {
     txn_offsets: RedbTable<'t>,
     txn_partitions: RedbTable<'t>,
     aborted_txns: RedbTable<'t>,
+    client_quotas: RedbTable<'t>,
 }
 
 /// Side effects to carry out once the commit is durable.
@@ -213,6 +214,7 @@ impl<'t> Tables<'t> {
             txn_offsets: w.open_table(TXN_OFFSETS)?,
             txn_partitions: w.open_table(TXN_PARTITIONS)?,
             aborted_txns: w.open_table(ABORTED_TXNS)?,
+            client_quotas: w.open_table(CLIENT_QUOTAS)?,
         })
     }
 
@@ -491,7 +493,7 @@ impl<'t> Tables<'t> {
                     self.require_in_txn(id, producer.as_ref(), *topic_id, *partition)?;
                 }
             }
-            Op::PutTxn { .. } | Op::DropTxn { .. } => {}
+            Op::PutTxn { .. } | Op::DropTxn { .. } | Op::PutQuotas { .. } => {}
             Op::TxnOffsetCommit {
                 id,
                 producer_id,
@@ -871,6 +873,18 @@ impl<'t> Tables<'t> {
                 return Ok(OpOutcome::Appended { base_offset: base });
             }
             Op::PutTxn { id, record } => put(&mut self.txns, id.as_bytes(), record)?,
+            Op::PutQuotas { entity, values } => {
+                let key = quota_key(entity);
+                if values.is_empty() {
+                    self.client_quotas.remove(key.as_slice())?;
+                } else {
+                    let quotas = crate::model::ClientQuotas {
+                        entity: entity.clone(),
+                        values: values.clone(),
+                    };
+                    put(&mut self.client_quotas, &key, &quotas)?;
+                }
+            }
             Op::DropTxn { id } => {
                 self.txns.remove(id.as_bytes())?;
             }

@@ -200,6 +200,8 @@ pub trait Catalog: Send + Sync {
     fn txn(&self, id: &str) -> CatalogResult<Option<TxnRecord>>;
     /// Every transactional id's stored state.
     fn txns(&self) -> CatalogResult<Vec<(String, TxnRecord)>>;
+    /// Every entity's client quotas.
+    fn client_quotas(&self) -> CatalogResult<Vec<ClientQuotas>>;
     /// A partition's open transactions (default: none).
     fn txn_partition(&self, topic_id: u128, partition: u32) -> CatalogResult<TxnPartition>;
     /// A partition's state and its last stable offset (the first offset of its earliest
@@ -843,6 +845,11 @@ impl Catalog for EmbeddedCatalog {
                 .map(|(k, r)| (String::from_utf8_lossy(&k).into_owned(), r))
                 .collect()
         })
+    }
+
+    fn client_quotas(&self) -> CatalogResult<Vec<ClientQuotas>> {
+        read::scan(&self.db, tables::CLIENT_QUOTAS, b"", usize::MAX)
+            .map(|v| v.into_iter().map(|(_, q)| q).collect())
     }
 
     fn txn_partition(&self, topic_id: u128, partition: u32) -> CatalogResult<TxnPartition> {

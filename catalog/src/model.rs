@@ -536,6 +536,28 @@ pub struct AbortedTxn {
     pub last_offset: u64,
 }
 
+/// Who a client quota applies to (Kafka's quota entity): each part is absent (not part
+/// of the entity), the default of its kind (`Some(None)`) or one name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct QuotaEntity {
+    /// `user`: a principal name.
+    pub user: Option<Option<String>>,
+    /// `client-id`.
+    pub client_id: Option<Option<String>>,
+    /// `ip`: a client address (connection-rate quotas).
+    pub ip: Option<Option<String>>,
+}
+
+/// An entity's client quotas (table `client_quotas`), by Kafka's quota keys
+/// (`producer_byte_rate`, `consumer_byte_rate`, `request_percentage`, ...).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ClientQuotas {
+    /// The entity.
+    pub entity: QuotaEntity,
+    /// Values by key.
+    pub values: BTreeMap<String, f64>,
+}
+
 impl StoredBatch {
     /// The producer id of a transactional data batch (`None` for any other batch): the
     /// attributes' transactional bit (4) set and the control bit (5) clear.

@@ -58,8 +58,11 @@ pub const TXN_PARTITIONS: Table = TableDefinition::new("txn_partitions");
 /// `batch_key` of the abort marker -> `AbortedTxn` (format 4 on).
 pub const ABORTED_TXNS: Table = TableDefinition::new("aborted_txns");
 
+/// Postcard bytes of a `v5::QuotaEntity` -> `ClientQuotas` (store format 5 on).
+pub const CLIENT_QUOTAS: Table = TableDefinition::new("client_quotas");
+
 /// Every table, with the tag checkpoints use for it.
-pub const ALL: [(u8, Table); 22] = [
+pub const ALL: [(u8, Table); 23] = [
     (1, META),
     (2, BUCKETS),
     (3, OBJECTS),
@@ -82,6 +85,7 @@ pub const ALL: [(u8, Table); 22] = [
     (20, TXN_OFFSETS),
     (21, TXN_PARTITIONS),
     (22, ABORTED_TXNS),
+    (23, CLIENT_QUOTAS),
 ];
 
 /// Meta key of the last applied log record.
@@ -252,6 +256,12 @@ pub fn txn_offset_parts(group: &str, key: &[u8]) -> Option<(String, u32, String)
     let partition = u32::from_be_bytes(key.get(p..p + 4)?.try_into().ok()?);
     let id = String::from_utf8(key.get(p + 4..)?.to_vec()).ok()?;
     Some((topic, partition, id))
+}
+
+/// Key of an entity's client quotas: its frozen format-5 encoding.
+pub fn quota_key(entity: &crate::model::QuotaEntity) -> Vec<u8> {
+    // Plain owned data: serializing into a Vec cannot fail.
+    postcard::to_stdvec(&crate::format::v5::QuotaEntity::from(entity.clone())).unwrap_or_default()
 }
 
 /// A name as a key part that sorts by name and cannot run into what follows: its length

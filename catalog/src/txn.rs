@@ -225,6 +225,13 @@ pub enum Op {
         /// The new state.
         record: crate::model::TxnRecord,
     },
+    /// Sets an entity's client quotas (all of them: an empty map removes the entity).
+    PutQuotas {
+        /// The entity.
+        entity: crate::model::QuotaEntity,
+        /// Values by quota key.
+        values: std::collections::BTreeMap<String, f64>,
+    },
     /// Forgets a transactional id (its expiration: no transaction open, unused for
     /// `transactional.id.expiration.ms`).
     DropTxn {

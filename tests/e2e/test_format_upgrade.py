@@ -4,7 +4,9 @@ lists reads back with boto3, confluent-kafka and PyIceberg: objects, versions, t
 uploads, notification configs, records of every codec, committed offsets and table rows,
 and (fixtures of format 2 on) a topic the earlier build compacted before its checkpoint and
 after it, and (format 3 on) a topic whose JSON values the earlier build expanded into a
-target table, which reads back row for row and goes on expanding new records. Then the
+target table, which reads back row for row and goes on expanding new records, and
+(format 4 on) committed and aborted transactions, read back at both isolation levels
+with the offsets they committed. Then the
 store takes writes, and a restart reads old and new data together; a transactional
 producer commits and aborts on an upgraded data dir. A data dir of a newer format is
 refused with both versions named, and left as it was."""
@@ -151,6 +153,26 @@ def check_compacted(eddy, manifest, opened=False):
     if opened:
         assert metric(eddy, "eddy_kafka_compaction_passes") == 0, "this build compacted again"
 
+
+
+def check_transactions(eddy, manifest):
+    """A topic the fixture's build wrote transactions into (its `transactions` section):
+    read_committed gets exactly the committed values, in order per partition, and
+    read_uncommitted the aborted ones too; the offsets a committed transaction sent are
+    the group's."""
+    if "transactions" not in manifest:
+        return
+    t = manifest["transactions"]
+
+    def values(isolation):
+        return sorted([m.partition(), m.value().decode()]
+                      for m in read_to_end(eddy.bootstrap, t["topic"], isolation_level=isolation))
+    assert values("read_committed") == sorted(t["committed"])
+    assert values("read_uncommitted") == sorted(t["committed"] + t["aborted"])
+    c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": t["group"]})
+    got = c.committed([TopicPartition(topic, p) for topic, p, _ in t["offsets"]], timeout=10)
+    c.close()
+    assert [[x.topic, x.partition, x.offset] for x in got] == t["offsets"]
 
 
 def target_rows(eddy, manifest):
@@ -375,6 +397,7 @@ def test_a_fixture_reads_back_and_takes_writes(tmp_path, manifest_path, drop_sto
         check_objects(eddy, manifest)
         check_topics(eddy, manifest)
         check_compacted(eddy, manifest, opened=True)
+        check_transactions(eddy, manifest)
         check_tables(eddy, manifest)
         check_expanded(eddy, manifest)
         if manifest["kind"] == "killed":
@@ -386,6 +409,7 @@ def test_a_fixture_reads_back_and_takes_writes(tmp_path, manifest_path, drop_sto
         eddy.restart()
         check_after_restart(eddy, manifest, written)
         check_compacted(eddy, manifest)
+        check_transactions(eddy, manifest)
         check_expanded_after_restart(eddy, manifest, expanded)
     finally:
         eddy.stop()

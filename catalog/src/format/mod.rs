@@ -52,32 +52,34 @@ pub mod v1;
 pub mod v2;
 pub mod v3;
 pub mod v4;
+pub mod v5;
 
 use crate::checkpoint::CheckpointPointer;
 use crate::error::{CatalogError, CatalogResult};
-use crate::model::{AbortedTxn, TxnPartition, TxnRecord};
+use crate::model::{AbortedTxn, ClientQuotas, TxnPartition, TxnRecord};
 use crate::model::{
     BucketRecord, CompactionState, Expansion, GroupRecord, ObjectVersion, OffsetRecord, PartRecord,
     PartitionState, ProducerState, TableRecord, TopicRecord, TopicTable, UploadRecord,
 };
 
 /// The log record payload format this build writes.
-pub const RECORD_FORMAT: u16 = 4;
+pub const RECORD_FORMAT: u16 = 5;
 /// The newest log record payload format this build reads (it reads every older one).
-pub const NEWEST_RECORD_FORMAT: u16 = 4;
+pub const NEWEST_RECORD_FORMAT: u16 = 5;
 /// The store value format this build writes and the newest it reads. Format 2 added the
 /// `compaction` table, format 3 the `expansions` and `other_tables` tables, format 4 the
-/// `txns`, `txn_offsets`, `txn_partitions` and `aborted_txns` tables; an older
-/// store is migrated when it is opened (it has no such tables, so nothing is rewritten:
-/// only the recorded format changes).
-pub const STORE_FORMAT: u64 = 4;
+/// `txns`, `txn_offsets`, `txn_partitions` and `aborted_txns` tables, format 5 the
+/// `client_quotas` table; an older store is migrated when it is opened (it has no such
+/// tables, so nothing is rewritten: only the recorded format changes).
+pub const STORE_FORMAT: u64 = 5;
 /// `meta` key of the store's value format (u64, big-endian, like the other counters).
 pub const STORE_FORMAT_KEY: &[u8] = b"store_format";
 /// The checkpoint dump layout this build writes and the newest it reads: the last byte of
-/// the dump's magic, `EDDYCKP4`. Layout 2 is layout 1 with table tag 16 (`compaction`),
+/// the dump's magic, `EDDYCKP5`. Layout 2 is layout 1 with table tag 16 (`compaction`),
 /// layout 3 layout 2 with tags 17 (`expansions`) and 18 (`other_tables`), layout 4
-/// layout 3 with tags 19 to 22 (the transaction tables); all are read.
-pub const CHECKPOINT_LAYOUT: u8 = b'4';
+/// layout 3 with tags 19 to 22 (the transaction tables), layout 5 layout 4 with tag 23
+/// (`client_quotas`); all are read.
+pub const CHECKPOINT_LAYOUT: u8 = b'5';
 
 /// A value kept in the embedded store (and so in checkpoints), in the store's format.
 pub trait Stored: Sized {
@@ -122,6 +124,7 @@ stored_as!(
     TxnRecord => v4::TxnRecord,
     TxnPartition => v4::TxnPartition,
     AbortedTxn => v4::AbortedTxn,
+    ClientQuotas => v5::ClientQuotas,
 );
 
 /// The refusal of data in a format newer than `newest`.

@@ -352,6 +352,15 @@ fn record_v3(ops: Vec<Op>) -> Vec<u8> {
     })
 }
 
+/// A record payload of format 4, as the builds from format 4 to format 5 wrote it.
+fn record_v4(ops: Vec<Op>) -> Vec<u8> {
+    framed(&ops, |batch_lens| super::v4::RecordHeader {
+        txns: vec![super::v4::Transaction {
+            ops: ops.iter().map(super::v4::op_for_record).collect(),
+        }],
+        batch_lens,
+    })
+}
 
 /// A compaction pass over one partition, the op format 2 added.
 fn sample_compact() -> Op {
@@ -685,9 +694,7 @@ fn all_ops_v4() -> Vec<Op> {
 /// Format 4's samples: each new op alone, every op of every format in one record, and
 /// the new values.
 fn encoded_samples_v4() -> Vec<(String, Vec<u8>)> {
-    let record = |ops: Vec<Op>| {
-        crate::record::encode(record_data(&ops), &[&crate::txn::Transaction::new(ops)]).unwrap()
-    };
+    let record = record_v4;
     let mut out = Vec::new();
     for (name, op) in sample_txn_ops() {
         out.push((format!("record {name}"), record(vec![op])));
@@ -701,5 +708,73 @@ fn encoded_samples_v4() -> Vec<(String, Vec<u8>)> {
     for (name, bytes) in values {
         out.push((format!("value {name}"), bytes.unwrap()));
     }
+    out
+}
+
+fn sample_quotas() -> crate::model::ClientQuotas {
+    crate::model::ClientQuotas {
+        entity: sample_quota_entity(),
+        values: [
+            ("producer_byte_rate".to_string(), 1_048_576.0),
+            ("request_percentage".to_string(), 12.5),
+        ]
+        .into(),
+    }
+}
+
+fn sample_quota_entity() -> crate::model::QuotaEntity {
+    crate::model::QuotaEntity {
+        user: Some(Some("alice".into())),
+        client_id: Some(None),
+        ip: None,
+    }
+}
+
+/// The op format 5 added: an entity's quotas set, and another's removed.
+fn sample_quota_ops() -> Vec<(&'static str, Op)> {
+    vec![
+        (
+            "PutQuotas",
+            Op::PutQuotas {
+                entity: sample_quota_entity(),
+                values: sample_quotas().values,
+            },
+        ),
+        (
+            "PutQuotas removed",
+            Op::PutQuotas {
+                entity: crate::model::QuotaEntity {
+                    user: None,
+                    client_id: Some(Some("batch-job".into())),
+                    ip: None,
+                },
+                values: BTreeMap::new(),
+            },
+        ),
+    ]
+}
+
+/// Every sample op of formats 1 to 5.
+fn all_ops_v5() -> Vec<Op> {
+    let mut all = all_ops_v4();
+    all.extend(sample_quota_ops().into_iter().map(|(_, op)| op));
+    all
+}
+
+/// Format 5's samples: each new op alone, every op of every format in one record, and
+/// the new value.
+fn encoded_samples_v5() -> Vec<(String, Vec<u8>)> {
+    let record = |ops: Vec<Op>| {
+        crate::record::encode(record_data(&ops), &[&crate::txn::Transaction::new(ops)]).unwrap()
+    };
+    let mut out = Vec::new();
+    for (name, op) in sample_quota_ops() {
+        out.push((format!("record {name}"), record(vec![op])));
+    }
+    out.push(("record all".into(), record(all_ops_v5())));
+    out.push((
+        "value ClientQuotas".into(),
+        crate::apply::enc(&sample_quotas()).unwrap(),
+    ));
     out
 }

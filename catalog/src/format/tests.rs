@@ -1,7 +1,7 @@
-//! Formats 1 to 4 are frozen: format 1's types encode, byte for byte, what the build of
+//! Formats 1 to 5 are frozen: format 1's types encode, byte for byte, what the build of
 //! 2026-11-30 wrote for the same values (`v1.golden`: `samples.rs` compiled against commit
-//! c8a8f6c printed them), format 2's to 4's what the builds that introduced them wrote
-//! (`v2.golden` to `v4.golden`), and all read back into the same live values. Refusals of newer
+//! c8a8f6c printed them), format 2's to 5's what the builds that introduced them wrote
+//! (`v2.golden` to `v5.golden`), and all read back into the same live values. Refusals of newer
 //! formats, and what adding a field later looks like.
 
 use super::*;
@@ -24,6 +24,11 @@ fn golden_v2() -> Vec<(String, Vec<u8>)> {
 /// `v4.golden` as (name, bytes).
 fn golden_v4() -> Vec<(String, Vec<u8>)> {
     parse_golden(include_str!("v4.golden"))
+}
+
+/// `v5.golden` as (name, bytes).
+fn golden_v5() -> Vec<(String, Vec<u8>)> {
+    parse_golden(include_str!("v5.golden"))
 }
 
 /// `v3.golden` as (name, bytes).
@@ -179,6 +184,51 @@ fn format_4_records_decode_into_the_live_ops() {
     );
 }
 
+#[test]
+fn this_build_writes_format_5_byte_for_byte() {
+    let golden = golden_v5();
+    assert!(!golden.is_empty());
+    for (name, bytes) in encoded_samples_v5() {
+        let want = golden
+            .iter()
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("{name} is not in v5.golden"));
+        assert_eq!(bytes, want.1, "{name} no longer encodes as format 5");
+    }
+}
+
+#[test]
+fn format_5_records_decode_into_the_live_ops() {
+    let bytes = |name: &str| {
+        golden_v5()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("{name} is not in v5.golden"))
+            .1
+    };
+    for (name, op) in sample_quota_ops() {
+        let txns = crate::record::decode(1, 5, bytes(&format!("record {name}"))).unwrap();
+        assert_eq!(txns, vec![Transaction::new(vec![op])], "{name}");
+    }
+    let txns = crate::record::decode(1, 5, bytes("record all")).unwrap();
+    assert_eq!(txns, vec![Transaction::new(all_ops_v5())]);
+    assert_eq!(
+        dec::<crate::model::ClientQuotas>(&bytes("value ClientQuotas")).unwrap(),
+        sample_quotas()
+    );
+}
+
+/// Prints `v5.golden`'s lines; run once, by the build that introduced format 5, and
+/// never again (`cargo test -p eddy-catalog print_format_5 -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn print_format_5() {
+    for (name, bytes) in encoded_samples_v5() {
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        println!("{name} {hex}");
+    }
+}
+
 /// Prints `v4.golden`'s lines; run once, by the build that introduced format 4, and
 /// never again (`cargo test -p eddy-catalog print_format_4 -- --ignored --nocapture`).
 #[test]
@@ -287,27 +337,27 @@ fn format_1_values_decode_into_the_live_records() {
 
 #[test]
 fn newer_formats_are_refused_naming_both_versions() {
-    let err = crate::record::decode(9, 5, golden_bytes("record all")).unwrap_err();
+    let err = crate::record::decode(9, 6, golden_bytes("record all")).unwrap_err();
     assert!(
         matches!(
             &err,
             CatalogError::Storage(StorageError::Format {
-                found: 5,
-                newest: 4,
+                found: 6,
+                newest: 5,
                 ..
             })
         ),
         "{err}"
     );
     assert!(
-        err.to_string().contains("log record 9 is format 5"),
+        err.to_string().contains("log record 9 is format 6"),
         "{err}"
     );
     assert!(matches!(
-        check_store_format(5),
+        check_store_format(6),
         Err(CatalogError::Storage(StorageError::Format {
-            found: 5,
-            newest: 4,
+            found: 6,
+            newest: 5,
             ..
         }))
     ));
@@ -315,14 +365,16 @@ fn newer_formats_are_refused_naming_both_versions() {
     assert!(check_store_format(2).is_ok());
     assert!(check_store_format(3).is_ok());
     assert!(check_store_format(4).is_ok());
+    assert!(check_store_format(5).is_ok());
     assert!(matches!(
-        check_checkpoint_magic(b"EDDYCKP5"),
+        check_checkpoint_magic(b"EDDYCKP6"),
         Err(CatalogError::Storage(StorageError::Format {
-            found: 5,
-            newest: 4,
+            found: 6,
+            newest: 5,
             ..
         }))
     ));
+    assert!(check_checkpoint_magic(b"EDDYCKP5").is_ok());
     assert!(check_checkpoint_magic(b"EDDYCKP4").is_ok());
     assert!(check_checkpoint_magic(b"EDDYCKP3").is_ok());
     assert!(check_checkpoint_magic(b"EDDYCKP2").is_ok());

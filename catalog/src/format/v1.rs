@@ -658,6 +658,7 @@ pub fn op_for_record(op: &txn::Op) -> Option<Op> {
         | L::PutTxn { .. }
         | L::DropTxn { .. }
         | L::TxnOffsetCommit { .. }
-        | L::EndTxn { .. } => return None,
+        | L::EndTxn { .. }
+        | L::PutQuotas { .. } => return None,
     })
 }
