@@ -104,6 +104,14 @@ pub struct ServeArgs {
     /// `max.incremental.fetch.session.cache.slots`; default 1000).
     #[arg(long, env = "EDDY_KAFKA_FETCH_SESSION_CACHE_SLOTS")]
     pub kafka_fetch_session_cache_slots: Option<usize>,
+    /// Samples a client quota's rate is measured over (Kafka's `quota.window.num`;
+    /// default 11).
+    #[arg(long, env = "EDDY_KAFKA_QUOTA_WINDOW_NUM")]
+    pub kafka_quota_window_num: Option<usize>,
+    /// Seconds one client quota sample spans (Kafka's `quota.window.size.seconds`;
+    /// default 1).
+    #[arg(long, env = "EDDY_KAFKA_QUOTA_WINDOW_SIZE_SECONDS")]
+    pub kafka_quota_window_size_seconds: Option<u64>,
     /// Domains of the S3 endpoint for virtual-host-style requests
     /// (`bucket.DOMAIN`), comma-separated; path style always works.
     #[arg(long, env = "EDDY_S3_DOMAIN", value_delimiter = ',')]
@@ -168,6 +176,8 @@ pub struct FileConfig {
     kafka_transaction_abort_interval_ms: Option<u64>,
     kafka_transactional_id_expiration_ms: Option<u64>,
     kafka_fetch_session_cache_slots: Option<usize>,
+    kafka_quota_window_num: Option<usize>,
+    kafka_quota_window_size_seconds: Option<u64>,
     notify_ce_type_prefix: Option<String>,
     table_snapshot_max_age_secs: Option<u64>,
     table_seal_age_secs: Option<u64>,
@@ -260,6 +270,10 @@ pub struct ServeConfig {
     pub kafka_transactional_id_expiration_ms: u64,
     /// Fetch sessions kept at once.
     pub kafka_fetch_session_cache_slots: usize,
+    /// Client quota samples.
+    pub kafka_quota_window_num: usize,
+    /// Client quota sample span, s.
+    pub kafka_quota_window_size_seconds: u64,
     /// Prefix of bucket notification records' `ce_type`.
     pub notify_ce_type_prefix: String,
     /// Age after which topic table snapshots expire.
@@ -451,6 +465,16 @@ impl ServeArgs {
                 .kafka_fetch_session_cache_slots
                 .or(file.kafka_fetch_session_cache_slots)
                 .unwrap_or(1000),
+            kafka_quota_window_num: self
+                .kafka_quota_window_num
+                .or(file.kafka_quota_window_num)
+                .unwrap_or(11)
+                .max(2),
+            kafka_quota_window_size_seconds: self
+                .kafka_quota_window_size_seconds
+                .or(file.kafka_quota_window_size_seconds)
+                .unwrap_or(1)
+                .max(1),
             notify_ce_type_prefix: self
                 .notify_ce_type_prefix
                 .clone()

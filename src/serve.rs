@@ -212,6 +212,10 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     kafka_config.compaction.map_bytes = config.kafka_compaction_map_mb << 20;
     kafka_config.compaction.max_pass_bytes = config.kafka_compaction_pass_mb << 20;
     kafka_config.fetch_session_slots = config.kafka_fetch_session_cache_slots;
+    kafka_config.quota = broker::quota::QuotaConfig {
+        window: Duration::from_secs(config.kafka_quota_window_size_seconds),
+        windows: config.kafka_quota_window_num,
+    };
     kafka_config.txn = broker::txn::TxnConfig {
         max_timeout: Duration::from_millis(config.kafka_transaction_max_timeout_ms),
         abort_interval: Duration::from_millis(config.kafka_transaction_abort_interval_ms),

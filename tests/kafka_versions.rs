@@ -184,6 +184,13 @@ fn request(key: ApiKey, version: i16) -> RequestKind {
         ApiKey::ConsumerGroupDescribe => RequestKind::ConsumerGroupDescribe(
             ConsumerGroupDescribeRequest::default().with_group_ids(vec![GroupId(s("walk"))]),
         ),
+        ApiKey::DescribeClientQuotas => {
+            RequestKind::DescribeClientQuotas(DescribeClientQuotasRequest::default())
+        }
+        // Validate only: the walk changes nothing.
+        ApiKey::AlterClientQuotas => RequestKind::AlterClientQuotas(
+            AlterClientQuotasRequest::default().with_validate_only(true),
+        ),
         other => panic!("no walk request for {other:?}: add one"),
     }
 }

@@ -8,10 +8,17 @@
 //! budget before its body is read and given back once its response is written, so when
 //! the budget is spent connections stop reading and TCP holds the clients back. A
 //! connection idle for [`crate::BrokerConfig::idle_timeout`] is closed.
+//!
+//! Each response is checked against the client's quotas ([`crate::quota`]); a throttled
+//! one carries its wait in `throttle_time_ms`, and the connection handles nothing more
+//! from the client until the wait is over.
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
@@ -23,7 +30,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
 use crate::Broker;
 use crate::api::{self, Ctx, Reply};
-use crate::metrics::ApiLabels;
+use crate::metrics::{ApiLabels, QuotaLabels};
+use crate::quota::{self, throttle::Cost};
 
 /// Why a connection was closed.
 #[derive(Debug, thiserror::Error)]
@@ -61,7 +69,28 @@ struct Pending {
     api: ApiKey,
     version: i16,
     started: Instant,
+    client_id: String,
+    request_bytes: usize,
+    reply: Timed,
+}
+
+/// A reply and the time spent computing it: the handler's own call and every poll of
+/// its future, not the time it waits (for a commit, for a long-poll), which is what the
+/// request quota measures.
+struct Timed {
     reply: Reply,
+    busy: Duration,
+}
+
+impl Future for Timed {
+    type Output = (Option<ResponseKind>, Duration);
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let start = Instant::now();
+        let r = self.reply.as_mut().poll(cx);
+        self.busy += start.elapsed();
+        r.map(|v| (v, self.busy))
+    }
 }
 
 /// Serves one connection until the client closes it, it misbehaves, or shutdown.
@@ -76,7 +105,9 @@ pub async fn run(
     let local = sock.local_addr().unwrap_or(peer);
     let (mut rd, wr) = sock.into_split();
     let (tx, rx) = mpsc::channel::<Pending>(broker.config.max_in_flight.max(1));
-    let writer = tokio::spawn(write_loop(broker.clone(), wr, rx));
+    // The end of the client's throttle: nothing more is handled before it.
+    let (mute_tx, mute_rx) = watch::channel(Instant::now());
+    let writer = tokio::spawn(write_loop(broker.clone(), wr, rx, mute_tx));
     loop {
         let read = read_frame(
             &mut rd,
@@ -117,6 +148,14 @@ pub async fn run(
         let Ok(api) = ApiKey::try_from(header.request_api_key) else {
             break;
         };
+        let muted_until = *mute_rx.borrow();
+        if muted_until > Instant::now() {
+            tokio::select! {
+                _ = tokio::time::sleep_until(muted_until.into()) => {}
+                _ = shutdown.changed() => break,
+            }
+        }
+        let request_bytes = budget.num_permits();
         let ctx = Ctx {
             broker: broker.clone(),
             node,
@@ -125,13 +164,21 @@ pub async fn run(
             version: header.request_api_version,
             client_id: header.client_id.as_ref().map(|s| s.to_string()),
         };
+        let client_id = ctx.client_id.clone().unwrap_or_default();
+        let started = Instant::now();
+        let reply = api::handle(ctx, request);
         let pending = Pending {
             _budget: budget,
             correlation_id: header.correlation_id,
             api,
             version: header.request_api_version,
-            started: Instant::now(),
-            reply: api::handle(ctx, request),
+            started,
+            client_id,
+            request_bytes,
+            reply: Timed {
+                reply,
+                busy: started.elapsed(),
+            },
         };
         if tx.send(pending).await.is_err() {
             break;
@@ -219,9 +266,14 @@ pub fn decode(mut frame: Bytes) -> Result<(RequestHeader, RequestKind), FrameErr
     Ok((header, request))
 }
 
-async fn write_loop(broker: Arc<Broker>, mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Pending>) {
+async fn write_loop(
+    broker: Arc<Broker>,
+    mut wr: OwnedWriteHalf,
+    mut rx: mpsc::Receiver<Pending>,
+    mute: watch::Sender<Instant>,
+) {
     while let Some(p) = rx.recv().await {
-        let response = p.reply.await;
+        let (mut response, busy) = p.reply.await;
         let labels = ApiLabels {
             api: format!("{:?}", p.api),
         };
@@ -231,11 +283,49 @@ async fn write_loop(broker: Arc<Broker>, mut wr: OwnedWriteHalf, mut rx: mpsc::R
             .latency
             .get_or_create(&labels)
             .observe(p.started.elapsed().as_secs_f64());
+        broker
+            .metrics
+            .request_bytes
+            .get_or_create(&labels)
+            .inc_by(p.request_bytes as u64);
+        if broker.quotas.any() {
+            let cost = Cost {
+                api: p.api,
+                request_bytes: p.request_bytes,
+                busy,
+            };
+            let now = Instant::now();
+            let (wait, kind) = quota::throttle::throttle(
+                &broker.quotas,
+                quota::ANONYMOUS,
+                &p.client_id,
+                cost,
+                response.as_mut(),
+                now,
+            );
+            if let Some(kind) = kind {
+                let labels = QuotaLabels {
+                    quota: kind.label(),
+                };
+                broker.metrics.throttled.get_or_create(&labels).inc();
+                broker
+                    .metrics
+                    .throttle_seconds
+                    .get_or_create(&labels)
+                    .inc_by(wait.as_secs_f64());
+                mute.send_modify(|until| *until = (*until).max(now + wait));
+            }
+        }
         let Some(response) = response else {
             continue;
         };
         match encode(p.correlation_id, p.api, p.version, &response) {
             Ok(bytes) => {
+                broker
+                    .metrics
+                    .response_bytes
+                    .get_or_create(&labels)
+                    .inc_by(bytes.len() as u64);
                 if wr.write_all(&bytes).await.is_err() {
                     break;
                 }

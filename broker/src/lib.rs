@@ -12,6 +12,7 @@ pub mod error;
 pub mod fetch_session;
 pub mod group;
 pub mod metrics;
+pub mod quota;
 pub mod retention;
 pub mod txn;
 
@@ -64,6 +65,8 @@ pub struct BrokerConfig {
     pub txn: txn::TxnConfig,
     /// Fetch sessions kept at once (Kafka's `max.incremental.fetch.session.cache.slots`).
     pub fetch_session_slots: usize,
+    /// The window client quotas are measured over.
+    pub quota: quota::QuotaConfig,
 }
 
 impl BrokerConfig {
@@ -89,6 +92,7 @@ impl BrokerConfig {
             },
             txn: txn::TxnConfig::default(),
             fetch_session_slots: 1000,
+            quota: quota::QuotaConfig::default(),
         }
     }
 }
@@ -109,6 +113,8 @@ pub struct Broker {
     pub txns: Arc<txn::TxnCoordinator>,
     /// Fetch sessions (KIP-227).
     pub fetch_sessions: fetch_session::FetchSessions,
+    /// Client quotas and the rates they are enforced on.
+    pub quotas: quota::Quotas,
     /// The request bytes still free of [`BrokerConfig::max_request_bytes_in_flight`], in
     /// permits of one byte.
     pub request_budget: Arc<Semaphore>,
@@ -172,6 +178,11 @@ impl Broker {
             metrics.fetch_sessions.clone(),
             metrics.fetch_session_evictions.clone(),
         );
+        let stored_quotas = catalog.client_quotas().unwrap_or_else(|e| {
+            tracing::error!(error = %e, "reading the client quotas failed; none are enforced");
+            Vec::new()
+        });
+        let quotas = quota::Quotas::new(config.quota.clone(), stored_quotas);
         // A frame larger than the budget could never be read.
         let budget = config
             .max_request_bytes_in_flight
@@ -185,6 +196,7 @@ impl Broker {
             groups,
             txns,
             fetch_sessions,
+            quotas,
             request_budget: Arc::new(Semaphore::new(budget)),
             compaction_wake: tokio::sync::Notify::new(),
             table_sealer: std::sync::OnceLock::new(),

@@ -24,7 +24,13 @@ pub struct LagLabels {
     pub topic: String,
 }
 
-/// The broker's metrics.
+/// Labels of a quota metric.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct QuotaLabels {
+    /// `produce`, `fetch` or `request`.
+    pub quota: &'static str,
+}
+
 /// Labels of a per-partition metric.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
 pub struct PartitionLabels {
@@ -34,6 +40,7 @@ pub struct PartitionLabels {
     pub partition: u32,
 }
 
+/// The broker's metrics.
 #[derive(Clone)]
 pub struct BrokerMetrics {
     /// Requests by API.
@@ -89,6 +96,14 @@ pub struct BrokerMetrics {
     pub txn_open: Gauge,
     /// Time to write one transaction's markers and offsets (the EndTxn commit).
     pub txn_end_latency: Histogram,
+    /// Request frame bytes by API.
+    pub request_bytes: Family<ApiLabels, Counter>,
+    /// Response frame bytes by API.
+    pub response_bytes: Family<ApiLabels, Counter>,
+    /// Responses that throttled their client, by quota.
+    pub throttled: Family<QuotaLabels, Counter>,
+    /// Throttle time given to clients, by quota.
+    pub throttle_seconds: Family<QuotaLabels, Counter<f64, AtomicU64>>,
 }
 
 impl Default for BrokerMetrics {
@@ -122,6 +137,10 @@ impl Default for BrokerMetrics {
             txn_timed_out: Counter::default(),
             txn_open: Gauge::default(),
             txn_end_latency: Histogram::new(exponential_buckets(0.0001, 2.0, 18)),
+            request_bytes: Family::default(),
+            response_bytes: Family::default(),
+            throttled: Family::default(),
+            throttle_seconds: Family::default(),
         }
     }
 }
@@ -254,6 +273,26 @@ impl BrokerMetrics {
             "transaction_end_seconds",
             "Time to commit one transaction's markers and offsets",
             self.txn_end_latency.clone(),
+        );
+        r.register(
+            "request_bytes",
+            "Kafka request frame bytes by API",
+            self.request_bytes.clone(),
+        );
+        r.register(
+            "response_bytes",
+            "Kafka response frame bytes by API",
+            self.response_bytes.clone(),
+        );
+        r.register(
+            "throttled",
+            "Responses that throttled their client for a client quota, by quota",
+            self.throttled.clone(),
+        );
+        r.register(
+            "throttle_seconds",
+            "Throttle time given to clients for client quotas, by quota",
+            self.throttle_seconds.clone(),
         );
     }
 }

@@ -92,6 +92,12 @@ fn default_request(api: kafka_protocol::messages::ApiKey) -> RequestKind {
         ApiKey::ConsumerGroupDescribe => {
             RequestKind::ConsumerGroupDescribe(ConsumerGroupDescribeRequest::default())
         }
+        ApiKey::DescribeClientQuotas => {
+            RequestKind::DescribeClientQuotas(DescribeClientQuotasRequest::default())
+        }
+        ApiKey::AlterClientQuotas => {
+            RequestKind::AlterClientQuotas(AlterClientQuotasRequest::default())
+        }
         other => panic!("no sample for {other:?}"),
     }
 }

@@ -5,6 +5,7 @@
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
 pub mod api_versions;
+pub mod client_quotas;
 pub mod configs;
 pub mod consumer_group_describe;
 pub mod consumer_group_heartbeat;
@@ -131,6 +132,8 @@ pub fn supported(api: ApiKey) -> Option<(i16, i16)> {
         ApiKey::ListTransactions => (0, 1),
         ApiKey::ConsumerGroupHeartbeat => (0, 1),
         ApiKey::ConsumerGroupDescribe => (0, 1),
+        ApiKey::DescribeClientQuotas => (0, 1),
+        ApiKey::AlterClientQuotas => (0, 1),
         _ => return None,
     })
 }
@@ -178,6 +181,8 @@ pub const SERVED: &[ApiKey] = &[
     ApiKey::ListTransactions,
     ApiKey::ConsumerGroupHeartbeat,
     ApiKey::ConsumerGroupDescribe,
+    ApiKey::DescribeClientQuotas,
+    ApiKey::AlterClientQuotas,
 ];
 
 /// Dispatches a decoded request.
@@ -256,6 +261,10 @@ pub fn handle(ctx: Ctx, request: RequestKind) -> Reply {
         RequestKind::ConsumerGroupDescribe(r) => ready(ResponseKind::ConsumerGroupDescribe(
             consumer_group_describe::handle(&ctx, r),
         )),
+        RequestKind::DescribeClientQuotas(r) => ready(ResponseKind::DescribeClientQuotas(
+            client_quotas::describe(&ctx, r),
+        )),
+        RequestKind::AlterClientQuotas(r) => client_quotas::alter(ctx, r),
         other => {
             tracing::warn!(request = ?std::mem::discriminant(&other), "request without a handler");
             Box::pin(std::future::ready(None))
