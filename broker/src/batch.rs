@@ -119,7 +119,7 @@ pub fn parse(records: &Bytes, max_batch_bytes: usize) -> Result<Vec<Batch>, Refu
                 format!("{record_count} records with last offset delta {last_offset_delta}"),
             ));
         }
-        out.push(Batch {
+        let mut batch = Batch {
             bytes: records.slice(pos..pos + total),
             record_count,
             offset_count: last_offset_delta as u32 + 1,
@@ -129,7 +129,11 @@ pub fn parse(records: &Bytes, max_batch_bytes: usize) -> Result<Vec<Batch>, Refu
             producer_epoch: i16_at(b, 51),
             base_sequence: i32_at(b, 53),
             transactional: attributes & ATTR_TRANSACTIONAL != 0,
-        });
+        };
+        if batch.max_timestamp < batch.base_timestamp {
+            batch.repair_max_timestamp()?;
+        }
+        out.push(batch);
         pos += total;
     }
     Ok(out)
@@ -196,6 +200,35 @@ impl Batch {
         Ok(())
     }
 
+    /// Sets the header's largest timestamp from the records, as Kafka's log validator
+    /// does, for a batch whose header has none: Sarama 1.22 leaves it at -1, and a
+    /// batch that says its newest record is older than its first would be deleted by
+    /// the first retention pass and never found by a time lookup. Only such batches
+    /// are decoded (decompressed, within the same bound as [`Batch::require_keys`]).
+    fn repair_max_timestamp(&mut self) -> Result<(), Refusal> {
+        let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut self.bytes.clone())
+            .map_err(|e| {
+                refuse(
+                    ResponseError::CorruptMessage,
+                    format!("records do not decode: {e}"),
+                )
+            })?;
+        let max = set
+            .records
+            .iter()
+            .map(|r| r.timestamp)
+            .max()
+            .unwrap_or(self.base_timestamp)
+            .max(self.base_timestamp);
+        let mut b = BytesMut::from(&self.bytes[..]);
+        b[35..43].copy_from_slice(&max.to_be_bytes());
+        let crc = crc32c::crc32c(&b[21..]);
+        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        self.bytes = b.freeze();
+        self.max_timestamp = max;
+        Ok(())
+    }
+
     /// Sequence of the last record.
     pub fn last_sequence(&self) -> i32 {
         self.base_sequence.wrapping_add(self.record_count - 1) & i32::MAX
@@ -243,6 +276,51 @@ mod tests {
         let crc = crc32c::crc32c(&b[21..]);
         b[17..21].copy_from_slice(&crc.to_be_bytes());
         parse(&Bytes::from(b), 1 << 20).unwrap().remove(0)
+    }
+
+    #[test]
+    fn a_batch_without_a_max_timestamp_gets_its_records_newest() {
+        use kafka_protocol::records::{
+            Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+        };
+        let records: Vec<Record> = [5_000i64, 7_000, 6_000]
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Record {
+                transactional: false,
+                control: false,
+                delete_horizon: false,
+                partition_leader_epoch: 0,
+                producer_id: -1,
+                producer_epoch: -1,
+                timestamp_type: TimestampType::Creation,
+                offset: i as i64,
+                // As the decoder gives them for a batch without a producer id (the
+                // encoder starts a new batch where offset minus sequence changes).
+                sequence: i as i32 - 1,
+                timestamp: *t,
+                key: None,
+                value: Some(Bytes::from_static(b"v")),
+                headers: Default::default(),
+            })
+            .collect();
+        for compression in [Compression::None, Compression::Gzip] {
+            let mut buf = BytesMut::new();
+            let options = RecordEncodeOptions {
+                version: 2,
+                compression,
+            };
+            RecordBatchEncoder::encode(&mut buf, records.iter(), &options).unwrap();
+            // As Sarama 1.22 sends it: the header's max timestamp left at -1.
+            buf[35..43].copy_from_slice(&(-1i64).to_be_bytes());
+            let crc = crc32c::crc32c(&buf[21..]);
+            buf[17..21].copy_from_slice(&crc.to_be_bytes());
+            let b = parse(&buf.freeze(), 1 << 20).unwrap().remove(0);
+            assert_eq!((b.base_timestamp, b.max_timestamp), (5_000, 7_000));
+            assert_eq!(i64_at(&b.bytes, 35), 7_000, "the stored header says so too");
+            let again = parse(&b.bytes, 1 << 20).unwrap().remove(0);
+            assert_eq!(again.max_timestamp, 7_000, "and its CRC still checks");
+        }
     }
 
     #[test]
