@@ -170,6 +170,22 @@ def read_to_end(bootstrap: str, topic: str, partitions=None, timeout=60, **conf)
         c.close()
 
 
+NODE_DIR = Path(__file__).parent / "node"
+
+
+def npm_ci(marker: str) -> None:
+    """Installs tests/e2e/node's packages (`npm ci`, from package-lock.json) unless
+    node_modules/`marker` exists. @confluentinc/kafka-javascript's install step asks
+    GitHub for its prebuilt librdkafka binding and, where that cannot be reached, builds
+    the librdkafka sources inside its npm package (about a minute on two cores);
+    CKJS_LINKING=dynamic makes that build use the system's zlib, OpenSSL and zstd instead
+    of downloading their sources too."""
+    if (NODE_DIR / "node_modules" / marker).exists():
+        return
+    subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True,
+                   timeout=900, env={**os.environ, "CKJS_LINKING": "dynamic"})
+
+
 def new_eddy(tmp: Path, **kw) -> Eddy:
     port = free_port()
     return Eddy(

@@ -26,7 +26,7 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
-from conftest import Eddy, free_port, metric, new_eddy
+from conftest import Eddy, free_port, metric, new_eddy, npm_ci
 
 
 def name(prefix="t"):
@@ -353,9 +353,7 @@ NODE_DIR = Path(__file__).parent / "node"
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_kafkajs(eddy):
-    if not (NODE_DIR / "node_modules" / "kafkajs").is_dir():
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True,
-                       timeout=300)
+    npm_ci("kafkajs")
     topic = name("kjs")
     out = subprocess.run(["node", "kafkajs_roundtrip.js"], cwd=NODE_DIR, capture_output=True,
                          text=True, timeout=120,

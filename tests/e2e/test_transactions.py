@@ -35,7 +35,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from conftest import metric, new_eddy
+from conftest import metric, new_eddy, npm_ci
 from txn_checker import History, Read, Rec, Workload, check, end_offsets, read_log
 
 NODE_DIR = Path(__file__).parent / "node"
@@ -460,9 +460,7 @@ def test_kafkajs_reads_only_committed_values(eddy, mixed):
 
 
 def node(eddy, mode, **env):
-    if not (NODE_DIR / "node_modules" / "kafkajs").is_dir():
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True,
-                       timeout=300)
+    npm_ci("kafkajs")
     out = subprocess.run(["node", "kafkajs_read_committed.js", mode], cwd=NODE_DIR,
                          capture_output=True, text=True, timeout=120,
                          env={**os.environ, "BOOTSTRAP": eddy.bootstrap, **env})
