@@ -64,12 +64,11 @@ pub fn handle(ctx: Ctx, req: ConsumerGroupHeartbeatRequest) -> Reply {
         client_id: ctx.client_id.clone().unwrap_or_default(),
         client_host: format!("/{}", ctx.peer.ip()),
     };
-    let interval = ctx.broker.groups.config().consumer.heartbeat_interval;
     let answer = ctx.broker.groups.consumer_heartbeat(&group, beat);
     Box::pin(async move {
         Some(match answer.await {
             Err((e, message)) => refused(e, &message),
-            Ok(a) => ResponseKind::ConsumerGroupHeartbeat(
+            Ok((a, interval)) => ResponseKind::ConsumerGroupHeartbeat(
                 ConsumerGroupHeartbeatResponse::default()
                     .with_member_id(Some(sb(&a.member_id)))
                     .with_member_epoch(a.epoch)

@@ -284,13 +284,13 @@ impl GroupCoordinator {
         }))
     }
 
-    /// Handles a ConsumerGroupHeartbeat; the answer goes out once what it says is
-    /// durable.
+    /// Handles a ConsumerGroupHeartbeat: the answer and the heartbeat interval to give
+    /// the member, once what the answer says is durable.
     pub fn consumer_heartbeat(
         self: &Arc<Self>,
         name: &str,
         beat: Beat,
-    ) -> Pending<Result<BeatAnswer, Refusal>> {
+    ) -> Pending<Result<(BeatAnswer, std::time::Duration), Refusal>> {
         let joining = beat.epoch == 0;
         let slot = match self.consumer_slot(name, joining) {
             Ok(Some(s)) => s,
@@ -310,7 +310,10 @@ impl GroupCoordinator {
         let (answer, persist) = {
             let mut g = slot.lock();
             let before = g.epoch;
-            let answer = g.heartbeat(beat, new_id, &topics, Instant::now(), &self.config.consumer);
+            let now = Instant::now();
+            let answer = g
+                .heartbeat(beat, new_id, &topics, now, &self.config.consumer)
+                .map(|a| (a, g.heartbeat_interval(now, &self.config.consumer)));
             if g.epoch != before {
                 self.metrics.rebalances.inc();
             }
