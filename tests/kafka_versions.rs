@@ -212,8 +212,13 @@ fn send(
         .with_client_id(Some(StrBytes::from_static_str("eddy-walk")))
         .encode(&mut buf, key.request_header_version(version))
         .unwrap();
-    req.encode(&mut buf, version)
-        .unwrap_or_else(|e| panic!("{key:?} v{version}: encoding the request: {e}"));
+    match broker::legacy::sample(key, version) {
+        // The versions Kafka 4.0 removed: the codec has no encoder for them.
+        Some(body) => buf.extend_from_slice(&body),
+        None => req
+            .encode(&mut buf, version)
+            .unwrap_or_else(|e| panic!("{key:?} v{version}: encoding the request: {e}")),
+    }
     let mut frame = (buf.len() as i32).to_be_bytes().to_vec();
     frame.extend_from_slice(&buf);
     s.write_all(&frame).ok()?;
@@ -257,6 +262,12 @@ fn every_advertised_version_of_every_api_answers() {
             correlation += 1;
             let mut body = send(&mut s, key, version, correlation, &req)
                 .unwrap_or_else(|| panic!("{key:?} v{version}: the connection was closed"));
+            if broker::legacy::is_legacy(key, version) {
+                // (Its layout is checked by the legacy module's tests and the clients'.)
+                assert!(!body.is_empty(), "{key:?} v{version}: an empty response");
+                walked += 1;
+                continue;
+            }
             ResponseKind::decode(key, &mut body, version)
                 .unwrap_or_else(|e| panic!("{key:?} v{version}: the response: {e}"));
             assert!(

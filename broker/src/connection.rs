@@ -30,6 +30,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
 use crate::Broker;
 use crate::api::{self, Ctx, Reply};
+use crate::legacy;
 use crate::metrics::{ApiLabels, QuotaLabels};
 use crate::quota::{self, throttle::Cost};
 
@@ -156,12 +157,18 @@ pub async fn run(
             }
         }
         let request_bytes = budget.num_permits();
+        // A legacy version's handler runs as the oldest version the codec has.
+        let handler_version = if legacy::is_legacy(api, header.request_api_version) {
+            legacy::handler_version(api)
+        } else {
+            header.request_api_version
+        };
         let ctx = Ctx {
             broker: broker.clone(),
             node,
             local,
             peer,
-            version: header.request_api_version,
+            version: handler_version,
             client_id: header.client_id.as_ref().map(|s| s.to_string()),
         };
         let client_id = ctx.client_id.clone().unwrap_or_default();
@@ -262,7 +269,11 @@ pub fn decode(mut frame: Bytes) -> Result<(RequestHeader, RequestKind), FrameErr
     };
     let header = RequestHeader::decode(&mut frame, key.request_header_version(version))
         .map_err(|e| fail(e.to_string()))?;
-    let request = RequestKind::decode(key, &mut frame, version).map_err(|e| fail(e.to_string()))?;
+    let request = if legacy::is_legacy(key, version) {
+        legacy::decode(key, version, &mut frame).map_err(fail)?
+    } else {
+        RequestKind::decode(key, &mut frame, version).map_err(|e| fail(e.to_string()))?
+    };
     Ok((header, request))
 }
 
@@ -356,9 +367,13 @@ fn encode(
     header
         .encode(&mut body, api.response_header_version(version))
         .map_err(|e| e.to_string())?;
-    response
-        .encode(&mut body, version)
-        .map_err(|e| e.to_string())?;
+    if legacy::is_legacy(api, version) {
+        legacy::encode(api, version, response, &mut body)?;
+    } else {
+        response
+            .encode(&mut body, version)
+            .map_err(|e| e.to_string())?;
+    }
     let len = (body.len() - 4) as i32;
     body[..4].copy_from_slice(&len.to_be_bytes());
     Ok(body.freeze())

@@ -115,7 +115,10 @@ fn frames() -> Vec<(String, Bytes)> {
                 .with_client_id(Some(StrBytes::from_static_str("corpus")))
                 .encode(&mut buf, api.request_header_version(version))
                 .unwrap();
-            default_request(*api).encode(&mut buf, version).unwrap();
+            match broker::legacy::sample(*api, version) {
+                Some(body) => buf.extend_from_slice(&body),
+                None => default_request(*api).encode(&mut buf, version).unwrap(),
+            }
             out.push((format!("{api:?}-v{version}"), buf.freeze()));
         }
     }

@@ -54,9 +54,9 @@ LIBRARIES = {
 }
 PARTITIONS = 3
 
-# Versions Kafka 4.0 removed (KIP-896), which Eddy does not serve either (docs/kafka.md,
-# "Known gaps"): the tests that need them are expected to fail until it does, and fail
-# the suite once they pass, so the mark goes with the gap.
+# Produce and Fetch v2 (message format v1), which Kafka 4.0 removed (KIP-896) and Eddy
+# does not serve (docs/kafka.md, "Known gaps"): the test that needs them is expected to
+# fail until it does, and fails the suite once it passes, so the mark goes with the gap.
 KIP_896 = "needs a protocol version Kafka 4.0 removed (KIP-896), not served: "
 
 
@@ -233,7 +233,7 @@ def ends(acked):
 
 @pytest.mark.parametrize("version,retention", [
     # Sarama's newest version and its default offset settings: commits are OffsetCommit v1.
-    pytest.param("2.2.0", "0s", marks=pytest.mark.xfail(strict=True, reason=KIP_896 + "OffsetCommit v1")),
+    ("2.2.0", "0s"),
     # With a retention time Sarama commits with OffsetCommit v2.
     ("2.2.0", "24h"),
     # The oldest version whose Produce (v3) and Fetch (v4) carry record batches.
@@ -402,7 +402,6 @@ def test_sarama_admin_creates_describes_and_deletes_topics(eddy, sarama, version
         kp.close()
 
 
-@pytest.mark.xfail(strict=True, reason=KIP_896 + "DescribeConfigs v0")
 def test_sarama_admin_lists_topics_and_describes_configs(eddy, sarama):
     """ListTopics (Metadata, then DescribeConfigs v0 for every topic) and DescribeConfig
     (DescribeConfigs v0), checked against kafka-python."""
@@ -469,7 +468,6 @@ def test_kafkago_writer_and_group_reader_round_trip(eddy, kafkago, tmp_path):
     assert done["consumed"] == 0 and "error" not in done, again.tail()
 
 
-@pytest.mark.xfail(strict=True, reason=KIP_896 + "CreateTopics v0")
 def test_kafkago_conn_creates_reads_and_deletes_topics(eddy, kafkago):
     """kafka-go's Conn: CreateTopics (v0), ReadPartitions (Metadata v1) and DeleteTopics
     (v1), checked against kafka-python."""

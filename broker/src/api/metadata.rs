@@ -42,6 +42,7 @@ fn describe(ctx: &Ctx, t: &TopicRecord) -> MetadataResponseTopic {
     MetadataResponseTopic::default()
         .with_name(Some(topic_name(&t.name)))
         .with_topic_id(uuid(t.id))
+        .with_is_internal(crate::offsets_topic::is_internal(&t.name))
         .with_partitions(partitions)
 }
 
@@ -80,7 +81,11 @@ pub fn handle(ctx: Ctx, req: MetadataRequest) -> Reply {
             // Created here or concurrently elsewhere: either way it exists now.
             let _ = c.await;
         }
-        let topics = match &req.topics {
+        // In v0 an empty list asks for every topic (null came with v1), as Sarama's
+        // ClusterAdmin.ListTopics asks.
+        let every = req.topics.is_none()
+            || (ctx.version == 0 && req.topics.as_ref().is_some_and(|t| t.is_empty()));
+        let topics = match req.topics.as_ref().filter(|_| !every) {
             None => match catalog.topics() {
                 Ok(all) => all.iter().map(|t| describe(&ctx, t)).collect(),
                 Err(e) => {

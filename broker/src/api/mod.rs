@@ -90,14 +90,16 @@ pub fn supported(api: ApiKey) -> Option<(i16, i16)> {
     Some(match api {
         ApiKey::Produce => (3, 13),
         ApiKey::Fetch => (4, 18),
-        ApiKey::ListOffsets => (1, 10),
+        // v0 of ListOffsets, DescribeConfigs, v0-1 of OffsetCommit and CreateTopics: the
+        // versions Kafka 4.0 removed, read and written by `crate::legacy`.
+        ApiKey::ListOffsets => (0, 10),
         ApiKey::Metadata => (0, 13),
         ApiKey::ApiVersions => (0, 4),
-        ApiKey::CreateTopics => (2, 7),
+        ApiKey::CreateTopics => (0, 7),
         ApiKey::DeleteTopics => (1, 6),
         ApiKey::DeleteRecords => (0, 2),
         ApiKey::InitProducerId => (0, 5),
-        ApiKey::DescribeConfigs => (1, 4),
+        ApiKey::DescribeConfigs => (0, 4),
         ApiKey::AlterConfigs => (0, 2),
         ApiKey::IncrementalAlterConfigs => (0, 1),
         ApiKey::CreatePartitions => (0, 3),
@@ -107,7 +109,7 @@ pub fn supported(api: ApiKey) -> Option<(i16, i16)> {
         ApiKey::SyncGroup => (0, 5),
         ApiKey::Heartbeat => (0, 4),
         ApiKey::LeaveGroup => (0, 5),
-        ApiKey::OffsetCommit => (2, 9),
+        ApiKey::OffsetCommit => (0, 9),
         ApiKey::OffsetFetch => (1, 9),
         ApiKey::DescribeGroups => (0, 6),
         ApiKey::ListGroups => (0, 5),
