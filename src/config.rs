@@ -104,6 +104,11 @@ pub struct ServeArgs {
     /// `max.incremental.fetch.session.cache.slots`; default 1000).
     #[arg(long, env = "EDDY_KAFKA_FETCH_SESSION_CACHE_SLOTS")]
     pub kafka_fetch_session_cache_slots: Option<usize>,
+    /// Also write committed offsets to a `__consumer_offsets` topic in Kafka's record
+    /// format, for tools that read it (Burrow); off by default (offsets are in the
+    /// catalog either way).
+    #[arg(long, env = "EDDY_KAFKA_OFFSETS_TOPIC")]
+    pub kafka_offsets_topic: bool,
     /// Samples a client quota's rate is measured over (Kafka's `quota.window.num`;
     /// default 11).
     #[arg(long, env = "EDDY_KAFKA_QUOTA_WINDOW_NUM")]
@@ -178,6 +183,7 @@ pub struct FileConfig {
     kafka_fetch_session_cache_slots: Option<usize>,
     kafka_quota_window_num: Option<usize>,
     kafka_quota_window_size_seconds: Option<u64>,
+    kafka_offsets_topic: Option<bool>,
     notify_ce_type_prefix: Option<String>,
     table_snapshot_max_age_secs: Option<u64>,
     table_seal_age_secs: Option<u64>,
@@ -274,6 +280,8 @@ pub struct ServeConfig {
     pub kafka_quota_window_num: usize,
     /// Client quota sample span, s.
     pub kafka_quota_window_size_seconds: u64,
+    /// Mirror commits into `__consumer_offsets`.
+    pub kafka_offsets_topic: bool,
     /// Prefix of bucket notification records' `ce_type`.
     pub notify_ce_type_prefix: String,
     /// Age after which topic table snapshots expire.
@@ -475,6 +483,8 @@ impl ServeArgs {
                 .or(file.kafka_quota_window_size_seconds)
                 .unwrap_or(1)
                 .max(1),
+            kafka_offsets_topic: self.kafka_offsets_topic
+                || file.kafka_offsets_topic.unwrap_or(false),
             notify_ce_type_prefix: self
                 .notify_ce_type_prefix
                 .clone()

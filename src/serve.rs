@@ -221,6 +221,12 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         abort_interval: Duration::from_millis(config.kafka_transaction_abort_interval_ms),
         id_expiration: Duration::from_millis(config.kafka_transactional_id_expiration_ms),
     };
+    kafka_config.offsets_topic = config.kafka_offsets_topic;
+    if config.kafka_offsets_topic {
+        broker::offsets_topic::ensure(catalog_dyn.as_ref())
+            .await
+            .context("creating __consumer_offsets")?;
+    }
     let kafka_broker = broker::Broker::new(catalog_dyn, kafka_config);
     let _ = kafka_broker
         .table_sealer

@@ -11,7 +11,9 @@ pub mod connection;
 pub mod error;
 pub mod fetch_session;
 pub mod group;
+pub mod legacy;
 pub mod metrics;
+pub mod offsets_topic;
 pub mod quota;
 pub mod retention;
 pub mod txn;
@@ -67,6 +69,8 @@ pub struct BrokerConfig {
     pub fetch_session_slots: usize,
     /// The window client quotas are measured over.
     pub quota: quota::QuotaConfig,
+    /// Mirror committed offsets into `__consumer_offsets` ([`offsets_topic`]).
+    pub offsets_topic: bool,
 }
 
 impl BrokerConfig {
@@ -93,6 +97,7 @@ impl BrokerConfig {
             txn: txn::TxnConfig::default(),
             fetch_session_slots: 1000,
             quota: quota::QuotaConfig::default(),
+            offsets_topic: false,
         }
     }
 }

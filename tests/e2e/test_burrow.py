@@ -19,7 +19,8 @@ Burrow 1.2.1 also needs ZooKeeper, even with no notifier configured: without a
 `[zookeeper]` section it panics ("No Zookeeper servers specified"), and without a
 server it exits ("cannot create root path"), so the test runs Debian's ZooKeeper 3.8
 standalone (package `zookeeper`) on a free port. If `__consumer_offsets` does not
-exist, Burrow's consumer module fails to start and Burrow exits.
+exist, Burrow's consumer module fails to start and Burrow exits; Eddy writes it with
+`--kafka-offsets-topic` (key version 1, value version 3, no group metadata).
 
 A missing Burrow, ZooKeeper or Java fails the test (it does not skip it): the Debian
 packages `burrow` and `zookeeper` are part of what scripts/test installs."""
@@ -38,7 +39,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from conftest import free_port
+from conftest import new_eddy, free_port
 
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 CLUSTER = "eddy"
@@ -245,8 +246,14 @@ def burrow_reports_the_lag(bootstrap, zookeeper, work: Path, topic, group, commi
         burrow.stop()
 
 
-@pytest.mark.xfail(strict=True, reason="Burrow 1.2.1 asks ListOffsets v0 (removed in Kafka 4.0, KIP-896) "
-                   "and reads the __consumer_offsets topic, which Eddy does not have (docs/kafka.md)")
+@pytest.fixture(scope="module")
+def eddy(tmp_path_factory):
+    """A server that mirrors commits into __consumer_offsets, which Burrow reads."""
+    server = new_eddy(tmp_path_factory.mktemp("eddy"), extra_args=["--kafka-offsets-topic"]).start()
+    yield server
+    server.stop()
+
+
 def test_burrow_reports_the_lag_of_committed_offsets(eddy, zookeeper, tmp_path):
     topic, group = name("burrow"), name("burrow-g")
     a = AdminClient({"bootstrap.servers": eddy.bootstrap})
@@ -262,3 +269,53 @@ def test_burrow_reports_the_lag_of_committed_offsets(eddy, zookeeper, tmp_path):
     commit(eddy, group, topic, 0, 60)
     burrow_reports_the_lag(eddy.bootstrap, zookeeper, tmp_path, topic, group,
                            lambda offset: commit(eddy, group, topic, 0, offset))
+
+
+def java_hash_partition(group):
+    h = 0
+    for c in group.encode("utf-16-be").decode("utf-16-be"):
+        h = (31 * h + ord(c)) & 0xFFFFFFFF
+    h = h - (1 << 32) if h >= 1 << 31 else h
+    return (0 if h == -(1 << 31) else abs(h)) % 50
+
+
+def test_the_offsets_topic_holds_kafkas_commit_records_and_refuses_clients(eddy):
+    """What any reader of __consumer_offsets finds: a commit as Kafka writes it (key
+    version 1: group, topic, partition; value version 3: offset, leader epoch, metadata,
+    commit time) in the group's partition (Java's hashCode of the group id mod 50); and a
+    client's produce to it is refused."""
+    import struct
+
+    from confluent_kafka import KafkaError
+    from conftest import read_to_end
+
+    group, topic = name("offsets-g"), name("offsets-t")
+    a = AdminClient({"bootstrap.servers": eddy.bootstrap})
+    a.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=30)
+    commit(eddy, group, topic, 0, 42)
+    partition = java_hash_partition(group)
+
+    def s(b, at):
+        n = struct.unpack_from(">h", b, at)[0]
+        return b[at + 2:at + 2 + n].decode(), at + 2 + n
+    found = []
+    for m in read_to_end(eddy.bootstrap, "__consumer_offsets", partitions=[partition]):
+        k = m.key()
+        if struct.unpack_from(">h", k, 0)[0] != 1:
+            continue
+        g, at = s(k, 2)
+        t, at = s(k, at)
+        if (g, t) != (group, topic):
+            continue
+        v = m.value()
+        version, offset, epoch = struct.unpack_from(">hqi", v, 0)
+        meta, at = s(v, 14)
+        (ts,) = struct.unpack_from(">q", v, at)
+        found.append((struct.unpack_from(">i", k, len(k) - 4)[0], version, offset, meta, ts > 0))
+    assert found == [(0, 3, 42, "", True)]
+
+    p = Producer({"bootstrap.servers": eddy.bootstrap, "message.send.max.retries": 0})
+    errors = []
+    p.produce("__consumer_offsets", value=b"x", partition=0, on_delivery=lambda e, m: errors.append(e))
+    p.flush(30)
+    assert errors and errors[0].code() == KafkaError.TOPIC_EXCEPTION, errors

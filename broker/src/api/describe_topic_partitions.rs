@@ -92,7 +92,7 @@ pub fn handle(ctx: &Ctx, req: DescribeTopicPartitionsRequest) -> DescribeTopicPa
             DescribeTopicPartitionsResponseTopic::default()
                 .with_name(Some(topic_name(&name)))
                 .with_topic_id(uuid(record.id))
-                .with_is_internal(false)
+                .with_is_internal(crate::offsets_topic::is_internal(&name))
                 .with_partitions(partitions)
                 .with_topic_authorized_operations(i32::MIN),
         );

@@ -47,6 +47,32 @@ pub(crate) fn offset_record(
     })
 }
 
+/// Appends the commits among `ops` to `__consumer_offsets`, in the same transaction
+/// (a catalog that cannot say whether the topic exists mirrors nothing).
+pub(crate) fn mirror_to_offsets_topic(catalog: &dyn catalog::Catalog, ops: &mut Vec<Op>) {
+    let Ok(Some(topic)) = catalog.topic(crate::offsets_topic::NAME) else {
+        return;
+    };
+    let commits: Vec<_> = ops
+        .iter()
+        .filter_map(|o| match o {
+            Op::CommitOffset {
+                group,
+                topic,
+                partition,
+                offset,
+            } => Some((
+                group.clone(),
+                topic.clone(),
+                *partition,
+                Some(offset.clone()),
+            )),
+            _ => None,
+        })
+        .collect();
+    ops.extend(crate::offsets_topic::appends(&topic, &commits));
+}
+
 /// Handles OffsetCommit.
 pub fn handle(ctx: Ctx, req: OffsetCommitRequest) -> Reply {
     let group = req.group_id.to_string();
@@ -107,6 +133,9 @@ pub fn handle(ctx: Ctx, req: OffsetCommitRequest) -> Reply {
         .iter()
         .filter(|o| matches!(o, Op::CommitOffset { .. }))
         .count() as u64;
+    if broker.config.offsets_topic && commits > 0 {
+        mirror_to_offsets_topic(broker.catalog.as_ref(), &mut ops);
+    }
     let commit = (commits > 0).then(|| broker.catalog.commit(Transaction::new(ops)));
     let metrics = broker.metrics.clone();
     Box::pin(async move {

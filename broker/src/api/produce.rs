@@ -182,6 +182,13 @@ pub fn handle(ctx: Ctx, req: ProduceRequest) -> Reply {
                 index: p.index,
                 plan: match (&record, unreadable) {
                     (_, Some(e)) => Plan::Refused(e, None),
+                    // Only the group coordinator writes the offsets topic.
+                    (Some(topic), None) if crate::offsets_topic::is_internal(&topic.name) => {
+                        Plan::Refused(
+                            ResponseError::InvalidTopicException,
+                            Some(format!("{} is written by the broker only", topic.name)),
+                        )
+                    }
                     (Some(topic), None) => {
                         plan_partition(&ctx, topic, p.index, p.records, txn.as_deref(), &mut ops)
                     }

@@ -82,13 +82,14 @@ impl GroupCoordinator {
             .unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Every topic, as the assignors see them.
+    /// Every topic but the internal one, as the assignors see them.
     fn topic_metas(&self) -> Result<Vec<TopicMeta>, ResponseError> {
         Ok(self
             .catalog
             .topics()
             .map_err(|e| from_catalog(&e))?
             .into_iter()
+            .filter(|t| !crate::offsets_topic::is_internal(&t.name))
             .map(|t| TopicMeta {
                 id: t.id,
                 name: t.name,
