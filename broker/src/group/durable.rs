@@ -43,21 +43,34 @@ pub struct StoredMember {
     pub assignment: Vec<u8>,
 }
 
+/// `GroupRecord::state` of a state format: its version byte, then postcard.
+pub(crate) fn encode_versioned<T: Serialize>(version: u8, state: &T) -> Vec<u8> {
+    let mut out = vec![version];
+    // Serializing plain owned data into a Vec cannot fail.
+    out.extend(postcard::to_stdvec(state).unwrap_or_default());
+    out
+}
+
+/// The state of `version` in `GroupRecord::state`; `None` for another version.
+pub(crate) fn decode_versioned<T: serde::de::DeserializeOwned>(
+    version: u8,
+    state: &[u8],
+) -> Option<T> {
+    match state.split_first() {
+        Some((v, rest)) if *v == version => postcard::from_bytes(rest).ok(),
+        _ => None,
+    }
+}
+
 impl StoredGroup {
     /// Encodes for `GroupRecord::state`.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = vec![VERSION];
-        // Serializing plain owned data into a Vec cannot fail.
-        out.extend(postcard::to_stdvec(self).unwrap_or_default());
-        out
+        encode_versioned(VERSION, self)
     }
 
     /// Decodes `GroupRecord::state`; `None` for an unknown format.
     pub fn decode(state: &[u8]) -> Option<Self> {
-        match state.split_first() {
-            Some((&VERSION, rest)) => postcard::from_bytes(rest).ok(),
-            _ => None,
-        }
+        decode_versioned(VERSION, state)
     }
 }
 

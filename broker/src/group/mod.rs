@@ -260,23 +260,36 @@ impl GroupCoordinator {
             return None;
         }
         g.persisting += 1;
-        let record = GroupRecord {
-            name: g.name.clone(),
-            state: g.stored().encode(),
-        };
-        let commit = self
-            .catalog
-            .commit(Transaction::new(vec![Op::PutGroup(record)]));
+        let store = self.store_state(&g.name, g.stored().encode());
         let slot = slot.clone();
         Some(Box::pin(async move {
-            let result = commit.await.map(|_| ()).map_err(|e| from_catalog(&e));
-            if let Err(e) = &result {
-                tracing::warn!(error = %e, "storing a group's state failed");
-            }
+            let result = store.await;
             slot.lock().persisting -= 1;
             slot.wake.notify_one();
             result
         }))
+    }
+
+    /// Commits a group's encoded state (either protocol's); logs a failure.
+    fn store_state(
+        &self,
+        name: &str,
+        state: Vec<u8>,
+    ) -> impl Future<Output = Result<(), ResponseError>> + Send + use<> {
+        let record = GroupRecord {
+            name: name.to_string(),
+            state,
+        };
+        let commit = self
+            .catalog
+            .commit(Transaction::new(vec![Op::PutGroup(record)]));
+        async move {
+            let result = commit.await.map(|_| ()).map_err(|e| from_catalog(&e));
+            if let Err(e) = &result {
+                tracing::warn!(error = %e, "storing a group's state failed");
+            }
+            result
+        }
     }
 
     /// Handles a JoinGroup.

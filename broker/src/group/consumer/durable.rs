@@ -62,18 +62,12 @@ pub struct StoredConsumerMember {
 impl StoredConsumerGroup {
     /// Encodes for `GroupRecord::state`.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = vec![VERSION];
-        // Serializing plain owned data into a Vec cannot fail.
-        out.extend(postcard::to_stdvec(self).unwrap_or_default());
-        out
+        crate::group::durable::encode_versioned(VERSION, self)
     }
 
     /// Decodes `GroupRecord::state`; `None` for another format.
     pub fn decode(state: &[u8]) -> Option<Self> {
-        match state.split_first() {
-            Some((&VERSION, rest)) => postcard::from_bytes(rest).ok(),
-            _ => None,
-        }
+        crate::group::durable::decode_versioned(VERSION, state)
     }
 }
 

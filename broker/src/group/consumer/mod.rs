@@ -18,7 +18,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use catalog::{GroupRecord, Op, Transaction};
+use catalog::GroupRecord;
 use kafka_protocol::error::ResponseError;
 use tokio::sync::Notify;
 
@@ -266,19 +266,10 @@ impl GroupCoordinator {
             return None;
         }
         g.persisting += 1;
-        let record = GroupRecord {
-            name: g.name.clone(),
-            state: g.stored().encode(),
-        };
-        let commit = self
-            .catalog
-            .commit(Transaction::new(vec![Op::PutGroup(record)]));
+        let store = self.store_state(&g.name, g.stored().encode());
         let slot = slot.clone();
         Some(Box::pin(async move {
-            let result = commit.await.map(|_| ()).map_err(|e| from_catalog(&e));
-            if let Err(e) = &result {
-                tracing::warn!(error = %e, "storing a consumer group's state failed");
-            }
+            let result = store.await;
             slot.lock().persisting -= 1;
             slot.wake.notify_one();
             result
