@@ -170,6 +170,13 @@ fn format_4_records_decode_into_the_live_ops() {
     }
     let txns = crate::record::decode(1, 4, bytes("record all")).unwrap();
     assert_eq!(txns, vec![Transaction::new(all_ops_v4())]);
+    // The first format-4 builds wrote the same ops but DropTxn, which 29839f8 added.
+    let before: Vec<Op> = all_ops_v4()
+        .into_iter()
+        .filter(|op| !matches!(op, Op::DropTxn { .. }))
+        .collect();
+    let txns = crate::record::decode(1, 4, bytes("record all-before-DropTxn")).unwrap();
+    assert_eq!(txns, vec![Transaction::new(before)]);
     assert_eq!(
         dec::<crate::model::TxnRecord>(&bytes("value TxnRecord")).unwrap(),
         sample_txn_record()
