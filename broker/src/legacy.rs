@@ -269,7 +269,8 @@ pub fn decode(key: ApiKey, version: i16, buf: &mut Bytes) -> Result<RequestKind,
     Ok(request)
 }
 
-fn put_str(out: &mut BytesMut, s: &str) -> Result<(), String> {
+/// A Kafka `STRING`: `[i16 length][bytes]`; longer than `i16::MAX` bytes is an error.
+pub(crate) fn put_str(out: &mut BytesMut, s: &str) -> Result<(), String> {
     out.put_i16(i16::try_from(s.len()).map_err(|_| "string too long".to_string())?);
     out.put_slice(s.as_bytes());
     Ok(())

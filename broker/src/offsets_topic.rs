@@ -58,29 +58,27 @@ pub async fn ensure(catalog: &dyn Catalog) -> Result<(), catalog::CatalogError> 
     }
 }
 
-fn put_str(b: &mut BytesMut, s: &str) {
-    let len = i16::try_from(s.len()).unwrap_or(i16::MAX);
-    b.put_i16(len);
-    b.put_slice(&s.as_bytes()[..len as usize]);
-}
+use crate::legacy::put_str;
 
-/// The key of a committed offset (key version 1).
-pub fn key(group: &str, topic: &str, partition: u32) -> Bytes {
+/// The key of a committed offset (key version 1); `None` for a group id longer than a
+/// Kafka string holds.
+pub fn key(group: &str, topic: &str, partition: u32) -> Option<Bytes> {
     let mut b = BytesMut::new();
     b.put_i16(1);
-    put_str(&mut b, group);
-    put_str(&mut b, topic);
+    put_str(&mut b, group).ok()?;
+    put_str(&mut b, topic).ok()?;
     b.put_i32(partition as i32);
-    b.freeze()
+    Some(b.freeze())
 }
 
-/// The value of a committed offset (value version 3).
+/// The value of a committed offset (value version 3); metadata is at most
+/// `offset.metadata.max.bytes`, so it always fits.
 pub fn value(o: &OffsetRecord) -> Bytes {
     let mut b = BytesMut::new();
     b.put_i16(3);
     b.put_i64(o.offset);
     b.put_i32(o.leader_epoch);
-    put_str(&mut b, o.metadata.as_deref().unwrap_or(""));
+    let _ = put_str(&mut b, o.metadata.as_deref().unwrap_or(""));
     b.put_i64(o.commit_ms);
     b.freeze()
 }
@@ -94,6 +92,10 @@ pub fn appends(
     let mut by_partition: std::collections::BTreeMap<u32, Vec<Record>> = Default::default();
     let now = crate::api::now_ms();
     for (group, t, p, offset) in commits {
+        let Some(key) = key(group, t, *p) else {
+            tracing::warn!(%group, "a group id too long for __consumer_offsets is not mirrored");
+            continue;
+        };
         let records = by_partition
             .entry(partition_of(group) % topic.partitions.max(1))
             .or_default();
@@ -110,7 +112,7 @@ pub fn appends(
             // The encoder starts a new batch where offset minus sequence changes.
             sequence: i as i32 - 1,
             timestamp: offset.as_ref().map_or(now, |o| o.commit_ms),
-            key: Some(key(group, t, *p)),
+            key: Some(key),
             value: offset.as_ref().map(value),
             headers: Default::default(),
         });

@@ -68,6 +68,16 @@ impl StoredKind {
     }
 }
 
+/// What a group id names.
+enum Lookup {
+    /// A consumer-protocol group.
+    Consumer(ConsumerGroup),
+    /// A classic group.
+    Classic,
+    /// No group.
+    Missing,
+}
+
 fn not_consumer(name: &str) -> Refusal {
     (
         ResponseError::GroupIdNotFound,
@@ -322,38 +332,46 @@ impl GroupCoordinator {
         })
     }
 
+    /// What `name` is: a consumer group (in memory, or as stored), a classic group, or
+    /// nothing (a group being deleted counts as nothing).
+    fn lookup(self: &Arc<Self>, name: &str) -> Result<Lookup, ResponseError> {
+        if let Some(slot) = self.consumer_slots().get(name).cloned() {
+            let g = slot.lock();
+            return Ok(if g.dead {
+                Lookup::Missing
+            } else {
+                Lookup::Consumer(g.clone())
+            });
+        }
+        if self.slots().contains_key(name) {
+            return Ok(Lookup::Classic);
+        }
+        Ok(
+            match self.catalog.group(name).map_err(|e| from_catalog(&e))? {
+                None => Lookup::Missing,
+                Some(record) => match StoredKind::of(&record)? {
+                    StoredKind::Consumer(stored) => Lookup::Consumer(ConsumerGroup::restore(
+                        name,
+                        stored,
+                        Instant::now(),
+                        &self.config.consumer,
+                    )),
+                    StoredKind::Classic(_) => Lookup::Classic,
+                },
+            },
+        )
+    }
+
     /// A consumer group's state, for ConsumerGroupDescribe: `Err` GROUP_ID_NOT_FOUND
     /// for an unknown or classic group.
     pub fn describe_consumer(self: &Arc<Self>, name: &str) -> Result<ConsumerGroup, Refusal> {
-        let missing = || {
-            (
+        match self.lookup(name).map_err(|e| (e, String::new()))? {
+            Lookup::Consumer(g) => Ok(g),
+            Lookup::Classic => Err(not_consumer(name)),
+            Lookup::Missing => Err((
                 ResponseError::GroupIdNotFound,
                 format!("group {name} not found"),
-            )
-        };
-        if let Some(slot) = self.consumer_slots().get(name).cloned() {
-            let g = slot.lock();
-            if g.dead {
-                return Err(missing());
-            }
-            return Ok(g.clone());
-        }
-        if self.slots().contains_key(name) {
-            return Err(not_consumer(name));
-        }
-        let record = self
-            .catalog
-            .group(name)
-            .map_err(|e| (from_catalog(&e), String::new()))?
-            .ok_or_else(missing)?;
-        match StoredKind::of(&record).map_err(|e| (e, String::new()))? {
-            StoredKind::Consumer(stored) => Ok(ConsumerGroup::restore(
-                name,
-                stored,
-                Instant::now(),
-                &self.config.consumer,
             )),
-            StoredKind::Classic(_) => Err(not_consumer(name)),
         }
     }
 
@@ -363,25 +381,10 @@ impl GroupCoordinator {
         self: &Arc<Self>,
         name: &str,
     ) -> Result<Option<ConsumerGroup>, ResponseError> {
-        if let Some(slot) = self.consumer_slots().get(name).cloned() {
-            let g = slot.lock();
-            return Ok((!g.dead).then(|| g.clone()));
-        }
-        if self.slots().contains_key(name) {
-            return Ok(None);
-        }
-        match self.catalog.group(name).map_err(|e| from_catalog(&e))? {
-            Some(record) => match StoredKind::of(&record)? {
-                StoredKind::Consumer(stored) => Ok(Some(ConsumerGroup::restore(
-                    name,
-                    stored,
-                    Instant::now(),
-                    &self.config.consumer,
-                ))),
-                StoredKind::Classic(_) => Ok(None),
-            },
-            None => Ok(None),
-        }
+        Ok(match self.lookup(name)? {
+            Lookup::Consumer(g) => Some(g),
+            Lookup::Classic | Lookup::Missing => None,
+        })
     }
 
     /// Checks an OffsetFetch (v9) of a consumer-protocol member at `epoch`; a fetch
