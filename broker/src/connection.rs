@@ -169,6 +169,7 @@ pub async fn run(
             local,
             peer,
             version: handler_version,
+            wire_version: header.request_api_version,
             client_id: header.client_id.as_ref().map(|s| s.to_string()),
         };
         let client_id = ctx.client_id.clone().unwrap_or_default();

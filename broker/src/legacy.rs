@@ -1,7 +1,9 @@
 //! Request versions Kafka 4.0 removed (KIP-896) that clients still in use send:
 //! OffsetCommit v0-1 (Sarama 1.22's default commits), DescribeConfigs v0 (Sarama's
-//! `ListTopics`), ListOffsets v0 (Burrow, Sarama's `GetOffset`) and CreateTopics v0-1
-//! (kafka-go's `Conn`, Sarama below 0.11). kafka-protocol 0.18 no longer encodes them
+//! `ListTopics`), ListOffsets v0 (Burrow, Sarama's `GetOffset`), CreateTopics v0-1
+//! (kafka-go's `Conn`, Sarama below 0.11), and Produce v0-2 and Fetch v0-3 (kafka-go
+//! 0.2's Writer and Reader), whose message sets `crate::message_set` converts to and
+//! from record batches. kafka-protocol 0.18 no longer encodes them
 //! (and keeps its primitive codecs private), so their few fixed-width fields, strings
 //! and arrays are read and written here, every length checked against the bytes left;
 //! each request becomes the modern request of the nearest
@@ -13,15 +15,19 @@ use kafka_protocol::messages::create_topics_request::{
     CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
 };
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, CreateTopicsRequest, DescribeConfigsRequest, GroupId, ListOffsetsRequest,
-    OffsetCommitRequest, RequestKind, ResponseKind, TopicName,
+    ApiKey, BrokerId, CreateTopicsRequest, DescribeConfigsRequest, FetchRequest, GroupId,
+    ListOffsetsRequest, OffsetCommitRequest, ProduceRequest, RequestKind, ResponseKind, TopicName,
 };
 use kafka_protocol::protocol::{Encodable, StrBytes};
+
+use crate::message_set;
 
 /// `config_source` of a default value (DescribeConfigs v1+), `is_default` in v0.
 const DEFAULT_CONFIG: i8 = 5;
@@ -33,6 +39,8 @@ pub type LegacyError = String;
 /// the others.
 fn crate_min(key: ApiKey) -> Option<i16> {
     Some(match key {
+        ApiKey::Produce => 3,
+        ApiKey::Fetch => 4,
         ApiKey::OffsetCommit => 2,
         ApiKey::DescribeConfigs => 1,
         ApiKey::ListOffsets => 1,
@@ -117,9 +125,123 @@ fn string(buf: &mut Bytes) -> Result<StrBytes, LegacyError> {
     nullable_string(buf)?.ok_or_else(|| "null string".to_string())
 }
 
+fn nullable_bytes(buf: &mut Bytes) -> Result<Option<Bytes>, LegacyError> {
+    let n = int32(buf)?;
+    if n == -1 {
+        return Ok(None);
+    }
+    let n = usize::try_from(n).map_err(|_| format!("bytes length {n}"))?;
+    need(buf, n)?;
+    Ok(Some(buf.split_to(n)))
+}
+
+/// A v2 batch header whose CRC cannot match: what a produced message set that did not
+/// convert is replaced with, so the produce handler answers its partition
+/// CORRUPT_MESSAGE (Produce v0-2 responses carry no error message to say more).
+fn corrupt_batch() -> Bytes {
+    let mut b = BytesMut::zeroed(61);
+    b[8..12].copy_from_slice(&49i32.to_be_bytes());
+    b[16] = 2;
+    b.freeze()
+}
+
+/// A produced message set as the v2 batch the produce handler takes.
+fn converted(records: Option<Bytes>, now_ms: i64) -> Option<Bytes> {
+    let records = records?;
+    Some(match message_set::to_batch(&records, now_ms) {
+        Ok(batch) => batch,
+        // The handler refuses an empty one as Kafka does (INVALID_RECORD).
+        Err(message_set::MessageSetError::Empty) => Bytes::new(),
+        Err(e) => {
+            tracing::debug!(error = %e, "a produced message set did not convert");
+            corrupt_batch()
+        }
+    })
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
 /// Decodes the body of a legacy request into the modern request its handler takes.
 pub fn decode(key: ApiKey, version: i16, buf: &mut Bytes) -> Result<RequestKind, LegacyError> {
     let request = match key {
+        ApiKey::Produce => {
+            let acks: i16 = int16(buf)?;
+            let timeout_ms: i32 = int32(buf)?;
+            let now = now_ms();
+            let mut topic_data = Vec::new();
+            for _ in 0..count(buf)? {
+                let name = TopicName(string(buf)?);
+                let mut partition_data = Vec::new();
+                for _ in 0..count(buf)? {
+                    let index: i32 = int32(buf)?;
+                    let records = converted(nullable_bytes(buf)?, now);
+                    partition_data.push(
+                        PartitionProduceData::default()
+                            .with_index(index)
+                            .with_records(records),
+                    );
+                }
+                topic_data.push(
+                    TopicProduceData::default()
+                        .with_name(name)
+                        .with_partition_data(partition_data),
+                );
+            }
+            RequestKind::Produce(
+                ProduceRequest::default()
+                    .with_acks(acks)
+                    .with_timeout_ms(timeout_ms)
+                    .with_topic_data(topic_data),
+            )
+        }
+        ApiKey::Fetch => {
+            let replica_id: i32 = int32(buf)?;
+            let max_wait_ms: i32 = int32(buf)?;
+            let min_bytes: i32 = int32(buf)?;
+            // Before v3 only the per-partition limits bound a response, as in Kafka.
+            let max_bytes: i32 = if version >= 3 { int32(buf)? } else { i32::MAX };
+            let mut topics = Vec::new();
+            for _ in 0..count(buf)? {
+                let topic = TopicName(string(buf)?);
+                let mut partitions = Vec::new();
+                for _ in 0..count(buf)? {
+                    let partition: i32 = int32(buf)?;
+                    let fetch_offset: i64 = int64(buf)?;
+                    let partition_max_bytes: i32 = int32(buf)?;
+                    partitions.push(
+                        FetchPartition::default()
+                            .with_partition(partition)
+                            .with_current_leader_epoch(-1)
+                            .with_fetch_offset(fetch_offset)
+                            .with_last_fetched_epoch(-1)
+                            .with_log_start_offset(-1)
+                            .with_partition_max_bytes(partition_max_bytes),
+                    );
+                }
+                topics.push(
+                    FetchTopic::default()
+                        .with_topic(topic)
+                        .with_partitions(partitions),
+                );
+            }
+            // These versions have no isolation level and their clients cannot drop
+            // aborted records: they read committed data only (the records of aborted
+            // transactions are left out when the batches become messages).
+            RequestKind::Fetch(
+                FetchRequest::default()
+                    .with_replica_id(BrokerId(replica_id))
+                    .with_max_wait_ms(max_wait_ms)
+                    .with_min_bytes(min_bytes)
+                    .with_max_bytes(max_bytes)
+                    .with_isolation_level(1)
+                    .with_session_epoch(-1)
+                    .with_topics(topics),
+            )
+        }
         ApiKey::OffsetCommit => {
             let group_id = GroupId(string(buf)?);
             let (generation, member_id) = if version >= 1 {
@@ -299,6 +421,50 @@ pub fn encode(
     out: &mut BytesMut,
 ) -> Result<(), String> {
     match response {
+        ResponseKind::Produce(r) => {
+            put_len(out, r.responses.len())?;
+            for t in &r.responses {
+                put_str(out, &t.name)?;
+                put_len(out, t.partition_responses.len())?;
+                for p in &t.partition_responses {
+                    out.put_i32(p.index);
+                    out.put_i16(p.error_code);
+                    out.put_i64(p.base_offset);
+                    if version >= 2 {
+                        out.put_i64(p.log_append_time_ms);
+                    }
+                }
+            }
+            if version >= 1 {
+                out.put_i32(r.throttle_time_ms);
+            }
+            Ok(())
+        }
+        ResponseKind::Fetch(r) => {
+            if version >= 1 {
+                out.put_i32(r.throttle_time_ms);
+            }
+            put_len(out, r.responses.len())?;
+            for t in &r.responses {
+                put_str(out, &t.topic)?;
+                put_len(out, t.partitions.len())?;
+                for p in &t.partitions {
+                    out.put_i32(p.partition_index);
+                    out.put_i16(p.error_code);
+                    // What the client may read: committed data.
+                    out.put_i64(if p.last_stable_offset >= 0 {
+                        p.last_stable_offset
+                    } else {
+                        p.high_watermark
+                    });
+                    // The handler wrote them as messages (`message_set::from_batches`).
+                    let messages = p.records.clone().unwrap_or_default();
+                    put_len(out, messages.len())?;
+                    out.put_slice(&messages);
+                }
+            }
+            Ok(())
+        }
         // v0 and v1 share v2's layout.
         ResponseKind::OffsetCommit(r) => r.encode(out, 2).map_err(|e| e.to_string()),
         ResponseKind::DescribeConfigs(r) => {
@@ -360,6 +526,42 @@ pub fn sample(key: ApiKey, version: i16) -> Option<Vec<u8>> {
     let mut b = BytesMut::new();
     let s = |b: &mut BytesMut, v: &str| put_str(b, v).ok();
     match key {
+        ApiKey::Produce => {
+            // One message (magic 1, key "k", value "v") to partition 0 of "walk".
+            let mut m = BytesMut::new();
+            m.put_i8(1);
+            m.put_i8(0);
+            m.put_i64(0);
+            m.put_i32(1);
+            m.put_u8(b'k');
+            m.put_i32(1);
+            m.put_u8(b'v');
+            b.put_i16(1);
+            b.put_i32(1000);
+            b.put_i32(1);
+            s(&mut b, "walk")?;
+            b.put_i32(1);
+            b.put_i32(0);
+            b.put_i32(12 + 4 + m.len() as i32);
+            b.put_i64(0);
+            b.put_i32(4 + m.len() as i32);
+            b.put_u32(crc32fast::hash(&m));
+            b.put_slice(&m);
+        }
+        ApiKey::Fetch => {
+            b.put_i32(-1);
+            b.put_i32(0);
+            b.put_i32(1);
+            if version >= 3 {
+                b.put_i32(1 << 20);
+            }
+            b.put_i32(1);
+            s(&mut b, "walk")?;
+            b.put_i32(1);
+            b.put_i32(0);
+            b.put_i64(0);
+            b.put_i32(1 << 20);
+        }
         ApiKey::OffsetCommit => {
             s(&mut b, "walk")?;
             if version >= 1 {
@@ -409,6 +611,8 @@ mod tests {
     #[test]
     fn every_sample_decodes_and_nothing_trails() {
         for key in [
+            ApiKey::Produce,
+            ApiKey::Fetch,
             ApiKey::OffsetCommit,
             ApiKey::DescribeConfigs,
             ApiKey::ListOffsets,

@@ -12,6 +12,7 @@ pub mod error;
 pub mod fetch_session;
 pub mod group;
 pub mod legacy;
+pub mod message_set;
 pub mod metrics;
 pub mod offsets_topic;
 pub mod quota;

@@ -54,12 +54,6 @@ LIBRARIES = {
 }
 PARTITIONS = 3
 
-# Produce and Fetch v2 (message format v1), which Kafka 4.0 removed (KIP-896) and Eddy
-# does not serve (docs/kafka.md, "Known gaps"): the test that needs them is expected to
-# fail until it does, and fails the suite once it passes, so the mark goes with the gap.
-KIP_896 = "needs a protocol version Kafka 4.0 removed (KIP-896), not served: "
-
-
 def name(prefix):
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
@@ -428,7 +422,6 @@ def test_sarama_admin_lists_topics_and_describes_configs(eddy, sarama):
     assert {k: v["value"] for k, v in ours.items()} == {k: v["value"] for k, v in theirs.items()}
 
 
-@pytest.mark.xfail(strict=True, reason=KIP_896 + "Produce and Fetch v2 (message format v1)")
 def test_kafkago_writer_and_group_reader_round_trip(eddy, kafkago, tmp_path):
     """kafka-go's Writer (Produce v2, hash balancer) and a Reader with a GroupID
     (Fetch v2, OffsetCommit v2 per message) read back every keyed message once; the

@@ -5,7 +5,8 @@
 //! until `max_wait_ms`, woken only by commits to the partitions it reads (not by a timer
 //! loop, nor by every commit). Fetch sessions (v7+, KIP-227) keep a consumer's partitions
 //! between fetches (`crate::fetch_session`): an incremental fetch reads every partition
-//! of its session and answers those with news.
+//! of its session and answers those with news. Fetch v0-3 (removed in Kafka 4.0) get
+//! their batches as message sets (`crate::message_set`).
 
 use std::time::Duration;
 
@@ -20,6 +21,7 @@ use tokio::time::Instant;
 use super::{Ctx, Reply, topic_name, uuid};
 use crate::error::from_catalog;
 use crate::fetch_session::Plan;
+use crate::message_set::{self, Aborted};
 
 /// One read of every requested partition.
 struct Read {
@@ -101,6 +103,25 @@ fn read_once(ctx: &Ctx, req: &FetchRequest) -> Read {
                 if limit == 0 {
                     return None;
                 }
+                if let Some(magic) = legacy_magic(ctx.wire_version) {
+                    let at = (topic.id, p.partition as u32);
+                    return match message_sets(
+                        catalog.as_ref(),
+                        at,
+                        p.fetch_offset,
+                        end,
+                        limit,
+                        magic,
+                    ) {
+                        Ok(records) => {
+                            total += records.len();
+                            remaining = remaining.saturating_sub(records.len());
+                            data.records = Some(records);
+                            None
+                        }
+                        Err(e) => Some(from_catalog(&e)),
+                    };
+                }
                 match catalog.read_batches(
                     topic.id,
                     p.partition as u32,
@@ -167,6 +188,57 @@ fn read_once(ctx: &Ctx, req: &FetchRequest) -> Read {
         errors,
         read,
     }
+}
+
+/// The message format a removed Fetch version reads (v0-1: magic 0, v2-3: magic 1);
+/// `None` for record batches (v4+).
+fn legacy_magic(wire_version: i16) -> Option<i8> {
+    match wire_version {
+        0 | 1 => Some(0),
+        2 | 3 => Some(1),
+        _ => None,
+    }
+}
+
+/// A partition's committed records from `fetch_offset` as a message set of `magic` for
+/// Fetch v0-3, within `limit` bytes (at least one message), without markers and the
+/// records of aborted transactions: its clients cannot drop them (`crate::legacy`).
+/// Batches that leave nothing (an aborted transaction, markers) are read past, since
+/// such a client can only move past offsets it is given a message at.
+fn message_sets(
+    catalog: &dyn catalog::Catalog,
+    (topic, partition): (u128, u32),
+    fetch_offset: i64,
+    end: i64,
+    limit: usize,
+    magic: i8,
+) -> Result<Bytes, catalog::CatalogError> {
+    let mut from = fetch_offset as u64;
+    while (from as i64) < end {
+        let mut batches = catalog.read_batches(topic, partition, from, limit)?;
+        batches.retain(|b| (b.base_offset as i64) < end);
+        let Some(last) = batches.last().map(|b| b.last_offset) else {
+            break;
+        };
+        let aborted: Vec<Aborted> = catalog
+            .aborted_txns(topic, partition, from, last + 1)?
+            .into_iter()
+            .map(|a| Aborted {
+                producer_id: a.producer_id,
+                first_offset: a.first_offset as i64,
+            })
+            .collect();
+        let mut stored = BytesMut::new();
+        for b in &batches {
+            stored.extend_from_slice(&b.bytes);
+        }
+        let out = message_set::from_batches(&stored.freeze(), magic, &aborted, fetch_offset, limit);
+        if !out.is_empty() {
+            return Ok(out);
+        }
+        from = last + 1;
+    }
+    Ok(Bytes::new())
 }
 
 /// Handles a fetch, long-polling when there is too little data.

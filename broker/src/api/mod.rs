@@ -62,8 +62,12 @@ pub struct Ctx {
     pub local: SocketAddr,
     /// The client's address.
     pub peer: SocketAddr,
-    /// Request API version.
+    /// The version the handler serves: the request's, or for a version Kafka 4.0 removed
+    /// the oldest the codec has (`crate::legacy::handler_version`).
     pub version: i16,
+    /// The version on the wire, where a handler answers a removed version differently
+    /// (Fetch v0-3's message sets).
+    pub wire_version: i16,
     /// Client id from the request header.
     pub client_id: Option<String>,
 }
@@ -88,10 +92,11 @@ pub fn ready(r: ResponseKind) -> Reply {
 /// The versions served, per API: exactly what the handlers implement.
 pub fn supported(api: ApiKey) -> Option<(i16, i16)> {
     Some(match api {
-        ApiKey::Produce => (3, 13),
-        ApiKey::Fetch => (4, 18),
-        // v0 of ListOffsets, DescribeConfigs, v0-1 of OffsetCommit and CreateTopics: the
-        // versions Kafka 4.0 removed, read and written by `crate::legacy`.
+        // Produce v0-2, Fetch v0-3 (message sets), v0 of ListOffsets, DescribeConfigs,
+        // v0-1 of OffsetCommit and CreateTopics: the versions Kafka 4.0 removed, read and
+        // written by `crate::legacy`.
+        ApiKey::Produce => (0, 13),
+        ApiKey::Fetch => (0, 18),
         ApiKey::ListOffsets => (0, 10),
         ApiKey::Metadata => (0, 13),
         ApiKey::ApiVersions => (0, 4),
