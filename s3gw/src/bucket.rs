@@ -7,6 +7,7 @@ use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::error::{OrS3, catalog_error};
+use crate::protections;
 use crate::tagging::{tag_set, validate_tags};
 use crate::{Gateway, now_ms, timestamp};
 
@@ -51,6 +52,7 @@ pub async fn create_bucket(
             "The specified bucket is not valid"
         ));
     }
+    protections::bucket_creation(&req.input)?;
     let mut settings = BTreeMap::new();
     if let Some(loc) = req
         .input

@@ -12,6 +12,7 @@ use crate::checksum::{Wanted, fields};
 use crate::error::{OrS3, join_error};
 use crate::get::{Conditions, find_version};
 use crate::multipart::{check_part_number, commit_part, upload_of};
+use crate::protections;
 use crate::put::check_key;
 use crate::tagging::parse_tagging_header;
 use crate::{ContentHeaders, Gateway, INLINE_MAX, etag, now_ms, timestamp, versioning};
@@ -136,6 +137,13 @@ pub async fn copy_object(
     let requester = gw.requester(&req);
     let i = req.input;
     check_key(&i.key)?;
+    protections::check_write!(i)?;
+    protections::no_customer_key(protections::customer_key!(
+        i,
+        copy_source_sse_customer_algorithm,
+        copy_source_sse_customer_key,
+        copy_source_sse_customer_key_md5
+    ))?;
     source_conditions(
         &src,
         i.copy_source_if_match.as_ref(),
@@ -266,6 +274,22 @@ pub async fn upload_part_copy(
     let (src_b, _, src) = source(gw, &req, &req.input.copy_source)?;
     let i = req.input;
     let n = check_part_number(i.part_number)?;
+    protections::encryption(
+        None,
+        protections::customer_key!(
+            i,
+            sse_customer_algorithm,
+            sse_customer_key,
+            sse_customer_key_md5
+        ),
+        false,
+    )?;
+    protections::no_customer_key(protections::customer_key!(
+        i,
+        copy_source_sse_customer_algorithm,
+        copy_source_sse_customer_key,
+        copy_source_sse_customer_key_md5
+    ))?;
     let upload = upload_of(gw, &b.name, &i.key, &i.upload_id)?;
     source_conditions(
         &src,

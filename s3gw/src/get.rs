@@ -8,6 +8,7 @@ use s3s::{S3Error, S3Request, S3Response, S3Result, s3_error};
 use crate::body::response_body;
 use crate::checksum::fields;
 use crate::error::OrS3;
+use crate::protections;
 use crate::{Gateway, etag, stored_headers, timestamp, timestamp_secs, versioning};
 
 /// Whether an If-Match / If-None-Match condition matches the version.
@@ -259,6 +260,12 @@ pub async fn get_object(
 ) -> S3Result<S3Response<GetObjectOutput>> {
     let b = gw.bucket_for(&req, &req.input.bucket)?;
     let i = &req.input;
+    protections::no_customer_key(protections::customer_key!(
+        i,
+        sse_customer_algorithm,
+        sse_customer_key,
+        sse_customer_key_md5
+    ))?;
     let Selected {
         v,
         start,
@@ -302,6 +309,12 @@ pub async fn head_object(
 ) -> S3Result<S3Response<HeadObjectOutput>> {
     let b = gw.bucket_for(&req, &req.input.bucket)?;
     let i = &req.input;
+    protections::no_customer_key(protections::customer_key!(
+        i,
+        sse_customer_algorithm,
+        sse_customer_key,
+        sse_customer_key_md5
+    ))?;
     let Selected {
         v,
         start,

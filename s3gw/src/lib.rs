@@ -8,6 +8,7 @@
 //! - [`multipart`]: multipart uploads
 //! - [`tagging`]: object tagging
 //! - [`notification`]: bucket notification configuration (Put and Get)
+//! - [`protections`]: refusals of the encryption, object lock and ACLs not built yet
 //! - [`change`]: the one place where an object change's catalog transaction is built
 //! - [`error`]: catalog and storage errors as S3 error codes
 //!
@@ -27,6 +28,7 @@ pub mod get;
 pub mod list;
 pub mod multipart;
 pub mod notification;
+pub mod protections;
 pub mod put;
 pub mod tagging;
 pub mod versioning;

@@ -12,6 +12,7 @@ use crate::change::{Change, Event};
 use crate::checksum::{self, Wanted, fields};
 use crate::error::OrS3;
 use crate::list::common_prefix;
+use crate::protections;
 use crate::put::check_key;
 use crate::tagging::parse_tagging_header;
 use crate::{ContentHeaders, Gateway, etag, hex, new_id, now_ms, owner, timestamp, versioning};
@@ -30,6 +31,7 @@ pub async fn create_multipart_upload(
     let user = gw.user(&req)?;
     let i = req.input;
     check_key(&i.key)?;
+    protections::check_write!(i)?;
     let tags = parse_tagging_header(i.tagging.as_deref())?;
     let alg = i
         .checksum_algorithm
@@ -172,6 +174,16 @@ pub async fn upload_part(
         ..
     } = req;
     let n = check_part_number(input.part_number)?;
+    protections::encryption(
+        None,
+        protections::customer_key!(
+            input,
+            sse_customer_algorithm,
+            sse_customer_key,
+            sse_customer_key_md5
+        ),
+        false,
+    )?;
     let upload = upload_of(gw, &b.name, &input.key, &input.upload_id)?;
     let mut wanted = Wanted::new(
         [

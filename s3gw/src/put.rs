@@ -10,6 +10,7 @@ use crate::change::{Change, Event};
 use crate::checksum::{Wanted, fields};
 use crate::error::OrS3;
 use crate::get::matches;
+use crate::protections;
 use crate::tagging::parse_tagging_header;
 use crate::{ContentHeaders, Gateway, etag, now_ms, versioning};
 
@@ -46,6 +47,7 @@ pub async fn put_object(
     } = req;
     let key = input.key.clone();
     check_key(&key)?;
+    protections::check_write!(input)?;
     if input.if_match.is_some() || input.if_none_match.is_some() {
         let current = gw.catalog().object(&b.name, &key).or_s3()?;
         let ok_match = input
