@@ -8,6 +8,8 @@ use anyhow::{Context, bail};
 use clap::Args;
 use serde::Deserialize;
 
+use crate::listen::{HttpListen, KafkaListener, SecurityProtocol};
+
 /// Default S3 access key and secret, printed at start when in use.
 pub const DEFAULT_CREDENTIAL: &str = "eddyadmin";
 
@@ -37,15 +39,28 @@ pub struct ServeArgs {
     /// Storage settings.
     #[command(flatten)]
     pub storage: StorageArgs,
-    /// S3 listen address.
+    /// S3 listen address: `host:port`, or `https://host:port` for TLS.
     #[arg(long, env = "EDDY_S3_LISTEN")]
-    pub s3_listen: Option<SocketAddr>,
-    /// Kafka listen addresses, comma-separated; each one is a broker.
+    pub s3_listen: Option<HttpListen>,
+    /// Kafka listeners, comma-separated, in Kafka's form (`PLAINTEXT://127.0.0.1:9092,
+    /// SSL://127.0.0.1:9093`; a bare `host:port` is plaintext). Each address of a
+    /// protocol is a broker; every protocol lists the same number of them.
     #[arg(long, env = "EDDY_KAFKA_LISTEN", value_delimiter = ',')]
-    pub kafka_listen: Option<Vec<SocketAddr>>,
-    /// HTTP listen address (Iceberg REST catalog, /metrics, /health).
+    pub kafka_listen: Option<Vec<KafkaListener>>,
+    /// HTTP listen address (Iceberg REST catalog, /metrics, /health): `host:port`, or
+    /// `https://host:port` for TLS.
     #[arg(long, env = "EDDY_HTTP_LISTEN")]
-    pub http_listen: Option<SocketAddr>,
+    pub http_listen: Option<HttpListen>,
+    /// Certificate chain (PEM) of every TLS listener.
+    #[arg(long, env = "EDDY_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+    /// Private key (PEM) of the TLS certificate.
+    #[arg(long, env = "EDDY_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
+    /// CA certificates (PEM): `SSL://` Kafka listeners then require client certificates
+    /// signed by them (mutual TLS, TLS 1.3).
+    #[arg(long, env = "EDDY_TLS_CLIENT_CA")]
+    pub tls_client_ca: Option<PathBuf>,
     /// Bucket holding the broker's topics.
     #[arg(long, env = "EDDY_BROKER_BUCKET")]
     pub broker_bucket: Option<String>,
@@ -159,9 +174,12 @@ pub struct FileConfig {
     k: Option<usize>,
     m: Option<usize>,
     meta_dir: Option<PathBuf>,
-    s3_listen: Option<SocketAddr>,
-    kafka_listen: Option<Vec<SocketAddr>>,
-    http_listen: Option<SocketAddr>,
+    s3_listen: Option<HttpListen>,
+    kafka_listen: Option<Vec<KafkaListener>>,
+    http_listen: Option<HttpListen>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
+    tls_client_ca: Option<PathBuf>,
     broker_bucket: Option<String>,
     s3_domain: Option<Vec<String>>,
     checkpoint_mb: Option<u64>,
@@ -227,11 +245,13 @@ pub struct ServeConfig {
     /// Storage.
     pub storage: StorageConfig,
     /// S3 listener.
-    pub s3_listen: SocketAddr,
+    pub s3_listen: HttpListen,
     /// Kafka listeners.
-    pub kafka_listen: Vec<SocketAddr>,
+    pub kafka_listen: Vec<KafkaListener>,
     /// HTTP listener.
-    pub http_listen: SocketAddr,
+    pub http_listen: HttpListen,
+    /// The TLS files of the TLS listeners (present when any listener is TLS).
+    pub tls: Option<listener::tls::TlsFiles>,
     /// Broker bucket.
     pub broker_bucket: String,
     /// Domains for virtual-host-style S3 requests (none: path style only).
@@ -337,6 +357,40 @@ fn resolve_storage(args: &StorageArgs, file: &FileConfig) -> anyhow::Result<Stor
     })
 }
 
+/// The TLS files, checked against the listeners: a TLS listener needs a certificate and
+/// a key, a client CA needs an `SSL://` listener, SASL is refused until it is built.
+fn tls_files(
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+    client_ca: Option<PathBuf>,
+    s3: HttpListen,
+    kafka: &[KafkaListener],
+    http: HttpListen,
+) -> anyhow::Result<Option<listener::tls::TlsFiles>> {
+    if let Some(l) = kafka.iter().find(|l| {
+        matches!(
+            l.protocol,
+            SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl
+        )
+    }) {
+        bail!("{l}: SASL listeners are not implemented yet (PLAINTEXT and SSL are)");
+    }
+    let any_tls = s3.tls || http.tls || kafka.iter().any(|l| l.protocol.tls());
+    if client_ca.is_some() && !kafka.iter().any(|l| l.protocol == SecurityProtocol::Ssl) {
+        bail!("--tls-client-ca is for SSL:// Kafka listeners, and none is configured");
+    }
+    match (cert, key) {
+        (Some(cert), Some(key)) => Ok(Some(listener::tls::TlsFiles {
+            cert,
+            key,
+            client_ca,
+        })),
+        (None, None) if !any_tls => Ok(None),
+        (None, None) => bail!("a TLS listener (SSL://, https://) needs --tls-cert and --tls-key"),
+        _ => bail!("--tls-cert and --tls-key go together"),
+    }
+}
+
 impl StorageArgs {
     /// Resolves the storage settings.
     pub fn resolve(&self) -> anyhow::Result<StorageConfig> {
@@ -368,6 +422,32 @@ impl ServeArgs {
             users.push(u);
         }
         let parse = |s: &str| s.parse::<SocketAddr>().expect("built-in address");
+        let s3_listen = self
+            .s3_listen
+            .or(file.s3_listen)
+            .unwrap_or_else(|| HttpListen::plain(parse("0.0.0.0:9000")));
+        let kafka_listen = self
+            .kafka_listen
+            .clone()
+            .or(file.kafka_listen)
+            .unwrap_or_else(|| {
+                vec![KafkaListener {
+                    protocol: SecurityProtocol::Plaintext,
+                    addr: parse("0.0.0.0:9092"),
+                }]
+            });
+        let http_listen = self
+            .http_listen
+            .or(file.http_listen)
+            .unwrap_or_else(|| HttpListen::plain(parse("0.0.0.0:8181")));
+        let tls = tls_files(
+            self.tls_cert.clone().or(file.tls_cert),
+            self.tls_key.clone().or(file.tls_key),
+            self.tls_client_ca.clone().or(file.tls_client_ca),
+            s3_listen,
+            &kafka_listen,
+            http_listen,
+        )?;
         let broker_bucket = self
             .broker_bucket
             .clone()
@@ -375,19 +455,10 @@ impl ServeArgs {
             .unwrap_or_else(|| "kafka".into());
         Ok(ServeConfig {
             storage,
-            s3_listen: self
-                .s3_listen
-                .or(file.s3_listen)
-                .unwrap_or_else(|| parse("0.0.0.0:9000")),
-            kafka_listen: self
-                .kafka_listen
-                .clone()
-                .or(file.kafka_listen)
-                .unwrap_or_else(|| vec![parse("0.0.0.0:9092")]),
-            http_listen: self
-                .http_listen
-                .or(file.http_listen)
-                .unwrap_or_else(|| parse("0.0.0.0:8181")),
+            s3_listen,
+            kafka_listen,
+            http_listen,
+            tls,
             broker_bucket,
             s3_domains: self
                 .s3_domain
@@ -544,8 +615,8 @@ mod tests {
         assert_eq!(c.storage.m, 1);
         assert_eq!(c.storage.drives.len(), 4);
         assert_eq!(c.storage.drives[3], PathBuf::from("/srv/eddy/drive-3"));
-        assert_eq!(c.http_listen.port(), 1);
-        assert_eq!(c.s3_listen.port(), 9000);
+        assert_eq!(c.http_listen.addr.port(), 1);
+        assert_eq!(c.s3_listen.addr.port(), 9000);
         assert_eq!(c.users[1].access_key, "alice");
         assert_eq!(c.s3_domains, ["s3.example.com"]);
         assert_eq!(c.notify_ce_type_prefix, "file.example:");

@@ -1,4 +1,5 @@
-//! A small HTTP/1 accept loop with graceful shutdown for the HTTP endpoint, and its
+//! A small HTTP/1 accept loop (HTTPS when given a certificate) with graceful shutdown
+//! for the HTTP endpoint, and its
 //! routes (`/health`, `/metrics`, the Iceberg REST catalog under `/iceberg`, the admin
 //! API under `/admin`).
 
@@ -13,6 +14,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use listener::tls::Tls;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -36,6 +38,7 @@ pub fn reply(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> 
 pub async fn serve<F, Fut>(
     name: &'static str,
     listener: TcpListener,
+    tls: Option<Arc<Tls>>,
     limits: listener::Limits,
     metrics: Arc<Metrics>,
     handler: F,
@@ -59,14 +62,16 @@ pub async fn serve<F, Fut>(
             }
         })
     };
-    serve_hyper(name, listener, limits, &metrics, shutdown, service).await;
+    serve_hyper(name, listener, tls, limits, &metrics, shutdown, service).await;
 }
 
-/// Serves HTTP/1 on `listener` through the shared accept loop (connection cap, backoff,
-/// shutdown); `service` makes each connection's service from its peer's address.
+/// Serves HTTP/1 on `listener` (HTTPS with `tls`) through the shared accept loop
+/// (connection cap, backoff, shutdown); `service` makes each connection's service from
+/// its peer's address.
 pub async fn serve_hyper<S, B>(
     name: &'static str,
     listener: TcpListener,
+    tls: Option<Arc<Tls>>,
     limits: listener::Limits,
     metrics: &Metrics,
     shutdown: watch::Receiver<bool>,
@@ -84,6 +89,7 @@ pub async fn serve_hyper<S, B>(
         serve_connection(
             name,
             stream,
+            tls.clone(),
             service(peer),
             limits.idle_timeout,
             stop.clone(),
@@ -101,16 +107,41 @@ pub async fn serve_hyper<S, B>(
     .await;
 }
 
-/// One HTTP/1 connection: closed when it sits `idle` without sending a request's
-/// headers, and finished gracefully (the request in hand answered) on shutdown.
-fn serve_connection<S, B>(
+/// One HTTP/1 connection (after its TLS handshake, with `tls`): closed when it sits
+/// `idle` without sending a request's headers, and finished gracefully (the request in
+/// hand answered) on shutdown.
+async fn serve_connection<S, B>(
     name: &'static str,
     stream: tokio::net::TcpStream,
+    tls: Option<Arc<Tls>>,
+    service: S,
+    idle: std::time::Duration,
+    shutdown: watch::Receiver<bool>,
+) where
+    S: hyper::service::Service<Request<Incoming>, Response = hyper::Response<B>> + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    match tls {
+        None => drive(name, stream, service, idle, shutdown).await,
+        Some(tls) => match tls.accept(stream, idle).await {
+            Ok(stream) => drive(name, stream, service, idle, shutdown).await,
+            Err(e) => tracing::debug!(listener = name, error = %e, "TLS handshake failed"),
+        },
+    }
+}
+
+async fn drive<I, S, B>(
+    name: &'static str,
+    io: I,
     service: S,
     idle: std::time::Duration,
     mut shutdown: watch::Receiver<bool>,
-) -> impl Future<Output = ()> + Send + 'static
-where
+) where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
     S: hyper::service::Service<Request<Incoming>, Response = hyper::Response<B>> + Send + 'static,
     S::Future: Send + 'static,
     S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -121,19 +152,17 @@ where
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(hyper_util::rt::TokioTimer::new())
         .header_read_timeout(idle)
-        .serve_connection(TokioIo::new(stream), service);
-    async move {
-        tokio::pin!(conn);
-        let ended = tokio::select! {
-            r = conn.as_mut() => r,
-            _ = shutdown.changed() => {
-                conn.as_mut().graceful_shutdown();
-                conn.await
-            }
-        };
-        if let Err(e) = ended {
-            tracing::debug!(listener = name, error = %e, "connection ended with an error");
+        .serve_connection(TokioIo::new(io), service);
+    tokio::pin!(conn);
+    let ended = tokio::select! {
+        r = conn.as_mut() => r,
+        _ = shutdown.changed() => {
+            conn.as_mut().graceful_shutdown();
+            conn.await
         }
+    };
+    if let Err(e) = ended {
+        tracing::debug!(listener = name, error = %e, "connection ended with an error");
     }
 }
 

@@ -5,6 +5,7 @@ mod config;
 mod expansion_cli;
 mod heal;
 mod http;
+mod listen;
 mod metrics;
 mod s3;
 mod scrub;

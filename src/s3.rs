@@ -1,5 +1,6 @@
-//! The S3 listener: hyper serving the s3s service of the `s3gw` crate, with graceful
-//! shutdown (requests in flight finish) and per-status request counters.
+//! The S3 listener: hyper serving the s3s service of the `s3gw` crate (over TLS when
+//! given a certificate), with graceful shutdown (requests in flight finish) and
+//! per-status request counters.
 
 use std::sync::Arc;
 
@@ -15,6 +16,7 @@ use crate::metrics::Metrics;
 /// flight.
 pub async fn serve(
     listener: TcpListener,
+    tls: Option<Arc<listener::tls::Tls>>,
     limits: listener::Limits,
     metrics: Arc<Metrics>,
     service: S3Service,
@@ -43,5 +45,14 @@ pub async fn serve(
             }
         })
     };
-    crate::http::serve_hyper("s3", listener, limits, &metrics, shutdown, per_connection).await;
+    crate::http::serve_hyper(
+        "s3",
+        listener,
+        tls,
+        limits,
+        &metrics,
+        shutdown,
+        per_connection,
+    )
+    .await;
 }

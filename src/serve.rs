@@ -16,6 +16,7 @@ use tokio::sync::watch;
 use crate::config::{DEFAULT_CREDENTIAL, ServeConfig, StorageConfig};
 use crate::http;
 use crate::metrics::Metrics;
+use listener::tls::{Tls, TlsFiles};
 
 /// Catalog settings from the resolved storage settings.
 pub fn catalog_config(s: &StorageConfig) -> CatalogConfig {
@@ -112,12 +113,14 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let metrics = Arc::new(Metrics::new(catalog.metrics()));
     let catalog_dyn: Arc<dyn Catalog> = catalog.clone();
 
-    let s3 = bind(config.s3_listen, "S3").await?;
-    let http_listener = bind(config.http_listen, "HTTP").await?;
+    let s3 = bind(config.s3_listen.addr, "S3").await?;
+    let http_listener = bind(config.http_listen.addr, "HTTP").await?;
     let mut kafka = Vec::new();
-    for addr in &config.kafka_listen {
-        kafka.push(bind(*addr, "Kafka").await?);
+    for l in &config.kafka_listen {
+        kafka.push(bind(l.addr, "Kafka").await?);
     }
+    let tls = Listeners::load(&config, &metrics)?;
+    tokio::spawn(reload_on_sighup(tls.all()));
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
     let users: Vec<s3gw::User> = config
@@ -140,6 +143,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     };
     tasks.spawn(crate::s3::serve(
         s3,
+        tls.s3.clone(),
         limits,
         metrics.clone(),
         s3_service,
@@ -172,19 +176,23 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         ),
         tables::rest::S3Access {
             endpoint: None,
-            port: config.s3_listen.port(),
+            port: config.s3_listen.addr.port(),
+            scheme: config.s3_listen.scheme(),
             region: "us-east-1".to_owned(),
         },
     ));
     tasks.spawn(http::serve(
         "http",
         http_listener,
+        tls.http.clone(),
         limits,
         metrics.clone(),
         http::endpoint(catalog.clone(), metrics.clone(), iceberg),
         stop_rx.clone(),
     ));
-    let mut kafka_config = broker::BrokerConfig::new(config.kafka_listen.clone());
+    let mut kafka_config =
+        broker::BrokerConfig::new(config.kafka_listen.iter().map(|l| l.addr).collect());
+    kafka_config.listener_classes = listener_classes(&config.kafka_listen)?;
     kafka_config.auto_create_topics = config.kafka_auto_create_topics;
     // The drives' common parent: the data dir when the drives are its subdirectories.
     kafka_config.log_dir = config
@@ -252,10 +260,12 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         kafka_broker.config.compaction_check_interval,
         stop_rx.clone(),
     ));
-    for (l, addr) in kafka.into_iter().zip(config.kafka_listen.iter().copied()) {
-        let node = kafka_broker.cluster.node_of(addr);
+    for (l, listen) in kafka.into_iter().zip(config.kafka_listen.iter().copied()) {
+        let node = kafka_broker.cluster.node_of(listen.addr);
         let (on_stop, stop) = (kafka_broker.clone(), stop_rx.clone());
         let broker = kafka_broker.clone();
+        let tls = listen.protocol.tls().then(|| tls.kafka.clone()).flatten();
+        let handshake_timeout = config.idle_timeout;
         tasks.spawn(listener::serve(
             "kafka",
             l,
@@ -264,7 +274,20 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             stop_rx.clone(),
             move |sock, peer| {
                 let _ = sock.set_nodelay(true);
-                broker::connection::run(broker.clone(), sock, peer, node, stop.clone())
+                let (broker, stop, tls) = (broker.clone(), stop.clone(), tls.clone());
+                async move {
+                    let Some(tls) = tls else {
+                        return broker::connection::run(broker, sock, peer, node, stop).await;
+                    };
+                    let local = sock.local_addr().unwrap_or(listen.addr);
+                    match tls.accept(sock, handshake_timeout).await {
+                        Ok(stream) => {
+                            broker::connection::run_tls(broker, stream, local, peer, node, stop)
+                                .await
+                        }
+                        Err(e) => tracing::debug!(%peer, error = %e, "kafka TLS handshake failed"),
+                    }
+                }
             },
             // Waiting joins and syncs are answered, so connections can finish the
             // request in hand and close.
@@ -281,7 +304,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     // Not awaited at shutdown: what a stopped collection leaves is collected next start.
     drop(background.spawn(collect_orphans(catalog.clone())));
     println!(
-        "eddy ready: s3 http://{} kafka {} http http://{} (data on {} drives, {}+{})",
+        "eddy ready: s3 {} kafka {} http {} (data on {} drives, {}+{})",
         config.s3_listen,
         config
             .kafka_listen
@@ -305,6 +328,101 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     tokio::task::spawn_blocking(move || catalog.shutdown()).await?;
     tracing::info!("eddy stopped");
     Ok(())
+}
+
+/// The TLS configurations of the listeners that serve TLS.
+struct Listeners {
+    s3: Option<Arc<Tls>>,
+    http: Option<Arc<Tls>>,
+    /// Shared by every `SSL://` Kafka listener; mutual when a client CA is configured.
+    kafka: Option<Arc<Tls>>,
+}
+
+impl Listeners {
+    fn load(config: &ServeConfig, metrics: &Metrics) -> anyhow::Result<Self> {
+        let Some(files) = &config.tls else {
+            return Ok(Self {
+                s3: None,
+                http: None,
+                kafka: None,
+            });
+        };
+        // The HTTP ports never ask for client certificates: clients there sign requests.
+        let server_only = TlsFiles {
+            client_ca: None,
+            ..files.clone()
+        };
+        let load = |files: &TlsFiles, alpn: &[&[u8]], name: &str| {
+            Tls::load(files.clone(), alpn, name, &metrics.listeners)
+                .with_context(|| format!("loading the {name} listener's TLS certificate"))
+        };
+        let http1: &[&[u8]] = &[b"http/1.1"];
+        Ok(Self {
+            s3: config
+                .s3_listen
+                .tls
+                .then(|| load(&server_only, http1, "s3"))
+                .transpose()?,
+            http: config
+                .http_listen
+                .tls
+                .then(|| load(&server_only, http1, "http"))
+                .transpose()?,
+            kafka: config
+                .kafka_listen
+                .iter()
+                .any(|l| l.protocol.tls())
+                .then(|| load(files, &[], "kafka"))
+                .transpose()?,
+        })
+    }
+
+    fn all(&self) -> Vec<Arc<Tls>> {
+        [&self.s3, &self.http, &self.kafka]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect()
+    }
+}
+
+/// Reloads every TLS listener's certificate and key on SIGHUP (new handshakes use them;
+/// open connections keep theirs); a file that does not load leaves the old ones in use.
+async fn reload_on_sighup(tls: Vec<Arc<Tls>>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hup = match signal(SignalKind::hangup()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for SIGHUP; certificates are not reloadable");
+            return;
+        }
+    };
+    while hup.recv().await.is_some() {
+        for t in &tls {
+            match t.reload() {
+                Ok(()) => tracing::info!(tls = ?t, "TLS certificate reloaded"),
+                Err(e) => {
+                    tracing::error!(tls = ?t, error = %e, "TLS reload failed; the old certificate stays")
+                }
+            }
+        }
+    }
+}
+
+/// The Kafka listeners grouped by security protocol, as the broker numbers them.
+fn listener_classes(
+    listeners: &[crate::listen::KafkaListener],
+) -> anyhow::Result<Vec<(String, Vec<std::net::SocketAddr>)>> {
+    let mut classes: BTreeMap<&str, Vec<std::net::SocketAddr>> = BTreeMap::new();
+    for l in listeners {
+        classes.entry(l.protocol.name()).or_default().push(l.addr);
+    }
+    let classes: Vec<(String, Vec<std::net::SocketAddr>)> = classes
+        .into_iter()
+        .map(|(name, addrs)| (name.to_owned(), addrs))
+        .collect();
+    broker::Cluster::with_classes(classes.clone()).map_err(anyhow::Error::msg)?;
+    Ok(classes)
 }
 
 /// Removes blobs a crash left without a catalog record, off the serving threads.

@@ -1,38 +1,103 @@
 //! The brokers: every Kafka listener address is one, numbered by its position in the
 //! sorted address list. A partition's leader and a group's coordinator are picked by
 //! hashing onto that list, so every address agrees without talking to the others.
+//!
+//! Listeners of different security protocols are Kafka's named listeners: each protocol
+//! (a listener class: `PLAINTEXT`, `SSL`, ...) lists the same number of addresses, node
+//! `i` is the `i`th address of every class, and a client is told the brokers of the class
+//! it connected to, so a TLS client is never sent to a plaintext port.
 
 use std::net::{IpAddr, SocketAddr};
 
-/// The sorted broker addresses.
+/// One security protocol's sorted broker addresses.
 #[derive(Debug, Clone)]
-pub struct Cluster {
+struct Class {
+    name: String,
     brokers: Vec<SocketAddr>,
 }
 
+/// The brokers, by listener class.
+#[derive(Debug, Clone)]
+pub struct Cluster {
+    classes: Vec<Class>,
+}
+
+fn sorted(mut listeners: Vec<SocketAddr>) -> Vec<SocketAddr> {
+    listeners.sort();
+    listeners.dedup();
+    listeners
+}
+
+/// Whether a listener bound at `bound` is the one a client reached at `reached`.
+fn serves(bound: SocketAddr, reached: SocketAddr) -> bool {
+    bound == reached || (bound.ip().is_unspecified() && bound.port() == reached.port())
+}
+
 impl Cluster {
-    /// The cluster of these listener addresses (order does not matter).
-    pub fn new(mut listeners: Vec<SocketAddr>) -> Self {
-        listeners.sort();
-        listeners.dedup();
-        Self { brokers: listeners }
+    /// The cluster of these plaintext listener addresses (order does not matter).
+    pub fn new(listeners: Vec<SocketAddr>) -> Self {
+        Self {
+            classes: vec![Class {
+                name: "PLAINTEXT".into(),
+                brokers: sorted(listeners),
+            }],
+        }
     }
 
-    /// Broker addresses by node id.
-    pub fn brokers(&self) -> &[SocketAddr] {
-        &self.brokers
-    }
-
-    /// The node id of a listener address.
-    pub fn node_of(&self, listener: SocketAddr) -> i32 {
-        self.brokers
+    /// The cluster of these listener classes (a security protocol's name and its
+    /// addresses); every class must have as many addresses as the others.
+    pub fn with_classes(classes: Vec<(String, Vec<SocketAddr>)>) -> Result<Self, String> {
+        let classes: Vec<Class> = classes
+            .into_iter()
+            .map(|(name, brokers)| Class {
+                name,
+                brokers: sorted(brokers),
+            })
+            .collect();
+        let Some(first) = classes.first() else {
+            return Err("no Kafka listener".into());
+        };
+        if let Some(odd) = classes
             .iter()
-            .position(|a| *a == listener)
+            .find(|c| c.brokers.len() != first.brokers.len())
+        {
+            return Err(format!(
+                "every listener protocol needs one address per broker: {} has {}, {} has {}",
+                first.name,
+                first.brokers.len(),
+                odd.name,
+                odd.brokers.len()
+            ));
+        }
+        Ok(Self { classes })
+    }
+
+    /// How many brokers there are.
+    pub fn size(&self) -> usize {
+        self.classes.first().map_or(0, |c| c.brokers.len())
+    }
+
+    fn class_of(&self, reached: SocketAddr) -> Option<&Class> {
+        self.classes
+            .iter()
+            .find(|c| c.brokers.iter().any(|b| serves(*b, reached)))
+    }
+
+    /// The node id of a listener address (its position in its class).
+    pub fn node_of(&self, listener: SocketAddr) -> i32 {
+        self.class_of(listener)
+            .and_then(|c| c.brokers.iter().position(|a| *a == listener))
             .unwrap_or(0) as i32
     }
 
+    /// The security protocol of the listener a client reached (`PLAINTEXT`, `SSL`).
+    pub fn listener_name(&self, reached: SocketAddr) -> &str {
+        self.class_of(reached)
+            .map_or("PLAINTEXT", |c| c.name.as_str())
+    }
+
     fn pick(&self, key: &[u8]) -> i32 {
-        let n = self.brokers.len().max(1) as u64;
+        let n = self.size().max(1) as u64;
         (xxhash_rust::xxh3::xxh3_64(key) % n) as i32
     }
 
@@ -48,10 +113,15 @@ impl Cluster {
         self.pick(group.as_bytes())
     }
 
-    /// The host and port clients should use for a node. A listener on the unspecified
-    /// address advertises the address the client reached it on.
+    /// The host and port clients that reached us at `reached` should use for a node: its
+    /// address in the same listener class. A listener on the unspecified address
+    /// advertises the address the client reached it on.
     pub fn advertised(&self, node: i32, reached: SocketAddr) -> (String, u16) {
-        let addr = self.brokers.get(node as usize).copied().unwrap_or(reached);
+        let addr = self
+            .class_of(reached)
+            .and_then(|c| c.brokers.get(node as usize))
+            .copied()
+            .unwrap_or(reached);
         let ip: IpAddr = if addr.ip().is_unspecified() {
             reached.ip()
         } else {
@@ -83,5 +153,43 @@ mod tests {
             used[c.leader("t", p) as usize] += 1;
         }
         assert!(used.iter().all(|n| *n > 5), "{used:?}");
+    }
+
+    #[test]
+    fn each_listener_class_sees_its_own_addresses() {
+        let a = |s: &str| s.parse::<SocketAddr>().unwrap();
+        let c = Cluster::with_classes(vec![
+            (
+                "PLAINTEXT".into(),
+                vec![a("127.0.0.2:9092"), a("127.0.0.1:9092")],
+            ),
+            ("SSL".into(), vec![a("127.0.0.1:9093"), a("127.0.0.2:9093")]),
+        ])
+        .unwrap();
+        assert_eq!(c.size(), 2);
+        assert_eq!(c.node_of(a("127.0.0.2:9093")), 1);
+        assert_eq!(c.listener_name(a("127.0.0.2:9093")), "SSL");
+        assert_eq!(
+            c.advertised(1, a("127.0.0.1:9093")),
+            ("127.0.0.2".into(), 9093)
+        );
+        assert_eq!(
+            c.advertised(1, a("127.0.0.1:9092")),
+            ("127.0.0.2".into(), 9092)
+        );
+        assert!(
+            Cluster::with_classes(vec![
+                ("PLAINTEXT".into(), vec![a("127.0.0.1:9092")]),
+                ("SSL".into(), vec![a("127.0.0.1:9093"), a("127.0.0.2:9093")]),
+            ])
+            .is_err()
+        );
+        // A wildcard listener serves whatever address it is reached on.
+        let w = Cluster::with_classes(vec![("SSL".into(), vec![a("0.0.0.0:9093")])]).unwrap();
+        assert_eq!(w.listener_name(a("10.0.0.5:9093")), "SSL");
+        assert_eq!(
+            w.advertised(0, a("10.0.0.5:9093")),
+            ("10.0.0.5".into(), 9093)
+        );
     }
 }

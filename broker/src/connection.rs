@@ -23,9 +23,8 @@ use std::time::{Duration, Instant};
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
 use kafka_protocol::protocol::{Decodable, Encodable};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
 use crate::Broker;
@@ -94,17 +93,50 @@ impl Future for Timed {
     }
 }
 
-/// Serves one connection until the client closes it, it misbehaves, or shutdown.
+/// Serves one plaintext connection until the client closes it, it misbehaves, or
+/// shutdown.
 pub async fn run(
     broker: Arc<Broker>,
     sock: TcpStream,
     peer: SocketAddr,
     node: i32,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
 ) {
-    broker.metrics.connections.inc();
     let local = sock.local_addr().unwrap_or(peer);
-    let (mut rd, wr) = sock.into_split();
+    // The owned halves of a TCP stream take no lock per read or write.
+    let (rd, wr) = sock.into_split();
+    serve(broker, rd, wr, local, peer, node, shutdown).await;
+}
+
+/// Serves one connection over TLS (the handshake done); `local` is the address the
+/// client reached.
+pub async fn run_tls<S>(
+    broker: Arc<Broker>,
+    stream: S,
+    local: SocketAddr,
+    peer: SocketAddr,
+    node: i32,
+    shutdown: watch::Receiver<bool>,
+) where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    let (rd, wr) = tokio::io::split(stream);
+    serve(broker, rd, wr, local, peer, node, shutdown).await;
+}
+
+async fn serve<R, W>(
+    broker: Arc<Broker>,
+    mut rd: R,
+    wr: W,
+    local: SocketAddr,
+    peer: SocketAddr,
+    node: i32,
+    mut shutdown: watch::Receiver<bool>,
+) where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    broker.metrics.connections.inc();
     let (tx, rx) = mpsc::channel::<Pending>(broker.config.max_in_flight.max(1));
     // The end of the client's throttle: nothing more is handled before it.
     let (mute_tx, mute_rx) = watch::channel(Instant::now());
@@ -199,8 +231,8 @@ pub async fn run(
 
 /// Reads one frame with its share of `budget`; `None` at a clean end of stream. The
 /// buffer grows as bytes arrive, so a size prefix alone never makes the server allocate.
-async fn read_frame(
-    rd: &mut OwnedReadHalf,
+async fn read_frame<R: AsyncRead + Unpin>(
+    rd: &mut R,
     max: usize,
     budget: &Arc<Semaphore>,
 ) -> Result<Option<(Bytes, OwnedSemaphorePermit)>, FrameError> {
@@ -278,9 +310,9 @@ pub fn decode(mut frame: Bytes) -> Result<(RequestHeader, RequestKind), FrameErr
     Ok((header, request))
 }
 
-async fn write_loop(
+async fn write_loop<W: AsyncWrite + Unpin>(
     broker: Arc<Broker>,
-    mut wr: OwnedWriteHalf,
+    mut wr: W,
     mut rx: mpsc::Receiver<Pending>,
     mute: watch::Sender<Instant>,
 ) {

@@ -72,9 +72,23 @@ pub struct BrokerConfig {
     pub quota: quota::QuotaConfig,
     /// Mirror committed offsets into `__consumer_offsets` ([`offsets_topic`]).
     pub offsets_topic: bool,
+    /// Listener classes (a security protocol and its addresses, see [`Cluster`]); empty
+    /// for one plaintext class of every listener.
+    pub listener_classes: Vec<(String, Vec<SocketAddr>)>,
 }
 
 impl BrokerConfig {
+    /// The brokers these listeners make: one plaintext class of [`Self::listeners`]
+    /// unless [`Self::listener_classes`] names classes.
+    pub fn cluster(&self) -> Cluster {
+        if self.listener_classes.is_empty() {
+            return Cluster::new(self.listeners.clone());
+        }
+        // Checked when the configuration was made (`Cluster::with_classes`).
+        Cluster::with_classes(self.listener_classes.clone())
+            .unwrap_or_else(|_| Cluster::new(self.listeners.clone()))
+    }
+
     /// Defaults for these listeners.
     pub fn new(listeners: Vec<SocketAddr>) -> Self {
         Self {
@@ -98,6 +112,7 @@ impl BrokerConfig {
             txn: txn::TxnConfig::default(),
             fetch_session_slots: 1000,
             quota: quota::QuotaConfig::default(),
+            listener_classes: Vec::new(),
             offsets_topic: false,
         }
     }
@@ -196,7 +211,7 @@ impl Broker {
             .min(Semaphore::MAX_PERMITS);
         Arc::new(Self {
             catalog,
-            cluster: Cluster::new(config.listeners.clone()),
+            cluster: config.cluster(),
             config,
             metrics,
             groups,

@@ -3,7 +3,10 @@
 //! and logged at most once per interval, so a flood neither grows the process nor fills
 //! the log), backs off when accepting fails for want of resources (EMFILE and friends,
 //! which would otherwise spin), and on shutdown stops accepting and waits for the
-//! connections it started, each of which watches the same shutdown signal.
+//! connections it started, each of which watches the same shutdown signal. [`tls`] holds
+//! the TLS configuration of listeners given a certificate.
+
+pub mod tls;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -68,6 +71,11 @@ pub struct ListenerMetrics {
     pub refused: Family<ListenerLabels, Counter>,
     /// Failed accepts.
     pub accept_errors: Family<ListenerLabels, Counter>,
+    /// TLS handshakes completed.
+    pub tls_handshakes: Family<ListenerLabels, Counter>,
+    /// TLS handshakes that failed (bad or missing client certificate, wrong protocol,
+    /// timeout).
+    pub tls_failures: Family<ListenerLabels, Counter>,
 }
 
 impl ListenerMetrics {
@@ -92,6 +100,16 @@ impl ListenerMetrics {
             "listener_accept_errors",
             "Failed accepts, by listener",
             self.accept_errors.clone(),
+        );
+        registry.register(
+            "listener_tls_handshakes",
+            "TLS handshakes completed, by listener",
+            self.tls_handshakes.clone(),
+        );
+        registry.register(
+            "listener_tls_handshake_failures",
+            "TLS handshakes that failed, by listener",
+            self.tls_failures.clone(),
         );
     }
 }

@@ -59,14 +59,20 @@ class Eddy:
     stdout: list = field(default_factory=list)
     extra_args: list = field(default_factory=list)
     env: dict = field(default_factory=dict)
+    # HTTPS on the S3 and HTTP ports (the TLS files come in `extra_args`).
+    s3_tls: bool = False
+    http_tls: bool = False
+    # Kafka listeners besides the plaintext ones of `bootstrap`, in Kafka's form
+    # (`SSL://127.0.0.1:9093`).
+    kafka_listeners: list = field(default_factory=list)
 
     @property
     def s3_url(self) -> str:
-        return f"http://127.0.0.1:{self.s3_port}"
+        return f"{'https' if self.s3_tls else 'http'}://127.0.0.1:{self.s3_port}"
 
     @property
     def http_url(self) -> str:
-        return f"http://127.0.0.1:{self.http_port}"
+        return f"{'https' if self.http_tls else 'http'}://127.0.0.1:{self.http_port}"
 
     @property
     def bootstrap(self) -> str:
@@ -76,9 +82,9 @@ class Eddy:
         args = [
             eddy_bin(), "serve",
             "--data-dir", str(self.data_dir),
-            "--s3-listen", f"127.0.0.1:{self.s3_port}",
-            "--http-listen", f"127.0.0.1:{self.http_port}",
-            "--kafka-listen", self.bootstrap,
+            "--s3-listen", self.s3_url,
+            "--http-listen", self.http_url,
+            "--kafka-listen", ",".join([self.bootstrap, *self.kafka_listeners]),
             *self.extra_args,
         ]
         env = dict(os.environ, EDDY_LOG=os.environ.get("EDDY_LOG", "warn"), **self.env)

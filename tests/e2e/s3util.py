@@ -13,10 +13,11 @@ from botocore.exceptions import ClientError
 VENV_BIN = Path(__file__).resolve().parents[2] / ".venv" / "bin"
 
 
-def client(eddy, access_key=None, secret_key=None, **config):
+def client(eddy, access_key=None, secret_key=None, verify=None, **config):
     return boto3.client(
         "s3",
         endpoint_url=eddy.s3_url,
+        verify=verify,
         aws_access_key_id=access_key or eddy.access_key,
         aws_secret_access_key=secret_key or eddy.secret_key,
         region_name="us-east-1",

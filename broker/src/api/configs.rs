@@ -29,7 +29,8 @@ const DEFAULT: i8 = 5;
 fn broker_configs(ctx: &Ctx) -> Vec<(&'static str, String, Kind)> {
     let c = &ctx.broker.config;
     let (host, port) = ctx.broker.cluster.advertised(ctx.node, ctx.local);
-    let listener = format!("PLAINTEXT://{host}:{port}");
+    let name = ctx.broker.cluster.listener_name(ctx.local);
+    let listener = format!("{name}://{host}:{port}");
     let ms = |d: std::time::Duration| d.as_millis().to_string();
     vec![
         ("broker.id", ctx.node.to_string(), Kind::Int(0)),
@@ -39,10 +40,10 @@ fn broker_configs(ctx: &Ctx) -> Vec<(&'static str, String, Kind)> {
         ("listeners", listener, Kind::Text),
         (
             "listener.security.protocol.map",
-            "PLAINTEXT:PLAINTEXT".into(),
+            format!("{name}:{name}"),
             Kind::Text,
         ),
-        ("inter.broker.listener.name", "PLAINTEXT".into(), Kind::Text),
+        ("inter.broker.listener.name", name.to_owned(), Kind::Text),
         ("log.dirs", c.log_dir.clone(), Kind::Text),
         ("process.roles", "broker,controller".into(), Kind::Text),
         ("offsets.topic.replication.factor", "1".into(), Kind::Int(1)),

@@ -16,7 +16,7 @@ use crate::error::from_catalog;
 /// The brokers as metadata lists them.
 pub fn brokers(ctx: &Ctx) -> Vec<MetadataResponseBroker> {
     let cluster = &ctx.broker.cluster;
-    (0..cluster.brokers().len() as i32)
+    (0..cluster.size() as i32)
         .map(|node| {
             let (host, port) = cluster.advertised(node, ctx.local);
             MetadataResponseBroker::default()

@@ -48,10 +48,12 @@ pub struct Response {
 /// How clients reach the S3 endpoint that serves the table files.
 #[derive(Debug, Clone)]
 pub struct S3Access {
-    /// Fixed endpoint URL; when `None`, `http://<host of the request>:<port>`.
+    /// Fixed endpoint URL; when `None`, `<scheme>://<host of the request>:<port>`.
     pub endpoint: Option<String>,
     /// Port of the S3 listener.
     pub port: u16,
+    /// `http`, or `https` when the S3 listener serves TLS.
+    pub scheme: &'static str,
     /// Region clients sign with.
     pub region: String,
 }
@@ -255,7 +257,7 @@ impl RestCatalog {
             })
             .filter(|h| !h.is_empty())
             .unwrap_or("127.0.0.1");
-        format!("http://{host}:{}", self.s3.port)
+        format!("{}://{host}:{}", self.s3.scheme, self.s3.port)
     }
 
     /// FileIO properties: where the S3 endpoint is, and the caller's own credentials

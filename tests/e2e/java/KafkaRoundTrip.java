@@ -1,6 +1,7 @@
 // The Java client (kafka-clients 4.x, which speaks Produce v13 and Fetch v13+ with topic
 // ids) against Eddy: create and describe a topic, produce idempotently with a codec,
 // consume everything back with assign(), delete the topic. Exits non-zero on mismatch.
+// Arguments: bootstrap, topic, codec, then client settings as key=value.
 import java.time.Duration;
 import java.util.*;
 import org.apache.kafka.clients.admin.*;
@@ -21,6 +22,11 @@ public class KafkaRoundTrip {
         String bootstrap = args[0], topic = args[1], codec = args[2];
         Properties common = new Properties();
         common.put("bootstrap.servers", bootstrap);
+        // Further client settings as key=value (security.protocol, ssl.*).
+        for (int i = 3; i < args.length; i++) {
+            String[] kv = args[i].split("=", 2);
+            common.put(kv[0], kv[1]);
+        }
         try (Admin admin = Admin.create(common)) {
             admin.createTopics(List.of(new NewTopic(topic, 3, (short) 1))).all().get();
             TopicDescription d = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic);

@@ -1,0 +1,180 @@
+//! The listen address forms of the command line and the config file: Kafka's listener
+//! form for the Kafka port (`SSL://127.0.0.1:9093`; a bare `host:port` is plaintext) and
+//! a URL scheme for the S3 and HTTP ports (`https://0.0.0.0:9000`; bare or `http://` is
+//! plaintext).
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::str::FromStr;
+
+use serde::Deserialize;
+
+/// A Kafka listener's security protocol (Kafka's names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SecurityProtocol {
+    /// No TLS, no authentication.
+    Plaintext,
+    /// TLS; with `--tls-client-ca`, mutual TLS.
+    Ssl,
+    /// SASL without TLS.
+    SaslPlaintext,
+    /// SASL over TLS.
+    SaslSsl,
+}
+
+impl SecurityProtocol {
+    /// Kafka's name of the protocol.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Plaintext => "PLAINTEXT",
+            Self::Ssl => "SSL",
+            Self::SaslPlaintext => "SASL_PLAINTEXT",
+            Self::SaslSsl => "SASL_SSL",
+        }
+    }
+
+    /// Whether connections are TLS.
+    pub fn tls(self) -> bool {
+        matches!(self, Self::Ssl | Self::SaslSsl)
+    }
+}
+
+/// A Kafka listener.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub struct KafkaListener {
+    /// Its security protocol.
+    pub protocol: SecurityProtocol,
+    /// Its address.
+    pub addr: SocketAddr,
+}
+
+fn address(s: &str, whole: &str) -> Result<SocketAddr, String> {
+    s.parse()
+        .map_err(|_| format!("{whole:?}: {s:?} is not an ip:port address"))
+}
+
+impl FromStr for KafkaListener {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let Some((scheme, addr)) = s.split_once("://") else {
+            return Ok(Self {
+                protocol: SecurityProtocol::Plaintext,
+                addr: address(s, s)?,
+            });
+        };
+        let protocol = match scheme.to_ascii_uppercase().as_str() {
+            "PLAINTEXT" => SecurityProtocol::Plaintext,
+            "SSL" => SecurityProtocol::Ssl,
+            "SASL_PLAINTEXT" => SecurityProtocol::SaslPlaintext,
+            "SASL_SSL" => SecurityProtocol::SaslSsl,
+            other => {
+                return Err(format!(
+                    "{s:?}: unknown security protocol {other:?} (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)"
+                ));
+            }
+        };
+        Ok(Self {
+            protocol,
+            addr: address(addr, s)?,
+        })
+    }
+}
+
+impl TryFrom<String> for KafkaListener {
+    type Error = String;
+
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
+impl fmt::Display for KafkaListener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}://{}", self.protocol.name(), self.addr)
+    }
+}
+
+/// An S3 or HTTP listener.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub struct HttpListen {
+    /// Its address.
+    pub addr: SocketAddr,
+    /// Whether it serves HTTPS.
+    pub tls: bool,
+}
+
+impl HttpListen {
+    /// A plaintext listener.
+    pub fn plain(addr: SocketAddr) -> Self {
+        Self { addr, tls: false }
+    }
+
+    /// `http` or `https`.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls { "https" } else { "http" }
+    }
+}
+
+impl FromStr for HttpListen {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (tls, addr) = match s.split_once("://") {
+            None => (false, s),
+            Some((scheme, addr)) => match scheme.to_ascii_lowercase().as_str() {
+                "http" => (false, addr),
+                "https" => (true, addr),
+                other => return Err(format!("{s:?}: unknown scheme {other:?} (http, https)")),
+            },
+        };
+        Ok(Self {
+            addr: address(addr.trim_end_matches('/'), s)?,
+            tls,
+        })
+    }
+}
+
+impl TryFrom<String> for HttpListen {
+    type Error = String;
+
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
+impl fmt::Display for HttpListen {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}://{}", self.scheme(), self.addr)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kafka_listener_forms() {
+        let l: KafkaListener = "127.0.0.1:9092".parse().unwrap();
+        assert_eq!(l.protocol, SecurityProtocol::Plaintext);
+        let l: KafkaListener = "SSL://127.0.0.1:9093".parse().unwrap();
+        assert_eq!((l.protocol, l.addr.port()), (SecurityProtocol::Ssl, 9093));
+        let l: KafkaListener = "sasl_ssl://127.0.0.1:9094".parse().unwrap();
+        assert_eq!(l.protocol, SecurityProtocol::SaslSsl);
+        assert_eq!(l.to_string(), "SASL_SSL://127.0.0.1:9094");
+        assert!("TLS://127.0.0.1:1".parse::<KafkaListener>().is_err());
+        assert!("SSL://localhost".parse::<KafkaListener>().is_err());
+    }
+
+    #[test]
+    fn http_listen_forms() {
+        let l: HttpListen = "0.0.0.0:9000".parse().unwrap();
+        assert!(!l.tls);
+        let l: HttpListen = "https://127.0.0.1:9443/".parse().unwrap();
+        assert!(l.tls && l.addr.port() == 9443);
+        assert_eq!(l.to_string(), "https://127.0.0.1:9443");
+        assert!("ftp://127.0.0.1:1".parse::<HttpListen>().is_err());
+    }
+}
