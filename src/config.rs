@@ -61,6 +61,14 @@ pub struct ServeArgs {
     /// signed by them (mutual TLS, TLS 1.3).
     #[arg(long, env = "EDDY_TLS_CLIENT_CA")]
     pub tls_client_ca: Option<PathBuf>,
+    /// SASL mechanisms of `SASL_PLAINTEXT://` and `SASL_SSL://` listeners,
+    /// comma-separated (default `PLAIN,SCRAM-SHA-256,SCRAM-SHA-512`).
+    #[arg(long, env = "EDDY_SASL_MECHANISMS", value_delimiter = ',')]
+    pub sasl_mechanisms: Option<Vec<String>>,
+    /// How long a SASL session lasts before the client must re-authenticate, ms (Kafka's
+    /// `connections.max.reauth.ms`; default 0: sessions do not expire).
+    #[arg(long, env = "EDDY_KAFKA_SASL_SESSION_LIFETIME_MS")]
+    pub kafka_sasl_session_lifetime_ms: Option<u64>,
     /// Bucket holding the broker's topics.
     #[arg(long, env = "EDDY_BROKER_BUCKET")]
     pub broker_bucket: Option<String>,
@@ -180,6 +188,8 @@ pub struct FileConfig {
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
     tls_client_ca: Option<PathBuf>,
+    sasl_mechanisms: Option<Vec<String>>,
+    kafka_sasl_session_lifetime_ms: Option<u64>,
     broker_bucket: Option<String>,
     s3_domain: Option<Vec<String>>,
     checkpoint_mb: Option<u64>,
@@ -216,10 +226,20 @@ pub struct FileConfig {
 /// An S3 user.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 pub struct User {
-    /// Access key id.
+    /// Access key id; also the user's Kafka (SASL) name.
     pub access_key: String,
-    /// Secret access key.
+    /// Secret access key; also the user's SASL password unless `kafka_password` is set.
     pub secret_key: String,
+    /// The user's SASL password, when it differs from the secret key.
+    #[serde(default)]
+    pub kafka_password: Option<String>,
+}
+
+impl User {
+    /// The user's SASL password.
+    pub fn sasl_password(&self) -> &str {
+        self.kafka_password.as_deref().unwrap_or(&self.secret_key)
+    }
 }
 
 /// Resolved storage settings.
@@ -252,6 +272,10 @@ pub struct ServeConfig {
     pub http_listen: HttpListen,
     /// The TLS files of the TLS listeners (present when any listener is TLS).
     pub tls: Option<listener::tls::TlsFiles>,
+    /// SASL mechanisms of SASL listeners.
+    pub sasl_mechanisms: Vec<broker::sasl::Mechanism>,
+    /// SASL session lifetime (`None`: no expiry).
+    pub kafka_sasl_session_lifetime: Option<std::time::Duration>,
     /// Broker bucket.
     pub broker_bucket: String,
     /// Domains for virtual-host-style S3 requests (none: path style only).
@@ -357,8 +381,28 @@ fn resolve_storage(args: &StorageArgs, file: &FileConfig) -> anyhow::Result<Stor
     })
 }
 
+/// The SASL mechanisms named (all of them by default); an unknown one is an error.
+fn mechanisms(names: Option<&[String]>) -> anyhow::Result<Vec<broker::sasl::Mechanism>> {
+    let Some(names) = names else {
+        return Ok(broker::sasl::Mechanism::ALL.to_vec());
+    };
+    let mut out = Vec::new();
+    for n in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+        let m = broker::sasl::Mechanism::from_name(&n.to_ascii_uppercase()).with_context(|| {
+            format!("unknown SASL mechanism {n:?} (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)")
+        })?;
+        if !out.contains(&m) {
+            out.push(m);
+        }
+    }
+    if out.is_empty() {
+        bail!("--sasl-mechanisms names no mechanism");
+    }
+    Ok(out)
+}
+
 /// The TLS files, checked against the listeners: a TLS listener needs a certificate and
-/// a key, a client CA needs an `SSL://` listener, SASL is refused until it is built.
+/// a key, and a client CA needs an `SSL://` listener.
 fn tls_files(
     cert: Option<PathBuf>,
     key: Option<PathBuf>,
@@ -367,14 +411,6 @@ fn tls_files(
     kafka: &[KafkaListener],
     http: HttpListen,
 ) -> anyhow::Result<Option<listener::tls::TlsFiles>> {
-    if let Some(l) = kafka.iter().find(|l| {
-        matches!(
-            l.protocol,
-            SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl
-        )
-    }) {
-        bail!("{l}: SASL listeners are not implemented yet (PLAINTEXT and SSL are)");
-    }
     let any_tls = s3.tls || http.tls || kafka.iter().any(|l| l.protocol.tls());
     if client_ca.is_some() && !kafka.iter().any(|l| l.protocol == SecurityProtocol::Ssl) {
         bail!("--tls-client-ca is for SSL:// Kafka listeners, and none is configured");
@@ -413,6 +449,7 @@ impl ServeArgs {
         let admin = User {
             access_key: access.unwrap_or_else(|| DEFAULT_CREDENTIAL.into()),
             secret_key: secret.unwrap_or_else(|| DEFAULT_CREDENTIAL.into()),
+            kafka_password: None,
         };
         let mut users = vec![admin];
         for u in file.users {
@@ -459,6 +496,17 @@ impl ServeArgs {
             kafka_listen,
             http_listen,
             tls,
+            sasl_mechanisms: mechanisms(
+                self.sasl_mechanisms
+                    .clone()
+                    .or(file.sasl_mechanisms)
+                    .as_deref(),
+            )?,
+            kafka_sasl_session_lifetime: self
+                .kafka_sasl_session_lifetime_ms
+                .or(file.kafka_sasl_session_lifetime_ms)
+                .filter(|ms| *ms > 0)
+                .map(std::time::Duration::from_millis),
             broker_bucket,
             s3_domains: self
                 .s3_domain

@@ -37,6 +37,11 @@ impl SecurityProtocol {
     pub fn tls(self) -> bool {
         matches!(self, Self::Ssl | Self::SaslSsl)
     }
+
+    /// Whether clients authenticate with SASL.
+    pub fn sasl(self) -> bool {
+        matches!(self, Self::SaslPlaintext | Self::SaslSsl)
+    }
 }
 
 /// A Kafka listener.

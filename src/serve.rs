@@ -9,14 +9,15 @@ use anyhow::Context;
 use catalog::{
     BucketRecord, Catalog, CatalogConfig, CatalogError, EmbeddedCatalog, Op, Transaction,
 };
+use listener::tls::{Tls, TlsFiles};
 use storage::DriveSetConfig;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::config::{DEFAULT_CREDENTIAL, ServeConfig, StorageConfig};
 use crate::http;
+use crate::listen::SecurityProtocol;
 use crate::metrics::Metrics;
-use listener::tls::{Tls, TlsFiles};
 
 /// Catalog settings from the resolved storage settings.
 pub fn catalog_config(s: &StorageConfig) -> CatalogConfig {
@@ -193,6 +194,13 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let mut kafka_config =
         broker::BrokerConfig::new(config.kafka_listen.iter().map(|l| l.addr).collect());
     kafka_config.listener_classes = listener_classes(&config.kafka_listen)?;
+    kafka_config.sasl_mechanisms = config.sasl_mechanisms.clone();
+    kafka_config.sasl_session_lifetime = config.kafka_sasl_session_lifetime;
+    kafka_config.sasl_users = config
+        .users
+        .iter()
+        .map(|u| (u.access_key.clone(), u.sasl_password().to_owned()))
+        .collect();
     kafka_config.auto_create_topics = config.kafka_auto_create_topics;
     // The drives' common parent: the data dir when the drives are its subdirectories.
     kafka_config.log_dir = config
@@ -264,7 +272,12 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         let node = kafka_broker.cluster.node_of(listen.addr);
         let (on_stop, stop) = (kafka_broker.clone(), stop_rx.clone());
         let broker = kafka_broker.clone();
-        let tls = listen.protocol.tls().then(|| tls.kafka.clone()).flatten();
+        let tls = match listen.protocol {
+            SecurityProtocol::Ssl => tls.kafka_ssl.clone(),
+            SecurityProtocol::SaslSsl => tls.kafka_sasl_ssl.clone(),
+            SecurityProtocol::Plaintext | SecurityProtocol::SaslPlaintext => None,
+        };
+        let sasl = listen.protocol.sasl();
         let handshake_timeout = config.idle_timeout;
         tasks.spawn(listener::serve(
             "kafka",
@@ -277,14 +290,16 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
                 let (broker, stop, tls) = (broker.clone(), stop.clone(), tls.clone());
                 async move {
                     let Some(tls) = tls else {
-                        return broker::connection::run(broker, sock, peer, node, stop).await;
+                        return broker::connection::run(broker, sock, peer, node, sasl, stop).await;
                     };
-                    let local = sock.local_addr().unwrap_or(listen.addr);
+                    let at = broker::connection::Endpoint {
+                        local: sock.local_addr().unwrap_or(listen.addr),
+                        peer,
+                        node,
+                        sasl,
+                    };
                     match tls.accept(sock, handshake_timeout).await {
-                        Ok(stream) => {
-                            broker::connection::run_tls(broker, stream, local, peer, node, stop)
-                                .await
-                        }
+                        Ok(stream) => broker::connection::run_tls(broker, stream, at, stop).await,
                         Err(e) => tracing::debug!(%peer, error = %e, "kafka TLS handshake failed"),
                     }
                 }
@@ -335,7 +350,10 @@ struct Listeners {
     s3: Option<Arc<Tls>>,
     http: Option<Arc<Tls>>,
     /// Shared by every `SSL://` Kafka listener; mutual when a client CA is configured.
-    kafka: Option<Arc<Tls>>,
+    kafka_ssl: Option<Arc<Tls>>,
+    /// Shared by every `SASL_SSL://` Kafka listener (clients authenticate with SASL, not
+    /// certificates).
+    kafka_sasl_ssl: Option<Arc<Tls>>,
 }
 
 impl Listeners {
@@ -344,7 +362,8 @@ impl Listeners {
             return Ok(Self {
                 s3: None,
                 http: None,
-                kafka: None,
+                kafka_ssl: None,
+                kafka_sasl_ssl: None,
             });
         };
         // The HTTP ports never ask for client certificates: clients there sign requests.
@@ -368,17 +387,23 @@ impl Listeners {
                 .tls
                 .then(|| load(&server_only, http1, "http"))
                 .transpose()?,
-            kafka: config
+            kafka_ssl: config
                 .kafka_listen
                 .iter()
-                .any(|l| l.protocol.tls())
+                .any(|l| l.protocol == SecurityProtocol::Ssl)
                 .then(|| load(files, &[], "kafka"))
+                .transpose()?,
+            kafka_sasl_ssl: config
+                .kafka_listen
+                .iter()
+                .any(|l| l.protocol == SecurityProtocol::SaslSsl)
+                .then(|| load(&server_only, &[], "kafka"))
                 .transpose()?,
         })
     }
 
     fn all(&self) -> Vec<Arc<Tls>> {
-        [&self.s3, &self.http, &self.kafka]
+        [&self.s3, &self.http, &self.kafka_ssl, &self.kafka_sasl_ssl]
             .into_iter()
             .flatten()
             .cloned()

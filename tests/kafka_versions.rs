@@ -134,6 +134,13 @@ fn request(key: ApiKey, version: i16) -> RequestKind {
             RequestKind::GetTelemetrySubscriptions(GetTelemetrySubscriptionsRequest::default())
         }
         ApiKey::PushTelemetry => RequestKind::PushTelemetry(PushTelemetryRequest::default()),
+        // On this plaintext listener: ILLEGAL_SASL_STATE, as Kafka answers.
+        ApiKey::SaslHandshake => {
+            RequestKind::SaslHandshake(SaslHandshakeRequest::default().with_mechanism(s("PLAIN")))
+        }
+        ApiKey::SaslAuthenticate => {
+            RequestKind::SaslAuthenticate(SaslAuthenticateRequest::default())
+        }
         ApiKey::DescribeLogDirs => RequestKind::DescribeLogDirs(DescribeLogDirsRequest::default()),
         ApiKey::ElectLeaders => RequestKind::ElectLeaders(
             ElectLeadersRequest::default().with_topic_partitions(Some(Vec::new())),

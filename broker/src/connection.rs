@@ -21,7 +21,9 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
+use kafka_protocol::messages::{
+    ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind, SaslAuthenticateRequest,
+};
 use kafka_protocol::protocol::{Decodable, Encodable};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -30,8 +32,9 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use crate::Broker;
 use crate::api::{self, Ctx, Reply};
 use crate::legacy;
-use crate::metrics::{ApiLabels, QuotaLabels};
+use crate::metrics::{ApiLabels, OutcomeLabels, QuotaLabels};
 use crate::quota::{self, throttle::Cost};
+use crate::sasl::session::{After, Session};
 
 /// Why a connection was closed.
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +73,10 @@ struct Pending {
     version: i16,
     started: Instant,
     client_id: String,
+    /// The authenticated user (quotas are per user), or `ANONYMOUS`.
+    user: String,
+    /// A bare SASL token (after SaslHandshake v0), answered with a bare token.
+    raw: bool,
     request_bytes: usize,
     reply: Timed,
 }
@@ -93,50 +100,75 @@ impl Future for Timed {
     }
 }
 
-/// Serves one plaintext connection until the client closes it, it misbehaves, or
+/// What a connection is: where it was accepted and whether it must authenticate.
+#[derive(Debug, Clone, Copy)]
+pub struct Endpoint {
+    /// The address the client reached.
+    pub local: SocketAddr,
+    /// The client's address.
+    pub peer: SocketAddr,
+    /// The node that address is.
+    pub node: i32,
+    /// Whether the listener is SASL (`SASL_PLAINTEXT`, `SASL_SSL`).
+    pub sasl: bool,
+}
+
+/// Serves one plaintext-socket connection until the client closes it, it misbehaves, or
 /// shutdown.
 pub async fn run(
     broker: Arc<Broker>,
     sock: TcpStream,
     peer: SocketAddr,
     node: i32,
+    sasl: bool,
     shutdown: watch::Receiver<bool>,
 ) {
     let local = sock.local_addr().unwrap_or(peer);
     // The owned halves of a TCP stream take no lock per read or write.
     let (rd, wr) = sock.into_split();
-    serve(broker, rd, wr, local, peer, node, shutdown).await;
+    let at = Endpoint {
+        local,
+        peer,
+        node,
+        sasl,
+    };
+    serve(broker, rd, wr, at, shutdown).await;
 }
 
-/// Serves one connection over TLS (the handshake done); `local` is the address the
-/// client reached.
+/// Serves one connection over TLS (the handshake done).
 pub async fn run_tls<S>(
     broker: Arc<Broker>,
     stream: S,
-    local: SocketAddr,
-    peer: SocketAddr,
-    node: i32,
+    at: Endpoint,
     shutdown: watch::Receiver<bool>,
 ) where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
     let (rd, wr) = tokio::io::split(stream);
-    serve(broker, rd, wr, local, peer, node, shutdown).await;
+    serve(broker, rd, wr, at, shutdown).await;
 }
 
 async fn serve<R, W>(
     broker: Arc<Broker>,
     mut rd: R,
     wr: W,
-    local: SocketAddr,
-    peer: SocketAddr,
-    node: i32,
+    at: Endpoint,
     mut shutdown: watch::Receiver<bool>,
 ) where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Send + Unpin + 'static,
 {
+    let Endpoint {
+        local,
+        peer,
+        node,
+        sasl,
+    } = at;
     broker.metrics.connections.inc();
+    let mut session = sasl.then(|| Session::new(broker.sasl.clone()));
+    // After a SaslHandshake v0 the client sends its SASL tokens as bare size-prefixed
+    // frames, not SaslAuthenticate requests, until the exchange ends.
+    let mut raw_tokens = false;
     let (tx, rx) = mpsc::channel::<Pending>(broker.config.max_in_flight.max(1));
     // The end of the client's throttle: nothing more is handled before it.
     let (mute_tx, mute_rx) = watch::channel(Instant::now());
@@ -144,6 +176,7 @@ async fn serve<R, W>(
     loop {
         let read = read_frame(
             &mut rd,
+            if raw_tokens { 1 } else { 8 },
             broker.config.max_frame_bytes,
             &broker.request_budget,
         );
@@ -157,7 +190,9 @@ async fn serve<R, W>(
             },
             _ = shutdown.changed() => break,
         };
+        let raw = raw_tokens;
         let (result, budget) = match frame {
+            Ok(Some((frame, budget))) if raw => (Ok(raw_token(frame)), budget),
             Ok(Some((frame, budget))) => (decode(frame), budget),
             Ok(None) => break,
             Err(e) => {
@@ -189,6 +224,50 @@ async fn serve<R, W>(
             }
         }
         let request_bytes = budget.num_permits();
+        let started = Instant::now();
+        let mut close = false;
+        let sasl_reply = match session.as_mut() {
+            None => None,
+            Some(s) if !s.admits(api, started) => {
+                // As Kafka: before authentication (or after the session lifetime) only
+                // the handshake is answered; anything else closes the connection.
+                broker.metrics.sasl_refused.inc();
+                tracing::info!(%peer, ?api, "closing an unauthenticated SASL connection");
+                break;
+            }
+            Some(s) => match &request {
+                RequestKind::SaslHandshake(r) => {
+                    let (r, after) = s.handshake(r);
+                    close = after == After::Close;
+                    raw_tokens = !close && header.request_api_version == 0;
+                    Some(ResponseKind::SaslHandshake(r))
+                }
+                RequestKind::SaslAuthenticate(r) => {
+                    let (r, after) = s.authenticate(r, started);
+                    close = after == After::Close;
+                    raw_tokens = raw && after == After::Continue;
+                    let outcome = match after {
+                        After::Authenticated => Some("ok"),
+                        After::Close => Some("failed"),
+                        After::Continue => None,
+                    };
+                    if let Some(outcome) = outcome {
+                        broker
+                            .metrics
+                            .sasl_authentications
+                            .get_or_create(&OutcomeLabels { outcome })
+                            .inc();
+                    }
+                    Some(ResponseKind::SaslAuthenticate(r))
+                }
+                _ => None,
+            },
+        };
+        let user = session
+            .as_ref()
+            .and_then(|s| s.user())
+            .unwrap_or(quota::ANONYMOUS)
+            .to_owned();
         // A legacy version's handler runs as the oldest version the codec has.
         let handler_version = if legacy::is_legacy(api, header.request_api_version) {
             legacy::handler_version(api)
@@ -205,8 +284,10 @@ async fn serve<R, W>(
             client_id: header.client_id.as_ref().map(|s| s.to_string()),
         };
         let client_id = ctx.client_id.clone().unwrap_or_default();
-        let started = Instant::now();
-        let reply = api::handle(ctx, request);
+        let reply = match sasl_reply {
+            Some(r) => api::ready(r),
+            None => api::handle(ctx, request),
+        };
         let pending = Pending {
             _budget: budget,
             correlation_id: header.correlation_id,
@@ -214,13 +295,15 @@ async fn serve<R, W>(
             version: header.request_api_version,
             started,
             client_id,
+            user,
+            raw,
             request_bytes,
             reply: Timed {
                 reply,
                 busy: started.elapsed(),
             },
         };
-        if tx.send(pending).await.is_err() {
+        if tx.send(pending).await.is_err() || close {
             break;
         }
     }
@@ -233,6 +316,7 @@ async fn serve<R, W>(
 /// buffer grows as bytes arrive, so a size prefix alone never makes the server allocate.
 async fn read_frame<R: AsyncRead + Unpin>(
     rd: &mut R,
+    min: usize,
     max: usize,
     budget: &Arc<Semaphore>,
 ) -> Result<Option<(Bytes, OwnedSemaphorePermit)>, FrameError> {
@@ -243,7 +327,7 @@ async fn read_frame<R: AsyncRead + Unpin>(
     };
     let size = usize::try_from(size)
         .ok()
-        .filter(|s| (8..=max).contains(s))
+        .filter(|s| (min..=max).contains(s))
         .ok_or(FrameError::Size(i64::from(size), max))?;
     // The broker sizes the budget to hold at least one frame of the largest size.
     let permits = u32::try_from(size).unwrap_or(u32::MAX);
@@ -264,6 +348,16 @@ async fn read_frame<R: AsyncRead + Unpin>(
         }
     }
     Ok(Some((buf.freeze(), permit)))
+}
+
+/// A bare SASL token (SaslHandshake v0's exchange) as the SaslAuthenticate request it
+/// stands for.
+fn raw_token(frame: Bytes) -> (RequestHeader, RequestKind) {
+    let header = RequestHeader::default()
+        .with_request_api_key(ApiKey::SaslAuthenticate as i16)
+        .with_request_api_version(0);
+    let request = SaslAuthenticateRequest::default().with_auth_bytes(frame);
+    (header, RequestKind::SaslAuthenticate(request))
 }
 
 /// Decodes one request frame (without its size prefix): the header, then the body at the
@@ -341,7 +435,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             let now = Instant::now();
             let (wait, kind) = quota::throttle::throttle(
                 &broker.quotas,
-                quota::ANONYMOUS,
+                &p.user,
                 &p.client_id,
                 cost,
                 response.as_mut(),
@@ -363,6 +457,21 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         let Some(response) = response else {
             continue;
         };
+        if p.raw {
+            // A bare token answers a bare token; a failure gets none (the connection
+            // closes), as Kafka does.
+            if let ResponseKind::SaslAuthenticate(r) = &response
+                && r.error_code == 0
+            {
+                let mut out = BytesMut::with_capacity(4 + r.auth_bytes.len());
+                out.put_i32(r.auth_bytes.len() as i32);
+                out.put_slice(&r.auth_bytes);
+                if wr.write_all(&out).await.is_err() {
+                    break;
+                }
+            }
+            continue;
+        }
         match encode(p.correlation_id, p.api, p.version, &response) {
             Ok(bytes) => {
                 broker

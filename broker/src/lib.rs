@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod offsets_topic;
 pub mod quota;
 pub mod retention;
+pub mod sasl;
 pub mod txn;
 
 use std::net::SocketAddr;
@@ -75,6 +76,14 @@ pub struct BrokerConfig {
     /// Listener classes (a security protocol and its addresses, see [`Cluster`]); empty
     /// for one plaintext class of every listener.
     pub listener_classes: Vec<(String, Vec<SocketAddr>)>,
+    /// SASL mechanisms enabled on SASL listeners.
+    pub sasl_mechanisms: Vec<sasl::Mechanism>,
+    /// How long a SASL session lasts before re-authentication (Kafka's
+    /// `connections.max.reauth.ms`); `None`: it does not expire.
+    pub sasl_session_lifetime: Option<std::time::Duration>,
+    /// The users SASL listeners accept, with their passwords (only their SCRAM
+    /// credentials are kept, [`sasl::Sasl::new`]).
+    pub sasl_users: Vec<(String, String)>,
 }
 
 impl BrokerConfig {
@@ -113,6 +122,9 @@ impl BrokerConfig {
             fetch_session_slots: 1000,
             quota: quota::QuotaConfig::default(),
             listener_classes: Vec::new(),
+            sasl_mechanisms: sasl::Mechanism::ALL.to_vec(),
+            sasl_session_lifetime: None,
+            sasl_users: Vec::new(),
             offsets_topic: false,
         }
     }
@@ -144,6 +156,8 @@ pub struct Broker {
     /// Seals topic tables, so DeleteRecords can wait for an expansion to read what it
     /// removes (none: tables are not served).
     pub table_sealer: std::sync::OnceLock<Arc<dyn TableSealer>>,
+    /// SASL mechanisms, session lifetime and the users' credentials.
+    pub sasl: Arc<sasl::Sasl>,
 }
 
 /// Brings a topic's table, and so the topic's expansions, up to the topic's end.
@@ -172,7 +186,13 @@ impl Broker {
 
     /// A broker over `catalog`. Call inside the runtime: groups that had members when
     /// the server stopped come back with their session timers running.
-    pub fn new(catalog: Arc<dyn Catalog>, config: BrokerConfig) -> Arc<Self> {
+    pub fn new(catalog: Arc<dyn Catalog>, mut config: BrokerConfig) -> Arc<Self> {
+        // The passwords become SCRAM credentials here and are not kept.
+        let sasl = Arc::new(sasl::Sasl::new(
+            config.sasl_mechanisms.clone(),
+            config.sasl_session_lifetime,
+            &std::mem::take(&mut config.sasl_users),
+        ));
         let metrics = BrokerMetrics::default();
         let groups = Arc::new(group::GroupCoordinator::new(
             catalog.clone(),
@@ -221,6 +241,7 @@ impl Broker {
             request_budget: Arc::new(Semaphore::new(budget)),
             compaction_wake: tokio::sync::Notify::new(),
             table_sealer: std::sync::OnceLock::new(),
+            sasl,
         })
     }
 }

@@ -31,6 +31,13 @@ pub struct QuotaLabels {
     pub quota: &'static str,
 }
 
+/// Labels of an outcome metric.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabels {
+    /// `ok` or `failed`.
+    pub outcome: &'static str,
+}
+
 /// Labels of a per-partition metric.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
 pub struct PartitionLabels {
@@ -104,6 +111,11 @@ pub struct BrokerMetrics {
     pub throttled: Family<QuotaLabels, Counter>,
     /// Throttle time given to clients, by quota.
     pub throttle_seconds: Family<QuotaLabels, Counter<f64, AtomicU64>>,
+    /// SASL exchanges that ended, by outcome.
+    pub sasl_authentications: Family<OutcomeLabels, Counter>,
+    /// Connections closed for a request before authentication (or after the session
+    /// lifetime) on a SASL listener.
+    pub sasl_refused: Counter,
 }
 
 impl Default for BrokerMetrics {
@@ -141,6 +153,8 @@ impl Default for BrokerMetrics {
             response_bytes: Family::default(),
             throttled: Family::default(),
             throttle_seconds: Family::default(),
+            sasl_authentications: Family::default(),
+            sasl_refused: Counter::default(),
         }
     }
 }
@@ -293,6 +307,16 @@ impl BrokerMetrics {
             "throttle_seconds",
             "Throttle time given to clients for client quotas, by quota",
             self.throttle_seconds.clone(),
+        );
+        r.register(
+            "sasl_authentications",
+            "SASL exchanges that ended, by outcome (ok, failed)",
+            self.sasl_authentications.clone(),
+        );
+        r.register(
+            "sasl_refused_requests",
+            "Connections closed for a request sent before SASL authentication or after the session lifetime",
+            self.sasl_refused.clone(),
         );
     }
 }

@@ -63,6 +63,10 @@ fn default_request(api: kafka_protocol::messages::ApiKey) -> RequestKind {
             RequestKind::GetTelemetrySubscriptions(GetTelemetrySubscriptionsRequest::default())
         }
         ApiKey::PushTelemetry => RequestKind::PushTelemetry(PushTelemetryRequest::default()),
+        ApiKey::SaslHandshake => RequestKind::SaslHandshake(SaslHandshakeRequest::default()),
+        ApiKey::SaslAuthenticate => {
+            RequestKind::SaslAuthenticate(SaslAuthenticateRequest::default())
+        }
         ApiKey::DescribeLogDirs => RequestKind::DescribeLogDirs(DescribeLogDirsRequest::default()),
         ApiKey::ElectLeaders => RequestKind::ElectLeaders(ElectLeadersRequest::default()),
         ApiKey::ListPartitionReassignments => {

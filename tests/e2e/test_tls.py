@@ -338,7 +338,9 @@ def test_sighup_reloads_the_certificate_and_keeps_connections(pki, tmp_path):
 
 @pytest.mark.parametrize("listen,args,message", [
     ("SSL://127.0.0.1:{port}", [], "needs --tls-cert and --tls-key"),
-    ("SASL_SSL://127.0.0.1:{port}", [], "SASL listeners are not implemented yet"),
+    ("SASL_SSL://127.0.0.1:{port}", [], "needs --tls-cert and --tls-key"),
+    ("SASL_PLAINTEXT://127.0.0.1:{port}", ["--sasl-mechanisms", "GSSAPI"],
+     "unknown SASL mechanism"),
     ("TLS://127.0.0.1:{port}", [], "unknown security protocol"),
     ("127.0.0.1:{port}", ["--tls-client-ca", "/nonexistent"], "--tls-client-ca is for SSL://"),
 ])

@@ -44,7 +44,10 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::{
+    ApiKey, RequestKind, ResponseKind, SaslAuthenticateResponse, SaslHandshakeResponse,
+};
 
 use crate::Broker;
 
@@ -123,6 +126,10 @@ pub fn supported(api: ApiKey) -> Option<(i16, i16)> {
         ApiKey::DescribeTopicPartitions => (0, 0),
         ApiKey::GetTelemetrySubscriptions => (0, 0),
         ApiKey::PushTelemetry => (0, 0),
+        // After v0 the SASL tokens come as bare frames (`crate::connection`); v1 carries
+        // them in SaslAuthenticate. librdkafka before 2.x needs v0 advertised.
+        ApiKey::SaslHandshake => (0, 1),
+        ApiKey::SaslAuthenticate => (0, 2),
         ApiKey::DescribeLogDirs => (1, 4),
         ApiKey::ElectLeaders => (0, 2),
         ApiKey::ListPartitionReassignments => (0, 0),
@@ -175,6 +182,8 @@ pub const SERVED: &[ApiKey] = &[
     ApiKey::DescribeTopicPartitions,
     ApiKey::GetTelemetrySubscriptions,
     ApiKey::PushTelemetry,
+    ApiKey::SaslHandshake,
+    ApiKey::SaslAuthenticate,
     ApiKey::DescribeLogDirs,
     ApiKey::ElectLeaders,
     ApiKey::ListPartitionReassignments,
@@ -239,6 +248,17 @@ pub fn handle(ctx: Ctx, request: RequestKind) -> Reply {
             ResponseKind::GetTelemetrySubscriptions(telemetry::subscriptions(r)),
         ),
         RequestKind::PushTelemetry(r) => ready(ResponseKind::PushTelemetry(telemetry::push(r))),
+        // A SASL listener's connection answers these itself (`crate::sasl::session`);
+        // here the listener has no SASL, and Kafka answers ILLEGAL_SASL_STATE.
+        RequestKind::SaslHandshake(_) => ready(ResponseKind::SaslHandshake(
+            SaslHandshakeResponse::default()
+                .with_error_code(ResponseError::IllegalSaslState.code()),
+        )),
+        RequestKind::SaslAuthenticate(_) => ready(ResponseKind::SaslAuthenticate(
+            SaslAuthenticateResponse::default()
+                .with_error_code(ResponseError::IllegalSaslState.code())
+                .with_error_message(Some(sb("this listener does not use SASL"))),
+        )),
         RequestKind::DescribeLogDirs(r) => ready(ResponseKind::DescribeLogDirs(
             describe_log_dirs::handle(&ctx, r),
         )),

@@ -7,7 +7,7 @@
 //! connection is muted for that long (KIP-219): the next request from it is handled only
 //! after the wait, so a client that ignores the field is held back all the same. A
 //! throttled fetch keeps its records (see [`throttle::throttle`]). Users are Kafka
-//! principals; until a listener authenticates, every client is `ANONYMOUS`.
+//! principals: a SASL connection's authenticated user, otherwise `ANONYMOUS`.
 
 pub mod rate;
 pub mod throttle;

@@ -1,0 +1,200 @@
+//! SASL authentication on `SASL_PLAINTEXT://` and `SASL_SSL://` listeners: SaslHandshake
+//! v1 and SaslAuthenticate v0-2 with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512, and
+//! re-authentication with a session lifetime (KIP-368). The users are Eddy's users; only
+//! their SCRAM credentials are kept (PLAIN passwords are checked against the SHA-512
+//! one). [`session::Session`] is one connection's state machine, with injected time.
+
+pub mod scram;
+pub mod session;
+
+use std::collections::HashMap;
+use std::sync::RwLock;
+use std::time::Duration;
+
+use rand::Rng;
+
+use scram::{Credential, MIN_ITERATIONS, ScramHash};
+
+/// A SASL mechanism.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mechanism {
+    /// PLAIN (RFC 4616): the password in the clear, for TLS listeners.
+    Plain,
+    /// SCRAM-SHA-256.
+    ScramSha256,
+    /// SCRAM-SHA-512.
+    ScramSha512,
+}
+
+impl Mechanism {
+    /// Every mechanism, in the order they are listed to clients.
+    pub const ALL: [Mechanism; 3] = [Self::Plain, Self::ScramSha256, Self::ScramSha512];
+
+    /// The mechanism's name on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Plain => "PLAIN",
+            Self::ScramSha256 => "SCRAM-SHA-256",
+            Self::ScramSha512 => "SCRAM-SHA-512",
+        }
+    }
+
+    /// The mechanism of a name (case as sent: SASL names are upper case).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    fn hash(self) -> Option<ScramHash> {
+        match self {
+            Self::Plain => None,
+            Self::ScramSha256 => Some(ScramHash::Sha256),
+            Self::ScramSha512 => Some(ScramHash::Sha512),
+        }
+    }
+}
+
+/// A user's credentials: one SCRAM credential per hash.
+#[derive(Debug, Clone, Default)]
+struct UserCredentials {
+    sha256: Option<Credential>,
+    sha512: Option<Credential>,
+}
+
+/// The broker's SASL settings and users.
+#[derive(Debug)]
+pub struct Sasl {
+    mechanisms: Vec<Mechanism>,
+    session_lifetime: Option<Duration>,
+    users: RwLock<HashMap<String, UserCredentials>>,
+}
+
+fn salt() -> Vec<u8> {
+    let mut s = vec![0u8; 32];
+    rand::rng().fill(&mut s[..]);
+    s
+}
+
+/// A fresh server nonce: printable ASCII without commas, as SCRAM wants.
+pub fn nonce() -> String {
+    const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut rng = rand::rng();
+    (0..32)
+        .map(|_| CHARS[rng.random_range(0..CHARS.len())] as char)
+        .collect()
+}
+
+impl Sasl {
+    /// SASL with these enabled mechanisms and session lifetime (Kafka's
+    /// `connections.max.reauth.ms`; `None`: sessions do not expire), and these users with
+    /// their passwords, whose SCRAM credentials are made here with fresh salts (the
+    /// passwords are not kept).
+    pub fn new(
+        mechanisms: Vec<Mechanism>,
+        session_lifetime: Option<Duration>,
+        users: &[(String, String)],
+    ) -> Self {
+        let users = users
+            .iter()
+            .map(|(user, password)| {
+                (
+                    user.clone(),
+                    UserCredentials {
+                        sha256: Some(Credential::new(
+                            ScramHash::Sha256,
+                            password,
+                            salt(),
+                            MIN_ITERATIONS,
+                        )),
+                        sha512: Some(Credential::new(
+                            ScramHash::Sha512,
+                            password,
+                            salt(),
+                            MIN_ITERATIONS,
+                        )),
+                    },
+                )
+            })
+            .collect();
+        Self {
+            mechanisms,
+            session_lifetime,
+            users: RwLock::new(users),
+        }
+    }
+
+    /// The enabled mechanisms.
+    pub fn mechanisms(&self) -> &[Mechanism] {
+        &self.mechanisms
+    }
+
+    /// How long an authenticated session lasts before the client must re-authenticate.
+    pub fn session_lifetime(&self) -> Option<Duration> {
+        self.session_lifetime
+    }
+
+    fn credential(&self, user: &str, hash: ScramHash) -> Option<Credential> {
+        let users = match self.users.read() {
+            Ok(u) => u,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let u = users.get(user)?;
+        match hash {
+            ScramHash::Sha256 => u.sha256.clone(),
+            ScramHash::Sha512 => u.sha512.clone(),
+        }
+    }
+
+    /// Whether `password` is `user`'s (SASL/PLAIN).
+    fn check_password(&self, user: &str, password: &str) -> bool {
+        self.credential(user, ScramHash::Sha512)
+            .or_else(|| self.credential(user, ScramHash::Sha256))
+            .is_some_and(|c| c.verifies(password))
+    }
+}
+
+/// Reads a PLAIN message, `[authzid] NUL authcid NUL passwd`: the user and password, if
+/// well formed and the authorization id is empty or the user.
+fn plain(message: &[u8]) -> Option<(String, String)> {
+    let text = std::str::from_utf8(message).ok()?;
+    let mut parts = text.split('\0');
+    let (authzid, user, password) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || user.is_empty() || (!authzid.is_empty() && authzid != user) {
+        return None;
+    }
+    Some((user.to_owned(), password.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_messages() {
+        assert_eq!(plain(b"\0alice\0pw"), Some(("alice".into(), "pw".into())));
+        assert_eq!(
+            plain(b"alice\0alice\0pw"),
+            Some(("alice".into(), "pw".into()))
+        );
+        assert_eq!(plain(b"bob\0alice\0pw"), None);
+        assert_eq!(plain(b"\0alice"), None);
+        assert_eq!(plain(b"\0\0pw"), None);
+        assert_eq!(plain(b"\0a\0b\0c"), None);
+    }
+
+    #[test]
+    fn passwords_are_checked_against_the_scram_credentials() {
+        let s = Sasl::new(
+            Mechanism::ALL.to_vec(),
+            None,
+            &[("alice".into(), "secret".into())],
+        );
+        assert!(s.check_password("alice", "secret"));
+        assert!(!s.check_password("alice", "Secret"));
+        assert!(!s.check_password("bob", "secret"));
+        assert_eq!(
+            Mechanism::from_name("SCRAM-SHA-512"),
+            Some(Mechanism::ScramSha512)
+        );
+        assert_eq!(Mechanism::from_name("GSSAPI"), None);
+    }
+}
