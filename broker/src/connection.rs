@@ -73,8 +73,8 @@ struct Pending {
     version: i16,
     started: Instant,
     client_id: String,
-    /// The authenticated user (quotas are per user), or `ANONYMOUS`.
-    user: String,
+    /// The authenticated user (quotas are per user); `None` is `ANONYMOUS`.
+    user: Option<Arc<str>>,
     /// A bare SASL token (after SaslHandshake v0), answered with a bare token.
     raw: bool,
     request_bytes: usize,
@@ -225,49 +225,26 @@ async fn serve<R, W>(
         }
         let request_bytes = budget.num_permits();
         let started = Instant::now();
-        let mut close = false;
-        let sasl_reply = match session.as_mut() {
-            None => None,
-            Some(s) if !s.admits(api, started) => {
-                // As Kafka: before authentication (or after the session lifetime) only
-                // the handshake is answered; anything else closes the connection.
-                broker.metrics.sasl_refused.inc();
-                tracing::info!(%peer, ?api, "closing an unauthenticated SASL connection");
-                break;
-            }
-            Some(s) => match &request {
-                RequestKind::SaslHandshake(r) => {
-                    let (r, after) = s.handshake(r);
-                    close = after == After::Close;
-                    raw_tokens = !close && header.request_api_version == 0;
-                    Some(ResponseKind::SaslHandshake(r))
+        let (sasl_reply, after) = match session.as_mut() {
+            None => (None, After::Continue),
+            Some(s) => match sasl_step(&broker, s, api, &request, started) {
+                Some(step) => step,
+                None => {
+                    // As Kafka: before authentication (or after the session lifetime)
+                    // only the handshake is answered; anything else closes.
+                    broker.metrics.sasl_refused.inc();
+                    tracing::info!(%peer, ?api, "closing an unauthenticated SASL connection");
+                    break;
                 }
-                RequestKind::SaslAuthenticate(r) => {
-                    let (r, after) = s.authenticate(r, started);
-                    close = after == After::Close;
-                    raw_tokens = raw && after == After::Continue;
-                    let outcome = match after {
-                        After::Authenticated => Some("ok"),
-                        After::Close => Some("failed"),
-                        After::Continue => None,
-                    };
-                    if let Some(outcome) = outcome {
-                        broker
-                            .metrics
-                            .sasl_authentications
-                            .get_or_create(&OutcomeLabels { outcome })
-                            .inc();
-                    }
-                    Some(ResponseKind::SaslAuthenticate(r))
-                }
-                _ => None,
             },
         };
-        let user = session
-            .as_ref()
-            .and_then(|s| s.user())
-            .unwrap_or(quota::ANONYMOUS)
-            .to_owned();
+        let close = after == After::Close;
+        raw_tokens = match &request {
+            RequestKind::SaslHandshake(_) => !close && header.request_api_version == 0,
+            RequestKind::SaslAuthenticate(_) => raw && after == After::Continue,
+            _ => raw_tokens,
+        };
+        let user = session.as_ref().and_then(Session::principal);
         // A legacy version's handler runs as the oldest version the codec has.
         let handler_version = if legacy::is_legacy(api, header.request_api_version) {
             legacy::handler_version(api)
@@ -348,6 +325,44 @@ async fn read_frame<R: AsyncRead + Unpin>(
         }
     }
     Ok(Some((buf.freeze(), permit)))
+}
+
+/// A request on a SASL listener's connection: the handshake's answer and what follows
+/// it, `(None, Continue)` for a request to hand to its API, or `None` when the request
+/// may not be handled now (the connection closes).
+fn sasl_step(
+    broker: &Broker,
+    session: &mut Session,
+    api: ApiKey,
+    request: &RequestKind,
+    now: Instant,
+) -> Option<(Option<ResponseKind>, After)> {
+    if !session.admits(api, now) {
+        return None;
+    }
+    match request {
+        RequestKind::SaslHandshake(r) => {
+            let (r, after) = session.handshake(r);
+            Some((Some(ResponseKind::SaslHandshake(r)), after))
+        }
+        RequestKind::SaslAuthenticate(r) => {
+            let (r, after) = session.authenticate(r, now);
+            let outcome = match after {
+                After::Authenticated => Some("ok"),
+                After::Close => Some("failed"),
+                After::Continue => None,
+            };
+            if let Some(outcome) = outcome {
+                broker
+                    .metrics
+                    .sasl_authentications
+                    .get_or_create(&OutcomeLabels { outcome })
+                    .inc();
+            }
+            Some((Some(ResponseKind::SaslAuthenticate(r)), after))
+        }
+        _ => Some((None, After::Continue)),
+    }
 }
 
 /// A bare SASL token (SaslHandshake v0's exchange) as the SaslAuthenticate request it
@@ -435,7 +450,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             let now = Instant::now();
             let (wait, kind) = quota::throttle::throttle(
                 &broker.quotas,
-                &p.user,
+                p.user.as_deref().unwrap_or(quota::ANONYMOUS),
                 &p.client_id,
                 cost,
                 response.as_mut(),

@@ -384,6 +384,42 @@ mod tests {
     }
 
     #[test]
+    fn the_fuzz_corpus_and_its_mutations_never_panic() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/sasl_scram");
+        let c = Credential::new(
+            ScramHash::Sha256,
+            "pencil",
+            b"salt".to_vec(),
+            MIN_ITERATIONS,
+        );
+        let run = |data: &[u8]| {
+            let (first, last) = match data.iter().position(|b| *b == 0) {
+                Some(i) => (&data[..i], &data[i + 1..]),
+                None => (data, &[][..]),
+            };
+            if let Ok((ex, _)) = Exchange::start(first, |_| Some(c.clone()), "srv") {
+                let _ = ex.finish(last);
+            }
+        };
+        let mut seen = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let data = std::fs::read(entry.unwrap().path()).unwrap();
+            run(&data);
+            for i in 0..data.len() {
+                for b in [0u8, b',', b'=', 0xff, b'p'] {
+                    let mut m = data.clone();
+                    m[i] = b;
+                    run(&m);
+                    run(&m[..i]);
+                }
+            }
+            seen += 1;
+        }
+        assert!(seen >= 4, "the corpus has {seen} files");
+    }
+
+    #[test]
     fn a_changed_nonce_or_binding_fails() {
         let c = Credential::new(ScramHash::Sha512, "p", b"s".to_vec(), MIN_ITERATIONS);
         let start = || Exchange::start(b"n,,n=u,r=abc", |_| Some(c.clone()), "xyz").unwrap();

@@ -27,7 +27,7 @@ pub struct Session {
     /// A SCRAM exchange between its two messages.
     exchange: Option<Exchange>,
     /// Who the connection is, once authenticated.
-    user: Option<String>,
+    user: Option<Arc<str>>,
     /// When the authenticated session ends (a session lifetime is configured).
     expires: Option<Instant>,
 }
@@ -62,6 +62,11 @@ impl Session {
     /// The authenticated user.
     pub fn user(&self) -> Option<&str> {
         self.user.as_deref()
+    }
+
+    /// The authenticated user, shared (each request of the connection carries it).
+    pub fn principal(&self) -> Option<Arc<str>> {
+        self.user.clone()
     }
 
     /// Whether a request of `api` may be handled at `now`.
@@ -153,11 +158,11 @@ impl Session {
         };
         self.mechanism = None;
         if let Some(previous) = &self.user
-            && *previous != user
+            && **previous != *user
         {
             return failed("re-authentication as another user");
         }
-        self.user = Some(user);
+        self.user = Some(user.into());
         self.expires = self.sasl.session_lifetime().map(|l| now + l);
         let lifetime_ms = self
             .sasl
