@@ -54,13 +54,14 @@ pub async fn create_bucket(
     }
     protections::bucket_creation(&req.input)?;
     let mut settings = BTreeMap::new();
-    if let Some(loc) = req
+    let asked_location = req
         .input
         .create_bucket_configuration
         .as_ref()
         .and_then(|c| c.location_constraint.as_ref())
-    {
-        settings.insert(LOCATION.to_owned(), loc.as_str().as_bytes().to_vec());
+        .map(|l| l.as_str().as_bytes().to_vec());
+    if let Some(loc) = &asked_location {
+        settings.insert(LOCATION.to_owned(), loc.clone());
     }
     let record = BucketRecord {
         name: name.clone(),
@@ -79,8 +80,21 @@ pub async fn create_bucket(
             location: Some(format!("/{name}")),
         })),
         Err(CatalogError::BucketExists(_)) => {
-            let owner = gw.catalog().bucket(&name).or_s3()?.map(|b| b.owner);
-            if owner.as_deref() == Some(user.as_str()) {
+            let existing = gw.catalog().bucket(&name).or_s3()?;
+            let owner = existing.as_ref().map(|b| b.owner.as_str());
+            let us_east_1 =
+                |loc: Option<&[u8]>| loc.is_none_or(|l| l.is_empty() || l == b"us-east-1");
+            if owner == Some(user.as_str()) {
+                // AWS answers a repeated create of your own bucket in us-east-1 with 200
+                // (the bucket is left as it is), and anywhere else with 409.
+                let existing_loc = existing.as_ref().and_then(|b| b.settings.get(LOCATION));
+                if us_east_1(asked_location.as_deref())
+                    && us_east_1(existing_loc.map(Vec::as_slice))
+                {
+                    return Ok(S3Response::new(CreateBucketOutput {
+                        location: Some(format!("/{name}")),
+                    }));
+                }
                 Err(s3_error!(
                     BucketAlreadyOwnedByYou,
                     "Your previous request to create the named bucket succeeded and you already own it"
