@@ -38,6 +38,16 @@ pub async fn serve(
                 req.extensions_mut().insert(id);
                 let mut r = hyper::service::Service::call(&service, req).await;
                 if let (Ok(resp), Some(h)) = (r.as_mut(), header) {
+                    if resp.status().as_u16() >= 400
+                        && let Some(body) = resp.body().bytes()
+                        && let Some(doc) = h
+                            .to_str()
+                            .ok()
+                            .and_then(|id| s3gw::error::with_request_id(&body, id))
+                    {
+                        resp.headers_mut().remove(hyper::header::CONTENT_LENGTH);
+                        *resp.body_mut() = s3s::Body::from(bytes::Bytes::from(doc));
+                    }
                     resp.headers_mut().insert("x-amz-request-id", h);
                 }
                 metrics.count_request("s3", r.as_ref().map_or(500, |r| r.status().as_u16()));

@@ -54,6 +54,26 @@ pub fn catalog_error(e: CatalogError) -> S3Error {
     }
 }
 
+/// An S3 error document with its `RequestId`, the same id as the response's
+/// `x-amz-request-id` header (clients and support tickets quote either): `None` when the
+/// body is not an error document or already has one.
+pub fn with_request_id(body: &[u8], id: &str) -> Option<Vec<u8>> {
+    let text = std::str::from_utf8(body).ok()?;
+    if text.contains("<RequestId>") || !text.contains("<Error>") {
+        return None;
+    }
+    let end = text.rfind("</Error>")?;
+    // Request ids are hex digits: nothing to escape.
+    Some(
+        format!(
+            "{}<RequestId>{id}</RequestId>{}",
+            &text[..end],
+            &text[end..]
+        )
+        .into_bytes(),
+    )
+}
+
 /// The S3 error for a storage error.
 pub fn storage_error(e: StorageError) -> S3Error {
     match e {
@@ -124,5 +144,20 @@ pub fn notify_config_error(e: notify::ConfigError) -> S3Error {
             S3Error::with_message(S3ErrorCode::InternalError, e.to_string())
         }
         e => S3Error::with_message(S3ErrorCode::InvalidArgument, e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_request_id;
+
+    #[test]
+    fn an_error_document_gets_the_request_id_once() {
+        let doc = b"<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>NoSuchKey</Code><Message>m</Message></Error>";
+        let got = String::from_utf8(with_request_id(doc, "ABC123").unwrap()).unwrap();
+        assert!(got.ends_with("<Message>m</Message><RequestId>ABC123</RequestId></Error>"));
+        assert_eq!(with_request_id(got.as_bytes(), "ABC123"), None);
+        assert_eq!(with_request_id(b"<ListBucketResult/>", "ABC123"), None);
+        assert_eq!(with_request_id(b"", "ABC123"), None);
     }
 }

@@ -381,3 +381,21 @@ def test_body_over_5_gib_is_refused_up_front(eddy, bucket):
     conn.send(b"x" * 1024)  # the server answers without waiting for 6 GiB
     r = conn.getresponse()
     assert r.status == 400 and b"EntityTooLarge" in r.read()
+
+
+def test_error_documents_carry_the_request_id_of_their_header(eddy, s3, bucket):
+    """The `RequestId` of an error body is the `x-amz-request-id` header, for errors of
+    the operations (NoSuchKey through a presigned URL) and of authentication (an
+    unsigned request)."""
+    import re
+    import urllib.error
+    import urllib.request
+
+    missing = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "no/such"})
+    for url, code in ((missing, "NoSuchKey"), (f"{eddy.s3_url}/{bucket}/k", "AccessDenied")):
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(url, timeout=10)
+        body = e.value.read().decode()
+        header = e.value.headers["x-amz-request-id"]
+        assert f"<Code>{code}</Code>" in body, body
+        assert re.findall(r"<RequestId>([^<]*)</RequestId>", body) == [header], (body, header)
