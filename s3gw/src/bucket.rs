@@ -176,13 +176,37 @@ pub async fn list_buckets(
     req: S3Request<ListBucketsInput>,
 ) -> S3Result<S3Response<ListBucketsOutput>> {
     let user = gw.user(&req)?;
-    let prefix = req.input.prefix.clone().unwrap_or_default();
-    let buckets: Vec<Bucket> = gw
+    let i = &req.input;
+    let max = match i.max_buckets {
+        None => usize::MAX,
+        Some(n) if (1..=MAX_BUCKETS_PER_PAGE).contains(&n) => n as usize,
+        Some(_) => {
+            return Err(s3_error!(
+                InvalidArgument,
+                "max-buckets must be between 1 and 10000"
+            ));
+        }
+    };
+    let prefix = i.prefix.clone().unwrap_or_default();
+    // The token is the last name of the previous page; names sort as S3 lists them.
+    let after = i.continuation_token.clone();
+    let mut records: Vec<BucketRecord> = gw
         .catalog()
         .buckets()
         .or_s3()?
         .into_iter()
         .filter(|b| (b.owner == user || gw.is_admin(&user)) && b.name.starts_with(&prefix))
+        .filter(|b| i.bucket_region.as_deref().is_none_or(|r| region(b) == r))
+        .filter(|b| after.as_deref().is_none_or(|a| b.name.as_str() > a))
+        .collect();
+    records.sort_by(|a, b| a.name.cmp(&b.name));
+    let more = records.len() > max;
+    records.truncate(max);
+    let continuation_token = more
+        .then(|| records.last().map(|b| b.name.clone()))
+        .flatten();
+    let buckets: Vec<Bucket> = records
+        .into_iter()
         .map(|b| Bucket {
             bucket_region: location(&b),
             creation_date: Some(timestamp(b.created_ms)),
@@ -193,9 +217,12 @@ pub async fn list_buckets(
         buckets: Some(buckets),
         owner: Some(crate::owner(&user)),
         prefix: req.input.prefix,
-        continuation_token: None,
+        continuation_token,
     }))
 }
+
+/// The most buckets one ListBuckets page may ask for (AWS's limit).
+const MAX_BUCKETS_PER_PAGE: i32 = 10_000;
 
 /// Attempts at a bucket setting change before giving up on concurrent changes.
 const UPDATE_ATTEMPTS: usize = 16;

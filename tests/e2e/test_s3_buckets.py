@@ -1,6 +1,8 @@
 """Buckets through boto3: create/delete/head/list/location, naming rules, ownership
 errors, bucket tagging and versioning."""
 
+import uuid
+
 import pytest
 
 from s3util import ClientError, client, error_code, new_bucket, status
@@ -162,3 +164,36 @@ def test_concurrent_setting_changes_are_all_kept(eddy):
         t.join()
     assert s3.get_bucket_tagging(Bucket=b)["TagSet"] == [{"Key": "round", "Value": str(rounds - 1)}]
     assert s3.get_bucket_versioning(Bucket=b)["Status"] == "Enabled"
+
+
+def test_list_buckets_pages_with_max_buckets_and_a_prefix(eddy):
+    """ListBuckets with MaxBuckets gives pages and a ContinuationToken until the last;
+    a prefix and a region filter what is listed; an out-of-range MaxBuckets is refused."""
+    s3 = client(eddy)
+    stem = f"page-{uuid.uuid4().hex[:6]}"
+    names = sorted(f"{stem}-{i:02d}" for i in range(7))
+    for n in names:
+        s3.create_bucket(Bucket=n)
+    s3.create_bucket(Bucket=f"{stem}-eu", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    seen, token, pages = [], None, 0
+    while True:
+        args = {"MaxBuckets": 3, "Prefix": f"{stem}-0"}
+        if token:
+            args["ContinuationToken"] = token
+        r = s3.list_buckets(**args)
+        pages += 1
+        seen += [b["Name"] for b in r["Buckets"]]
+        token = r.get("ContinuationToken")
+        if not token:
+            break
+    assert seen == names and pages == 3
+    # boto3's paginator follows the same tokens.
+    paged = [b["Name"] for page in s3.get_paginator("list_buckets").paginate(
+        Prefix=stem, PaginationConfig={"PageSize": 2}) for b in page["Buckets"]]
+    assert paged == sorted(names + [f"{stem}-eu"])
+    eu = s3.list_buckets(Prefix=stem, BucketRegion="eu-west-1")["Buckets"]
+    assert [b["Name"] for b in eu] == [f"{stem}-eu"]
+    # (boto3 refuses 0 itself.)
+    with pytest.raises(ClientError) as e:
+        s3.list_buckets(MaxBuckets=10_001)
+    assert error_code(e) == "InvalidArgument"
