@@ -89,10 +89,15 @@ pub fn find_version(
 ) -> S3Result<ObjectVersion> {
     match version_id {
         Some(id) => match gw.catalog().object_version(&b.name, key, id).or_s3()? {
-            Some(v) if v.delete_marker => Err(s3_error!(
-                MethodNotAllowed,
-                "The specified method is not allowed against this resource"
-            )),
+            Some(v) if v.delete_marker => {
+                // As AWS: the marker's headers say what the client addressed.
+                let mut err = s3_error!(
+                    MethodNotAllowed,
+                    "The specified method is not allowed against this resource"
+                );
+                err.set_headers(marker_headers(b, &v));
+                Err(err)
+            }
             Some(v) => Ok(v),
             None => Err(s3_error!(
                 NoSuchVersion,
@@ -117,19 +122,24 @@ fn no_current_version(gw: &Gateway, b: &BucketRecord, key: &str) -> S3Error {
         .and_then(|v| v.into_iter().next())
         .filter(|(k, v)| k == key && v.delete_marker);
     if let Some((_, v)) = newest {
-        let mut h = http::HeaderMap::new();
-        h.insert(
-            "x-amz-delete-marker",
-            http::HeaderValue::from_static("true"),
-        );
-        if let Some(id) = versioning::reported_version(b, &v.version_id)
-            && let Ok(val) = http::HeaderValue::from_str(&id)
-        {
-            h.insert("x-amz-version-id", val);
-        }
-        err.set_headers(h);
+        err.set_headers(marker_headers(b, &v));
     }
     err
+}
+
+/// `x-amz-delete-marker: true` and the marker's version id, on an answer about one.
+fn marker_headers(b: &BucketRecord, v: &ObjectVersion) -> http::HeaderMap {
+    let mut h = http::HeaderMap::new();
+    h.insert(
+        "x-amz-delete-marker",
+        http::HeaderValue::from_static("true"),
+    );
+    if let Some(id) = versioning::reported_version(b, &v.version_id)
+        && let Ok(val) = http::HeaderValue::from_str(&id)
+    {
+        h.insert("x-amz-version-id", val);
+    }
+    h
 }
 
 /// The byte range to serve: `start..end`, and the Content-Range header when partial.

@@ -95,9 +95,13 @@ def test_versioning(eddy):
     headers = e.value.response["ResponseMetadata"]["HTTPHeaders"]
     assert headers.get("x-amz-delete-marker") == "true"
     assert headers.get("x-amz-version-id") == marker
-    with pytest.raises(ClientError) as e:
-        s3.get_object(Bucket=name, Key="k", VersionId=marker)
-    assert status(e) == 405
+    for read in (s3.get_object, s3.head_object):
+        with pytest.raises(ClientError) as e:
+            read(Bucket=name, Key="k", VersionId=marker)
+        assert status(e) == 405
+        headers = e.value.response["ResponseMetadata"]["HTTPHeaders"]
+        assert headers.get("x-amz-delete-marker") == "true"
+        assert headers.get("x-amz-version-id") == marker
     assert s3.get_object(Bucket=name, Key="k", VersionId=v2)["Body"].read() == b"two"
 
     lv = s3.list_object_versions(Bucket=name)
