@@ -239,9 +239,10 @@ async fn serve<R, W>(
             },
         };
         let close = after == After::Close;
-        raw_tokens = match &request {
-            RequestKind::SaslHandshake(_) => !close && header.request_api_version == 0,
-            RequestKind::SaslAuthenticate(_) => raw && after == After::Continue,
+        // Only a SASL listener's session switches to bare tokens (after its v0 handshake).
+        raw_tokens = match (&request, &sasl_reply) {
+            (RequestKind::SaslHandshake(_), Some(_)) => !close && header.request_api_version == 0,
+            (RequestKind::SaslAuthenticate(_), Some(_)) => raw && after == After::Continue,
             _ => raw_tokens,
         };
         let user = session.as_ref().and_then(Session::principal);
