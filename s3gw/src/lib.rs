@@ -211,10 +211,45 @@ pub fn service(
     );
     let mut b = S3ServiceBuilder::new(Gateway::with_notifier(catalog, admin, notifier));
     b.set_auth(auth);
+    b.set_access(Access);
     if !domains.is_empty() {
         b.set_host(Domains::new(domains)?);
     }
     Ok(b.build())
+}
+
+/// The longest a SigV4 presigned URL may be valid, as AWS allows: 7 days.
+const MAX_PRESIGNED_EXPIRES_SECS: i64 = 7 * 24 * 3600;
+
+/// Checks every request after its signature: it must be signed (anonymous requests are
+/// refused), and a presigned URL may not ask for more than 7 days (`X-Amz-Expires`), as
+/// AWS refuses; s3s checks the signature and the expiry, not this limit.
+struct Access;
+
+#[async_trait::async_trait]
+impl s3s::access::S3Access for Access {
+    async fn check(&self, cx: &mut s3s::access::S3AccessContext<'_>) -> S3Result<()> {
+        if cx.credentials().is_none() {
+            return Err(s3_error!(AccessDenied, "Signature is required"));
+        }
+        let expires = cx
+            .uri()
+            .query()
+            .into_iter()
+            .flat_map(|q| q.split('&'))
+            .find_map(|pair| pair.strip_prefix("X-Amz-Expires="));
+        if let Some(v) = expires
+            && !v
+                .parse::<i64>()
+                .is_ok_and(|s| (0..=MAX_PRESIGNED_EXPIRES_SECS).contains(&s))
+        {
+            return Err(s3_error!(
+                AuthorizationQueryParametersError,
+                "X-Amz-Expires must be less than a week (in seconds) that is 604800"
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Virtual-host-style addressing: `bucket.DOMAIN[:port]` names a bucket; any other

@@ -142,3 +142,22 @@ def test_virtual_host_style(tmp_path):
         assert (code, body) == (200, b"virtual")
     finally:
         server.stop()
+
+
+def test_sigv4_presigned_urls_are_valid_for_at_most_seven_days(eddy):
+    """X-Amz-Expires up to 604800 s works; beyond, the URL is refused as AWS refuses it
+    (400 AuthorizationQueryParametersError), though its signature is good."""
+    s3 = client(eddy, signature_version="s3v4")
+    bucket = new_bucket(s3, "presign")
+    s3.put_object(Bucket=bucket, Key="k", Body=b"week")
+    week = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "k"},
+                                     ExpiresIn=604800)
+    assert "X-Amz-Expires=604800" in week
+    with urllib.request.urlopen(week, timeout=10) as r:
+        assert r.read() == b"week"
+    longer = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "k"},
+                                       ExpiresIn=604801)
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(longer, timeout=10)
+    body = e.value.read().decode()
+    assert e.value.code == 400 and "<Code>AuthorizationQueryParametersError</Code>" in body, body
