@@ -19,11 +19,12 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
 from conftest import free_port, javac, new_eddy
 from test_kafka import kafka_clients_classpath
-from test_tls import make_ca, make_cert
+from test_tls import create, make_ca, make_cert
+from test_tls import round_trip as tls_round_trip
 
 USERS = """
 [[users]]
@@ -76,28 +77,9 @@ def ssl_conf(server, user="bob", password="bob-kafka-password", mechanism="SCRAM
             "sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password}
 
 
-def create(conf, topic, partitions=1):
-    a = AdminClient(conf)
-    a.create_topics([NewTopic(topic, partitions, 1)])[topic].result(timeout=30)
-
-
 def round_trip(conf, n=20):
-    topic = name("sasl")
-    create(conf, topic, 2)
-    p = Producer(conf)
-    for i in range(n):
-        p.produce(topic, value=f"v{i}", partition=i % 2)
-    assert p.flush(30) == 0
-    c = Consumer({**conf, "group.id": name("g"), "enable.auto.commit": False})
-    c.assign([TopicPartition(topic, part, 0) for part in (0, 1)])
-    got = []
-    deadline = time.time() + 30
-    while len(got) < n and time.time() < deadline:
-        m = c.poll(0.5)
-        if m is not None and m.error() is None:
-            got.append(m.value().decode())
-    c.close()
-    return sorted(got) == sorted(f"v{i}" for i in range(n))
+    """test_tls's round trip (create, produce, read back) through these settings."""
+    return tls_round_trip(conf, name("sasl"), n) == sorted(f"v{i}" for i in range(n))
 
 
 def auth_error(conf):
