@@ -26,7 +26,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from pyiceberg.catalog.rest import RestCatalog
 
 import s3util
-from conftest import ROOT, eddy_bin, metric, new_eddy, read_to_end
+from conftest import ROOT, eddy_bin, javac, metric, new_eddy, read_to_end
 from test_expansion import admin, jsonable_value
 
 FIXTURES = sorted((ROOT / "tests" / "fixtures").glob("format-*/manifest.json"))
@@ -173,6 +173,21 @@ def check_transactions(eddy, manifest):
     got = c.committed([TopicPartition(topic, p) for topic, p, _ in t["offsets"]], timeout=10)
     c.close()
     assert [[x.topic, x.partition, x.offset] for x in got] == t["offsets"]
+
+
+def check_quotas(eddy, manifest):
+    """Client quotas the fixture's build set (its `quotas` section) are described by the
+    Java admin client exactly as that build described them."""
+    if "quotas" not in manifest:
+        return
+    from connect import classpath
+    out = javac(Path(__file__).parent / "java" / "ClientQuotas.java", classpath())
+    p = subprocess.run(["java", "-cp", f"{out}:{classpath()}", "ClientQuotas", eddy.bootstrap, "describe"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-4000:]
+    got = sorted((json.loads(line) for line in p.stdout.splitlines()),
+                 key=lambda d: json.dumps(d["entity"], sort_keys=True))
+    assert got == manifest["quotas"]
 
 
 def target_rows(eddy, manifest):
@@ -398,6 +413,7 @@ def test_a_fixture_reads_back_and_takes_writes(tmp_path, manifest_path, drop_sto
         check_topics(eddy, manifest)
         check_compacted(eddy, manifest, opened=True)
         check_transactions(eddy, manifest)
+        check_quotas(eddy, manifest)
         check_tables(eddy, manifest)
         check_expanded(eddy, manifest)
         if manifest["kind"] == "killed":
