@@ -57,6 +57,9 @@ pub struct Tables<'t> {
     txn_partitions: RedbTable<'t>,
     aborted_txns: RedbTable<'t>,
     client_quotas: RedbTable<'t>,
+    users: RedbTable<'t>,
+    policies: RedbTable<'t>,
+    bucket_policies: RedbTable<'t>,
 }
 
 /// Side effects to carry out once the commit is durable.
@@ -215,6 +218,9 @@ impl<'t> Tables<'t> {
             txn_partitions: w.open_table(TXN_PARTITIONS)?,
             aborted_txns: w.open_table(ABORTED_TXNS)?,
             client_quotas: w.open_table(CLIENT_QUOTAS)?,
+            users: w.open_table(USERS)?,
+            policies: w.open_table(POLICIES)?,
+            bucket_policies: w.open_table(BUCKET_POLICIES)?,
         })
     }
 
@@ -493,7 +499,12 @@ impl<'t> Tables<'t> {
                     self.require_in_txn(id, producer.as_ref(), *topic_id, *partition)?;
                 }
             }
-            Op::PutTxn { .. } | Op::DropTxn { .. } | Op::PutQuotas { .. } => {}
+            Op::PutTxn { .. }
+            | Op::DropTxn { .. }
+            | Op::PutQuotas { .. }
+            | Op::PutUser { .. }
+            | Op::PutPolicy { .. } => {}
+            Op::PutBucketPolicy { bucket, .. } => self.require_bucket(bucket)?,
             Op::TxnOffsetCommit {
                 id,
                 producer_id,
@@ -662,6 +673,7 @@ impl<'t> Tables<'t> {
             }
             Op::DeleteBucket { name } => {
                 self.buckets.remove(name.as_bytes())?;
+                self.bucket_policies.remove(name.as_bytes())?;
             }
             Op::PutObject {
                 bucket,
@@ -885,6 +897,31 @@ impl<'t> Tables<'t> {
                     put(&mut self.client_quotas, &key, &quotas)?;
                 }
             }
+            Op::PutUser { name, record } => match record {
+                Some(r) => put(&mut self.users, name.as_bytes(), r)?,
+                None => {
+                    self.users.remove(name.as_bytes())?;
+                }
+            },
+            Op::PutPolicy { name, record } => match record {
+                Some(r) => put(&mut self.policies, name.as_bytes(), r)?,
+                None => {
+                    self.policies.remove(name.as_bytes())?;
+                }
+            },
+            Op::PutBucketPolicy { bucket, document } => match document {
+                Some(d) => put(
+                    &mut self.bucket_policies,
+                    bucket.as_bytes(),
+                    &crate::model::BucketPolicy {
+                        bucket: bucket.clone(),
+                        document: d.clone(),
+                    },
+                )?,
+                None => {
+                    self.bucket_policies.remove(bucket.as_bytes())?;
+                }
+            },
             Op::DropTxn { id } => {
                 self.txns.remove(id.as_bytes())?;
             }

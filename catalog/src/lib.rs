@@ -202,6 +202,12 @@ pub trait Catalog: Send + Sync {
     fn txns(&self) -> CatalogResult<Vec<(String, TxnRecord)>>;
     /// Every entity's client quotas.
     fn client_quotas(&self) -> CatalogResult<Vec<ClientQuotas>>;
+    /// Every user, by name.
+    fn users(&self) -> CatalogResult<Vec<UserRecord>>;
+    /// Every named identity policy, by name.
+    fn policies(&self) -> CatalogResult<Vec<PolicyRecord>>;
+    /// Every bucket policy, by bucket.
+    fn bucket_policies(&self) -> CatalogResult<Vec<BucketPolicy>>;
     /// A partition's open transactions (default: none).
     fn txn_partition(&self, topic_id: u128, partition: u32) -> CatalogResult<TxnPartition>;
     /// A partition's state and its last stable offset (the first offset of its earliest
@@ -850,6 +856,21 @@ impl Catalog for EmbeddedCatalog {
     fn client_quotas(&self) -> CatalogResult<Vec<ClientQuotas>> {
         read::scan(&self.db, tables::CLIENT_QUOTAS, b"", usize::MAX)
             .map(|v| v.into_iter().map(|(_, q)| q).collect())
+    }
+
+    fn users(&self) -> CatalogResult<Vec<UserRecord>> {
+        read::scan(&self.db, tables::USERS, b"", usize::MAX)
+            .map(|v| v.into_iter().map(|(_, u)| u).collect())
+    }
+
+    fn policies(&self) -> CatalogResult<Vec<PolicyRecord>> {
+        read::scan(&self.db, tables::POLICIES, b"", usize::MAX)
+            .map(|v| v.into_iter().map(|(_, p)| p).collect())
+    }
+
+    fn bucket_policies(&self) -> CatalogResult<Vec<BucketPolicy>> {
+        read::scan(&self.db, tables::BUCKET_POLICIES, b"", usize::MAX)
+            .map(|v| v.into_iter().map(|(_, p)| p).collect())
     }
 
     fn txn_partition(&self, topic_id: u128, partition: u32) -> CatalogResult<TxnPartition> {

@@ -558,6 +558,70 @@ pub struct ClientQuotas {
     pub values: BTreeMap<String, f64>,
 }
 
+/// A SCRAM hash (table `users`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ScramMechanism {
+    /// SCRAM-SHA-256.
+    Sha256,
+    /// SCRAM-SHA-512.
+    Sha512,
+}
+
+/// One stored SCRAM credential (RFC 5802): what a server needs to check a proof and
+/// prove itself, never the password.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScramCredential {
+    /// Its hash.
+    pub mechanism: ScramMechanism,
+    /// The salt.
+    pub salt: Vec<u8>,
+    /// PBKDF2 iterations (at least 4096).
+    pub iterations: u32,
+    /// H(HMAC(SaltedPassword, "Client Key")).
+    pub stored_key: Vec<u8>,
+    /// HMAC(SaltedPassword, "Server Key").
+    pub server_key: Vec<u8>,
+}
+
+/// An Eddy user (table `users`, keyed by name, which is also its S3 access key and its
+/// Kafka principal).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct UserRecord {
+    /// The name.
+    pub name: String,
+    /// The S3 secret access key, kept as written: SigV4 signs with it, so a server must
+    /// have it (absent: the user has no S3 access).
+    pub s3_secret: Option<String>,
+    /// Its SCRAM credentials, at most one per mechanism (a PLAIN password is checked
+    /// against them).
+    pub scram: Vec<ScramCredential>,
+    /// Whether the config file made it (it is then made again from the config at each
+    /// start; users made by the CLI or by Kafka clients are kept as they are).
+    pub from_config: bool,
+}
+
+/// A named identity policy (table `policies`): the IAM JSON document as it was put, and
+/// the principals it is attached to (user names, `ANONYMOUS`, or `*` for everyone).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PolicyRecord {
+    /// The name.
+    pub name: String,
+    /// The document (validated when put).
+    pub document: String,
+    /// Who it applies to.
+    pub attached: Vec<String>,
+}
+
+/// A bucket's resource policy (table `bucket_policies`, keyed by bucket name; removed
+/// with the bucket).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BucketPolicy {
+    /// The bucket.
+    pub bucket: String,
+    /// The document (validated when put).
+    pub document: String,
+}
+
 impl StoredBatch {
     /// The producer id of a transactional data batch (`None` for any other batch): the
     /// attributes' transactional bit (4) set and the control bit (5) clear.

@@ -61,8 +61,15 @@ pub const ABORTED_TXNS: Table = TableDefinition::new("aborted_txns");
 /// Postcard bytes of a `v5::QuotaEntity` -> `ClientQuotas` (store format 5 on).
 pub const CLIENT_QUOTAS: Table = TableDefinition::new("client_quotas");
 
+/// User name -> `UserRecord` (store format 6 on).
+pub const USERS: Table = TableDefinition::new("users");
+/// Policy name -> `PolicyRecord` (store format 6 on).
+pub const POLICIES: Table = TableDefinition::new("policies");
+/// Bucket name -> `BucketPolicy` (store format 6 on).
+pub const BUCKET_POLICIES: Table = TableDefinition::new("bucket_policies");
+
 /// Every table, with the tag checkpoints use for it.
-pub const ALL: [(u8, Table); 23] = [
+pub const ALL: [(u8, Table); 26] = [
     (1, META),
     (2, BUCKETS),
     (3, OBJECTS),
@@ -86,6 +93,9 @@ pub const ALL: [(u8, Table); 23] = [
     (21, TXN_PARTITIONS),
     (22, ABORTED_TXNS),
     (23, CLIENT_QUOTAS),
+    (24, USERS),
+    (25, POLICIES),
+    (26, BUCKET_POLICIES),
 ];
 
 /// Meta key of the last applied log record.

@@ -232,6 +232,27 @@ pub enum Op {
         /// Values by quota key.
         values: std::collections::BTreeMap<String, f64>,
     },
+    /// Makes, replaces (`Some`) or removes (`None`) a user.
+    PutUser {
+        /// Its name.
+        name: String,
+        /// The new record.
+        record: Option<crate::model::UserRecord>,
+    },
+    /// Makes, replaces (`Some`) or removes (`None`) a named identity policy.
+    PutPolicy {
+        /// Its name.
+        name: String,
+        /// The new record.
+        record: Option<crate::model::PolicyRecord>,
+    },
+    /// Sets (`Some`) or removes (`None`) a bucket's policy; the bucket must exist.
+    PutBucketPolicy {
+        /// The bucket.
+        bucket: String,
+        /// The document.
+        document: Option<String>,
+    },
     /// Forgets a transactional id (its expiration: no transaction open, unused for
     /// `transactional.id.expiration.ms`).
     DropTxn {

@@ -362,6 +362,16 @@ fn record_v4(ops: Vec<Op>) -> Vec<u8> {
     })
 }
 
+/// A record payload of format 5, as the builds of format 5 wrote it.
+fn record_v5(ops: Vec<Op>) -> Vec<u8> {
+    framed(&ops, |batch_lens| super::v5::RecordHeader {
+        txns: vec![super::v5::Transaction {
+            ops: ops.iter().map(super::v5::op_for_record).collect(),
+        }],
+        batch_lens,
+    })
+}
+
 /// A compaction pass over one partition, the op format 2 added.
 fn sample_compact() -> Op {
     Op::CompactPartition {
@@ -764,9 +774,7 @@ fn all_ops_v5() -> Vec<Op> {
 /// Format 5's samples: each new op alone, every op of every format in one record, and
 /// the new value.
 fn encoded_samples_v5() -> Vec<(String, Vec<u8>)> {
-    let record = |ops: Vec<Op>| {
-        crate::record::encode(record_data(&ops), &[&crate::txn::Transaction::new(ops)]).unwrap()
-    };
+    let record = record_v5;
     let mut out = Vec::new();
     for (name, op) in sample_quota_ops() {
         out.push((format!("record {name}"), record(vec![op])));
@@ -775,6 +783,127 @@ fn encoded_samples_v5() -> Vec<(String, Vec<u8>)> {
     out.push((
         "value ClientQuotas".into(),
         crate::apply::enc(&sample_quotas()).unwrap(),
+    ));
+    out
+}
+
+fn sample_user() -> crate::model::UserRecord {
+    use crate::model::{ScramCredential, ScramMechanism};
+    crate::model::UserRecord {
+        name: "alice".into(),
+        s3_secret: Some("alice-secret-key".into()),
+        scram: vec![
+            ScramCredential {
+                mechanism: ScramMechanism::Sha256,
+                salt: vec![1, 2, 3, 4],
+                iterations: 4096,
+                stored_key: vec![0xaa; 32],
+                server_key: vec![0xbb; 32],
+            },
+            ScramCredential {
+                mechanism: ScramMechanism::Sha512,
+                salt: vec![5, 6, 7, 8],
+                iterations: 8192,
+                stored_key: vec![0xcc; 64],
+                server_key: vec![0xdd; 64],
+            },
+        ],
+        from_config: true,
+    }
+}
+
+fn sample_policy() -> crate::model::PolicyRecord {
+    crate::model::PolicyRecord {
+        name: "readers".into(),
+        document: r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"KafkaRead","Resource":"*"}]}"#.into(),
+        attached: vec!["alice".into(), "*".into()],
+    }
+}
+
+fn sample_bucket_policy() -> crate::model::BucketPolicy {
+    crate::model::BucketPolicy {
+        bucket: "photos".into(),
+        document: r#"{"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::photos/public/*"}]}"#.into(),
+    }
+}
+
+/// The ops format 6 added: each set and removed.
+fn sample_iam_ops() -> Vec<(&'static str, Op)> {
+    vec![
+        (
+            "PutUser",
+            Op::PutUser {
+                name: "alice".into(),
+                record: Some(sample_user()),
+            },
+        ),
+        (
+            "PutUser removed",
+            Op::PutUser {
+                name: "bob".into(),
+                record: None,
+            },
+        ),
+        (
+            "PutPolicy",
+            Op::PutPolicy {
+                name: "readers".into(),
+                record: Some(sample_policy()),
+            },
+        ),
+        (
+            "PutPolicy removed",
+            Op::PutPolicy {
+                name: "writers".into(),
+                record: None,
+            },
+        ),
+        (
+            "PutBucketPolicy",
+            Op::PutBucketPolicy {
+                bucket: "photos".into(),
+                document: Some(sample_bucket_policy().document),
+            },
+        ),
+        (
+            "PutBucketPolicy removed",
+            Op::PutBucketPolicy {
+                bucket: "photos".into(),
+                document: None,
+            },
+        ),
+    ]
+}
+
+/// Every sample op of formats 1 to 6.
+fn all_ops_v6() -> Vec<Op> {
+    let mut all = all_ops_v5();
+    all.extend(sample_iam_ops().into_iter().map(|(_, op)| op));
+    all
+}
+
+/// Format 6's samples: each new op alone, every op of every format in one record, and
+/// the new values.
+fn encoded_samples_v6() -> Vec<(String, Vec<u8>)> {
+    let record = |ops: Vec<Op>| {
+        crate::record::encode(record_data(&ops), &[&crate::txn::Transaction::new(ops)]).unwrap()
+    };
+    let mut out = Vec::new();
+    for (name, op) in sample_iam_ops() {
+        out.push((format!("record {name}"), record(vec![op])));
+    }
+    out.push(("record all".into(), record(all_ops_v6())));
+    out.push((
+        "value UserRecord".into(),
+        crate::apply::enc(&sample_user()).unwrap(),
+    ));
+    out.push((
+        "value PolicyRecord".into(),
+        crate::apply::enc(&sample_policy()).unwrap(),
+    ));
+    out.push((
+        "value BucketPolicy".into(),
+        crate::apply::enc(&sample_bucket_policy()).unwrap(),
     ));
     out
 }

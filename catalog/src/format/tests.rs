@@ -1,7 +1,7 @@
-//! Formats 1 to 5 are frozen: format 1's types encode, byte for byte, what the build of
+//! Formats 1 to 6 are frozen: format 1's types encode, byte for byte, what the build of
 //! 2026-11-30 wrote for the same values (`v1.golden`: `samples.rs` compiled against commit
 //! c8a8f6c printed them), format 2's to 5's what the builds that introduced them wrote
-//! (`v2.golden` to `v5.golden`), and all read back into the same live values. Refusals of newer
+//! (`v2.golden` to `v6.golden`), and all read back into the same live values. Refusals of newer
 //! formats, and what adding a field later looks like.
 
 use super::*;
@@ -24,6 +24,11 @@ fn golden_v2() -> Vec<(String, Vec<u8>)> {
 /// `v4.golden` as (name, bytes).
 fn golden_v4() -> Vec<(String, Vec<u8>)> {
     parse_golden(include_str!("v4.golden"))
+}
+
+/// `v6.golden` as (name, bytes).
+fn golden_v6() -> Vec<(String, Vec<u8>)> {
+    parse_golden(include_str!("v6.golden"))
 }
 
 /// `v5.golden` as (name, bytes).
@@ -225,6 +230,59 @@ fn format_5_records_decode_into_the_live_ops() {
     );
 }
 
+#[test]
+fn this_build_writes_format_6_byte_for_byte() {
+    let golden = golden_v6();
+    assert!(!golden.is_empty());
+    for (name, bytes) in encoded_samples_v6() {
+        let want = golden
+            .iter()
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("{name} is not in v6.golden"));
+        assert_eq!(bytes, want.1, "{name} no longer encodes as format 6");
+    }
+}
+
+#[test]
+fn format_6_records_decode_into_the_live_ops() {
+    let bytes = |name: &str| {
+        golden_v6()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("{name} is not in v6.golden"))
+            .1
+    };
+    for (name, op) in sample_iam_ops() {
+        let txns = crate::record::decode(1, 6, bytes(&format!("record {name}"))).unwrap();
+        assert_eq!(txns, vec![Transaction::new(vec![op])], "{name}");
+    }
+    let txns = crate::record::decode(1, 6, bytes("record all")).unwrap();
+    assert_eq!(txns, vec![Transaction::new(all_ops_v6())]);
+    assert_eq!(
+        dec::<crate::model::UserRecord>(&bytes("value UserRecord")).unwrap(),
+        sample_user()
+    );
+    assert_eq!(
+        dec::<crate::model::PolicyRecord>(&bytes("value PolicyRecord")).unwrap(),
+        sample_policy()
+    );
+    assert_eq!(
+        dec::<crate::model::BucketPolicy>(&bytes("value BucketPolicy")).unwrap(),
+        sample_bucket_policy()
+    );
+}
+
+/// Prints `v6.golden`'s lines; run once, by the build that introduced format 6, and
+/// never again (`cargo test -p eddy-catalog print_format_6 -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn print_format_6() {
+    for (name, bytes) in encoded_samples_v6() {
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        println!("{name} {hex}");
+    }
+}
+
 /// Prints `v5.golden`'s lines; run once, by the build that introduced format 5, and
 /// never again (`cargo test -p eddy-catalog print_format_5 -- --ignored --nocapture`).
 #[test]
@@ -344,27 +402,27 @@ fn format_1_values_decode_into_the_live_records() {
 
 #[test]
 fn newer_formats_are_refused_naming_both_versions() {
-    let err = crate::record::decode(9, 6, golden_bytes("record all")).unwrap_err();
+    let err = crate::record::decode(9, 7, golden_bytes("record all")).unwrap_err();
     assert!(
         matches!(
             &err,
             CatalogError::Storage(StorageError::Format {
-                found: 6,
-                newest: 5,
+                found: 7,
+                newest: 6,
                 ..
             })
         ),
         "{err}"
     );
     assert!(
-        err.to_string().contains("log record 9 is format 6"),
+        err.to_string().contains("log record 9 is format 7"),
         "{err}"
     );
     assert!(matches!(
-        check_store_format(6),
+        check_store_format(7),
         Err(CatalogError::Storage(StorageError::Format {
-            found: 6,
-            newest: 5,
+            found: 7,
+            newest: 6,
             ..
         }))
     ));
@@ -373,14 +431,16 @@ fn newer_formats_are_refused_naming_both_versions() {
     assert!(check_store_format(3).is_ok());
     assert!(check_store_format(4).is_ok());
     assert!(check_store_format(5).is_ok());
+    assert!(check_store_format(6).is_ok());
     assert!(matches!(
-        check_checkpoint_magic(b"EDDYCKP6"),
+        check_checkpoint_magic(b"EDDYCKP7"),
         Err(CatalogError::Storage(StorageError::Format {
-            found: 6,
-            newest: 5,
+            found: 7,
+            newest: 6,
             ..
         }))
     ));
+    assert!(check_checkpoint_magic(b"EDDYCKP6").is_ok());
     assert!(check_checkpoint_magic(b"EDDYCKP5").is_ok());
     assert!(check_checkpoint_magic(b"EDDYCKP4").is_ok());
     assert!(check_checkpoint_magic(b"EDDYCKP3").is_ok());

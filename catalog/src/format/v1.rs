@@ -659,6 +659,9 @@ pub fn op_for_record(op: &txn::Op) -> Option<Op> {
         | L::DropTxn { .. }
         | L::TxnOffsetCommit { .. }
         | L::EndTxn { .. }
-        | L::PutQuotas { .. } => return None,
+        | L::PutQuotas { .. }
+        | L::PutUser { .. }
+        | L::PutPolicy { .. }
+        | L::PutBucketPolicy { .. } => return None,
     })
 }
