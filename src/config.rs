@@ -75,6 +75,11 @@ pub struct ServeArgs {
     /// Create unknown topics when clients ask for them (off by default).
     #[arg(long, env = "EDDY_KAFKA_AUTO_CREATE_TOPICS")]
     pub kafka_auto_create_topics: bool,
+    /// Refuse a Kafka request that no policy statement allows (by default, a request no
+    /// statement matches is allowed, and only an explicit Deny refuses; Kafka's
+    /// `allow.everyone.if.no.acl.found=false`).
+    #[arg(long, env = "EDDY_KAFKA_DENY_UNLESS_ALLOWED")]
+    pub kafka_deny_unless_allowed: bool,
     /// How long the first rebalance of an empty consumer group waits for more members,
     /// in ms (Kafka's `group.initial.rebalance.delay.ms`; default 3000).
     #[arg(long, env = "EDDY_KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS")]
@@ -195,6 +200,7 @@ pub struct FileConfig {
     checkpoint_mb: Option<u64>,
     scrub_interval_secs: Option<u64>,
     kafka_auto_create_topics: Option<bool>,
+    kafka_deny_unless_allowed: Option<bool>,
     kafka_default_partitions: Option<u32>,
     kafka_max_frame_mb: Option<usize>,
     kafka_group_initial_rebalance_delay_ms: Option<u64>,
@@ -286,6 +292,8 @@ pub struct ServeConfig {
     pub default_credentials: bool,
     /// Create unknown topics when clients ask for them.
     pub kafka_auto_create_topics: bool,
+    /// Refuse Kafka requests no policy statement allows.
+    pub deny_unless_allowed: bool,
     /// Partitions of topics created without a count.
     pub kafka_default_partitions: u32,
     /// Largest Kafka request, in MiB.
@@ -517,6 +525,8 @@ impl ServeArgs {
             default_credentials,
             kafka_auto_create_topics: self.kafka_auto_create_topics
                 || file.kafka_auto_create_topics.unwrap_or(false),
+            deny_unless_allowed: self.kafka_deny_unless_allowed
+                || file.kafka_deny_unless_allowed.unwrap_or(false),
             kafka_default_partitions: file.kafka_default_partitions.unwrap_or(1).max(1),
             kafka_max_frame_mb: file.kafka_max_frame_mb.unwrap_or(100).clamp(1, 1024),
             kafka_max_request_mb_in_flight: self

@@ -11,7 +11,7 @@ use serde_json::Value;
 pub struct Server {
     /// The server's HTTP endpoint.
     #[arg(long, env = "EDDY_HTTP_URL", default_value = "http://127.0.0.1:8181")]
-    url: String,
+    pub(crate) url: String,
     /// Access key (a user of the server).
     #[arg(long, env = "EDDY_ACCESS_KEY", default_value = "eddyadmin")]
     access_key: String,
@@ -85,7 +85,7 @@ pub enum Action {
     },
 }
 
-fn read_json(path: &str) -> anyhow::Result<Value> {
+pub(crate) fn read_json(path: &str) -> anyhow::Result<Value> {
     let text = if path == "-" {
         std::io::read_to_string(std::io::stdin()).context("reading stdin")?
     } else {
@@ -186,7 +186,7 @@ async fn run_async(server: &Server, action: Action) -> anyhow::Result<()> {
 }
 
 /// Sends a request; its JSON body, or the server's error message as the error.
-async fn send(request: reqwest::RequestBuilder, token: &str) -> anyhow::Result<Value> {
+pub(crate) async fn send(request: reqwest::RequestBuilder, token: &str) -> anyhow::Result<Value> {
     let r = request
         .bearer_auth(token)
         .send()
@@ -205,7 +205,7 @@ async fn send(request: reqwest::RequestBuilder, token: &str) -> anyhow::Result<V
     Ok(body)
 }
 
-async fn token(http: &reqwest::Client, server: &Server) -> anyhow::Result<String> {
+pub(crate) async fn token(http: &reqwest::Client, server: &Server) -> anyhow::Result<String> {
     let r = http
         .post(format!(
             "{}/iceberg/v1/oauth/tokens",

@@ -5,6 +5,7 @@ mod config;
 mod expansion_cli;
 mod heal;
 mod http;
+mod iam_cli;
 mod listen;
 mod metrics;
 mod s3;
@@ -49,6 +50,20 @@ enum Command {
         #[command(subcommand)]
         action: expansion_cli::Action,
     },
+    /// Manage users (S3 keys, Kafka passwords) on a running server, as the administrator.
+    User {
+        #[command(flatten)]
+        server: expansion_cli::Server,
+        #[command(subcommand)]
+        action: iam_cli::UserAction,
+    },
+    /// Manage identity policies on a running server, as the administrator.
+    Policy {
+        #[command(flatten)]
+        server: expansion_cli::Server,
+        #[command(subcommand)]
+        action: iam_cli::PolicyAction,
+    },
 }
 
 fn main() -> std::process::ExitCode {
@@ -74,6 +89,8 @@ fn main() -> std::process::ExitCode {
         }),
         Command::Heal { storage, json } => storage.resolve().and_then(|c| heal::run(&c, json)),
         Command::Expansion { server, action } => expansion_cli::run(&server, action),
+        Command::User { server, action } => iam_cli::user(&server, action),
+        Command::Policy { server, action } => iam_cli::policy(&server, action),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -23,6 +23,7 @@ pub async fn serve(
     shutdown: watch::Receiver<bool>,
 ) {
     let counts = metrics.clone();
+    let secure = s3gw::authz::SecureTransport(tls.is_some());
     let per_connection = move |peer| {
         let service = service.clone();
         let metrics = counts.clone();
@@ -35,6 +36,7 @@ pub async fn serve(
                 let id = s3gw::RequestId::new();
                 let header = hyper::header::HeaderValue::from_str(&id.0).ok();
                 req.extensions_mut().insert(s3gw::ClientAddr(peer));
+                req.extensions_mut().insert(secure);
                 req.extensions_mut().insert(id);
                 let mut r = hyper::service::Service::call(&service, req).await;
                 if let (Ok(resp), Some(h)) = (r.as_mut(), header) {

@@ -124,20 +124,31 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     tokio::spawn(reload_on_sighup(tls.all()));
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
-    let users: Vec<s3gw::User> = config
+    let config_users: Vec<iam::ConfigUser> = config
         .users
         .iter()
-        .map(|u| s3gw::User {
-            access_key: u.access_key.clone(),
-            secret_key: u.secret_key.clone(),
+        .map(|u| iam::ConfigUser {
+            name: u.access_key.clone(),
+            s3_secret: u.secret_key.clone(),
+            kafka_password: u.sasl_password().to_owned(),
         })
         .collect();
+    let directory = Arc::new(
+        iam::Directory::open(catalog_dyn.clone(), &config_users)
+            .await
+            .context("opening the users and policies")?,
+    );
     let notifier = Arc::new(notify::Notifier::new(notify::NotifySettings {
         ce_type_prefix: config.notify_ce_type_prefix.clone(),
     }));
     metrics.register_notify(notifier.metrics());
-    let s3_service = s3gw::service(catalog.clone(), &users, &config.s3_domains, notifier)
-        .map_err(anyhow::Error::msg)?;
+    let s3_service = s3gw::service(
+        catalog.clone(),
+        directory.clone(),
+        &config.s3_domains,
+        notifier,
+    )
+    .map_err(anyhow::Error::msg)?;
     let limits = listener::Limits {
         max_connections: config.max_connections,
         idle_timeout: config.idle_timeout,
@@ -168,13 +179,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     ));
     let iceberg = Arc::new(tables::rest::RestCatalog::new(
         tabler.clone(),
-        tables::rest::Tokens::new(
-            config
-                .users
-                .iter()
-                .map(|u| (u.access_key.clone(), u.secret_key.clone())),
-            Duration::from_secs(3600),
-        ),
+        tables::rest::Tokens::new(directory.clone(), Duration::from_secs(3600)),
         tables::rest::S3Access {
             endpoint: None,
             port: config.s3_listen.addr.port(),
@@ -196,11 +201,8 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     kafka_config.listener_classes = listener_classes(&config.kafka_listen)?;
     kafka_config.sasl_mechanisms = config.sasl_mechanisms.clone();
     kafka_config.sasl_session_lifetime = config.kafka_sasl_session_lifetime;
-    kafka_config.sasl_users = config
-        .users
-        .iter()
-        .map(|u| (u.access_key.clone(), u.sasl_password().to_owned()))
-        .collect();
+    kafka_config.directory = Some(directory.clone());
+    kafka_config.deny_unless_allowed = config.deny_unless_allowed;
     kafka_config.auto_create_topics = config.kafka_auto_create_topics;
     // The drives' common parent: the data dir when the drives are its subdirectories.
     kafka_config.log_dir = config
@@ -297,6 +299,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
                         peer,
                         node,
                         sasl,
+                        secure: true,
                     };
                     match tls.accept(sock, handshake_timeout).await {
                         Ok(stream) => broker::connection::run_tls(broker, stream, at, stop).await,

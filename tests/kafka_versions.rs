@@ -198,6 +198,16 @@ fn request(key: ApiKey, version: i16) -> RequestKind {
         ApiKey::AlterClientQuotas => RequestKind::AlterClientQuotas(
             AlterClientQuotasRequest::default().with_validate_only(true),
         ),
+        ApiKey::DescribeUserScramCredentials => {
+            RequestKind::DescribeUserScramCredentials(DescribeUserScramCredentialsRequest::default())
+        }
+        // The walk's client is ANONYMOUS: refused, so nothing changes.
+        ApiKey::AlterUserScramCredentials => {
+            RequestKind::AlterUserScramCredentials(AlterUserScramCredentialsRequest::default())
+        }
+        ApiKey::CreateAcls => RequestKind::CreateAcls(CreateAclsRequest::default()),
+        ApiKey::DescribeAcls => RequestKind::DescribeAcls(DescribeAclsRequest::default()),
+        ApiKey::DeleteAcls => RequestKind::DeleteAcls(DeleteAclsRequest::default()),
         other => panic!("no walk request for {other:?}: add one"),
     }
 }

@@ -111,6 +111,8 @@ pub struct Endpoint {
     pub node: i32,
     /// Whether the listener is SASL (`SASL_PLAINTEXT`, `SASL_SSL`).
     pub sasl: bool,
+    /// Whether the connection is over TLS.
+    pub secure: bool,
 }
 
 /// Serves one plaintext-socket connection until the client closes it, it misbehaves, or
@@ -131,6 +133,7 @@ pub async fn run(
         peer,
         node,
         sasl,
+        secure: false,
     };
     serve(broker, rd, wr, at, shutdown).await;
 }
@@ -163,6 +166,7 @@ async fn serve<R, W>(
         peer,
         node,
         sasl,
+        secure,
     } = at;
     broker.metrics.connections.inc();
     let mut session = sasl.then(|| Session::new(broker.sasl.clone()));
@@ -260,6 +264,8 @@ async fn serve<R, W>(
             version: handler_version,
             wire_version: header.request_api_version,
             client_id: header.client_id.as_ref().map(|s| s.to_string()),
+            principal: user.clone(),
+            secure,
         };
         let client_id = ctx.client_id.clone().unwrap_or_default();
         let reply = match sasl_reply {

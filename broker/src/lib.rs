@@ -3,6 +3,7 @@
 //! every change goes through one catalog transaction.
 
 pub mod api;
+pub mod authz;
 pub mod batch;
 pub mod cluster;
 pub mod compaction;
@@ -81,9 +82,12 @@ pub struct BrokerConfig {
     /// How long a SASL session lasts before re-authentication (Kafka's
     /// `connections.max.reauth.ms`); `None`: it does not expire.
     pub sasl_session_lifetime: Option<std::time::Duration>,
-    /// The users SASL listeners accept, with their passwords (only their SCRAM
-    /// credentials are kept, [`sasl::Sasl::new`]).
-    pub sasl_users: Vec<(String, String)>,
+    /// Eddy's users and policies: SASL checks credentials and every request its
+    /// principal's policies against it (`None`: a directory in memory with no users).
+    pub directory: Option<Arc<iam::Directory>>,
+    /// Whether a request no policy statement matches is refused (Kafka's
+    /// `allow.everyone.if.no.acl.found=false`); by default it is allowed.
+    pub deny_unless_allowed: bool,
 }
 
 impl BrokerConfig {
@@ -124,7 +128,8 @@ impl BrokerConfig {
             listener_classes: Vec::new(),
             sasl_mechanisms: sasl::Mechanism::ALL.to_vec(),
             sasl_session_lifetime: None,
-            sasl_users: Vec::new(),
+            directory: None,
+            deny_unless_allowed: false,
             offsets_topic: false,
         }
     }
@@ -158,6 +163,8 @@ pub struct Broker {
     pub table_sealer: std::sync::OnceLock<Arc<dyn TableSealer>>,
     /// SASL mechanisms, session lifetime and the users' credentials.
     pub sasl: Arc<sasl::Sasl>,
+    /// Users and policies.
+    pub directory: Arc<iam::Directory>,
 }
 
 /// Brings a topic's table, and so the topic's expansions, up to the topic's end.
@@ -187,11 +194,14 @@ impl Broker {
     /// A broker over `catalog`. Call inside the runtime: groups that had members when
     /// the server stopped come back with their session timers running.
     pub fn new(catalog: Arc<dyn Catalog>, mut config: BrokerConfig) -> Arc<Self> {
-        // The passwords become SCRAM credentials here and are not kept.
+        let directory = config
+            .directory
+            .take()
+            .unwrap_or_else(|| Arc::new(iam::Directory::in_memory(&[])));
         let sasl = Arc::new(sasl::Sasl::new(
             config.sasl_mechanisms.clone(),
             config.sasl_session_lifetime,
-            &std::mem::take(&mut config.sasl_users),
+            directory.clone(),
         ));
         let metrics = BrokerMetrics::default();
         let groups = Arc::new(group::GroupCoordinator::new(
@@ -242,6 +252,7 @@ impl Broker {
             compaction_wake: tokio::sync::Notify::new(),
             table_sealer: std::sync::OnceLock::new(),
             sasl,
+            directory,
         })
     }
 }

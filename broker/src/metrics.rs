@@ -116,6 +116,8 @@ pub struct BrokerMetrics {
     /// Connections closed for a request before authentication (or after the session
     /// lifetime) on a SASL listener.
     pub sasl_refused: Counter,
+    /// Topics, groups and cluster actions refused by a policy.
+    pub authz_refused: Counter,
 }
 
 impl Default for BrokerMetrics {
@@ -155,6 +157,7 @@ impl Default for BrokerMetrics {
             throttle_seconds: Family::default(),
             sasl_authentications: Family::default(),
             sasl_refused: Counter::default(),
+            authz_refused: Counter::default(),
         }
     }
 }
@@ -317,6 +320,11 @@ impl BrokerMetrics {
             "sasl_refused_requests",
             "Connections closed for a request sent before SASL authentication or after the session lifetime",
             self.sasl_refused.clone(),
+        );
+        r.register(
+            "authorization_refusals",
+            "Topics, groups and cluster actions of Kafka requests refused by a policy",
+            self.authz_refused.clone(),
         );
     }
 }

@@ -102,6 +102,15 @@ fn default_request(api: kafka_protocol::messages::ApiKey) -> RequestKind {
         ApiKey::AlterClientQuotas => {
             RequestKind::AlterClientQuotas(AlterClientQuotasRequest::default())
         }
+        ApiKey::DescribeUserScramCredentials => {
+            RequestKind::DescribeUserScramCredentials(DescribeUserScramCredentialsRequest::default())
+        }
+        ApiKey::AlterUserScramCredentials => {
+            RequestKind::AlterUserScramCredentials(AlterUserScramCredentialsRequest::default())
+        }
+        ApiKey::CreateAcls => RequestKind::CreateAcls(CreateAclsRequest::default()),
+        ApiKey::DescribeAcls => RequestKind::DescribeAcls(DescribeAclsRequest::default()),
+        ApiKey::DeleteAcls => RequestKind::DeleteAcls(DeleteAclsRequest::default()),
         other => panic!("no sample for {other:?}"),
     }
 }

@@ -88,6 +88,13 @@ fn source<T>(
             "Access point copy sources are not supported"
         ));
     };
+    // The source is read: the requester needs GetObject on it, as AWS checks.
+    let action = if version_id.is_some() {
+        "s3:GetObjectVersion"
+    } else {
+        "s3:GetObject"
+    };
+    gw.authorize(&gw.authz_context(req), action, Some(bucket), Some(key))?;
     let b = gw.bucket_for(req, bucket)?;
     let v = find_version(gw, &b, key, version_id.as_deref())?;
     Ok((b, key.to_string(), v))

@@ -170,15 +170,27 @@ pub async fn delete_objects(
     }
     let quiet = del.quiet.unwrap_or(false);
     let requester = gw.requester(&req);
+    let who = gw.authz_context(&req);
     let mut deleted = Vec::new();
     let mut errors = Vec::new();
     // Each key is its own transaction; with many in flight the catalog commits them in
     // shared group commits instead of one fsync round per key. Results keep request order.
     let mut results = futures::stream::iter(del.objects.iter().cloned())
         .map(|o| {
-            let (b, requester) = (&b, &requester);
+            let (b, requester, who) = (&b, &requester, &who);
             async move {
-                let r = delete_one(gw, b, &o.key, o.version_id.as_deref(), None, requester).await;
+                // Each key is authorized as a DeleteObject of its own, as AWS does: a
+                // refused key is an error entry and the others are deleted.
+                let action = match o.version_id {
+                    Some(_) => "s3:DeleteObjectVersion",
+                    None => "s3:DeleteObject",
+                };
+                let r = match gw.authorize(who, action, Some(&b.name), Some(&o.key)) {
+                    Ok(()) => {
+                        delete_one(gw, b, &o.key, o.version_id.as_deref(), None, requester).await
+                    }
+                    Err(e) => Err(e),
+                };
                 (o, r)
             }
         })

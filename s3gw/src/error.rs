@@ -54,6 +54,22 @@ pub fn catalog_error(e: CatalogError) -> S3Error {
     }
 }
 
+/// The S3 error for a refused directory change.
+pub fn iam_error(e: iam::IamError) -> S3Error {
+    match e {
+        iam::IamError::Catalog(e) => catalog_error(e),
+        iam::IamError::MalformedPolicy(e) => {
+            S3Error::with_message(S3ErrorCode::MalformedPolicy, e.to_string())
+        }
+        e @ (iam::IamError::NoSuchUser(_)
+        | iam::IamError::NoSuchPolicy(_)
+        | iam::IamError::Invalid(_)
+        | iam::IamError::FromConfig(_)) => {
+            S3Error::with_message(S3ErrorCode::InvalidArgument, e.to_string())
+        }
+    }
+}
+
 /// An S3 error document with its `RequestId`, the same id as the response's
 /// `x-amz-request-id` header (clients and support tickets quote either): `None` when the
 /// body is not an error document or already has one.

@@ -9,16 +9,21 @@
 //! - [`tagging`]: object tagging
 //! - [`notification`]: bucket notification configuration (Put and Get)
 //! - [`protections`]: refusals of the encryption, object lock and ACLs not built yet
+//! - [`authz`]: identity and bucket policies, checked for every request
+//! - [`bucket_policy`]: Put, Get and DeleteBucketPolicy
 //! - [`change`]: the one place where an object change's catalog transaction is built
 //! - [`error`]: catalog and storage errors as S3 error codes
 //!
 //! Every request is authenticated by s3s (SigV4 headers, presigned URLs, streaming
-//! signatures) against the configured users; anonymous requests are refused. A bucket
-//! belongs to the user who created it: other users get `AccessDenied` on it, except the
-//! administrator (the first user), who may use every bucket.
+//! signatures) against the directory's users, then authorized by [`authz`]: a bucket
+//! belongs to the user who created it and the administrator (the first configured user)
+//! may use every bucket, unless a policy denies it; others, anonymous requests included,
+//! get only what an identity or bucket policy allows them.
 
+pub mod authz;
 pub mod body;
 pub mod bucket;
+pub mod bucket_policy;
 pub mod change;
 pub mod checksum;
 pub mod copy;
@@ -49,15 +54,6 @@ use crate::error::OrS3;
 /// Bodies up to this size are stored inline in the catalog record instead of a blob.
 pub const INLINE_MAX: usize = 32 * 1024;
 
-/// One S3 user.
-#[derive(Debug, Clone)]
-pub struct User {
-    /// Access key id.
-    pub access_key: String,
-    /// Secret key.
-    pub secret_key: String,
-}
-
 /// The client's address, put in a request's extensions by the listener (for the
 /// `sourceIPAddress` of event records).
 #[derive(Debug, Clone, Copy)]
@@ -85,28 +81,33 @@ impl Default for RequestId {
 #[derive(Clone)]
 pub struct Gateway {
     catalog: Arc<dyn Catalog>,
-    admin: String,
+    directory: Arc<iam::Directory>,
     notifier: Arc<Notifier>,
 }
 
 impl Gateway {
-    /// A gateway whose administrator has access key `admin`, with default event
-    /// record settings.
-    pub fn new(catalog: Arc<dyn Catalog>, admin: impl Into<String>) -> Self {
-        Self::with_notifier(catalog, admin, Arc::new(Notifier::default()))
+    /// A gateway over the directory's users and policies, with default event record
+    /// settings.
+    pub fn new(catalog: Arc<dyn Catalog>, directory: Arc<iam::Directory>) -> Self {
+        Self::with_notifier(catalog, directory, Arc::new(Notifier::default()))
     }
 
     /// A gateway whose object changes raise events through `notifier`.
     pub fn with_notifier(
         catalog: Arc<dyn Catalog>,
-        admin: impl Into<String>,
+        directory: Arc<iam::Directory>,
         notifier: Arc<Notifier>,
     ) -> Self {
         Self {
             catalog,
-            admin: admin.into(),
+            directory,
             notifier,
         }
+    }
+
+    /// The users and policies.
+    pub fn directory(&self) -> &iam::Directory {
+        &self.directory
     }
 
     /// The catalog.
@@ -141,45 +142,50 @@ impl Gateway {
         }
     }
 
-    /// The access key of the request's user (s3s refuses anonymous requests before
-    /// any operation runs, so this is always set in practice).
+    /// The access key of the request's user: `AccessDenied` for an anonymous request
+    /// (operations that need an owner, such as making a bucket, are not for them).
     pub fn user<T>(&self, req: &S3Request<T>) -> S3Result<String> {
         req.credentials
             .as_ref()
             .map(|c| c.access_key.clone())
-            .ok_or_else(|| s3_error!(AccessDenied, "Signature is required"))
+            .ok_or_else(|| s3_error!(AccessDenied, "Access Denied"))
     }
 
     /// Whether `user` is the administrator.
     pub fn is_admin(&self, user: &str) -> bool {
-        user == self.admin
+        self.directory.is_admin(user)
     }
 
-    /// A bucket the request's user may use: `NoSuchBucket` when it does not exist,
-    /// `AccessDenied` when it belongs to another user.
-    pub fn bucket_for<T>(&self, req: &S3Request<T>, name: &str) -> S3Result<BucketRecord> {
-        let user = self.user(req)?;
-        let b = self
-            .catalog
+    /// The bucket a request names (`NoSuchBucket` when it does not exist); the access
+    /// hook has already checked that the requester may use it ([`authz`]).
+    pub fn bucket_for<T>(&self, _req: &S3Request<T>, name: &str) -> S3Result<BucketRecord> {
+        self.catalog
             .bucket(name)
             .or_s3()?
-            .ok_or_else(|| s3_error!(NoSuchBucket, "The specified bucket does not exist"))?;
-        if b.owner != user && !self.is_admin(&user) {
-            return Err(s3_error!(AccessDenied, "Access Denied"));
-        }
-        Ok(b)
+            .ok_or_else(|| s3_error!(NoSuchBucket, "The specified bucket does not exist"))
+    }
+
+    /// Who sent a request and under what conditions, as the access hook found it.
+    pub fn authz_context<T>(&self, req: &S3Request<T>) -> authz::AuthzContext {
+        req.extensions
+            .get::<authz::AuthzContext>()
+            .cloned()
+            .unwrap_or_else(|| authz::AuthzContext {
+                principal: req.credentials.as_ref().map(|c| c.access_key.clone()),
+                context: iam::Context::default(),
+            })
     }
 }
 
-/// The configured users' secrets, for s3s's signature checks.
-struct Users(BTreeMap<String, String>);
+/// The users' secrets, for s3s's signature checks.
+struct Users(Arc<iam::Directory>);
 
 #[async_trait::async_trait]
 impl S3Auth for Users {
     async fn get_secret_key(&self, access_key: &str) -> S3Result<SecretKey> {
         self.0
-            .get(access_key)
-            .map(|s| SecretKey::from(s.as_str()))
+            .s3_secret(access_key)
+            .map(SecretKey::from)
             .ok_or_else(|| {
                 s3_error!(
                     InvalidAccessKeyId,
@@ -189,29 +195,20 @@ impl S3Auth for Users {
     }
 }
 
-/// The s3s service: authentication against `users` (the first is the administrator)
-/// and the operations of [`Gateway`], whose object changes raise events through
-/// `notifier`. With `domains`, requests to `bucket.DOMAIN` are virtual-host style; path
-/// style always works.
+/// The s3s service: authentication against the directory's users, authorization by
+/// their policies and the buckets' ([`authz`]), and the operations of [`Gateway`], whose
+/// object changes raise events through `notifier`. With `domains`, requests to
+/// `bucket.DOMAIN` are virtual-host style; path style always works.
 pub fn service(
     catalog: Arc<dyn Catalog>,
-    users: &[User],
+    directory: Arc<iam::Directory>,
     domains: &[String],
     notifier: Arc<Notifier>,
 ) -> Result<S3Service, String> {
-    let admin = users
-        .first()
-        .map(|u| u.access_key.clone())
-        .unwrap_or_default();
-    let auth = Users(
-        users
-            .iter()
-            .map(|u| (u.access_key.clone(), u.secret_key.clone()))
-            .collect(),
-    );
-    let mut b = S3ServiceBuilder::new(Gateway::with_notifier(catalog, admin, notifier));
-    b.set_auth(auth);
-    b.set_access(Access);
+    let gateway = Gateway::with_notifier(catalog, directory.clone(), notifier);
+    let mut b = S3ServiceBuilder::new(gateway.clone());
+    b.set_auth(Users(directory));
+    b.set_access(Access(gateway));
     if !domains.is_empty() {
         b.set_host(Domains::new(domains)?);
     }
@@ -221,17 +218,14 @@ pub fn service(
 /// The longest a SigV4 presigned URL may be valid, as AWS allows: 7 days.
 const MAX_PRESIGNED_EXPIRES_SECS: i64 = 7 * 24 * 3600;
 
-/// Checks every request after its signature: it must be signed (anonymous requests are
-/// refused), and a presigned URL may not ask for more than 7 days (`X-Amz-Expires`), as
-/// AWS refuses; s3s checks the signature and the expiry, not this limit.
-struct Access;
+/// Checks every request after its signature: a presigned URL may not ask for more than
+/// 7 days (`X-Amz-Expires`), as AWS refuses (s3s checks the signature and the expiry, not
+/// this limit), and the requester must be allowed the operation ([`authz`]).
+struct Access(Gateway);
 
 #[async_trait::async_trait]
 impl s3s::access::S3Access for Access {
     async fn check(&self, cx: &mut s3s::access::S3AccessContext<'_>) -> S3Result<()> {
-        if cx.credentials().is_none() {
-            return Err(s3_error!(AccessDenied, "Signature is required"));
-        }
         let expires = cx
             .uri()
             .query()
@@ -248,6 +242,38 @@ impl s3s::access::S3Access for Access {
                 "X-Amz-Expires must be less than a week (in seconds) that is 604800"
             ));
         }
+        let principal = cx.credentials().map(|c| c.access_key.clone());
+        let source = cx.extensions_mut().get::<ClientAddr>().map(|a| a.0.ip());
+        let secure = cx
+            .extensions_mut()
+            .get::<authz::SecureTransport>()
+            .is_some_and(|s| s.0);
+        let query = cx.uri().query();
+        let versioned = query.is_some_and(|q| {
+            form_urlencoded::parse(q.as_bytes()).any(|(k, v)| k == "versionId" && !v.is_empty())
+        });
+        let who = authz::AuthzContext {
+            context: authz::context(principal.as_deref(), source, secure, query),
+            principal,
+        };
+        let op = cx.s3_op().name();
+        let (bucket, key) = match cx.s3_path() {
+            s3s::path::S3Path::Root => (None, None),
+            s3s::path::S3Path::Bucket { bucket } => (Some(bucket.to_string()), None),
+            s3s::path::S3Path::Object { bucket, key } => {
+                (Some(bucket.to_string()), Some(key.to_string()))
+            }
+        };
+        // Each key of a multi-object delete is checked as a DeleteObject of its own.
+        if op != "DeleteObjects" {
+            self.0.authorize(
+                &who,
+                &authz::action(op, versioned),
+                bucket.as_deref(),
+                key.as_deref(),
+            )?;
+        }
+        cx.extensions_mut().insert(who);
         Ok(())
     }
 }
@@ -442,6 +468,24 @@ pub fn stored_headers(m: &BTreeMap<String, String>) -> StoredHeaders {
 
 #[async_trait::async_trait]
 impl S3 for Gateway {
+    async fn put_bucket_policy(
+        &self,
+        req: S3Request<PutBucketPolicyInput>,
+    ) -> S3Result<S3Response<PutBucketPolicyOutput>> {
+        bucket_policy::put_bucket_policy(self, req).await
+    }
+    async fn get_bucket_policy(
+        &self,
+        req: S3Request<GetBucketPolicyInput>,
+    ) -> S3Result<S3Response<GetBucketPolicyOutput>> {
+        bucket_policy::get_bucket_policy(self, req).await
+    }
+    async fn delete_bucket_policy(
+        &self,
+        req: S3Request<DeleteBucketPolicyInput>,
+    ) -> S3Result<S3Response<DeleteBucketPolicyOutput>> {
+        bucket_policy::delete_bucket_policy(self, req).await
+    }
     async fn list_buckets(
         &self,
         req: S3Request<ListBucketsInput>,

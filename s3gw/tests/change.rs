@@ -27,7 +27,10 @@ async fn failed_commit_deletes_the_new_blobs() {
     })]))
     .await
     .unwrap();
-    let gw = Gateway::new(cat.clone() as Arc<dyn Catalog>, "admin");
+    let gw = Gateway::new(
+        cat.clone() as Arc<dyn Catalog>,
+        Arc::new(iam::Directory::in_memory(&[])),
+    );
     let b = cat.bucket("b").unwrap().unwrap();
     let blob = cat.blobs().put(&[7u8; 100_000]).unwrap();
     let version = ObjectVersion {
@@ -104,7 +107,10 @@ async fn event_rows_commit_with_the_change_or_not_at_all() {
     ]))
     .await
     .unwrap();
-    let gw = Gateway::new(cat.clone() as Arc<dyn Catalog>, "admin");
+    let gw = Gateway::new(
+        cat.clone() as Arc<dyn Catalog>,
+        Arc::new(iam::Directory::in_memory(&[])),
+    );
     let b = cat.bucket("b").unwrap().unwrap();
     let version = ObjectVersion {
         version_id: "null".into(),

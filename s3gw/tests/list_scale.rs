@@ -69,7 +69,10 @@ async fn listing_cost_does_not_grow_with_bucket_size() {
     })]))
     .await
     .unwrap();
-    let gw = Gateway::new(cat.clone() as Arc<dyn Catalog>, "admin");
+    let gw = Gateway::new(
+        cat.clone() as Arc<dyn Catalog>,
+        Arc::new(iam::Directory::in_memory(&[])),
+    );
     println!(
         "{:>9} {:>9} {:>14} {:>15} {:>17} {:>18}",
         "keys", "insert/s", "first page ms", "middle page ms", "delimiter pg ms", "prefix+delim ms"

@@ -2,6 +2,7 @@
 //! transaction before returning (so requests on one connection reach the catalog in the
 //! order they arrived), and returns a future of the response.
 
+pub mod acls;
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
 pub mod api_versions;
@@ -34,6 +35,7 @@ pub mod offset_delete;
 pub mod offset_fetch;
 pub mod produce;
 pub mod reassignments;
+pub mod scram_credentials;
 pub mod sync_group;
 pub mod telemetry;
 pub mod topics;
@@ -73,6 +75,10 @@ pub struct Ctx {
     pub wire_version: i16,
     /// Client id from the request header.
     pub client_id: Option<String>,
+    /// The connection's authenticated principal (`None`: `ANONYMOUS`).
+    pub principal: Option<std::sync::Arc<str>>,
+    /// Whether the connection is over TLS (`aws:SecureTransport` in policies).
+    pub secure: bool,
 }
 
 impl Ctx {
@@ -148,6 +154,11 @@ pub fn supported(api: ApiKey) -> Option<(i16, i16)> {
         ApiKey::ConsumerGroupDescribe => (0, 1),
         ApiKey::DescribeClientQuotas => (0, 1),
         ApiKey::AlterClientQuotas => (0, 1),
+        ApiKey::DescribeUserScramCredentials => (0, 0),
+        ApiKey::AlterUserScramCredentials => (0, 0),
+        ApiKey::CreateAcls => (1, 3),
+        ApiKey::DescribeAcls => (1, 3),
+        ApiKey::DeleteAcls => (1, 3),
         _ => return None,
     })
 }
@@ -199,10 +210,30 @@ pub const SERVED: &[ApiKey] = &[
     ApiKey::ConsumerGroupDescribe,
     ApiKey::DescribeClientQuotas,
     ApiKey::AlterClientQuotas,
+    ApiKey::DescribeUserScramCredentials,
+    ApiKey::AlterUserScramCredentials,
+    ApiKey::CreateAcls,
+    ApiKey::DescribeAcls,
+    ApiKey::DeleteAcls,
 ];
 
-/// Dispatches a decoded request.
+/// Authorizes a decoded request ([`crate::authz`]) and dispatches what is allowed.
 pub fn handle(ctx: Ctx, request: RequestKind) -> Reply {
+    let (request, refused) = match crate::authz::check(&ctx, request) {
+        Ok(r) => r,
+        Err(answer) => return answer,
+    };
+    let check = ctx.clone();
+    let reply = dispatch(ctx, request);
+    Box::pin(async move {
+        reply
+            .await
+            .map(|r| crate::authz::answer(&check, r, refused))
+    })
+}
+
+/// Dispatches a request to its handler.
+fn dispatch(ctx: Ctx, request: RequestKind) -> Reply {
     match request {
         RequestKind::ApiVersions(r) => {
             ready(ResponseKind::ApiVersions(api_versions::handle(&ctx, r)))
@@ -292,6 +323,13 @@ pub fn handle(ctx: Ctx, request: RequestKind) -> Reply {
             client_quotas::describe(&ctx, r),
         )),
         RequestKind::AlterClientQuotas(r) => client_quotas::alter(ctx, r),
+        RequestKind::DescribeUserScramCredentials(r) => ready(
+            ResponseKind::DescribeUserScramCredentials(scram_credentials::describe(&ctx, r)),
+        ),
+        RequestKind::AlterUserScramCredentials(r) => scram_credentials::alter(ctx, r),
+        RequestKind::CreateAcls(r) => acls::create(ctx, r),
+        RequestKind::DescribeAcls(r) => ready(ResponseKind::DescribeAcls(acls::describe(&ctx, r))),
+        RequestKind::DeleteAcls(r) => acls::delete(ctx, r),
         other => {
             tracing::warn!(request = ?std::mem::discriminant(&other), "request without a handler");
             Box::pin(std::future::ready(None))

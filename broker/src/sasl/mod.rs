@@ -7,13 +7,12 @@
 pub mod scram;
 pub mod session;
 
-use std::collections::HashMap;
-use std::sync::RwLock;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::Rng;
 
-use scram::{Credential, MIN_ITERATIONS, ScramHash};
+use scram::{Credential, ScramHash};
 
 /// A SASL mechanism.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -53,25 +52,12 @@ impl Mechanism {
     }
 }
 
-/// A user's credentials: one SCRAM credential per hash.
-#[derive(Debug, Clone, Default)]
-struct UserCredentials {
-    sha256: Option<Credential>,
-    sha512: Option<Credential>,
-}
-
-/// The broker's SASL settings and users.
+/// The broker's SASL settings, over Eddy's users.
 #[derive(Debug)]
 pub struct Sasl {
     mechanisms: Vec<Mechanism>,
     session_lifetime: Option<Duration>,
-    users: RwLock<HashMap<String, UserCredentials>>,
-}
-
-fn salt() -> Vec<u8> {
-    let mut s = vec![0u8; 32];
-    rand::rng().fill(&mut s[..]);
-    s
+    directory: Arc<iam::Directory>,
 }
 
 /// A fresh server nonce: printable ASCII without commas, as SCRAM wants.
@@ -85,40 +71,17 @@ pub fn nonce() -> String {
 
 impl Sasl {
     /// SASL with these enabled mechanisms and session lifetime (Kafka's
-    /// `connections.max.reauth.ms`; `None`: sessions do not expire), and these users with
-    /// their passwords, whose SCRAM credentials are made here with fresh salts (the
-    /// passwords are not kept).
+    /// `connections.max.reauth.ms`; `None`: sessions do not expire), checking the
+    /// credentials `directory` keeps.
     pub fn new(
         mechanisms: Vec<Mechanism>,
         session_lifetime: Option<Duration>,
-        users: &[(String, String)],
+        directory: Arc<iam::Directory>,
     ) -> Self {
-        let users = users
-            .iter()
-            .map(|(user, password)| {
-                (
-                    user.clone(),
-                    UserCredentials {
-                        sha256: Some(Credential::new(
-                            ScramHash::Sha256,
-                            password,
-                            salt(),
-                            MIN_ITERATIONS,
-                        )),
-                        sha512: Some(Credential::new(
-                            ScramHash::Sha512,
-                            password,
-                            salt(),
-                            MIN_ITERATIONS,
-                        )),
-                    },
-                )
-            })
-            .collect();
         Self {
             mechanisms,
             session_lifetime,
-            users: RwLock::new(users),
+            directory,
         }
     }
 
@@ -133,15 +96,7 @@ impl Sasl {
     }
 
     fn credential(&self, user: &str, hash: ScramHash) -> Option<Credential> {
-        let users = match self.users.read() {
-            Ok(u) => u,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        let u = users.get(user)?;
-        match hash {
-            ScramHash::Sha256 => u.sha256.clone(),
-            ScramHash::Sha512 => u.sha512.clone(),
-        }
+        self.directory.scram(user, hash)
     }
 
     /// Whether `password` is `user`'s (SASL/PLAIN).
@@ -162,6 +117,20 @@ fn plain(message: &[u8]) -> Option<(String, String)> {
         return None;
     }
     Some((user.to_owned(), password.to_owned()))
+}
+
+/// A directory in memory with these users and passwords (tests).
+#[cfg(test)]
+pub(crate) fn directory(users: &[(&str, &str)]) -> Arc<iam::Directory> {
+    let users: Vec<iam::ConfigUser> = users
+        .iter()
+        .map(|(name, password)| iam::ConfigUser {
+            name: (*name).into(),
+            s3_secret: (*password).into(),
+            kafka_password: (*password).into(),
+        })
+        .collect();
+    Arc::new(iam::Directory::in_memory(&users))
 }
 
 #[cfg(test)]
@@ -186,7 +155,7 @@ mod tests {
         let s = Sasl::new(
             Mechanism::ALL.to_vec(),
             None,
-            &[("alice".into(), "secret".into())],
+            directory(&[("alice", "secret")]),
         );
         assert!(s.check_password("alice", "secret"));
         assert!(!s.check_password("alice", "Secret"));

@@ -186,7 +186,7 @@ mod tests {
         Arc::new(Sasl::new(
             Mechanism::ALL.to_vec(),
             lifetime,
-            &[("alice".into(), "pw".into()), ("bob".into(), "pw2".into())],
+            crate::sasl::directory(&[("alice", "pw"), ("bob", "pw2")]),
         ))
     }
 
@@ -248,7 +248,11 @@ mod tests {
 
     #[test]
     fn a_disabled_mechanism_is_unsupported() {
-        let s = Arc::new(Sasl::new(vec![Mechanism::ScramSha512], None, &[]));
+        let s = Arc::new(Sasl::new(
+            vec![Mechanism::ScramSha512],
+            None,
+            crate::sasl::directory(&[]),
+        ));
         let mut session = Session::new(s);
         let (r, after) = session.handshake(
             &SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN")),

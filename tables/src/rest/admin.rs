@@ -1,5 +1,6 @@
 //! The admin API on the HTTP port (`/admin/v1/...`), authenticated like the REST catalog
-//! (bearer tokens from `/iceberg/v1/oauth/tokens`): a topic's expansion.
+//! (bearer tokens from `/iceberg/v1/oauth/tokens`): a topic's expansion, and (for the
+//! administrator, `iam_admin`) users and policies.
 //!
 //! | route | what |
 //! |---|---|
@@ -24,7 +25,14 @@ impl RestCatalog {
     /// Answers one admin request (its path below `/admin`).
     pub async fn handle_admin(&self, req: Request) -> Response {
         let result = match self.tokens.check(req.authorization.as_deref()) {
-            Ok(_) => self.admin_route(&req).await,
+            Ok(user) => {
+                let segments = segments(&req.path);
+                let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
+                match super::iam_admin::route(self.tokens.directory(), &user, &req, &segs).await {
+                    Some(r) => r,
+                    None => self.admin_route(&req).await,
+                }
+            }
             Err(e) => Err(e),
         };
         result.unwrap_or_else(|e| error_response(&e))

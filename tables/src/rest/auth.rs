@@ -1,9 +1,10 @@
 //! OAuth2 client-credentials tokens for the REST catalog: a client trades an S3 access
 //! key and secret (`client_id` / `client_secret`) for a bearer token, as PyIceberg,
-//! Trino and Spark do with `credential=id:secret`.
+//! Trino and Spark do with `credential=id:secret`. The users are the directory's, so a
+//! user removed or given a new secret is refused at once, tokens granted before included.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::{TableError, TableResult};
@@ -14,9 +15,9 @@ const MAX_TOKENS: usize = 100_000;
 
 /// Issues and checks bearer tokens.
 pub struct Tokens {
-    users: HashMap<String, String>,
+    users: Arc<iam::Directory>,
     ttl: Duration,
-    live: Mutex<HashMap<String, (String, Instant)>>,
+    live: Mutex<HashMap<String, (String, String, Instant)>>,
 }
 
 /// A granted token.
@@ -28,23 +29,28 @@ pub struct Grant {
 }
 
 impl Tokens {
-    /// Tokens for these users (access key -> secret key), valid for `ttl`.
-    pub fn new(users: impl IntoIterator<Item = (String, String)>, ttl: Duration) -> Self {
+    /// Tokens for the directory's users (S3 access key and secret), valid for `ttl`.
+    pub fn new(users: Arc<iam::Directory>, ttl: Duration) -> Self {
         Self {
-            users: users.into_iter().collect(),
+            users,
             ttl,
             live: Mutex::new(HashMap::new()),
         }
     }
 
     /// The secret of an access key.
-    pub fn secret_of(&self, access_key: &str) -> Option<&str> {
-        self.users.get(access_key).map(String::as_str)
+    pub fn secret_of(&self, access_key: &str) -> Option<String> {
+        self.users.s3_secret(access_key)
+    }
+
+    /// The directory the users are in.
+    pub fn directory(&self) -> &iam::Directory {
+        &self.users
     }
 
     /// Grants a token when `client_id` / `client_secret` are a user's S3 credentials.
     pub fn grant(&self, client_id: &str, client_secret: &str) -> Option<Grant> {
-        let secret = self.users.get(client_id)?;
+        let secret = self.users.s3_secret(client_id)?;
         if !constant_time_eq(secret.as_bytes(), client_secret.as_bytes()) {
             return None;
         }
@@ -55,16 +61,21 @@ impl Tokens {
         );
         let now = Instant::now();
         let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
-        live.retain(|_, (_, exp)| *exp > now);
+        live.retain(|_, (_, _, exp)| *exp > now);
         if live.len() >= MAX_TOKENS
             && let Some(oldest) = live
                 .iter()
-                .min_by_key(|(_, (_, exp))| *exp)
+                .min_by_key(|(_, (_, _, exp))| *exp)
                 .map(|(k, _)| k.clone())
         {
             live.remove(&oldest);
         }
-        live.insert(token.clone(), (client_id.to_owned(), now + self.ttl));
+        // The token remembers the secret it was granted for: a user given a new secret
+        // (or removed) is refused with the old token.
+        live.insert(
+            token.clone(),
+            (client_id.to_owned(), secret, now + self.ttl),
+        );
         Some(Grant {
             token,
             expires_in: self.ttl.as_secs(),
@@ -86,7 +97,12 @@ impl Tokens {
             })?;
         let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
         match live.get(token) {
-            Some((user, exp)) if *exp > Instant::now() => Ok(user.clone()),
+            Some((user, secret, exp))
+                if *exp > Instant::now()
+                    && self.users.s3_secret(user).as_deref() == Some(secret.as_str()) =>
+            {
+                Ok(user.clone())
+            }
             _ => Err(TableError::Unauthorized(
                 "the bearer token is unknown or expired".into(),
             )),
@@ -102,12 +118,17 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 mod tests {
     use super::*;
 
+    fn users(name: &str, secret: &str) -> Arc<iam::Directory> {
+        Arc::new(iam::Directory::in_memory(&[iam::ConfigUser {
+            name: name.into(),
+            s3_secret: secret.into(),
+            kafka_password: secret.into(),
+        }]))
+    }
+
     #[test]
     fn only_the_right_secret_gets_a_token_and_only_granted_tokens_pass() {
-        let t = Tokens::new(
-            [("alice".to_owned(), "alice-secret".to_owned())],
-            Duration::from_secs(60),
-        );
+        let t = Tokens::new(users("alice", "alice-secret"), Duration::from_secs(60));
         assert!(t.grant("alice", "wrong").is_none());
         assert!(t.grant("bob", "alice-secret").is_none());
         let g = t.grant("alice", "alice-secret").expect("granted");
@@ -127,7 +148,7 @@ mod tests {
 
     #[test]
     fn expired_tokens_are_refused() {
-        let t = Tokens::new([("alice".to_owned(), "s".to_owned())], Duration::ZERO);
+        let t = Tokens::new(users("alice", "s"), Duration::ZERO);
         let g = t.grant("alice", "s").expect("granted");
         assert!(t.check(Some(&format!("Bearer {}", g.token))).is_err());
     }

@@ -8,6 +8,7 @@
 
 mod admin;
 pub mod auth;
+mod iam_admin;
 mod model;
 
 use std::collections::HashMap;
@@ -69,6 +70,11 @@ impl RestCatalog {
     /// A catalog over `tabler`'s tables.
     pub fn new(tabler: Arc<Tabler>, tokens: Tokens, s3: S3Access) -> Self {
         Self { tabler, tokens, s3 }
+    }
+
+    /// The bearer tokens it grants (the admin API checks them too).
+    pub fn tokens(&self) -> &Tokens {
+        &self.tokens
     }
 
     /// Answers one request.
@@ -273,7 +279,7 @@ impl RestCatalog {
         ]);
         if let Some(secret) = self.tokens.secret_of(user) {
             c.insert("s3.access-key-id".to_owned(), user.to_owned());
-            c.insert("s3.secret-access-key".to_owned(), secret.to_owned());
+            c.insert("s3.secret-access-key".to_owned(), secret);
         }
         c
     }

@@ -1,0 +1,598 @@
+"""Users and policies with real clients. Users are made with `eddy user` (S3 keys and a
+Kafka password that becomes SCRAM credentials in the catalog), identity policies with
+`eddy policy`; confluent-kafka and kafka-python over SASL see TOPIC_AUTHORIZATION_FAILED,
+GROUP_AUTHORIZATION_FAILED and CLUSTER_AUTHORIZATION_FAILED where a policy denies (the
+policy matrix: each API family under Allow, Deny and no statement, and the documents'
+example policy); boto3, aws-cli and unsigned HTTP see AccessDenied where an identity or
+bucket policy denies, including through a presigned URL, and an anonymous GET works
+where a bucket policy grants it. Changes take effect at once and survive a restart."""
+
+import json
+import subprocess
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+from botocore.exceptions import ClientError
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+import s3util
+from conftest import eddy_bin, free_port, metric, new_eddy
+
+USERS = """
+[[users]]
+access_key = "alice"
+secret_key = "alice-secret"
+"""
+
+
+def name(prefix):
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def start(tmp: Path, *extra):
+    """A server with a PLAINTEXT and a SASL_PLAINTEXT listener; `eddyadmin` is the
+    administrator and `alice` a user of the config file."""
+    (tmp / "eddy.toml").write_text(USERS)
+    server = new_eddy(tmp, extra_args=["--config", str(tmp / "eddy.toml"), *extra])
+    server.sasl_port = free_port()
+    server.kafka_listeners = [f"SASL_PLAINTEXT://127.0.0.1:{server.sasl_port}"]
+    return server.start()
+
+
+@pytest.fixture(scope="module")
+def eddy(tmp_path_factory):
+    server = start(tmp_path_factory.mktemp("policies"))
+    yield server
+    server.stop()
+
+
+def cli(eddy, *args, access_key=None, secret_key=None):
+    """`eddy ARGS --url ...` as the administrator (or the given user): (exit code,
+    stdout, stderr)."""
+    env = {"EDDY_ACCESS_KEY": access_key or eddy.access_key,
+           "EDDY_SECRET_KEY": secret_key or eddy.secret_key, "PATH": "/usr/bin:/bin"}
+    p = subprocess.run([eddy_bin(), args[0], "--url", eddy.http_url, *args[1:]], capture_output=True,
+                       text=True, timeout=60, env=env)
+    return p.returncode, p.stdout, p.stderr
+
+
+def ok(eddy, *args):
+    code, out, err = cli(eddy, *args)
+    assert code == 0, err
+    return json.loads(out) if out.strip() else None
+
+
+def put_policy(eddy, tmp_path, policy, document, *attach):
+    f = tmp_path / f"{policy}.json"
+    f.write_text(json.dumps(document))
+    return ok(eddy, "policy", "put", policy, "--file", str(f), *(["--attach", *attach] if attach else []))
+
+
+def statement(effect, action, resource="*"):
+    return {"Version": "2012-10-17", "Statement": [
+        {"Sid": "s1", "Effect": effect, "Action": action, "Resource": resource}]}
+
+
+def sasl(eddy, user, password, mechanism="SCRAM-SHA-256"):
+    return {"bootstrap.servers": f"127.0.0.1:{eddy.sasl_port}", "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password}
+
+
+@pytest.fixture(scope="module")
+def bob(eddy):
+    """A user made with the CLI: S3 keys and a Kafka password."""
+    ok(eddy, "user", "put", "bob", "--secret-key", "bob-s3-secret", "--kafka-password", "bob-pw")
+    return sasl(eddy, "bob", "bob-pw")
+
+
+def admin_conf(eddy):
+    return {"bootstrap.servers": eddy.bootstrap}
+
+
+def create(eddy, topic, partitions=1):
+    a = AdminClient(admin_conf(eddy))
+    a.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+
+
+def create_as(conf, topic):
+    """Creates a topic as `conf`'s user: None, or the error's code."""
+    a = AdminClient(conf)
+    return admin_error(a.create_topics([NewTopic(topic, 1, 1)])[topic])
+
+
+def delete_as(conf, topic):
+    """Deletes a topic as `conf`'s user: None, or the error's code."""
+    a = AdminClient(conf)
+    return admin_error(a.delete_topics([topic])[topic])
+
+
+def produce(conf, topic):
+    """Produces one record: None, or the delivery error's code."""
+    p = Producer({**conf, "message.timeout.ms": 5000})
+    errors = []
+    p.produce(topic, value=b"v", on_delivery=lambda err, msg: errors.append(err))
+    p.flush(15)
+    assert errors, "no delivery report"
+    return errors[0].code() if errors[0] is not None else None
+
+
+def consume(conf, topic, group=None):
+    """Reads from a topic holding at least one record: None when a record arrives, or
+    the error's code."""
+    c = Consumer({**conf, "group.id": group or name("g"), "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False})
+    try:
+        if group is None:
+            c.assign([TopicPartition(topic, 0, 0)])
+        else:
+            c.subscribe([topic])
+        for _ in range(30):
+            m = c.poll(1)
+            if m is None:
+                continue
+            if m.error():
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    continue
+                return m.error().code()
+            return None
+        raise AssertionError("neither a record nor an error")
+    finally:
+        c.close()
+
+
+def admin_error(future):
+    try:
+        future.result(30)
+        return None
+    except KafkaException as e:
+        return e.args[0].code()
+
+
+# --- Kafka: the policy matrix --------------------------------------------------------
+
+FAMILIES = {
+    # family: (action, what the client sees when it is denied)
+    "produce": ("KafkaWrite", KafkaError.TOPIC_AUTHORIZATION_FAILED),
+    "fetch": ("KafkaRead", KafkaError.TOPIC_AUTHORIZATION_FAILED),
+    "describe": ("KafkaDescribe", KafkaError.TOPIC_AUTHORIZATION_FAILED),
+    "create": ("KafkaCreate", KafkaError.TOPIC_AUTHORIZATION_FAILED),
+    "delete": ("KafkaDelete", KafkaError.TOPIC_AUTHORIZATION_FAILED),
+    "group": ("KafkaRead", KafkaError.GROUP_AUTHORIZATION_FAILED),
+}
+
+
+def run_family(eddy, conf, family, topic):
+    """Does what the family names as `conf`'s user: None on success, else the code."""
+    if family == "produce":
+        return produce(conf, topic)
+    if family == "fetch":
+        return consume(conf, topic)
+    if family == "describe":
+        a = AdminClient(conf)
+        t = a.list_topics(topic=topic, timeout=10).topics[topic]
+        return t.error.code() if t.error is not None else None
+    if family == "create":
+        return create_as(conf, name(f"{topic}-new"))
+    if family == "delete":
+        return delete_as(conf, topic)
+    if family == "group":
+        return consume(conf, topic, group=name("grp"))
+    raise ValueError(family)
+
+
+@pytest.mark.parametrize("effect", ["Allow", "Deny", None])
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_policy_matrix(eddy, bob, tmp_path, family, effect):
+    """Each API family under an Allow, a Deny and no statement: allowed, refused with
+    Kafka's authorization error, allowed (the documents' default)."""
+    topic = name(f"m-{family}")
+    create(eddy, topic)
+    assert produce(admin_conf(eddy), topic) is None
+    action, denied = FAMILIES[family]
+    resource = (f"vast:kafka:group:default:*" if family == "group"
+                else f"vast:kafka:topic:default:{topic}*")
+    policy = name("matrix")
+    if effect is not None:
+        put_policy(eddy, tmp_path, policy, statement(effect, action, resource), "bob")
+    try:
+        got = run_family(eddy, bob, family, topic)
+        assert got == (denied if effect == "Deny" else None), (family, effect, got)
+    finally:
+        if effect is not None:
+            ok(eddy, "policy", "delete", policy)
+    # The policy is gone: what it denied works again at once.
+    if effect == "Deny" and family not in ("create", "delete"):
+        assert run_family(eddy, bob, family, topic) is None
+
+
+def test_the_documents_example_policy(eddy, tmp_path):
+    """Read and write allowed, create and delete denied: a producer and a consumer work,
+    an admin client cannot create or delete topics, and metadata still lists them."""
+    ok(eddy, "user", "put", "reader", "--kafka-password", "reader-pw")
+    conf = sasl(eddy, "reader", "reader-pw", "SCRAM-SHA-512")
+    put_policy(eddy, tmp_path, name("example"), {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Action": ["KafkaRead", "KafkaWrite"], "Resource": "vast:kafka:topic:*"},
+            {"Effect": "Deny", "Action": ["KafkaCreate", "KafkaDelete"], "Resource": "*"},
+        ]}, "reader")
+    topic = name("example")
+    create(eddy, topic, 2)
+    assert produce(conf, topic) is None
+    assert consume(conf, topic, group=name("example-group")) is None
+    admin = AdminClient(conf)
+    new = name("not-created")
+    assert admin_error(admin.create_topics([NewTopic(new, 1, 1)])[new]) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert admin_error(admin.delete_topics([topic])[topic]) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert admin_error(admin.create_partitions([NewPartitions(topic, 4)])[topic]) == \
+        KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert topic in admin.list_topics(timeout=10).topics
+    assert new not in AdminClient(admin_conf(eddy)).list_topics(timeout=10).topics
+
+
+def test_topics_the_principal_may_not_describe_are_left_out_of_listings(eddy, bob, tmp_path):
+    hidden, shown = name("hidden"), name("shown")
+    create(eddy, hidden)
+    create(eddy, shown)
+    policy = name("hide")
+    put_policy(eddy, tmp_path, policy, statement("Deny", "KafkaDescribe", f"vast:kafka:topic:default:{hidden}"), "bob")
+    try:
+        topics = AdminClient(bob).list_topics(timeout=10).topics
+        assert shown in topics and hidden not in topics
+        assert hidden in AdminClient(admin_conf(eddy)).list_topics(timeout=10).topics
+        assert metric(eddy, "eddy_kafka_authorization_refusals") > 0
+    finally:
+        ok(eddy, "policy", "delete", policy)
+
+
+def test_kafka_python_sees_the_refusal(eddy, bob, tmp_path):
+    from kafka import KafkaProducer
+    from kafka.errors import TopicAuthorizationFailedError
+    topic = name("kp")
+    create(eddy, topic)
+    policy = name("kp-deny")
+    put_policy(eddy, tmp_path, policy, statement("Deny", "KafkaWrite", f"vast:kafka:topic:default:{topic}"), "bob")
+    try:
+        p = KafkaProducer(bootstrap_servers=f"127.0.0.1:{eddy.sasl_port}", security_protocol="SASL_PLAINTEXT",
+                          sasl_mechanism="SCRAM-SHA-256", sasl_plain_username="bob",
+                          sasl_plain_password="bob-pw", max_block_ms=10000)
+        with pytest.raises(TopicAuthorizationFailedError):
+            p.send(topic, b"v").get(timeout=15)
+        p.close()
+    finally:
+        ok(eddy, "policy", "delete", policy)
+
+
+def test_a_policy_on_everyone_applies_to_anonymous_clients(eddy, tmp_path):
+    """`*` attaches a policy to every principal, ANONYMOUS (the plaintext listener)
+    included; quota changes are a cluster action."""
+    policy = name("everyone")
+    topic = name("anon")
+    create(eddy, topic)
+    put_policy(eddy, tmp_path, policy, {"Statement": [
+        {"Effect": "Deny", "Action": "KafkaWrite", "Resource": f"vast:kafka:topic:default:{topic}"}]}, "*")
+    try:
+        assert produce(admin_conf(eddy), topic) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    finally:
+        ok(eddy, "policy", "delete", policy)
+    assert produce(admin_conf(eddy), topic) is None
+
+
+def test_deny_unless_allowed_refuses_what_no_statement_allows(tmp_path):
+    server = start(tmp_path, "--kafka-deny-unless-allowed")
+    try:
+        ok(server, "user", "put", "dave", "--kafka-password", "dave-pw")
+        conf = sasl(server, "dave", "dave-pw")
+        topic = name("strict")
+        assert create_as(conf, topic) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+        put_policy(server, tmp_path, "dave-all", statement("Allow", "Kafka*"), "dave")
+        assert create_as(conf, topic) is None
+        assert produce(conf, topic) is None
+        assert consume(conf, topic, group=name("strict-g")) is None
+        # ANONYMOUS has no statement: refused.
+        assert produce(admin_conf(server), topic) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    finally:
+        server.stop()
+
+
+# --- Users ---------------------------------------------------------------------------
+
+def test_users_made_with_the_cli_use_s3_and_kafka_and_survive_a_restart(tmp_path):
+    server = start(tmp_path)
+    try:
+        made = ok(server, "user", "put", "carol", "--secret-key", "carol-s3-secret",
+                  "--kafka-password", "carol-pw")
+        assert made["s3"] is True
+        assert sorted(c["mechanism"] for c in made["scram"]) == ["SCRAM-SHA-256", "SCRAM-SHA-512"]
+        assert all(c["iterations"] >= 4096 for c in made["scram"])
+        listed = ok(server, "user", "list")["users"]
+        assert [u["name"] for u in listed] == sorted(u["name"] for u in listed)
+        assert {"alice", "carol", "eddyadmin"} <= {u["name"] for u in listed}
+        assert next(u for u in listed if u["name"] == "eddyadmin")["admin"] is True
+        assert "carol-pw" not in json.dumps(listed) and "carol-s3-secret" not in json.dumps(listed)
+
+        s3 = s3util.client(server, "carol", "carol-s3-secret")
+        bucket = s3util.new_bucket(s3, "carol")
+        s3.put_object(Bucket=bucket, Key="k", Body=b"carol's")
+        topic = name("carol")
+        create(server, topic)
+        assert produce(sasl(server, "carol", "carol-pw", "SCRAM-SHA-512"), topic) is None
+        assert produce(sasl(server, "carol", "carol-pw", "PLAIN"), topic) is None
+
+        # Only the administrator manages users; a config file's user is changed there.
+        code, _, err = cli(server, "user", "list", access_key="carol", secret_key="carol-s3-secret")
+        assert code != 0 and "403" in err and "not the administrator" in err
+        code, _, err = cli(server, "user", "put", "alice", "--kafka-password", "x")
+        assert code != 0 and "config file" in err
+
+        server.restart()
+        s3 = s3util.client(server, "carol", "carol-s3-secret")
+        assert s3.get_object(Bucket=bucket, Key="k")["Body"].read() == b"carol's"
+        assert produce(sasl(server, "carol", "carol-pw", "SCRAM-SHA-256"), topic) is None
+
+        # A new password replaces the old one at once.
+        ok(server, "user", "put", "carol", "--kafka-password", "carol-pw-2")
+        assert produce(sasl(server, "carol", "carol-pw-2"), topic) is None
+        assert produce(sasl(server, "carol", "carol-pw"), topic) in (
+            KafkaError._AUTHENTICATION, KafkaError._MSG_TIMED_OUT), "the old password still authenticates"
+
+        ok(server, "user", "delete", "carol")
+        with pytest.raises(ClientError) as e:
+            s3.list_buckets()
+        assert s3util.error_code(e) == "InvalidAccessKeyId"
+    finally:
+        server.stop()
+
+
+# --- S3 ------------------------------------------------------------------------------
+
+def unsigned_get(eddy, path):
+    """An unsigned GET (curl without credentials): (status, body)."""
+    try:
+        with urllib.request.urlopen(f"{eddy.s3_url}/{path}", timeout=10) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def test_a_bucket_policy_grants_anonymous_reads_of_a_prefix(eddy):
+    s3 = s3util.client(eddy)
+    bucket = s3util.new_bucket(s3, "public")
+    s3.put_object(Bucket=bucket, Key="public/logo.txt", Body=b"hello world")
+    s3.put_object(Bucket=bucket, Key="private/secret.txt", Body=b"secret")
+    assert unsigned_get(eddy, f"{bucket}/public/logo.txt")[0] == 403
+    policy = {"Version": "2012-10-17", "Statement": [{
+        "Sid": "PublicRead", "Effect": "Allow", "Principal": "*",
+        "Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{bucket}/public/*"}]}
+    s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps(policy))
+    assert json.loads(s3.get_bucket_policy(Bucket=bucket)["Policy"]) == policy
+    assert unsigned_get(eddy, f"{bucket}/public/logo.txt") == (200, b"hello world")
+    status, body = unsigned_get(eddy, f"{bucket}/private/secret.txt")
+    assert status == 403 and b"<Code>AccessDenied</Code>" in body
+    assert unsigned_get(eddy, f"{bucket}?list-type=2")[0] == 403
+    # Another signed-in user is not "the public" plus more: the grant is to everyone.
+    s3.delete_bucket_policy(Bucket=bucket)
+    assert unsigned_get(eddy, f"{bucket}/public/logo.txt")[0] == 403
+    with pytest.raises(ClientError) as e:
+        s3.get_bucket_policy(Bucket=bucket)
+    assert s3util.error_code(e) == "NoSuchBucketPolicy"
+
+
+def test_malformed_bucket_policies_are_refused(eddy):
+    s3 = s3util.client(eddy)
+    bucket = s3util.new_bucket(s3, "malformed")
+    for bad in ["not json", json.dumps({"Statement": [{"Effect": "Allow", "Action": "s3:GetObject",
+                                                        "Resource": "*"}]}),
+                json.dumps({"Statement": [{"Effect": "allow", "Principal": "*",
+                                           "Action": "s3:GetObject", "Resource": "*"}]})]:
+        with pytest.raises(ClientError) as e:
+            s3.put_bucket_policy(Bucket=bucket, Policy=bad)
+        assert s3util.error_code(e) == "MalformedPolicy", bad
+    with pytest.raises(ClientError) as e:
+        s3.get_bucket_policy(Bucket=bucket)
+    assert s3util.error_code(e) == "NoSuchBucketPolicy"
+
+
+def test_an_identity_policy_denies_delete_on_every_path(eddy, bob, tmp_path):
+    """boto3 DeleteObject and DeleteObjects, aws-cli and a presigned URL: all refused,
+    and the object is still there."""
+    s3 = s3util.client(eddy, "bob", "bob-s3-secret")
+    bucket = s3util.new_bucket(s3, "bob")
+    s3.put_object(Bucket=bucket, Key="keep", Body=b"kept")
+    policy = name("no-delete")
+    put_policy(eddy, tmp_path, policy, statement("Deny", "s3:DeleteObject", "arn:aws:s3:::*"), "bob")
+    try:
+        with pytest.raises(ClientError) as e:
+            s3.delete_object(Bucket=bucket, Key="keep")
+        assert s3util.error_code(e) == "AccessDenied"
+        r = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": "keep"}]})
+        assert [x["Code"] for x in r.get("Errors", [])] == ["AccessDenied"]
+        url = s3.generate_presigned_url("delete_object", Params={"Bucket": bucket, "Key": "keep"})
+        req = urllib.request.Request(url, method="DELETE")
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(req, timeout=10)
+        assert e.value.code == 403
+        aws = s3util.aws(eddy, "s3", "rm", f"s3://{bucket}/keep",
+                         access_key="bob", secret_key="bob-s3-secret", check=False)
+        assert aws.returncode != 0 and "AccessDenied" in aws.stderr
+        assert s3.get_object(Bucket=bucket, Key="keep")["Body"].read() == b"kept"
+        s3.put_object(Bucket=bucket, Key="other", Body=b"writes still work")
+    finally:
+        ok(eddy, "policy", "delete", policy)
+    s3.delete_object(Bucket=bucket, Key="keep")
+
+
+def test_a_presigned_url_of_a_denied_user_is_refused(eddy, bob, tmp_path):
+    s3 = s3util.client(eddy, "bob", "bob-s3-secret")
+    bucket = s3util.new_bucket(s3, "presign")
+    s3.put_object(Bucket=bucket, Key="doc", Body=b"doc")
+    url = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "doc"})
+    with urllib.request.urlopen(url, timeout=10) as r:
+        assert r.read() == b"doc"
+    policy = name("no-get")
+    put_policy(eddy, tmp_path, policy, statement("Deny", "s3:GetObject", f"arn:aws:s3:::{bucket}/*"), "bob")
+    try:
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(url, timeout=10)
+        assert e.value.code == 403 and b"AccessDenied" in e.value.read()
+    finally:
+        ok(eddy, "policy", "delete", policy)
+    with urllib.request.urlopen(url, timeout=10) as r:
+        assert r.read() == b"doc"
+
+
+def test_other_users_buckets_open_only_by_policy(eddy, bob):
+    """alice's bucket is closed to bob until alice's bucket policy names him, and then
+    only for what it grants; a copy from it needs GetObject on the source."""
+    alice = s3util.client(eddy, "alice", "alice-secret")
+    bucket = s3util.new_bucket(alice, "alice")
+    alice.put_object(Bucket=bucket, Key="shared/a", Body=b"for bob")
+    s3 = s3util.client(eddy, "bob", "bob-s3-secret")
+    mine = s3util.new_bucket(s3, "bobs")
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=bucket, Key="shared/a")
+    assert s3util.error_code(e) == "AccessDenied"
+    with pytest.raises(ClientError) as e:
+        s3.copy_object(Bucket=mine, Key="copy", CopySource={"Bucket": bucket, "Key": "shared/a"})
+    assert s3util.error_code(e) == "AccessDenied"
+    alice.put_bucket_policy(Bucket=bucket, Policy=json.dumps({"Statement": [{
+        "Effect": "Allow", "Principal": {"AWS": ["arn:aws:iam::000000000000:user/bob"]},
+        "Action": ["s3:GetObject", "s3:ListBucket"],
+        "Resource": [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/shared/*"]}]}))
+    assert s3.get_object(Bucket=bucket, Key="shared/a")["Body"].read() == b"for bob"
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]] == ["shared/a"]
+    s3.copy_object(Bucket=mine, Key="copy", CopySource={"Bucket": bucket, "Key": "shared/a"})
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=bucket, Key="shared/b", Body=b"no")
+    assert s3util.error_code(e) == "AccessDenied"
+    with pytest.raises(ClientError) as e:
+        s3.delete_bucket_policy(Bucket=bucket)
+    assert s3util.error_code(e) == "AccessDenied"
+
+
+# --- SCRAM credentials from Kafka admin clients -------------------------------------
+
+def test_kafka_admin_clients_manage_scram_credentials(eddy, bob):
+    """AlterUserScramCredentials from the administrator over SASL makes a user that
+    authenticates with the new credential; DescribeUserScramCredentials shows its
+    mechanism and iterations; other principals are refused; bad upsertions and unknown
+    users get Kafka's errors; a deletion stops the login."""
+    from confluent_kafka.admin import (ScramCredentialInfo, ScramMechanism,
+                                       UserScramCredentialDeletion, UserScramCredentialUpsertion)
+    admin = AdminClient(sasl(eddy, eddy.access_key, eddy.secret_key, "SCRAM-SHA-512"))
+    erin = name("erin")
+    upsert = UserScramCredentialUpsertion(
+        erin, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), b"erin-pw", b"erin-salt")
+    admin.alter_user_scram_credentials([upsert])[erin].result(30)
+    topic = name("erin")
+    create(eddy, topic)
+    assert produce(sasl(eddy, erin, "erin-pw", "SCRAM-SHA-512"), topic) is None
+    assert produce(sasl(eddy, erin, "erin-pw", "PLAIN"), topic) is None
+    assert produce(sasl(eddy, erin, "erin-pw", "SCRAM-SHA-256"), topic) in (
+        KafkaError._AUTHENTICATION, KafkaError._MSG_TIMED_OUT)
+    d = admin.describe_user_scram_credentials([erin, "bob"])
+    infos = d[erin].result(30).scram_credential_infos
+    assert [(i.mechanism, i.iterations) for i in infos] == [(ScramMechanism.SCRAM_SHA_512, 8192)]
+    assert sorted(i.mechanism for i in d["bob"].result(30).scram_credential_infos) == \
+        [ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512]
+    listed = ok(eddy, "user", "list")["users"]
+    assert {"name": erin, "s3": False, "scram": [{"mechanism": "SCRAM-SHA-512", "iterations": 8192}],
+            "from_config": False, "admin": False} in listed
+    with pytest.raises(KafkaException) as e:
+        admin.describe_user_scram_credentials(["nobody"])["nobody"].result(30)
+    assert e.value.args[0].code() == KafkaError.RESOURCE_NOT_FOUND
+
+    weak = UserScramCredentialUpsertion(
+        erin, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 1000), b"pw", b"salt")
+    with pytest.raises(KafkaException) as e:
+        admin.alter_user_scram_credentials([weak])[erin].result(30)
+    assert e.value.args[0].code() == KafkaError.UNACCEPTABLE_CREDENTIAL
+
+    # Neither bob nor an anonymous client may set anyone's password.
+    for conf in (bob, admin_conf(eddy)):
+        other = AdminClient(conf)
+        takeover = UserScramCredentialUpsertion(
+            erin, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), b"stolen", b"s")
+        with pytest.raises(KafkaException) as e:
+            other.alter_user_scram_credentials([takeover])[erin].result(30)
+        assert e.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+    assert produce(sasl(eddy, erin, "erin-pw", "SCRAM-SHA-512"), topic) is None
+
+    delete = UserScramCredentialDeletion(erin, ScramMechanism.SCRAM_SHA_512)
+    admin.alter_user_scram_credentials([delete])[erin].result(30)
+    assert produce(sasl(eddy, erin, "erin-pw", "SCRAM-SHA-512"), topic) in (
+        KafkaError._AUTHENTICATION, KafkaError._MSG_TIMED_OUT)
+    with pytest.raises(KafkaException) as e:
+        admin.alter_user_scram_credentials([delete])[erin].result(30)
+    assert e.value.args[0].code() == KafkaError.RESOURCE_NOT_FOUND
+
+
+# --- Kafka ACL APIs -----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def java_acls(tmp_path_factory):
+    import shutil
+    from test_kafka import kafka_clients_classpath
+    from conftest import javac
+    cp = kafka_clients_classpath()
+    if shutil.which("javac") is None or cp is None:
+        pytest.skip("Java or the kafka-clients jar is not installed")
+    out = javac(Path(__file__).parent / "java" / "Acls.java", cp)
+
+    def run(eddy, *args):
+        p = subprocess.run(["java", "-cp", f"{out}:{cp}", "Acls", f"127.0.0.1:{eddy.sasl_port}",
+                            eddy.access_key, eddy.secret_key, *args],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr[-4000:]
+        return p.stdout.strip().splitlines()
+    return run
+
+
+def test_acls_from_java_and_librdkafka_are_enforced_as_policies(eddy, bob, java_acls):
+    """The Java admin client denies bob READ on a topic; librdkafka's describe sees the
+    binding, bob's consumer gets TOPIC_AUTHORIZATION_FAILED, `eddy policy` shows the
+    binding as a statement; librdkafka's delete removes it and bob reads again. bob
+    (not the administrator) may not create ACLs."""
+    from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation,
+                                       AclPermissionType, ResourcePatternType, ResourceType)
+    topic = name("acl")
+    create(eddy, topic)
+    assert produce(admin_conf(eddy), topic) is None
+    assert java_acls(eddy, "create", topic, "User:bob", "READ", "DENY") == ["ok"]
+    assert java_acls(eddy, "describe", topic) == ["User:bob READ DENY LITERAL *"]
+    admin = AdminClient(sasl(eddy, eddy.access_key, eddy.secret_key, "SCRAM-SHA-512"))
+    flt = AclBindingFilter(ResourceType.TOPIC, topic, ResourcePatternType.ANY, None, None,
+                           AclOperation.ANY, AclPermissionType.ANY)
+    found = admin.describe_acls(flt).result(30)
+    assert [(b.principal, b.operation, b.permission_type) for b in found] == \
+        [("User:bob", AclOperation.READ, AclPermissionType.DENY)]
+    assert consume(bob, topic) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    stored = ok(eddy, "policy", "get", "kafka-acl:User:bob")
+    assert stored["attached"] == ["bob"]
+    assert stored["document"]["Statement"] == [
+        {"Effect": "Deny", "Action": "KafkaRead", "Resource": f"vast:kafka:topic:default:{topic}"}]
+
+    # A prefixed ALLOW for everyone, from librdkafka, appears to Java too.
+    prefix = AclBinding(ResourceType.TOPIC, f"{topic}-", ResourcePatternType.PREFIXED, "User:*", "*",
+                        AclOperation.WRITE, AclPermissionType.ALLOW)
+    admin.create_acls([prefix])[prefix].result(30)
+    assert sorted(java_acls(eddy, "describe", topic)) == ["User:bob READ DENY LITERAL *"]
+    assert java_acls(eddy, "describe", f"{topic}-") == ["User:* WRITE ALLOW PREFIXED *"]
+
+    other = AdminClient(bob)
+    denied = AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:bob", "*",
+                        AclOperation.ALL, AclPermissionType.ALLOW)
+    with pytest.raises(KafkaException) as e:
+        other.create_acls([denied])[denied].result(30)
+    assert e.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+
+    deleted = admin.delete_acls([flt])[flt].result(30)
+    assert [(b.principal, b.operation) for b in deleted] == [("User:bob", AclOperation.READ)]
+    assert consume(bob, topic) is None
+    assert java_acls(eddy, "delete", f"{topic}-") == ["1"]
+    assert admin.describe_acls(AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
+                                                AclOperation.ANY, AclPermissionType.ANY)).result(30) == []
