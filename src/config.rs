@@ -61,6 +61,11 @@ pub struct ServeArgs {
     /// signed by them (mutual TLS, TLS 1.3).
     #[arg(long, env = "EDDY_TLS_CLIENT_CA")]
     pub tls_client_ca: Option<PathBuf>,
+    /// How a client certificate's subject becomes its principal, in Kafka's
+    /// `ssl.principal.mapping.rules` syntax (`RULE:^CN=([^,]*),.*$/$1/L,DEFAULT`); by
+    /// default the certificate's CN.
+    #[arg(long, env = "EDDY_TLS_PRINCIPAL_RULES")]
+    pub tls_principal_rules: Option<String>,
     /// SASL mechanisms of `SASL_PLAINTEXT://` and `SASL_SSL://` listeners,
     /// comma-separated (default `PLAIN,SCRAM-SHA-256,SCRAM-SHA-512`).
     #[arg(long, env = "EDDY_SASL_MECHANISMS", value_delimiter = ',')]
@@ -193,6 +198,7 @@ pub struct FileConfig {
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
     tls_client_ca: Option<PathBuf>,
+    tls_principal_rules: Option<String>,
     sasl_mechanisms: Option<Vec<String>>,
     kafka_sasl_session_lifetime_ms: Option<u64>,
     broker_bucket: Option<String>,
@@ -278,6 +284,8 @@ pub struct ServeConfig {
     pub http_listen: HttpListen,
     /// The TLS files of the TLS listeners (present when any listener is TLS).
     pub tls: Option<listener::tls::TlsFiles>,
+    /// How client certificates' subjects become principals (`None`: their CN).
+    pub tls_principal_rules: Option<String>,
     /// SASL mechanisms of SASL listeners.
     pub sasl_mechanisms: Vec<broker::sasl::Mechanism>,
     /// SASL session lifetime (`None`: no expiry).
@@ -493,6 +501,13 @@ impl ServeArgs {
             &kafka_listen,
             http_listen,
         )?;
+        let tls_principal_rules = self
+            .tls_principal_rules
+            .clone()
+            .or(file.tls_principal_rules);
+        if let Some(r) = &tls_principal_rules {
+            listener::principal::PrincipalRules::parse(r).map_err(anyhow::Error::msg)?;
+        }
         let broker_bucket = self
             .broker_bucket
             .clone()
@@ -504,6 +519,7 @@ impl ServeArgs {
             kafka_listen,
             http_listen,
             tls,
+            tls_principal_rules,
             sasl_mechanisms: mechanisms(
                 self.sasl_mechanisms
                     .clone()

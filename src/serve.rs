@@ -270,6 +270,10 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         kafka_broker.config.compaction_check_interval,
         stop_rx.clone(),
     ));
+    let principal_rules = match &config.tls_principal_rules {
+        Some(r) => listener::principal::PrincipalRules::parse(r).map_err(anyhow::Error::msg)?,
+        None => listener::principal::PrincipalRules::default(),
+    };
     for (l, listen) in kafka.into_iter().zip(config.kafka_listen.iter().copied()) {
         let node = kafka_broker.cluster.node_of(listen.addr);
         let (on_stop, stop) = (kafka_broker.clone(), stop_rx.clone());
@@ -281,6 +285,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         };
         let sasl = listen.protocol.sasl();
         let handshake_timeout = config.idle_timeout;
+        let principal_rules = Arc::new(principal_rules.clone());
         tasks.spawn(listener::serve(
             "kafka",
             l,
@@ -290,19 +295,30 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             move |sock, peer| {
                 let _ = sock.set_nodelay(true);
                 let (broker, stop, tls) = (broker.clone(), stop.clone(), tls.clone());
+                let principal_rules = principal_rules.clone();
                 async move {
                     let Some(tls) = tls else {
                         return broker::connection::run(broker, sock, peer, node, sasl, stop).await;
                     };
-                    let at = broker::connection::Endpoint {
+                    let mut at = broker::connection::Endpoint {
                         local: sock.local_addr().unwrap_or(listen.addr),
                         peer,
                         node,
                         sasl,
                         secure: true,
+                        principal: None,
                     };
                     match tls.accept(sock, handshake_timeout).await {
-                        Ok(stream) => broker::connection::run_tls(broker, stream, at, stop).await,
+                        Ok(stream) => {
+                            at.principal = stream
+                                .get_ref()
+                                .1
+                                .peer_certificates()
+                                .and_then(|chain| chain.first())
+                                .and_then(|cert| principal_rules.of_certificate(cert))
+                                .map(Arc::from);
+                            broker::connection::run_tls(broker, stream, at, stop).await
+                        }
                         Err(e) => tracing::debug!(%peer, error = %e, "kafka TLS handshake failed"),
                     }
                 }

@@ -101,7 +101,7 @@ impl Future for Timed {
 }
 
 /// What a connection is: where it was accepted and whether it must authenticate.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Endpoint {
     /// The address the client reached.
     pub local: SocketAddr,
@@ -113,6 +113,8 @@ pub struct Endpoint {
     pub sasl: bool,
     /// Whether the connection is over TLS.
     pub secure: bool,
+    /// The principal of a mutual-TLS client's certificate (a SASL user overrides it).
+    pub principal: Option<Arc<str>>,
 }
 
 /// Serves one plaintext-socket connection until the client closes it, it misbehaves, or
@@ -134,6 +136,7 @@ pub async fn run(
         node,
         sasl,
         secure: false,
+        principal: None,
     };
     serve(broker, rd, wr, at, shutdown).await;
 }
@@ -167,6 +170,7 @@ async fn serve<R, W>(
         node,
         sasl,
         secure,
+        principal,
     } = at;
     broker.metrics.connections.inc();
     let mut session = sasl.then(|| Session::new(broker.sasl.clone()));
@@ -249,7 +253,10 @@ async fn serve<R, W>(
             (RequestKind::SaslAuthenticate(_), Some(_)) => raw && after == After::Continue,
             _ => raw_tokens,
         };
-        let user = session.as_ref().and_then(Session::principal);
+        let user = session
+            .as_ref()
+            .and_then(Session::principal)
+            .or_else(|| principal.clone());
         // A legacy version's handler runs as the oldest version the codec has.
         let handler_version = if legacy::is_legacy(api, header.request_api_version) {
             legacy::handler_version(api)

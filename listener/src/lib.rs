@@ -6,6 +6,7 @@
 //! connections it started, each of which watches the same shutdown signal. [`tls`] holds
 //! the TLS configuration of listeners given a certificate.
 
+pub mod principal;
 pub mod tls;
 
 use std::future::Future;

@@ -596,3 +596,53 @@ def test_acls_from_java_and_librdkafka_are_enforced_as_policies(eddy, bob, java_
     assert java_acls(eddy, "delete", f"{topic}-") == ["1"]
     assert admin.describe_acls(AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
                                                 AclOperation.ANY, AclPermissionType.ANY)).result(30) == []
+
+
+# --- mutual TLS: the certificate's CN is the principal ------------------------------
+
+@pytest.mark.parametrize("rules", [None, r"RULE:^CN=([^,]*)$/$1-cert/L,DEFAULT"])
+def test_the_client_certificate_names_the_principal(tmp_path, rules):
+    """On an mTLS listener the certificate's CN (or what a Kafka mapping rule makes of
+    the subject) is the principal its policies apply to: bob's certificate is refused
+    the topic a policy denies him, alice's is not; confluent-kafka and kafka-python."""
+    from kafka import KafkaProducer
+    from kafka.errors import TopicAuthorizationFailedError
+    from test_tls import make_ca, make_cert, ssl_conf, tls_args
+    make_ca(tmp_path, "ca")
+    make_cert(tmp_path, "ca", "server", "eddy", server=True)
+    make_cert(tmp_path, "ca", "bob", "Bob")
+    make_cert(tmp_path, "ca", "alice", "alice")
+    extra = ["--tls-principal-rules", rules] if rules else []
+    server = new_eddy(tmp_path, extra_args=[*tls_args(tmp_path, mutual=True), *extra])
+    server.ssl_port = free_port()
+    server.kafka_listeners = [f"SSL://127.0.0.1:{server.ssl_port}"]
+    server.start()
+    try:
+        principal = "bob-cert" if rules else "Bob"
+        topic = name("mtls")
+        create(server, topic)
+        put_policy(server, tmp_path, "no-write", statement(
+            "Deny", "KafkaWrite", f"vast:kafka:topic:default:{topic}"), principal)
+        assert produce(ssl_conf(server, tmp_path, cert="bob"), topic) == \
+            KafkaError.TOPIC_AUTHORIZATION_FAILED
+        assert produce(ssl_conf(server, tmp_path, cert="alice"), topic) is None
+        assert produce(admin_conf(server), topic) is None, "the plaintext listener is ANONYMOUS"
+        p = KafkaProducer(bootstrap_servers=f"127.0.0.1:{server.ssl_port}", security_protocol="SSL",
+                          ssl_cafile=str(tmp_path / "ca.pem"), ssl_certfile=str(tmp_path / "bob.pem"),
+                          ssl_keyfile=str(tmp_path / "bob.key"), ssl_check_hostname=False,
+                          max_block_ms=10000)
+        with pytest.raises(TopicAuthorizationFailedError):
+            p.send(topic, b"v").get(timeout=15)
+        p.close()
+    finally:
+        server.stop()
+
+
+def test_a_bad_principal_rule_is_refused_at_start(tmp_path):
+    out = subprocess.run([eddy_bin(), "serve", "--data-dir", str(tmp_path / "d"),
+                          "--kafka-listen", f"127.0.0.1:{free_port()}",
+                          "--s3-listen", f"127.0.0.1:{free_port()}",
+                          "--http-listen", f"127.0.0.1:{free_port()}",
+                          "--tls-principal-rules", "RULE:^CN=(x/$1/"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and "rule pattern" in out.stderr, out.stderr
