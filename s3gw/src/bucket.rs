@@ -76,9 +76,19 @@ pub async fn create_bucket(
         .commit(Transaction::new(vec![Op::CreateBucket(record)]))
         .await
     {
-        Ok(_) => Ok(S3Response::new(CreateBucketOutput {
-            location: Some(format!("/{name}")),
-        })),
+        Ok(_) => {
+            // A public-read bucket gets its policy next: should that fail, the bucket
+            // is left private, never more open than asked.
+            if let Some(policy) = crate::acl::creation_policy(&name, req.input.acl.as_ref()) {
+                gw.directory()
+                    .put_bucket_policy(&name, Some(&policy))
+                    .await
+                    .map_err(crate::error::iam_error)?;
+            }
+            Ok(S3Response::new(CreateBucketOutput {
+                location: Some(format!("/{name}")),
+            }))
+        }
         Err(CatalogError::BucketExists(_)) => {
             let existing = gw.catalog().bucket(&name).or_s3()?;
             let owner = existing.as_ref().map(|b| b.owner.as_str());

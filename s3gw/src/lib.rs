@@ -11,6 +11,7 @@
 //! - [`protections`]: refusals of the encryption, object lock and ACLs not built yet
 //! - [`authz`]: identity and bucket policies, checked for every request
 //! - [`bucket_policy`]: Put, Get and DeleteBucketPolicy
+//! - [`acl`]: canned bucket ACLs (private, public-read) as bucket policy statements
 //! - [`change`]: the one place where an object change's catalog transaction is built
 //! - [`error`]: catalog and storage errors as S3 error codes
 //!
@@ -20,6 +21,7 @@
 //! may use every bucket, unless a policy denies it; others, anonymous requests included,
 //! get only what an identity or bucket policy allows them.
 
+pub mod acl;
 pub mod authz;
 pub mod body;
 pub mod bucket;
@@ -468,6 +470,18 @@ pub fn stored_headers(m: &BTreeMap<String, String>) -> StoredHeaders {
 
 #[async_trait::async_trait]
 impl S3 for Gateway {
+    async fn put_bucket_acl(
+        &self,
+        req: S3Request<PutBucketAclInput>,
+    ) -> S3Result<S3Response<PutBucketAclOutput>> {
+        acl::put_bucket_acl(self, req).await
+    }
+    async fn get_bucket_acl(
+        &self,
+        req: S3Request<GetBucketAclInput>,
+    ) -> S3Result<S3Response<GetBucketAclOutput>> {
+        acl::get_bucket_acl(self, req).await
+    }
     async fn put_bucket_policy(
         &self,
         req: S3Request<PutBucketPolicyInput>,

@@ -7,7 +7,7 @@
 //! without it, ACLs on a bucket whose object ownership is "bucket owner enforced", which is
 //! Eddy's model and AWS's default), and `501 NotImplemented` otherwise.
 
-use s3s::dto::{BucketCannedACL, CreateBucketInput, ObjectCannedACL, ObjectOwnership};
+use s3s::dto::{CreateBucketInput, ObjectCannedACL, ObjectOwnership};
 use s3s::{S3Result, s3_error};
 
 /// Checks every protection a write request (PutObject, CopyObject,
@@ -120,7 +120,8 @@ pub fn object_acl(acl: Option<&ObjectCannedACL>, grants: bool) -> S3Result<()> {
 }
 
 /// Refuses what a CreateBucket asks that Eddy does not give: a bucket ACL other than
-/// `private`, object ownership other than "bucket owner enforced", object lock.
+/// `private` and `public-read` (which [`crate::acl`] maps onto the bucket's policy),
+/// object ownership other than "bucket owner enforced", object lock.
 pub fn bucket_creation(input: &CreateBucketInput) -> S3Result<()> {
     let grants = [
         &input.grant_full_control,
@@ -131,11 +132,11 @@ pub fn bucket_creation(input: &CreateBucketInput) -> S3Result<()> {
     ]
     .iter()
     .any(|g| g.is_some());
-    let private = input
+    let mapped = input
         .acl
         .as_ref()
-        .is_none_or(|a| a.as_str() == BucketCannedACL::PRIVATE);
-    if !private || grants {
+        .is_none_or(|a| crate::acl::canned_public(a).is_some());
+    if !mapped || grants {
         return Err(s3_error!(
             InvalidBucketAclWithObjectOwnership,
             "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting"
@@ -160,6 +161,7 @@ pub fn bucket_creation(input: &CreateBucketInput) -> S3Result<()> {
 mod tests {
     use super::*;
     use s3s::S3ErrorCode;
+    use s3s::dto::BucketCannedACL;
 
     fn code<T>(r: S3Result<T>) -> Option<S3ErrorCode> {
         r.err().map(|e| e.code().clone())
@@ -220,7 +222,7 @@ mod tests {
         );
         assert_eq!(
             code(input(
-                &|i| i.acl = Some(BucketCannedACL::from("public-read".to_owned()))
+                &|i| i.acl = Some(BucketCannedACL::from("public-read-write".to_owned()))
             )),
             Some(S3ErrorCode::InvalidBucketAclWithObjectOwnership)
         );

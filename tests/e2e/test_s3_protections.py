@@ -105,7 +105,7 @@ def test_owner_only_acls_are_accepted(s3, bucket):
 
 def test_bucket_creation_refuses_acls_ownership_and_lock(s3):
     cases = [
-        ({"ACL": "public-read"}, 400, "InvalidBucketAclWithObjectOwnership"),
+        ({"ACL": "public-read-write"}, 400, "InvalidBucketAclWithObjectOwnership"),
         ({"ObjectOwnership": "ObjectWriter"}, 501, "NotImplemented"),
         ({"ObjectLockEnabledForBucket": True}, 501, "NotImplemented"),
     ]
