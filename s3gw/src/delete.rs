@@ -1,6 +1,11 @@
 //! DeleteObject and DeleteObjects: permanent version deletes, delete markers in
 //! versioned buckets, `null` markers in suspended ones. Each deleted object is its own
 //! transaction; DeleteObjects runs up to [`DELETES_IN_FLIGHT`] of them at once.
+//! Conditional deletes as AWS documents them: `If-Match`,
+//! `x-amz-if-match-last-modified-time` and `x-amz-if-match-size` (and, per key of a
+//! DeleteObjects, `ETag`, `LastModifiedTime` and `Size`) are checked against the version
+//! named, or the current one: `412 PreconditionFailed` when one does not hold, `404
+//! NoSuchKey` when there is no such version to check.
 
 use std::collections::BTreeMap;
 
@@ -44,25 +49,61 @@ fn ignore_missing(r: S3Result<catalog::CommitOutcome>) -> S3Result<()> {
     }
 }
 
+/// The conditions of a delete.
+#[derive(Default, Clone, Copy)]
+struct Conditions<'a> {
+    etag: Option<&'a ETagCondition>,
+    last_modified: Option<&'a Timestamp>,
+    size: Option<i64>,
+}
+
+impl Conditions<'_> {
+    fn any(&self) -> bool {
+        self.etag.is_some() || self.last_modified.is_some() || self.size.is_some()
+    }
+
+    /// Checks them against the version they concern: the named one, or the current.
+    fn check(&self, v: Option<&ObjectVersion>) -> S3Result<()> {
+        let Some(v) = v.filter(|v| !v.delete_marker) else {
+            return Err(s3_error!(NoSuchKey, "The specified key does not exist"));
+        };
+        let etag_ok = self.etag.is_none_or(|c| crate::get::matches(c, Some(v)));
+        // HTTP dates have whole seconds.
+        let time_ok = self
+            .last_modified
+            .is_none_or(|t| crate::timestamp_secs(t) == v.last_modified_ms.div_euclid(1000));
+        let size_ok = self.size.is_none_or(|s| u64::try_from(s) == Ok(v.size));
+        if etag_ok && time_ok && size_ok {
+            Ok(())
+        } else {
+            Err(s3_error!(
+                PreconditionFailed,
+                "At least one of the pre-conditions you specified did not hold"
+            ))
+        }
+    }
+}
+
 async fn delete_one(
     gw: &Gateway,
     b: &BucketRecord,
     key: &str,
     version_id: Option<&str>,
-    if_match: Option<&ETagCondition>,
+    conditions: Conditions<'_>,
     requester: &Requester,
 ) -> S3Result<Deleted> {
     let mut change = Change::new().by(requester.clone());
-    if let Some(c) = if_match {
-        let current = gw.catalog().object(&b.name, key).or_s3()?;
-        if !crate::get::matches(c, current.as_ref()) {
-            return Err(s3_error!(
-                PreconditionFailed,
-                "At least one of the pre-conditions you specified did not hold"
-            ));
-        }
-        if let Some(e) = c.as_etag() {
-            change = change.expect_etag(&b.name, key, Some(e.value().to_owned()));
+    if conditions.any() {
+        let target = match version_id {
+            Some(vid) => gw.catalog().object_version(&b.name, key, vid).or_s3()?,
+            None => gw.catalog().object(&b.name, key).or_s3()?,
+        };
+        conditions.check(target.as_ref())?;
+        // The current version could be replaced between the check and the commit: the
+        // commit fails unless it still has the ETag checked. A named version never
+        // changes.
+        if let (None, Some(v)) = (version_id, &target) {
+            change = change.expect_etag(&b.name, key, Some(v.etag.clone()));
         }
     }
     if let Some(vid) = version_id {
@@ -136,12 +177,17 @@ pub async fn delete_object(
 ) -> S3Result<S3Response<DeleteObjectOutput>> {
     let b = gw.bucket_for(&req, &req.input.bucket)?;
     let i = &req.input;
+    let conditions = Conditions {
+        etag: i.if_match.as_ref(),
+        last_modified: i.if_match_last_modified_time.as_ref(),
+        size: i.if_match_size,
+    };
     let d = delete_one(
         gw,
         &b,
         &i.key,
         i.version_id.as_deref(),
-        i.if_match.as_ref(),
+        conditions,
         &gw.requester(&req),
     )
     .await?;
@@ -185,9 +231,16 @@ pub async fn delete_objects(
                     Some(_) => "s3:DeleteObjectVersion",
                     None => "s3:DeleteObject",
                 };
+                let etag = o.e_tag.clone().map(ETagCondition::ETag);
+                let conditions = Conditions {
+                    etag: etag.as_ref(),
+                    last_modified: o.last_modified_time.as_ref(),
+                    size: o.size,
+                };
                 let r = match gw.authorize(who, action, Some(&b.name), Some(&o.key)) {
                     Ok(()) => {
-                        delete_one(gw, b, &o.key, o.version_id.as_deref(), None, requester).await
+                        let vid = o.version_id.as_deref();
+                        delete_one(gw, b, &o.key, vid, conditions, requester).await
                     }
                     Err(e) => Err(e),
                 };

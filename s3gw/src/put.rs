@@ -50,6 +50,10 @@ pub async fn put_object(
     protections::check_write!(input)?;
     if input.if_match.is_some() || input.if_none_match.is_some() {
         let current = gw.catalog().object(&b.name, &key).or_s3()?;
+        // AWS answers If-Match on a key with no current object with 404, not 412.
+        if input.if_match.is_some() && current.is_none() {
+            return Err(s3_error!(NoSuchKey, "The specified key does not exist"));
+        }
         let ok_match = input
             .if_match
             .as_ref()

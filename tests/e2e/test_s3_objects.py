@@ -5,6 +5,7 @@ import base64
 import datetime
 import hashlib
 import os
+import uuid
 import zlib
 
 import pytest
@@ -399,3 +400,50 @@ def test_error_documents_carry_the_request_id_of_their_header(eddy, s3, bucket):
         header = e.value.headers["x-amz-request-id"]
         assert f"<Code>{code}</Code>" in body, body
         assert re.findall(r"<RequestId>([^<]*)</RequestId>", body) == [header], (body, header)
+
+
+def test_conditional_deletes(s3, bucket):
+    """DeleteObject with If-Match, x-amz-if-match-last-modified-time and
+    x-amz-if-match-size, on the current version and on a version id; DeleteObjects per
+    key; PutObject If-Match on a missing key: AWS's 412 and 404."""
+    etag = s3.put_object(Bucket=bucket, Key="cd", Body=b"12345")["ETag"]
+    lm = s3.head_object(Bucket=bucket, Key="cd")["LastModified"]
+    for kw in ({"IfMatch": '"0000"'}, {"IfMatchSize": 4},
+               {"IfMatchLastModifiedTime": lm - datetime.timedelta(seconds=5)}):
+        with pytest.raises(ClientError) as e:
+            s3.delete_object(Bucket=bucket, Key="cd", **kw)
+        assert status(e) == 412 and error_code(e) == "PreconditionFailed", kw
+    assert s3.get_object(Bucket=bucket, Key="cd")["Body"].read() == b"12345"
+    s3.delete_object(Bucket=bucket, Key="cd", IfMatch=etag, IfMatchSize=5, IfMatchLastModifiedTime=lm)
+    with pytest.raises(ClientError) as e:
+        s3.head_object(Bucket=bucket, Key="cd")
+    assert status(e) == 404
+    with pytest.raises(ClientError) as e:
+        s3.delete_object(Bucket=bucket, Key="cd", IfMatch=etag)
+    assert status(e) == 404 and error_code(e) == "NoSuchKey"
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=bucket, Key="cd", Body=b"x", IfMatch=etag)
+    assert status(e) == 404 and error_code(e) == "NoSuchKey"
+
+    # DeleteObjects: each key's conditions, each key's answer.
+    keep = s3.put_object(Bucket=bucket, Key="cd-keep", Body=b"keep")["ETag"]
+    gone = s3.put_object(Bucket=bucket, Key="cd-gone", Body=b"gone")["ETag"]
+    r = s3.delete_objects(Bucket=bucket, Delete={"Objects": [
+        {"Key": "cd-keep", "ETag": '"0000"'}, {"Key": "cd-gone", "ETag": gone, "Size": 4}]})
+    assert [(x["Key"], x["Code"]) for x in r["Errors"]] == [("cd-keep", "PreconditionFailed")]
+    assert [x["Key"] for x in r["Deleted"]] == ["cd-gone"]
+    assert s3.get_object(Bucket=bucket, Key="cd-keep")["ETag"] == keep
+
+
+def test_conditional_deletes_of_a_version(s3):
+    bucket = f"cdv-{uuid.uuid4().hex[:10]}"
+    s3.create_bucket(Bucket=bucket)
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    v1 = s3.put_object(Bucket=bucket, Key="k", Body=b"one")
+    s3.put_object(Bucket=bucket, Key="k", Body=b"three")
+    with pytest.raises(ClientError) as e:
+        s3.delete_object(Bucket=bucket, Key="k", VersionId=v1["VersionId"], IfMatchSize=5)
+    assert status(e) == 412
+    s3.delete_object(Bucket=bucket, Key="k", VersionId=v1["VersionId"], IfMatch=v1["ETag"], IfMatchSize=3)
+    versions = s3.list_object_versions(Bucket=bucket)["Versions"]
+    assert [v["VersionId"] for v in versions if v["VersionId"] == v1["VersionId"]] == []
