@@ -11,6 +11,7 @@
 //! - [`protections`]: refusals of the encryption, object lock and ACLs not built yet
 //! - [`authz`]: identity and bucket policies, checked for every request
 //! - [`bucket_policy`]: Put, Get and DeleteBucketPolicy
+//! - [`attributes`]: GetObjectAttributes
 //! - [`acl`]: canned bucket ACLs (private, public-read) as bucket policy statements
 //! - [`change`]: the one place where an object change's catalog transaction is built
 //! - [`error`]: catalog and storage errors as S3 error codes
@@ -22,6 +23,7 @@
 //! get only what an identity or bucket policy allows them.
 
 pub mod acl;
+pub mod attributes;
 pub mod authz;
 pub mod body;
 pub mod bucket;
@@ -470,6 +472,12 @@ pub fn stored_headers(m: &BTreeMap<String, String>) -> StoredHeaders {
 
 #[async_trait::async_trait]
 impl S3 for Gateway {
+    async fn get_object_attributes(
+        &self,
+        req: S3Request<GetObjectAttributesInput>,
+    ) -> S3Result<S3Response<GetObjectAttributesOutput>> {
+        attributes::get_object_attributes(self, req).await
+    }
     async fn put_bucket_acl(
         &self,
         req: S3Request<PutBucketAclInput>,

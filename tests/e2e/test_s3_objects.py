@@ -447,3 +447,45 @@ def test_conditional_deletes_of_a_version(s3):
     s3.delete_object(Bucket=bucket, Key="k", VersionId=v1["VersionId"], IfMatch=v1["ETag"], IfMatchSize=3)
     versions = s3.list_object_versions(Bucket=bucket)["Versions"]
     assert [v["VersionId"] for v in versions if v["VersionId"] == v1["VersionId"]] == []
+
+
+def test_get_object_attributes(s3, bucket):
+    """GetObjectAttributes with boto3: the ETag, size, storage class and
+    checksum of a single-part object; the parts of a multipart one, paged; a bad
+    attribute name refused; a missing key 404."""
+    body = b"attributes" * 100
+    put = s3.put_object(Bucket=bucket, Key="attr", Body=body, ChecksumAlgorithm="CRC32")
+    a = s3.get_object_attributes(Bucket=bucket, Key="attr",
+                                 ObjectAttributes=["ETag", "Checksum", "ObjectSize", "StorageClass"])
+    assert a["ETag"].strip('"') == put["ETag"].strip('"')
+    assert a["ObjectSize"] == len(body)
+    assert a["StorageClass"] == "STANDARD"
+    assert a["Checksum"]["ChecksumCRC32"] == put["ChecksumCRC32"]
+    assert "ObjectParts" not in a
+    only = s3.get_object_attributes(Bucket=bucket, Key="attr", ObjectAttributes=["ObjectSize"])
+    assert only["ObjectSize"] == len(body) and "ETag" not in only
+
+    part = 5 * 1024 * 1024
+    up = s3.create_multipart_upload(Bucket=bucket, Key="attr-mp")
+    etags = [s3.upload_part(Bucket=bucket, Key="attr-mp", UploadId=up["UploadId"], PartNumber=n,
+                            Body=bytes([n]) * (part if n < 3 else 10))["ETag"] for n in (1, 2, 3)]
+    s3.complete_multipart_upload(Bucket=bucket, Key="attr-mp", UploadId=up["UploadId"],
+                                 MultipartUpload={"Parts": [{"ETag": e, "PartNumber": n}
+                                                            for n, e in zip((1, 2, 3), etags)]})
+    a = s3.get_object_attributes(Bucket=bucket, Key="attr-mp", ObjectAttributes=["ObjectParts", "ETag"],
+                                 MaxParts=2)
+    parts = a["ObjectParts"]
+    assert parts["TotalPartsCount"] == 3 and parts["IsTruncated"] is True
+    assert [(p["PartNumber"], p["Size"]) for p in parts["Parts"]] == [(1, part), (2, part)]
+    assert a["ETag"].strip('"').endswith("-3")
+    rest = s3.get_object_attributes(Bucket=bucket, Key="attr-mp", ObjectAttributes=["ObjectParts"],
+                                    PartNumberMarker=parts["NextPartNumberMarker"])["ObjectParts"]
+    assert [(p["PartNumber"], p["Size"]) for p in rest["Parts"]] == [(3, 10)]
+    assert rest["IsTruncated"] is False
+
+    with pytest.raises(ClientError) as e:
+        s3.get_object_attributes(Bucket=bucket, Key="attr", ObjectAttributes=["Colour"])
+    assert status(e) == 400 and error_code(e) == "InvalidArgument"
+    with pytest.raises(ClientError) as e:
+        s3.get_object_attributes(Bucket=bucket, Key="no-such", ObjectAttributes=["ETag"])
+    assert status(e) == 404
