@@ -11,7 +11,7 @@
 //! - [`protections`]: refusals of the encryption, object lock and ACLs not built yet
 //! - [`authz`]: identity and bucket policies, checked for every request
 //! - [`bucket_policy`]: Put, Get and DeleteBucketPolicy
-//! - [`attributes`]: GetObjectAttributes
+//! - [`attributes`]: object attributes without the body (GetObjectAttributes)
 //! - [`acl`]: canned bucket ACLs (private, public-read) as bucket policy statements
 //! - [`change`]: the one place where an object change's catalog transaction is built
 //! - [`error`]: catalog and storage errors as S3 error codes
