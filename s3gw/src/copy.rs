@@ -243,7 +243,7 @@ pub async fn copy_object(
             checksum_type: f.kind,
         }),
         copy_source_version_id: versioning::reported_version(&src_b, &src.version_id),
-        version_id: versioning::reported_version(&b, &version_id),
+        version_id: versioning::written_version(&b, &version_id),
         ..Default::default()
     }))
 }

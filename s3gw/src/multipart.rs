@@ -391,7 +391,7 @@ pub async fn complete_multipart_upload(
         key: Some(i.key.clone()),
         e_tag: Some(etag(&etag_value)),
         location: Some(format!("/{}/{}", b.name, i.key)),
-        version_id: versioning::reported_version(&b, &version_id),
+        version_id: versioning::written_version(&b, &version_id),
         checksum_crc32: f.crc32,
         checksum_crc32c: f.crc32c,
         checksum_crc64nvme: f.crc64nvme,

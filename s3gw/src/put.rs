@@ -132,7 +132,7 @@ pub async fn put_object(
     let f = fields(&got.checksums);
     Ok(S3Response::new(PutObjectOutput {
         e_tag: Some(etag(&got.md5_hex)),
-        version_id: versioning::reported_version(&b, &version_id),
+        version_id: versioning::written_version(&b, &version_id),
         checksum_crc32: f.crc32,
         checksum_crc32c: f.crc32c,
         checksum_crc64nvme: f.crc64nvme,

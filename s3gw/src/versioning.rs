@@ -25,6 +25,17 @@ pub fn reported_version(b: &BucketRecord, version_id: &str) -> Option<String> {
     }
 }
 
+/// The version id a write (PutObject, CopyObject, CompleteMultipartUpload) reports: none
+/// for the `null` version a write makes while versioning is suspended (or was never
+/// enabled), as AWS answers.
+pub fn written_version(b: &BucketRecord, version_id: &str) -> Option<String> {
+    match b.versioning {
+        Versioning::Enabled => Some(version_id.to_owned()),
+        Versioning::Unversioned | Versioning::Suspended if version_id == "null" => None,
+        _ => Some(version_id.to_owned()),
+    }
+}
+
 /// PutBucketVersioning: `Enabled` or `Suspended` (a bucket never returns to
 /// unversioned).
 pub async fn put_bucket_versioning(
