@@ -116,9 +116,10 @@ fn serves_health_and_metrics_and_stops_on_sigterm() {
     ] {
         assert!(metrics.contains(name), "{name} missing from:\n{metrics}");
     }
-    // The broker bucket is created at first start: one commit.
+    // At first start the broker bucket is created, and the administrator becomes a
+    // user of the directory: two commits.
     assert!(
-        metrics.contains("eddy_catalog_transactions_total 1"),
+        metrics.contains("eddy_catalog_transactions_total 2"),
         "{metrics}"
     );
 
