@@ -40,6 +40,11 @@ pub async fn serve(
                 req.extensions_mut().insert(id);
                 let mut r = hyper::service::Service::call(&service, req).await;
                 if let (Ok(resp), Some(h)) = (r.as_mut(), header) {
+                    // A 304 has no body, so no error document and no type for one.
+                    if resp.status() == hyper::StatusCode::NOT_MODIFIED {
+                        resp.headers_mut().remove(hyper::header::CONTENT_TYPE);
+                        *resp.body_mut() = s3s::Body::empty();
+                    }
                     if resp.status().as_u16() >= 400
                         && let Some(body) = resp.body().bytes()
                         && let Some(doc) = h

@@ -142,6 +142,37 @@ fn marker_headers(b: &BucketRecord, v: &ObjectVersion) -> http::HeaderMap {
     h
 }
 
+/// The headers a 304 keeps (RFC 9110 15.4.5, and what AWS sends): the validators, the
+/// caching headers stored with the object, and the version id.
+fn not_modified_headers(b: &BucketRecord, v: &ObjectVersion) -> http::HeaderMap {
+    let mut h = http::HeaderMap::new();
+    let mut add = |name: &'static str, value: &str| {
+        if let Ok(val) = http::HeaderValue::from_str(value) {
+            h.insert(name, val);
+        }
+    };
+    add("etag", &format!("\"{}\"", v.etag));
+    let modified = time::OffsetDateTime::from_unix_timestamp(v.last_modified_ms.div_euclid(1000))
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc2822)
+                .ok()
+        });
+    if let Some(m) = modified {
+        // RFC 2822's "+0000" is the HTTP date's "GMT".
+        add("last-modified", &m.replace("+0000", "GMT"));
+    }
+    for name in ["cache-control", "expires"] {
+        if let Some(value) = v.metadata.get(name) {
+            add(name, value);
+        }
+    }
+    if let Some(id) = versioning::reported_version(b, &v.version_id) {
+        add("x-amz-version-id", &id);
+    }
+    h
+}
+
 /// The byte range to serve: `start..end`, and the Content-Range header when partial.
 fn select(
     v: &ObjectVersion,
@@ -223,7 +254,14 @@ fn read_selection(
     mode: Option<&ChecksumMode>,
 ) -> S3Result<Selected> {
     let v = find_version(gw, b, key, version_id)?;
-    conditions.check(&v).map_err(failed_error)?;
+    conditions.check(&v).map_err(|f| {
+        let not_modified = f == Failed::NotModified;
+        let mut e = failed_error(f);
+        if not_modified {
+            e.set_headers(not_modified_headers(b, &v));
+        }
+        e
+    })?;
     let (start, end, content_range) = select(&v, range, part_number)?;
     let h = stored_headers(&v.metadata);
     let f = if content_range.is_none() && checksum_mode(mode) {

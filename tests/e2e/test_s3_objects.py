@@ -90,6 +90,19 @@ def test_conditional_requests(s3, bucket):
             with pytest.raises(ClientError) as e:
                 op(Bucket=bucket, Key="cond", **kw)
             assert status(e) == code, (op, kw)
+    # A 304 keeps the validators and caching headers, as RFC 9110 and AWS do.
+    s3.put_object(Bucket=bucket, Key="cached", Body=b"c", CacheControl="max-age=60",
+                  Expires=datetime.datetime(2030, 10, 21, 7, 28, tzinfo=datetime.timezone.utc))
+    cached = s3.head_object(Bucket=bucket, Key="cached")
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=bucket, Key="cached", IfNoneMatch=cached["ETag"])
+    headers = e.value.response["ResponseMetadata"]["HTTPHeaders"]
+    assert status(e) == 304
+    assert headers["etag"] == cached["ETag"]
+    assert headers["last-modified"] == cached["ResponseMetadata"]["HTTPHeaders"]["last-modified"]
+    assert headers["cache-control"] == "max-age=60"
+    assert headers["expires"] == "Mon, 21 Oct 2030 07:28:00 GMT"
+    assert "content-type" not in headers
     assert s3.head_object(Bucket=bucket, Key="cond", IfModifiedSince=past)["ETag"] == etag
     assert s3.head_object(Bucket=bucket, Key="cond", IfUnmodifiedSince=future)["ETag"] == etag
     # If-Match wins over a failing If-Unmodified-Since, as in S3.
