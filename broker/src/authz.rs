@@ -53,15 +53,10 @@ impl Ctx {
             principal: self.principal.as_deref(),
             context: &context,
         };
-        let allowed = match self
+        let allowed = self
             .broker
             .directory
-            .identity_decision(self.principal.as_deref(), &req)
-        {
-            iam::Decision::Deny => false,
-            iam::Decision::Allow => true,
-            iam::Decision::NoMatch => !self.broker.config.deny_unless_allowed,
-        };
+            .allows_kafka(self.principal.as_deref(), &req);
         if !allowed {
             self.broker.metrics.authz_refused.inc();
             tracing::debug!(principal = ?self.principal, action, resource, "kafka request refused by policy");

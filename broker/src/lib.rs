@@ -198,6 +198,7 @@ impl Broker {
             .directory
             .take()
             .unwrap_or_else(|| Arc::new(iam::Directory::in_memory(&[])));
+        directory.set_kafka_deny_unless_allowed(config.deny_unless_allowed);
         let sasl = Arc::new(sasl::Sasl::new(
             config.sasl_mechanisms.clone(),
             config.sasl_session_lifetime,

@@ -115,6 +115,8 @@ impl Snapshot {
 pub struct Directory {
     catalog: Option<Arc<dyn Catalog>>,
     admin: String,
+    /// Whether a Kafka action no statement matches is refused.
+    kafka_deny_unless_allowed: std::sync::atomic::AtomicBool,
     snapshot: RwLock<Arc<Snapshot>>,
     /// Serializes read-modify-write changes (an attach reads the policy it rewrites).
     edits: tokio::sync::Mutex<()>,
@@ -198,6 +200,7 @@ impl Directory {
         }
         let d = Self {
             admin: config.first().map(|u| u.name.clone()).unwrap_or_default(),
+            kafka_deny_unless_allowed: Default::default(),
             catalog: Some(catalog),
             snapshot: RwLock::new(Arc::default()),
             edits: tokio::sync::Mutex::new(()),
@@ -219,6 +222,7 @@ impl Directory {
             .collect();
         Self {
             admin: config.first().map(|u| u.name.clone()).unwrap_or_default(),
+            kafka_deny_unless_allowed: Default::default(),
             catalog: None,
             snapshot: RwLock::new(Arc::new(Snapshot::build(users, Vec::new(), Vec::new()))),
             edits: tokio::sync::Mutex::new(()),
@@ -313,6 +317,27 @@ impl Directory {
             }
         }
         d
+    }
+
+    /// Makes Kafka actions no statement matches refused (Kafka's
+    /// `allow.everyone.if.no.acl.found=false`) or, by default, allowed.
+    pub fn set_kafka_deny_unless_allowed(&self, deny: bool) {
+        self.kafka_deny_unless_allowed
+            .store(deny, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether a Kafka action (`KafkaRead`, ...) on a resource is allowed to `principal`
+    /// (`None`: anonymous): an explicit Deny refuses, an Allow allows, and no statement
+    /// allows unless [`Self::set_kafka_deny_unless_allowed`]. The broker and the Iceberg
+    /// catalog (a topic's table) decide the same way.
+    pub fn allows_kafka(&self, principal: Option<&str>, req: &Request<'_>) -> bool {
+        match self.identity_decision(principal, req) {
+            Decision::Deny => false,
+            Decision::Allow => true,
+            Decision::NoMatch => !self
+                .kafka_deny_unless_allowed
+                .load(std::sync::atomic::Ordering::Relaxed),
+        }
     }
 
     /// What a bucket's policy says of a request (`NoMatch` when it has none).

@@ -680,3 +680,41 @@ def test_canned_bucket_acls_map_onto_the_bucket_policy(eddy):
     with pytest.raises(ClientError) as e:
         s3.put_object(Bucket=bucket, Key="b.txt", Body=b"x", ACL="public-read")
     assert s3util.error_code(e) == "AccessControlListNotSupported"
+
+
+# --- the Iceberg catalog and the admin API answer to the same policies -------------
+
+def test_a_topic_a_policy_hides_is_hidden_from_the_iceberg_catalog_too(eddy, bob, tmp_path):
+    """bob, denied KafkaRead on one topic and KafkaDescribe on another, gets 403 loading
+    the first as a table with PyIceberg and does not see the second listed; the
+    administrator loads both; bob may not attach an expansion to a topic he may not
+    create on."""
+    from pyiceberg.catalog.rest import RestCatalog
+    from pyiceberg.exceptions import ForbiddenError
+
+    def catalog(user, secret):
+        return RestCatalog("eddy", uri=f"{eddy.http_url}/iceberg", credential=f"{user}:{secret}",
+                           warehouse="kafka", **{"oauth2-server-uri": f"{eddy.http_url}/iceberg/v1/oauth/tokens"})
+    unread, unseen, open_ = name("unread"), name("unseen"), name("open")
+    for t in (unread, unseen, open_):
+        create(eddy, t)
+        assert produce(admin_conf(eddy), t) is None
+    policy = name("tables")
+    put_policy(eddy, tmp_path, policy, {"Statement": [
+        {"Effect": "Deny", "Action": "KafkaRead", "Resource": f"vast:kafka:topic:default:{unread}"},
+        {"Effect": "Deny", "Action": "KafkaDescribe", "Resource": f"vast:kafka:topic:default:{unseen}"},
+        {"Effect": "Deny", "Action": "KafkaCreate", "Resource": "*"}]}, "bob")
+    try:
+        mine = catalog("bob", "bob-s3-secret")
+        listed = {t[1] for t in mine.list_tables("kafka_topics")}
+        assert open_ in listed and unread in listed and unseen not in listed
+        with pytest.raises(ForbiddenError):
+            mine.load_table(("kafka_topics", unread))
+        assert mine.load_table(("kafka_topics", open_)).name()[-1] == open_
+        admin = catalog(eddy.access_key, eddy.secret_key)
+        assert unseen in {t[1] for t in admin.list_tables("kafka_topics")}
+        admin.load_table(("kafka_topics", unread))
+        code, _, err = cli(eddy, "expansion", "get", open_, access_key="bob", secret_key="bob-s3-secret")
+        assert code != 0 and "403" in err and "KafkaCreate" in err
+    finally:
+        ok(eddy, "policy", "delete", policy)

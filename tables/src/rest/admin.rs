@@ -30,7 +30,16 @@ impl RestCatalog {
                 let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
                 match super::iam_admin::route(self.tokens.directory(), &user, &req, &segs).await {
                     Some(r) => r,
-                    None => self.admin_route(&req).await,
+                    // An expansion decides how a topic is tabled: a KafkaCreate, as a
+                    // topic config change is.
+                    None => match segs.as_slice() {
+                        ["v1", "topics", topic, ..] => match self.must(&user, "KafkaCreate", topic)
+                        {
+                            Ok(()) => self.admin_route(&req).await,
+                            Err(e) => Err(e),
+                        },
+                        _ => self.admin_route(&req).await,
+                    },
                 }
             }
             Err(e) => Err(e),

@@ -77,6 +77,33 @@ impl RestCatalog {
         &self.tokens
     }
 
+    /// Whether `user` may do a Kafka action on a topic, as the broker decides it: a
+    /// topic's table is its records, so the policies that guard the topic guard the
+    /// table.
+    pub fn may(&self, user: &str, action: &str, topic: &str) -> bool {
+        let context = iam::Context::default();
+        let resource = format!("vast:kafka:topic:default:{topic}");
+        self.tokens.directory().allows_kafka(
+            Some(user),
+            &iam::Request {
+                action,
+                resource: &resource,
+                principal: Some(user),
+                context: &context,
+            },
+        )
+    }
+
+    fn must(&self, user: &str, action: &str, topic: &str) -> TableResult<()> {
+        if self.may(user, action, topic) {
+            Ok(())
+        } else {
+            Err(TableError::Forbidden(format!(
+                "{user} may not {action} topic {topic} (a policy refuses it)"
+            )))
+        }
+    }
+
     /// Answers one request.
     pub async fn handle(&self, req: Request) -> Response {
         let result = if req.path == "/v1/oauth/tokens" {
@@ -130,6 +157,7 @@ impl RestCatalog {
                         .topics()?
                         .into_iter()
                         .map(|t| t.name)
+                        .filter(|t| self.may(user, "KafkaDescribe", t))
                         .collect()
                 } else {
                     self.tabler
@@ -152,6 +180,7 @@ impl RestCatalog {
             ["v1", "namespaces", ns, "tables", table] if m == Method::GET => {
                 self.check_namespace(ns)?;
                 if *ns == NAMESPACE {
+                    self.must(user, "KafkaRead", table)?;
                     self.load_table(req, user, table).await
                 } else {
                     self.load_other_table(req, user, ns, table).await
@@ -160,6 +189,7 @@ impl RestCatalog {
             ["v1", "namespaces", ns, "tables", table] if m == Method::HEAD => {
                 self.check_namespace(ns)?;
                 let exists = if *ns == NAMESPACE {
+                    self.must(user, "KafkaDescribe", table)?;
                     self.tabler.catalog().topic(table)?.is_some()
                 } else {
                     self.tabler.catalog().other_table(ns, table)?.is_some()
