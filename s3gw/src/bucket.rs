@@ -141,6 +141,9 @@ pub async fn delete_bucket(
         .collect();
     ops.push(Op::DeleteBucket { name: b.name });
     gw.catalog().commit(Transaction::new(ops)).await.or_s3()?;
+    // The bucket's policy went with it: forget it now, or a bucket made again under the
+    // same name would be open to what the old one granted.
+    gw.directory().reload().map_err(crate::error::iam_error)?;
     Ok(S3Response::new(DeleteBucketOutput {}))
 }
 

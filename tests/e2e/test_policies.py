@@ -718,3 +718,20 @@ def test_a_topic_a_policy_hides_is_hidden_from_the_iceberg_catalog_too(eddy, bob
         assert code != 0 and "403" in err and "KafkaCreate" in err
     finally:
         ok(eddy, "policy", "delete", policy)
+
+
+def test_a_deleted_buckets_policy_does_not_open_a_new_bucket_of_its_name(eddy):
+    s3 = s3util.client(eddy)
+    bucket = name("reborn")
+    s3.create_bucket(Bucket=bucket, ACL="public-read")
+    s3.put_object(Bucket=bucket, Key="k", Body=b"old")
+    assert unsigned_get(eddy, f"{bucket}/k")[0] == 200
+    s3.delete_object(Bucket=bucket, Key="k")
+    s3.delete_bucket(Bucket=bucket)
+    alice = s3util.client(eddy, "alice", "alice-secret")
+    alice.create_bucket(Bucket=bucket)
+    alice.put_object(Bucket=bucket, Key="k", Body=b"alice's")
+    assert unsigned_get(eddy, f"{bucket}/k")[0] == 403
+    with pytest.raises(ClientError) as e:
+        alice.get_bucket_policy(Bucket=bucket)
+    assert s3util.error_code(e) == "NoSuchBucketPolicy"
