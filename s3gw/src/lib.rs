@@ -246,6 +246,20 @@ impl s3s::access::S3Access for Access {
                 "X-Amz-Expires must be less than a week (in seconds) that is 604800"
             ));
         }
+        // An empty or malformed Content-MD5 is refused whatever the operation, as AWS
+        // does (a well-formed one that does not match the body is BadDigest later).
+        if let Some(md5) = cx.headers().get("content-md5")
+            && !md5
+                .to_str()
+                .ok()
+                .and_then(|v| base64_simd::STANDARD.decode_to_vec(v.trim()).ok())
+                .is_some_and(|d| d.len() == 16)
+        {
+            return Err(s3_error!(
+                InvalidDigest,
+                "The Content-MD5 you specified is not valid"
+            ));
+        }
         let principal = cx.credentials().map(|c| c.access_key.clone());
         let source = cx.extensions_mut().get::<ClientAddr>().map(|a| a.0.ip());
         let secure = cx

@@ -502,3 +502,54 @@ def test_get_object_attributes(s3, bucket):
     with pytest.raises(ClientError) as e:
         s3.get_object_attributes(Bucket=bucket, Key="no-such", ObjectAttributes=["ETag"])
     assert status(e) == 404
+
+
+def signed(eddy, method, path, body=b"", headers=None, chunked=False):
+    """A SigV4-signed request sent as given (no client-side fixing of headers):
+    (status, body, headers)."""
+    import http.client
+
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+    req = AWSRequest(method=method, url=f"{eddy.s3_url}{path}", data=body, headers=headers or {})
+    S3SigV4Auth(Credentials(eddy.access_key, eddy.secret_key), "s3", "us-east-1").add_auth(req)
+    conn = http.client.HTTPConnection("127.0.0.1", eddy.s3_port, timeout=10)
+    h = dict(req.headers)
+    if chunked:
+        h.pop("Content-Length", None)
+        conn.putrequest(method, path, skip_accept_encoding=True)
+        for k, v in h.items():
+            conn.putheader(k, v)
+        conn.putheader("Transfer-Encoding", "chunked")
+        conn.endheaders()
+        conn.send(b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))
+    else:
+        conn.request(method, path, body=body, headers=h)
+    r = conn.getresponse()
+    return r.status, r.read(), {k.lower(): v for k, v in r.getheaders()}
+
+
+def test_request_validation_as_aws_answers(eddy, s3, bucket):
+    """A PUT without Content-Length (plain chunked transfer) is 411
+    MissingContentLength; an empty or wrong-length Content-MD5 is InvalidDigest, a
+    well-formed one that does not match is BadDigest; `Expect: 100-continue` works;
+    RFC 2047 user metadata is kept as sent, as AWS keeps it."""
+    import base64
+    code, body, _ = signed(eddy, "PUT", f"/{bucket}/v-chunked", b"hello", chunked=True)
+    assert code == 411 and b"<Code>MissingContentLength</Code>" in body
+    for md5 in ("", base64.b64encode(b"1234").decode()):
+        code, body, _ = signed(eddy, "PUT", f"/{bucket}/v-md5", b"hello", {"Content-MD5": md5})
+        assert code == 400 and b"<Code>InvalidDigest</Code>" in body, md5
+    wrong = base64.b64encode(hashlib.md5(b"other").digest()).decode()
+    code, body, _ = signed(eddy, "PUT", f"/{bucket}/v-md5", b"hello", {"Content-MD5": wrong})
+    assert code == 400 and b"<Code>BadDigest</Code>" in body
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket=bucket, Key="v-md5")
+    right = base64.b64encode(hashlib.md5(b"hello").digest()).decode()
+    assert signed(eddy, "PUT", f"/{bucket}/v-md5", b"hello", {"Content-MD5": right})[0] == 200
+    assert signed(eddy, "PUT", f"/{bucket}/v-expect", b"hello", {"Expect": "100-continue"})[0] == 200
+    encoded = "=?UTF-8?B?w6lsw6g=?="
+    assert signed(eddy, "PUT", f"/{bucket}/v-meta", b"m", {"x-amz-meta-name": encoded})[0] == 200
+    code, _, headers = signed(eddy, "GET", f"/{bucket}/v-meta")
+    assert code == 200 and headers["x-amz-meta-name"] == encoded
