@@ -249,11 +249,11 @@ impl s3s::access::S3Access for Access {
         // An empty or malformed Content-MD5 is refused whatever the operation, as AWS
         // does (a well-formed one that does not match the body is BadDigest later).
         if let Some(md5) = cx.headers().get("content-md5")
-            && !md5
+            && md5
                 .to_str()
                 .ok()
                 .and_then(|v| base64_simd::STANDARD.decode_to_vec(v.trim()).ok())
-                .is_some_and(|d| d.len() == 16)
+                .is_none_or(|d| d.len() != 16)
         {
             return Err(s3_error!(
                 InvalidDigest,
