@@ -127,7 +127,8 @@ pub struct Refused {
 }
 
 impl Refused {
-    fn is_empty(&self) -> bool {
+    /// Whether nothing was taken out (the response needs no change).
+    pub fn is_empty(&self) -> bool {
         self.topics.is_empty() && self.groups.is_empty() && !self.hidden
     }
 }

@@ -223,6 +223,9 @@ pub fn handle(ctx: Ctx, request: RequestKind) -> Reply {
         Ok(r) => r,
         Err(answer) => return answer,
     };
+    if refused.is_empty() {
+        return dispatch(ctx, request);
+    }
     let check = ctx.clone();
     let reply = dispatch(ctx, request);
     Box::pin(async move {
