@@ -121,6 +121,8 @@ pub struct Refused {
     /// The ids of refused topics the request named by id (Fetch v13 on).
     ids: BTreeMap<String, uuid::Uuid>,
     groups: Vec<String>,
+    /// Config resources refused: (resource type, name, error).
+    resources: Vec<(i8, String, i16)>,
     /// Topics (and all-topics listings) the principal may not see: left out of the
     /// response.
     hidden: bool,
@@ -129,7 +131,10 @@ pub struct Refused {
 impl Refused {
     /// Whether nothing was taken out (the response needs no change).
     pub fn is_empty(&self) -> bool {
-        self.topics.is_empty() && self.groups.is_empty() && !self.hidden
+        self.topics.is_empty()
+            && self.groups.is_empty()
+            && self.resources.is_empty()
+            && !self.hidden
     }
 }
 
@@ -271,33 +276,21 @@ pub fn check(ctx: &Ctx, request: RequestKind) -> Result<(RequestKind, Refused), 
             RequestKind::DeleteTopics(r)
         }
         RequestKind::DescribeConfigs(mut r) => {
-            r.resources = split(
-                r.resources,
-                |c| c.resource_name.to_string(),
-                |_| Vec::new(),
-                |n| ctx.may_topic(DESCRIBE, n),
-                &mut out,
-            );
+            r.resources.retain(|c| {
+                config_allowed(ctx, c.resource_type, &c.resource_name, DESCRIBE, &mut out)
+            });
             RequestKind::DescribeConfigs(r)
         }
         RequestKind::AlterConfigs(mut r) => {
-            r.resources = split(
-                r.resources,
-                |c| c.resource_name.to_string(),
-                |_| Vec::new(),
-                |n| ctx.may_topic(CREATE, n),
-                &mut out,
-            );
+            r.resources.retain(|c| {
+                config_allowed(ctx, c.resource_type, &c.resource_name, CREATE, &mut out)
+            });
             RequestKind::AlterConfigs(r)
         }
         RequestKind::IncrementalAlterConfigs(mut r) => {
-            r.resources = split(
-                r.resources,
-                |c| c.resource_name.to_string(),
-                |_| Vec::new(),
-                |n| ctx.may_topic(CREATE, n),
-                &mut out,
-            );
+            r.resources.retain(|c| {
+                config_allowed(ctx, c.resource_type, &c.resource_name, CREATE, &mut out)
+            });
             RequestKind::IncrementalAlterConfigs(r)
         }
         RequestKind::OffsetCommit(mut r) => {
@@ -518,6 +511,33 @@ pub fn check(ctx: &Ctx, request: RequestKind) -> Result<(RequestKind, Refused), 
     Ok((request, out))
 }
 
+/// Whether a config resource may be described or changed: a topic's (type 2) by the
+/// topic action (`topic_action`), a broker's or the cluster's by the cluster action
+/// (Describe, or Alter for a change). A refused one is noted with its error.
+fn config_allowed(
+    ctx: &Ctx,
+    resource_type: i8,
+    name: &str,
+    topic_action: &str,
+    out: &mut Refused,
+) -> bool {
+    const TOPIC: i8 = 2;
+    let (allowed, code) = if resource_type == TOPIC {
+        (ctx.may_topic(topic_action, name), TOPIC_DENIED)
+    } else {
+        let action = if topic_action == DESCRIBE {
+            DESCRIBE
+        } else {
+            ALTER
+        };
+        (ctx.may_cluster(action), CLUSTER_DENIED)
+    };
+    if !allowed {
+        out.resources.push((resource_type, name.to_owned(), code));
+    }
+    allowed
+}
+
 /// Names of topics a request gives by id (Fetch v13 on, DeleteTopics v6).
 fn topic_names_by_id(
     ctx: &Ctx,
@@ -694,34 +714,34 @@ pub fn answer(ctx: &Ctx, response: ResponseKind, refused: Refused) -> ResponseKi
             ResponseKind::DeleteTopics(r)
         }
         ResponseKind::DescribeConfigs(mut r) => {
-            for (name, _) in refused.topics {
+            for (kind, name, code) in refused.resources {
                 r.results.push(
                     describe_configs_response::DescribeConfigsResult::default()
-                        .with_resource_type(2)
+                        .with_resource_type(kind)
                         .with_resource_name(sb(&name))
-                        .with_error_code(TOPIC_DENIED),
+                        .with_error_code(code),
                 );
             }
             ResponseKind::DescribeConfigs(r)
         }
         ResponseKind::AlterConfigs(mut r) => {
-            for (name, _) in refused.topics {
+            for (kind, name, code) in refused.resources {
                 r.responses.push(
                     alter_configs_response::AlterConfigsResourceResponse::default()
-                        .with_resource_type(2)
+                        .with_resource_type(kind)
                         .with_resource_name(sb(&name))
-                        .with_error_code(TOPIC_DENIED),
+                        .with_error_code(code),
                 );
             }
             ResponseKind::AlterConfigs(r)
         }
         ResponseKind::IncrementalAlterConfigs(mut r) => {
-            for (name, _) in refused.topics {
+            for (kind, name, code) in refused.resources {
                 r.responses.push(
                     incremental_alter_configs_response::AlterConfigsResourceResponse::default()
-                        .with_resource_type(2)
+                        .with_resource_type(kind)
                         .with_resource_name(sb(&name))
-                        .with_error_code(TOPIC_DENIED),
+                        .with_error_code(code),
                 );
             }
             ResponseKind::IncrementalAlterConfigs(r)

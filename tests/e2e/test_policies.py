@@ -735,3 +735,24 @@ def test_a_deleted_buckets_policy_does_not_open_a_new_bucket_of_its_name(eddy):
     with pytest.raises(ClientError) as e:
         alice.get_bucket_policy(Bucket=bucket)
     assert s3util.error_code(e) == "NoSuchBucketPolicy"
+
+
+def test_broker_configs_answer_to_the_cluster_and_topic_configs_to_the_topic(eddy, bob, tmp_path):
+    """A Deny of KafkaDescribe on every topic refuses a topic's configs with
+    TOPIC_AUTHORIZATION_FAILED but leaves the broker's configs to the cluster action."""
+    from confluent_kafka.admin import ConfigResource, ResourceType
+    topic = name("cfg")
+    create(eddy, topic)
+    policy = name("no-topic-describe")
+    put_policy(eddy, tmp_path, policy, statement("Deny", "KafkaDescribe", "vast:kafka:topic:*"), "bob")
+    try:
+        admin = AdminClient(bob)
+        node = str(next(iter(AdminClient(admin_conf(eddy)).list_topics(timeout=10).brokers)))
+        broker = ConfigResource(ResourceType.BROKER, node)
+        assert admin.describe_configs([broker])[broker].result(30)
+        t = ConfigResource(ResourceType.TOPIC, topic)
+        with pytest.raises(KafkaException) as e:
+            admin.describe_configs([t])[t].result(30)
+        assert e.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    finally:
+        ok(eddy, "policy", "delete", policy)
