@@ -634,6 +634,17 @@ def test_the_client_certificate_names_the_principal(tmp_path, rules):
         with pytest.raises(TopicAuthorizationFailedError):
             p.send(topic, b"v").get(timeout=15)
         p.close()
+        import shutil
+        if shutil.which("kcat"):
+            def kcat(cert):
+                x = ["-X", "security.protocol=SSL", "-X", f"ssl.ca.location={tmp_path / 'ca.pem'}",
+                     "-X", f"ssl.certificate.location={tmp_path / cert}.pem",
+                     "-X", f"ssl.key.location={tmp_path / cert}.key"]
+                return subprocess.run(["kcat", "-b", f"127.0.0.1:{server.ssl_port}", *x, "-P", "-t", topic],
+                                      input="k\n", text=True, capture_output=True, timeout=60)
+            denied = kcat("bob")
+            assert "authorization failed" in denied.stderr.lower(), denied.stderr
+            assert kcat("alice").returncode == 0
     finally:
         server.stop()
 
