@@ -20,6 +20,7 @@ mod record;
 mod store_open;
 pub mod tables;
 pub mod txn;
+pub mod view;
 pub mod wakeups;
 
 use std::fs::File;

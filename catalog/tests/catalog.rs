@@ -1192,3 +1192,65 @@ async fn transactions_hold_the_stable_offset_and_end_everywhere_at_once() {
     .unwrap();
     assert!(c.aborted_txns(7, 0, 0, 8).unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn views_keep_topics_and_group_offsets_apart() {
+    use catalog::view::ViewCatalog;
+    let dir = tempfile::tempdir().unwrap();
+    let c = open(dir.path());
+    let inner: Arc<dyn Catalog> = c.clone();
+    let default = ViewCatalog::default_view(inner.clone());
+    let team = ViewCatalog::named(inner.clone(), "team");
+    let offset = |o: i64| Op::CommitOffset {
+        group: "g".into(),
+        topic: "orders".into(),
+        partition: 0,
+        offset: OffsetRecord {
+            offset: o,
+            leader_epoch: -1,
+            metadata: None,
+            commit_ms: 0,
+        },
+    };
+    for (view, id, o) in [(&default, 1u128, 5), (&team, 2u128, 9)] {
+        view.commit(Transaction::new(vec![topic("orders", id, 1)]))
+            .await
+            .unwrap();
+        view.commit(Transaction::new(vec![offset(o)]))
+            .await
+            .unwrap();
+    }
+    assert_eq!(default.topic("orders").unwrap().unwrap().id, 1);
+    assert_eq!(team.topic("orders").unwrap().unwrap().id, 2);
+    assert_eq!(team.topic_by_id(1).unwrap(), None);
+    assert_eq!(team.topic_by_id(2).unwrap().unwrap().name, "orders");
+    let names = |v: &ViewCatalog| {
+        v.topics()
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(&default), ["orders"]);
+    assert_eq!(names(&team), ["orders"]);
+    assert_eq!(c.topics().unwrap().len(), 2);
+    assert_eq!(default.offset("g", "orders", 0).unwrap().unwrap().offset, 5);
+    assert_eq!(team.offset("g", "orders", 0).unwrap().unwrap().offset, 9);
+    assert_eq!(team.offsets("g").unwrap()[0].0, "orders");
+    // No client name reaches another view's.
+    assert_eq!(default.topic("\0team\0orders").unwrap(), None);
+    assert!(
+        default
+            .commit(Transaction::new(vec![topic("\0team\0x", 3, 1)]))
+            .await
+            .is_err()
+    );
+    // A view's errors name its topics as its clients do.
+    match team
+        .commit(Transaction::new(vec![topic("orders", 4, 1)]))
+        .await
+    {
+        Err(CatalogError::TopicExists(n)) => assert_eq!(n, "orders"),
+        other => panic!("{other:?}"),
+    }
+}
