@@ -278,7 +278,7 @@ impl Catalog for ViewCatalog {
         let ops: CatalogResult<Vec<Op>> = txn.ops.into_iter().map(|op| self.op_in(op)).collect();
         match ops {
             Ok(ops) => {
-                let commit = self.inner.commit(Transaction { ops, ..txn });
+                let commit = self.inner.commit(Transaction { ops });
                 let prefix = self.prefix.clone();
                 Box::pin(async move { commit.await.map_err(|e| error_out(&prefix, e)) })
             }
