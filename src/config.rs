@@ -233,6 +233,33 @@ pub struct FileConfig {
     kafka_max_request_mb_in_flight: Option<usize>,
     #[serde(default)]
     users: Vec<User>,
+    #[serde(default)]
+    views: Vec<ViewFile>,
+}
+
+/// A broker view in the config file (`[[views]]`).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+struct ViewFile {
+    name: String,
+    kafka_listen: Vec<KafkaListener>,
+    bucket: Option<String>,
+    #[serde(default)]
+    users: Vec<String>,
+}
+
+/// A broker view: a Kafka namespace of its own (topics, groups, transactional ids) on
+/// its own listeners, whose topics are tabled in its own bucket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViewConfig {
+    /// Its name (policy resources say `vast:kafka:topic:NAME:TOPIC`).
+    pub name: String,
+    /// Its Kafka listeners (each address belongs to one view).
+    pub kafka_listen: Vec<KafkaListener>,
+    /// The bucket of its topic tables.
+    pub bucket: String,
+    /// The principals allowed on it (empty: every principal).
+    pub users: Vec<String>,
 }
 
 /// An S3 user.
@@ -296,6 +323,8 @@ pub struct ServeConfig {
     pub s3_domains: Vec<String>,
     /// S3 users; the first is the administrator.
     pub users: Vec<User>,
+    /// Broker views besides the default one (`[[views]]`).
+    pub views: Vec<ViewConfig>,
     /// Whether the administrator uses the default credentials.
     pub default_credentials: bool,
     /// Create unknown topics when clients ask for them.
@@ -359,6 +388,58 @@ fn load_file(path: Option<&Path>) -> anyhow::Result<FileConfig> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading config file {}", path.display()))?;
     toml::from_str(&text).with_context(|| format!("parsing config file {}", path.display()))
+}
+
+/// Checks the config file's views: names of lower-case letters, digits and dashes, none
+/// named `default` or twice; each with listeners no other view (or the default one)
+/// has; buckets of their own.
+fn resolve_views(
+    views: Vec<ViewFile>,
+    default_listen: &[KafkaListener],
+    broker_bucket: &str,
+) -> anyhow::Result<Vec<ViewConfig>> {
+    let mut out: Vec<ViewConfig> = Vec::new();
+    let mut addrs: Vec<SocketAddr> = default_listen.iter().map(|l| l.addr).collect();
+    for v in views {
+        let name_ok = !v.name.is_empty()
+            && v.name.len() <= 32
+            && v.name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if !name_ok || v.name == "default" {
+            bail!(
+                "view name {:?}: 1 to 32 lower-case letters, digits and dashes, not \"default\"",
+                v.name
+            );
+        }
+        if out.iter().any(|o| o.name == v.name) {
+            bail!("view {} is configured twice", v.name);
+        }
+        if v.kafka_listen.is_empty() {
+            bail!("view {} has no kafka_listen", v.name);
+        }
+        for l in &v.kafka_listen {
+            if addrs.contains(&l.addr) {
+                bail!(
+                    "view {}: {} is already another view's listener (an address belongs to one view)",
+                    v.name,
+                    l.addr
+                );
+            }
+            addrs.push(l.addr);
+        }
+        let bucket = v.bucket.unwrap_or_else(|| format!("kafka-{}", v.name));
+        if bucket == broker_bucket || out.iter().any(|o| o.bucket == bucket) {
+            bail!("view {}: bucket {bucket} is another view's", v.name);
+        }
+        out.push(ViewConfig {
+            name: v.name,
+            kafka_listen: v.kafka_listen,
+            bucket,
+            users: v.users,
+        });
+    }
+    Ok(out)
 }
 
 fn resolve_storage(args: &StorageArgs, file: &FileConfig) -> anyhow::Result<StorageConfig> {
@@ -493,12 +574,23 @@ impl ServeArgs {
             .http_listen
             .or(file.http_listen)
             .unwrap_or_else(|| HttpListen::plain(parse("0.0.0.0:8181")));
+        let broker_bucket_name = self
+            .broker_bucket
+            .clone()
+            .or(file.broker_bucket.clone())
+            .unwrap_or_else(|| "kafka".into());
+        let views = resolve_views(file.views, &kafka_listen, &broker_bucket_name)?;
+        let every_listener: Vec<KafkaListener> = kafka_listen
+            .iter()
+            .chain(views.iter().flat_map(|v| v.kafka_listen.iter()))
+            .copied()
+            .collect();
         let tls = tls_files(
             self.tls_cert.clone().or(file.tls_cert),
             self.tls_key.clone().or(file.tls_key),
             self.tls_client_ca.clone().or(file.tls_client_ca),
             s3_listen,
-            &kafka_listen,
+            &every_listener,
             http_listen,
         )?;
         let tls_principal_rules = self
@@ -538,6 +630,7 @@ impl ServeArgs {
                 .or(file.s3_domain)
                 .unwrap_or_default(),
             users,
+            views,
             default_credentials,
             kafka_auto_create_topics: self.kafka_auto_create_topics
                 || file.kafka_auto_create_topics.unwrap_or(false),

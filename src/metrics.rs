@@ -89,6 +89,12 @@ impl Metrics {
         broker.register(registry.sub_registry_with_prefix("kafka"));
     }
 
+    /// Adds the per-view Kafka metrics (prefix `eddy_kafka_view`).
+    pub fn register_kafka_views(&self, views: &broker::metrics::ViewMetrics) {
+        let mut registry = self.registry.lock().unwrap_or_else(|p| p.into_inner());
+        views.register(registry.sub_registry_with_prefix("kafka_view"));
+    }
+
     /// Adds the bucket notification metrics (prefix `eddy_notify`).
     pub fn register_notify(&self, notify: &notify::NotifyMetrics) {
         let mut registry = self.registry.lock().unwrap_or_else(|p| p.into_inner());

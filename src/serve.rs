@@ -37,16 +37,29 @@ async fn bind(addr: std::net::SocketAddr, what: &str) -> anyhow::Result<TcpListe
         .with_context(|| format!("binding the {what} listener to {addr}"))
 }
 
-async fn ensure_broker_bucket(
+/// Makes the buckets of the broker views' tables (the default view's and every
+/// `[[views]]` one's), owned by the administrator, if they are not there yet.
+async fn ensure_broker_buckets(
     catalog: &EmbeddedCatalog,
     config: &ServeConfig,
 ) -> anyhow::Result<()> {
-    let name = &config.broker_bucket;
+    ensure_bucket(catalog, config, &config.broker_bucket).await?;
+    for v in &config.views {
+        ensure_bucket(catalog, config, &v.bucket).await?;
+    }
+    Ok(())
+}
+
+async fn ensure_bucket(
+    catalog: &EmbeddedCatalog,
+    config: &ServeConfig,
+    name: &str,
+) -> anyhow::Result<()> {
     if catalog.bucket(name)?.is_some() {
         return Ok(());
     }
     let record = BucketRecord {
-        name: name.clone(),
+        name: name.to_owned(),
         owner: config.users[0].access_key.clone(),
         created_ms: now_ms(),
         versioning: catalog::Versioning::Unversioned,
@@ -110,7 +123,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let catalog = tokio::task::spawn_blocking(move || EmbeddedCatalog::open(cat_config))
         .await?
         .context("opening the catalog")?;
-    ensure_broker_bucket(&catalog, &config).await?;
+    ensure_broker_buckets(&catalog, &config).await?;
     let metrics = Arc::new(Metrics::new(catalog.metrics()));
     let catalog_dyn: Arc<dyn Catalog> = catalog.clone();
 
@@ -119,6 +132,14 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let mut kafka = Vec::new();
     for l in &config.kafka_listen {
         kafka.push(bind(l.addr, "Kafka").await?);
+    }
+    let mut view_listeners = Vec::new();
+    for v in &config.views {
+        let mut ls = Vec::new();
+        for l in &v.kafka_listen {
+            ls.push(bind(l.addr, "Kafka").await?);
+        }
+        view_listeners.push(ls);
     }
     let tls = Listeners::load(&config, &metrics)?;
     tokio::spawn(reload_on_sighup(tls.all()));
@@ -161,8 +182,12 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         s3_service,
         stop_rx.clone(),
     ));
+    // The default view sees neither the other views' topics nor their groups.
+    let default_view: Arc<dyn Catalog> = Arc::new(catalog::view::ViewCatalog::default_view(
+        catalog_dyn.clone(),
+    ));
     let tabler = Arc::new(
-        tables::Tabler::new(catalog_dyn.clone(), config.broker_bucket.clone())
+        tables::Tabler::new(default_view.clone(), config.broker_bucket.clone())
             .with_snapshot_max_age(config.table_snapshot_max_age),
     );
     metrics.register_tables(tabler.metrics());
@@ -196,12 +221,142 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         http::endpoint(catalog.clone(), metrics.clone(), iceberg),
         stop_rx.clone(),
     ));
-    let mut kafka_config =
-        broker::BrokerConfig::new(config.kafka_listen.iter().map(|l| l.addr).collect());
-    kafka_config.listener_classes = listener_classes(&config.kafka_listen)?;
+    let principal_rules = Arc::new(match &config.tls_principal_rules {
+        Some(r) => listener::principal::PrincipalRules::parse(r).map_err(anyhow::Error::msg)?,
+        None => listener::principal::PrincipalRules::default(),
+    });
+    let view_metrics = broker::metrics::ViewMetrics::default();
+    metrics.register_kafka_views(&view_metrics);
+    let shared = KafkaShared {
+        config: &config,
+        directory: directory.clone(),
+        tls: &tls,
+        limits,
+        metrics: metrics.clone(),
+        principal_rules,
+        view_metrics,
+        stop: stop_rx.clone(),
+    };
+    if config.kafka_offsets_topic {
+        broker::offsets_topic::ensure(default_view.as_ref())
+            .await
+            .context("creating __consumer_offsets")?;
+    }
+    let kafka_broker = start_kafka(
+        &shared,
+        broker::authz::DEFAULT_VIEW,
+        Vec::new(),
+        kafka
+            .into_iter()
+            .zip(config.kafka_listen.iter().copied())
+            .collect(),
+        default_view.clone(),
+        tabler.clone(),
+        &mut tasks,
+    )?;
+    metrics.register_kafka(&kafka_broker.metrics);
+    let mut view_sealing = Vec::new();
+    for (view, listeners) in config.views.iter().zip(view_listeners) {
+        let view_catalog: Arc<dyn Catalog> = Arc::new(catalog::view::ViewCatalog::named(
+            catalog_dyn.clone(),
+            &view.name,
+        ));
+        let view_tabler = Arc::new(
+            tables::Tabler::new(view_catalog.clone(), view.bucket.clone())
+                .with_snapshot_max_age(config.table_snapshot_max_age),
+        );
+        view_sealing.push(background.spawn(tables::background::run(
+            view_tabler.clone(),
+            tables::background::Thresholds {
+                max_age: config.table_seal_age,
+                max_bytes: config.table_seal_bytes,
+                ..Default::default()
+            },
+            stop_rx.clone(),
+        )));
+        start_kafka(
+            &shared,
+            &view.name,
+            view.users.clone(),
+            listeners
+                .into_iter()
+                .zip(view.kafka_listen.iter().copied())
+                .collect(),
+            view_catalog,
+            view_tabler,
+            &mut tasks,
+        )?;
+    }
+    let signalled = shutdown_signal();
+    let scrub = crate::scrub::spawn(
+        &background,
+        catalog.clone(),
+        Duration::from_secs(config.storage.scrub_interval_secs),
+        stop_rx.clone(),
+    );
+    // Not awaited at shutdown: what a stopped collection leaves is collected next start.
+    drop(background.spawn(collect_orphans(catalog.clone())));
+    println!(
+        "eddy ready: s3 {} kafka {} http {} (data on {} drives, {}+{})",
+        config.s3_listen,
+        every_kafka_listener(&config)
+            .map(|a| a.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+        config.http_listen,
+        config.storage.drives.len(),
+        config.storage.k,
+        config.storage.m,
+    );
+    tracing::info!("eddy ready");
+
+    signalled.await;
+    let _ = stop_tx.send(true);
+    while tasks.join_next().await.is_some() {}
+    let _ = scrub.await;
+    let _ = sealing.await;
+    for s in view_sealing {
+        let _ = s.await;
+    }
+    background.stop().await;
+    tokio::task::spawn_blocking(move || catalog.shutdown()).await?;
+    tracing::info!("eddy stopped");
+    Ok(())
+}
+
+/// What every broker view's Kafka front end shares.
+struct KafkaShared<'a> {
+    config: &'a ServeConfig,
+    directory: Arc<iam::Directory>,
+    tls: &'a Listeners,
+    limits: listener::Limits,
+    metrics: Arc<Metrics>,
+    principal_rules: Arc<listener::principal::PrincipalRules>,
+    view_metrics: broker::metrics::ViewMetrics,
+    stop: watch::Receiver<bool>,
+}
+
+/// Starts one broker view: its broker over `catalog` (the view's names), its background
+/// work (lag, retention, transaction timeouts, compaction) and its listeners.
+fn start_kafka(
+    shared: &KafkaShared<'_>,
+    view: &str,
+    users: Vec<String>,
+    listeners: Vec<(TcpListener, crate::listen::KafkaListener)>,
+    catalog: Arc<dyn Catalog>,
+    tabler: Arc<tables::Tabler>,
+    tasks: &mut tokio::task::JoinSet<()>,
+) -> anyhow::Result<Arc<broker::Broker>> {
+    let config = shared.config;
+    let listens: Vec<crate::listen::KafkaListener> = listeners.iter().map(|(_, l)| *l).collect();
+    let mut kafka_config = broker::BrokerConfig::new(listens.iter().map(|l| l.addr).collect());
+    kafka_config.listener_classes = listener_classes(&listens)?;
+    kafka_config.view = view.to_owned();
+    kafka_config.view_users = users;
+    kafka_config.view_metrics = Some(shared.view_metrics.clone());
     kafka_config.sasl_mechanisms = config.sasl_mechanisms.clone();
     kafka_config.sasl_session_lifetime = config.kafka_sasl_session_lifetime;
-    kafka_config.directory = Some(directory.clone());
+    kafka_config.directory = Some(shared.directory.clone());
     kafka_config.deny_unless_allowed = config.deny_unless_allowed;
     kafka_config.auto_create_topics = config.kafka_auto_create_topics;
     // The drives' common parent: the data dir when the drives are its subdirectories.
@@ -239,17 +394,13 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         abort_interval: Duration::from_millis(config.kafka_transaction_abort_interval_ms),
         id_expiration: Duration::from_millis(config.kafka_transactional_id_expiration_ms),
     };
-    kafka_config.offsets_topic = config.kafka_offsets_topic;
-    if config.kafka_offsets_topic {
-        broker::offsets_topic::ensure(catalog_dyn.as_ref())
-            .await
-            .context("creating __consumer_offsets")?;
-    }
-    let kafka_broker = broker::Broker::new(catalog_dyn, kafka_config);
+    // `__consumer_offsets` mirrors the default view's groups only.
+    kafka_config.offsets_topic = config.kafka_offsets_topic && view == broker::authz::DEFAULT_VIEW;
+    let kafka_broker = broker::Broker::new(catalog, kafka_config);
     let _ = kafka_broker
         .table_sealer
-        .set(Arc::new(TablerSealer(tabler.clone())));
-    metrics.register_kafka(&kafka_broker.metrics);
+        .set(Arc::new(TablerSealer(tabler)));
+    let stop_rx = &shared.stop;
     tasks.spawn(broker::group::lag::run(
         kafka_broker.clone(),
         kafka_broker.config.lag_interval,
@@ -270,27 +421,23 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         kafka_broker.config.compaction_check_interval,
         stop_rx.clone(),
     ));
-    let principal_rules = match &config.tls_principal_rules {
-        Some(r) => listener::principal::PrincipalRules::parse(r).map_err(anyhow::Error::msg)?,
-        None => listener::principal::PrincipalRules::default(),
-    };
-    for (l, listen) in kafka.into_iter().zip(config.kafka_listen.iter().copied()) {
+    for (l, listen) in listeners {
         let node = kafka_broker.cluster.node_of(listen.addr);
         let (on_stop, stop) = (kafka_broker.clone(), stop_rx.clone());
         let broker = kafka_broker.clone();
         let tls = match listen.protocol {
-            SecurityProtocol::Ssl => tls.kafka_ssl.clone(),
-            SecurityProtocol::SaslSsl => tls.kafka_sasl_ssl.clone(),
+            SecurityProtocol::Ssl => shared.tls.kafka_ssl.clone(),
+            SecurityProtocol::SaslSsl => shared.tls.kafka_sasl_ssl.clone(),
             SecurityProtocol::Plaintext | SecurityProtocol::SaslPlaintext => None,
         };
         let sasl = listen.protocol.sasl();
         let handshake_timeout = config.idle_timeout;
-        let principal_rules = Arc::new(principal_rules.clone());
+        let principal_rules = shared.principal_rules.clone();
         tasks.spawn(listener::serve(
             "kafka",
             l,
-            limits,
-            metrics.listeners.clone(),
+            shared.limits,
+            shared.metrics.listeners.clone(),
             stop_rx.clone(),
             move |sock, peer| {
                 let _ = sock.set_nodelay(true);
@@ -328,40 +475,17 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             move || on_stop.groups.close(),
         ));
     }
-    let signalled = shutdown_signal();
-    let scrub = crate::scrub::spawn(
-        &background,
-        catalog.clone(),
-        Duration::from_secs(config.storage.scrub_interval_secs),
-        stop_rx.clone(),
-    );
-    // Not awaited at shutdown: what a stopped collection leaves is collected next start.
-    drop(background.spawn(collect_orphans(catalog.clone())));
-    println!(
-        "eddy ready: s3 {} kafka {} http {} (data on {} drives, {}+{})",
-        config.s3_listen,
-        config
-            .kafka_listen
-            .iter()
-            .map(|a| a.to_string())
-            .collect::<Vec<_>>()
-            .join(","),
-        config.http_listen,
-        config.storage.drives.len(),
-        config.storage.k,
-        config.storage.m,
-    );
-    tracing::info!("eddy ready");
+    Ok(kafka_broker)
+}
 
-    signalled.await;
-    let _ = stop_tx.send(true);
-    while tasks.join_next().await.is_some() {}
-    let _ = scrub.await;
-    let _ = sealing.await;
-    background.stop().await;
-    tokio::task::spawn_blocking(move || catalog.shutdown()).await?;
-    tracing::info!("eddy stopped");
-    Ok(())
+/// Every Kafka listener, the default view's and the `[[views]]` ones'.
+fn every_kafka_listener(
+    config: &ServeConfig,
+) -> impl Iterator<Item = &crate::listen::KafkaListener> {
+    config
+        .kafka_listen
+        .iter()
+        .chain(config.views.iter().flat_map(|v| v.kafka_listen.iter()))
 }
 
 /// The TLS configurations of the listeners that serve TLS.
@@ -406,15 +530,11 @@ impl Listeners {
                 .tls
                 .then(|| load(&server_only, http1, "http"))
                 .transpose()?,
-            kafka_ssl: config
-                .kafka_listen
-                .iter()
+            kafka_ssl: every_kafka_listener(config)
                 .any(|l| l.protocol == SecurityProtocol::Ssl)
                 .then(|| load(files, &[], "kafka"))
                 .transpose()?,
-            kafka_sasl_ssl: config
-                .kafka_listen
-                .iter()
+            kafka_sasl_ssl: every_kafka_listener(config)
                 .any(|l| l.protocol == SecurityProtocol::SaslSsl)
                 .then(|| load(&server_only, &[], "kafka"))
                 .transpose()?,

@@ -26,7 +26,7 @@ pub const DESCRIBE: &str = "KafkaDescribe";
 /// Changing the cluster (quotas, credentials, reassignments, elections).
 pub const ALTER: &str = "KafkaAlter";
 
-/// The view every topic belongs to until several views are configured.
+/// The view of the configured Kafka listeners (`[[views]]` add others).
 pub const DEFAULT_VIEW: &str = "default";
 
 /// TOPIC_AUTHORIZATION_FAILED.
@@ -66,17 +66,20 @@ impl Ctx {
 
     /// Whether the principal may do `action` on a topic.
     pub fn may_topic(&self, action: &str, topic: &str) -> bool {
-        self.decide(action, &format!("vast:kafka:topic:{DEFAULT_VIEW}:{topic}"))
+        let view = &self.broker.config.view;
+        self.decide(action, &format!("vast:kafka:topic:{view}:{topic}"))
     }
 
     /// Whether the principal may do `action` on a group.
     pub fn may_group(&self, action: &str, group: &str) -> bool {
-        self.decide(action, &format!("vast:kafka:group:{DEFAULT_VIEW}:{group}"))
+        let view = &self.broker.config.view;
+        self.decide(action, &format!("vast:kafka:group:{view}:{group}"))
     }
 
     /// Whether the principal may do `action` on the cluster.
     pub fn may_cluster(&self, action: &str) -> bool {
-        self.decide(action, &format!("vast:kafka:cluster:{DEFAULT_VIEW}"))
+        let view = &self.broker.config.view;
+        self.decide(action, &format!("vast:kafka:cluster:{view}"))
     }
 
     /// Whether the principal may change who may connect (users' credentials): only
@@ -84,7 +87,7 @@ impl Ctx {
     /// other actions, no statement is not enough: otherwise any client that reaches the
     /// port could set any user's password.
     pub fn may_manage_principals(&self) -> bool {
-        let resource = format!("vast:kafka:cluster:{DEFAULT_VIEW}");
+        let resource = format!("vast:kafka:cluster:{}", self.broker.config.view);
         let context = iam::Context {
             source_ip: Some(self.peer.ip()),
             secure_transport: self.secure,

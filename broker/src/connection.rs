@@ -172,6 +172,15 @@ async fn serve<R, W>(
         secure,
         principal,
     } = at;
+    // On a view that names its users, a connection without SASL is let in only when its
+    // certificate names one of them.
+    if !sasl
+        && !broker.config.view_users.is_empty()
+        && !principal.as_deref().is_some_and(|p| broker.sasl.allowed(p))
+    {
+        tracing::info!(%peer, view = %broker.config.view, "closing a connection of a principal not allowed on this view");
+        return;
+    }
     broker.metrics.connections.inc();
     let mut session = sasl.then(|| Session::new(broker.sasl.clone()));
     // After a SaslHandshake v0 the client sends its SASL tokens as bare size-prefixed
@@ -445,6 +454,19 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             api: format!("{:?}", p.api),
         };
         broker.metrics.requests.get_or_create(&labels).inc();
+        if let Some(v) = &broker.config.view_metrics {
+            let view = crate::metrics::ViewApiLabels {
+                view: broker.config.view.clone(),
+                api: labels.api.clone(),
+            };
+            v.requests.get_or_create(&view).inc();
+            v.latency
+                .get_or_create(&view)
+                .observe(p.started.elapsed().as_secs_f64());
+            v.request_bytes
+                .get_or_create(&crate::metrics::ViewLabels { view: view.view })
+                .inc_by(p.request_bytes as u64);
+        }
         broker
             .metrics
             .latency

@@ -88,6 +88,13 @@ pub struct BrokerConfig {
     /// Whether a request no policy statement matches is refused (Kafka's
     /// `allow.everyone.if.no.acl.found=false`); by default it is allowed.
     pub deny_unless_allowed: bool,
+    /// The broker view this broker serves (`default` without views): its name is in
+    /// policy resources (`vast:kafka:topic:VIEW:TOPIC`).
+    pub view: String,
+    /// The principals allowed on this view (empty: every principal).
+    pub view_users: Vec<String>,
+    /// Per-view request metrics, shared by every view's broker.
+    pub view_metrics: Option<metrics::ViewMetrics>,
 }
 
 impl BrokerConfig {
@@ -130,6 +137,9 @@ impl BrokerConfig {
             sasl_session_lifetime: None,
             directory: None,
             deny_unless_allowed: false,
+            view: authz::DEFAULT_VIEW.to_owned(),
+            view_users: Vec::new(),
+            view_metrics: None,
             offsets_topic: false,
         }
     }
@@ -199,11 +209,14 @@ impl Broker {
             .take()
             .unwrap_or_else(|| Arc::new(iam::Directory::in_memory(&[])));
         directory.set_kafka_deny_unless_allowed(config.deny_unless_allowed);
-        let sasl = Arc::new(sasl::Sasl::new(
-            config.sasl_mechanisms.clone(),
-            config.sasl_session_lifetime,
-            directory.clone(),
-        ));
+        let sasl = Arc::new(
+            sasl::Sasl::new(
+                config.sasl_mechanisms.clone(),
+                config.sasl_session_lifetime,
+                directory.clone(),
+            )
+            .with_allowed(config.view_users.clone()),
+        );
         let metrics = BrokerMetrics::default();
         let groups = Arc::new(group::GroupCoordinator::new(
             catalog.clone(),

@@ -328,3 +328,81 @@ impl BrokerMetrics {
         );
     }
 }
+
+/// Labels of a per-view, per-API metric.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ViewApiLabels {
+    /// The broker view.
+    pub view: String,
+    /// Kafka API name.
+    pub api: String,
+}
+
+/// Labels of a per-view metric.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ViewLabels {
+    /// The broker view.
+    pub view: String,
+}
+
+/// What each broker view serves (the documents' per-view analytics): requests and their
+/// latency by API, request bytes, and record bytes produced and fetched. One set for
+/// every view, labelled by view, registered once.
+#[derive(Clone, Debug)]
+pub struct ViewMetrics {
+    /// Requests by view and API.
+    pub requests: Family<ViewApiLabels, Counter>,
+    /// Request latency by view and API.
+    pub latency: Family<ViewApiLabels, Histogram>,
+    /// Request bytes by view.
+    pub request_bytes: Family<ViewLabels, Counter>,
+    /// Record bytes produced, by view.
+    pub produced_bytes: Family<ViewLabels, Counter>,
+    /// Record bytes fetched, by view.
+    pub fetched_bytes: Family<ViewLabels, Counter>,
+}
+
+impl Default for ViewMetrics {
+    fn default() -> Self {
+        Self {
+            requests: Family::default(),
+            latency: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.0001, 2.0, 18))
+            }),
+            request_bytes: Family::default(),
+            produced_bytes: Family::default(),
+            fetched_bytes: Family::default(),
+        }
+    }
+}
+
+impl ViewMetrics {
+    /// Registers them (the caller gives the `eddy_kafka_view` prefix).
+    pub fn register(&self, r: &mut Registry) {
+        r.register(
+            "requests",
+            "Kafka requests by broker view and API",
+            self.requests.clone(),
+        );
+        r.register(
+            "request_seconds",
+            "Kafka request latency by broker view and API",
+            self.latency.clone(),
+        );
+        r.register(
+            "request_bytes",
+            "Kafka request bytes by broker view",
+            self.request_bytes.clone(),
+        );
+        r.register(
+            "produced_bytes",
+            "Record bytes produced, by broker view",
+            self.produced_bytes.clone(),
+        );
+        r.register(
+            "fetched_bytes",
+            "Record bytes fetched, by broker view",
+            self.fetched_bytes.clone(),
+        );
+    }
+}

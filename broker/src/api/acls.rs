@@ -20,7 +20,6 @@ use kafka_protocol::messages::{
 use serde_json::{Value, json};
 
 use super::{Ctx, Reply, sb};
-use crate::authz::DEFAULT_VIEW;
 
 /// Names of the policies that hold ACL bindings: this prefix and the principal.
 pub const PREFIX: &str = "kafka-acl:";
@@ -40,6 +39,8 @@ const ALLOW: i8 = 3;
 /// One ACL binding.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Binding {
+    /// The broker view it belongs to.
+    pub view: String,
     /// TOPIC, GROUP or CLUSTER.
     pub resource_type: i8,
     /// The name, or prefix.
@@ -132,18 +133,16 @@ impl Binding {
 
     fn resource(&self) -> String {
         let kind = kind_of(self.resource_type).unwrap_or("topic");
+        let view = &self.view;
         if kind == "cluster" {
-            return format!("vast:kafka:cluster:{DEFAULT_VIEW}");
+            return format!("vast:kafka:cluster:{view}");
         }
         let star = if self.pattern_type == PREFIXED {
             "*"
         } else {
             ""
         };
-        format!(
-            "vast:kafka:{kind}:{DEFAULT_VIEW}:{}{star}",
-            self.resource_name
-        )
+        format!("vast:kafka:{kind}:{view}:{}{star}", self.resource_name)
     }
 
     fn statement(&self) -> Value {
@@ -162,18 +161,21 @@ impl Binding {
     fn of_statement(principal: &str, s: &Value) -> Option<Binding> {
         let resource = s["Resource"].as_str()?;
         let rest = resource.strip_prefix("vast:kafka:")?;
-        let (resource_type, name) = if let Some(n) = rest.strip_prefix("topic:") {
-            (TOPIC, n.strip_prefix(DEFAULT_VIEW)?.strip_prefix(':')?)
+        let (resource_type, view, name) = if let Some(n) = rest.strip_prefix("topic:") {
+            let (view, name) = n.split_once(':')?;
+            (TOPIC, view, name)
         } else if let Some(n) = rest.strip_prefix("group:") {
-            (GROUP, n.strip_prefix(DEFAULT_VIEW)?.strip_prefix(':')?)
+            let (view, name) = n.split_once(':')?;
+            (GROUP, view, name)
         } else {
-            (CLUSTER, "kafka-cluster")
+            (CLUSTER, rest.strip_prefix("cluster:")?, "kafka-cluster")
         };
         let (pattern_type, name) = match name.strip_suffix('*') {
             Some(prefix) if !prefix.is_empty() => (PREFIXED, prefix),
             _ => (LITERAL, name),
         };
         Some(Binding {
+            view: view.to_owned(),
             resource_type,
             resource_name: name.to_owned(),
             pattern_type,
@@ -190,6 +192,7 @@ impl Binding {
 
 /// A DescribeAcls or DeleteAcls filter.
 struct Filter {
+    view: String,
     resource_type: i8,
     name: Option<String>,
     pattern_type: i8,
@@ -211,7 +214,8 @@ impl Filter {
         };
         let pattern_ok =
             matches!(self.pattern_type, ANY | MATCH) || self.pattern_type == b.pattern_type;
-        (self.resource_type == ANY || self.resource_type == b.resource_type)
+        self.view == b.view
+            && (self.resource_type == ANY || self.resource_type == b.resource_type)
             && name_ok
             && pattern_ok
             && self.principal.as_ref().is_none_or(|p| *p == b.principal)
@@ -267,6 +271,7 @@ pub fn create(ctx: Ctx, req: CreateAclsRequest) -> Reply {
         let mut new = Vec::new();
         for c in &req.creations {
             let b = Binding {
+                view: ctx.broker.config.view.clone(),
                 resource_type: c.resource_type,
                 resource_name: c.resource_name.to_string(),
                 pattern_type: c.resource_pattern_type,
@@ -317,6 +322,7 @@ pub fn create(ctx: Ctx, req: CreateAclsRequest) -> Reply {
 /// DescribeAcls.
 pub fn describe(ctx: &Ctx, req: DescribeAclsRequest) -> DescribeAclsResponse {
     let f = Filter {
+        view: ctx.broker.config.view.clone(),
         resource_type: req.resource_type_filter,
         name: req.resource_name_filter.map(|s| s.to_string()),
         pattern_type: req.pattern_type_filter,
@@ -357,6 +363,7 @@ pub fn delete(ctx: Ctx, req: DeleteAclsRequest) -> Reply {
             .filters
             .iter()
             .map(|f| Filter {
+                view: ctx.broker.config.view.clone(),
                 resource_type: f.resource_type_filter,
                 name: f.resource_name_filter.as_ref().map(|s| s.to_string()),
                 pattern_type: f.pattern_type_filter,
@@ -416,6 +423,7 @@ mod tests {
 
     fn binding(name: &str, pattern: i8, op: i8, permission: i8) -> Binding {
         Binding {
+            view: "default".into(),
             resource_type: TOPIC,
             resource_name: name.into(),
             pattern_type: pattern,
@@ -460,6 +468,7 @@ mod tests {
     #[test]
     fn match_filters_find_literal_wildcard_and_prefixed_bindings() {
         let f = Filter {
+            view: "default".into(),
             resource_type: TOPIC,
             name: Some("logs-app".into()),
             pattern_type: MATCH,

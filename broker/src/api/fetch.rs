@@ -276,6 +276,13 @@ pub fn handle(ctx: Ctx, req: FetchRequest) -> Reply {
             };
             if read.bytes >= min_bytes || read.errors || Instant::now() >= deadline {
                 ctx.broker.metrics.fetched_bytes.inc_by(read.bytes as u64);
+                if let Some(v) = &ctx.broker.config.view_metrics {
+                    v.fetched_bytes
+                        .get_or_create(&crate::metrics::ViewLabels {
+                            view: ctx.broker.config.view.clone(),
+                        })
+                        .inc_by(read.bytes as u64);
+                }
                 let mut response = read.response;
                 if let Some((id, incremental)) = session {
                     ctx.broker

@@ -213,6 +213,12 @@ pub fn handle(ctx: Ctx, req: ProduceRequest) -> Reply {
         .sum();
     let commit = (!ops.is_empty()).then(|| catalog.commit(Transaction::new(ops)));
     let metrics = ctx.broker.metrics.clone();
+    let view_metrics = ctx
+        .broker
+        .config
+        .view_metrics
+        .clone()
+        .map(|m| (m, ctx.broker.config.view.clone()));
     let acks = req.acks;
     Box::pin(async move {
         let outcome = match commit {
@@ -221,6 +227,11 @@ pub fn handle(ctx: Ctx, req: ProduceRequest) -> Reply {
         };
         if matches!(outcome, Some(Ok(_))) {
             metrics.produced_bytes.inc_by(bytes as u64);
+            if let Some(v) = &view_metrics {
+                v.0.produced_bytes
+                    .get_or_create(&crate::metrics::ViewLabels { view: v.1.clone() })
+                    .inc_by(bytes as u64);
+            }
         }
         if acks == 0 {
             return None;

@@ -58,6 +58,8 @@ pub struct Sasl {
     mechanisms: Vec<Mechanism>,
     session_lifetime: Option<Duration>,
     directory: Arc<iam::Directory>,
+    /// The users allowed on the broker view (empty: every user).
+    allowed: Vec<String>,
 }
 
 /// A fresh server nonce: printable ASCII without commas, as SCRAM wants.
@@ -82,7 +84,19 @@ impl Sasl {
             mechanisms,
             session_lifetime,
             directory,
+            allowed: Vec::new(),
         }
+    }
+
+    /// Only these users may authenticate (a broker view's users; empty: every user).
+    pub fn with_allowed(mut self, users: Vec<String>) -> Self {
+        self.allowed = users;
+        self
+    }
+
+    /// Whether `user` may authenticate here.
+    pub fn allowed(&self, user: &str) -> bool {
+        self.allowed.is_empty() || self.allowed.iter().any(|u| u == user)
     }
 
     /// The enabled mechanisms.

@@ -162,6 +162,9 @@ impl Session {
         {
             return failed("re-authentication as another user");
         }
+        if !self.sasl.allowed(&user) {
+            return failed("the user is not allowed on this broker view");
+        }
         self.user = Some(user.into());
         self.expires = self.sasl.session_lifetime().map(|l| now + l);
         let lifetime_ms = self
