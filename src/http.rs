@@ -178,8 +178,24 @@ pub fn endpoint(
     catalog: Arc<EmbeddedCatalog>,
     metrics: Arc<Metrics>,
     iceberg: Arc<tables::rest::RestCatalog>,
+    views: Vec<(String, Arc<tables::rest::RestCatalog>)>,
 ) -> impl Fn(Request<Incoming>) -> PendingReply + Send + Sync + 'static {
     move |req| {
+        // A broker view's own REST catalog: /iceberg/views/NAME/v1/...
+        if let Some(rest) = req.uri().path().strip_prefix("/iceberg/views/") {
+            let (name, path) = rest.split_once('/').unwrap_or((rest, ""));
+            if let Some((_, view)) = views.iter().find(|(n, _)| n == name) {
+                let path = format!("/{path}");
+                return Box::pin(iceberg_request(view.clone(), path, false, req));
+            }
+            return Box::pin(std::future::ready(reply(
+                StatusCode::NOT_FOUND,
+                "application/json",
+                format!(
+                    r#"{{"error":{{"message":"no broker view {name:?}","type":"NoSuchWarehouseException","code":404}}}}"#
+                ),
+            )));
+        }
         if let Some(rest) = req.uri().path().strip_prefix("/iceberg") {
             let path = rest.to_owned();
             return Box::pin(iceberg_request(iceberg.clone(), path, false, req));

@@ -202,9 +202,35 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         },
         stop_rx.clone(),
     ));
+    // Each view's topics are tabled in its own bucket, by a tabler over its names.
+    let mut view_tables = Vec::new();
+    let mut view_sealing = Vec::new();
+    for view in &config.views {
+        let view_catalog: Arc<dyn Catalog> = Arc::new(catalog::view::ViewCatalog::named(
+            catalog_dyn.clone(),
+            &view.name,
+        ));
+        let view_tabler = Arc::new(
+            tables::Tabler::new(view_catalog.clone(), view.bucket.clone())
+                .with_snapshot_max_age(config.table_snapshot_max_age),
+        );
+        view_sealing.push(background.spawn(tables::background::run(
+            view_tabler.clone(),
+            tables::background::Thresholds {
+                max_age: config.table_seal_age,
+                max_bytes: config.table_seal_bytes,
+                ..Default::default()
+            },
+            stop_rx.clone(),
+        )));
+        view_tables.push((view_catalog, view_tabler));
+    }
     let iceberg = Arc::new(tables::rest::RestCatalog::new(
         tabler.clone(),
-        tables::rest::Tokens::new(directory.clone(), Duration::from_secs(3600)),
+        Arc::new(tables::rest::Tokens::new(
+            directory.clone(),
+            Duration::from_secs(3600),
+        )),
         tables::rest::S3Access {
             endpoint: None,
             port: config.s3_listen.addr.port(),
@@ -212,13 +238,25 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             region: "us-east-1".to_owned(),
         },
     ));
+    // A view's tables have a REST catalog of their own, at /iceberg/views/NAME.
+    let view_icebergs: Vec<(String, Arc<tables::rest::RestCatalog>)> = config
+        .views
+        .iter()
+        .zip(&view_tables)
+        .map(|(v, (_, t))| {
+            (
+                v.name.clone(),
+                Arc::new(iceberg.for_view(&v.name, t.clone())),
+            )
+        })
+        .collect();
     tasks.spawn(http::serve(
         "http",
         http_listener,
         tls.http.clone(),
         limits,
         metrics.clone(),
-        http::endpoint(catalog.clone(), metrics.clone(), iceberg),
+        http::endpoint(catalog.clone(), metrics.clone(), iceberg, view_icebergs),
         stop_rx.clone(),
     ));
     let principal_rules = Arc::new(match &config.tls_principal_rules {
@@ -255,25 +293,9 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         &mut tasks,
     )?;
     metrics.register_kafka(&kafka_broker.metrics);
-    let mut view_sealing = Vec::new();
-    for (view, listeners) in config.views.iter().zip(view_listeners) {
-        let view_catalog: Arc<dyn Catalog> = Arc::new(catalog::view::ViewCatalog::named(
-            catalog_dyn.clone(),
-            &view.name,
-        ));
-        let view_tabler = Arc::new(
-            tables::Tabler::new(view_catalog.clone(), view.bucket.clone())
-                .with_snapshot_max_age(config.table_snapshot_max_age),
-        );
-        view_sealing.push(background.spawn(tables::background::run(
-            view_tabler.clone(),
-            tables::background::Thresholds {
-                max_age: config.table_seal_age,
-                max_bytes: config.table_seal_bytes,
-                ..Default::default()
-            },
-            stop_rx.clone(),
-        )));
+    for ((view, listeners), (view_catalog, view_tabler)) in
+        config.views.iter().zip(view_listeners).zip(view_tables)
+    {
         start_kafka(
             &shared,
             &view.name,

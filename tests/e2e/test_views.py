@@ -13,6 +13,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+import s3util
 from conftest import eddy_bin, free_port, new_eddy
 
 CONFIG = """
@@ -172,3 +173,27 @@ def test_a_listener_of_two_views_is_refused_at_start(tmp_path):
                           "--s3-listen", f"127.0.0.1:{free_port()}", "--http-listen",
                           f"127.0.0.1:{free_port()}"], capture_output=True, text=True, timeout=60)
     assert out.returncode != 0 and "belongs to one view" in out.stderr, out.stderr
+
+
+def test_each_view_has_its_own_iceberg_catalog(eddy):
+    """PyIceberg on /iceberg/views/team reads the team view's `orders` table from its
+    bucket, and the default catalog the default view's."""
+    from pyiceberg.catalog.rest import RestCatalog
+
+    def catalog(path, warehouse):
+        uri = f"{eddy.http_url}/iceberg{path}"
+        return RestCatalog("eddy", uri=uri, credential=f"{eddy.access_key}:{eddy.secret_key}",
+                           warehouse=warehouse, **{"oauth2-server-uri": f"{uri}/v1/oauth/tokens"})
+    topic = name("tabled")
+    create(team(eddy), topic)
+    create(default(eddy), topic)
+    assert produce(team(eddy), topic, "team-row") == [None]
+    assert produce(default(eddy), topic, "default-row", "second") == [None, None]
+    team_rows = catalog("/views/team", "kafka-team").load_table(("kafka_topics", topic)).scan().to_arrow()
+    default_rows = catalog("", "kafka").load_table(("kafka_topics", topic)).scan().to_arrow()
+    assert [bytes(v).decode() for v in team_rows.column("value").to_pylist()] == ["team-row"]
+    assert sorted(bytes(v).decode() for v in default_rows.column("value").to_pylist()) == \
+        ["default-row", "second"]
+    files = [o["Key"] for o in s3util.client(eddy).list_objects_v2(
+        Bucket="kafka-team").get("Contents", [])]
+    assert any(topic in k for k in files), files

@@ -62,14 +62,32 @@ pub struct S3Access {
 /// The REST catalog.
 pub struct RestCatalog {
     tabler: Arc<Tabler>,
-    tokens: Tokens,
+    tokens: Arc<Tokens>,
     s3: S3Access,
+    /// The broker view whose topics these are (policy resources name it).
+    view: String,
 }
 
 impl RestCatalog {
     /// A catalog over `tabler`'s tables.
-    pub fn new(tabler: Arc<Tabler>, tokens: Tokens, s3: S3Access) -> Self {
-        Self { tabler, tokens, s3 }
+    pub fn new(tabler: Arc<Tabler>, tokens: Arc<Tokens>, s3: S3Access) -> Self {
+        Self {
+            tabler,
+            tokens,
+            s3,
+            view: "default".to_owned(),
+        }
+    }
+
+    /// The same catalog for another broker view's tables (the tabler over that view's
+    /// topics and bucket), sharing these tokens.
+    pub fn for_view(&self, view: &str, tabler: Arc<Tabler>) -> Self {
+        Self {
+            tabler,
+            tokens: self.tokens.clone(),
+            s3: self.s3.clone(),
+            view: view.to_owned(),
+        }
     }
 
     /// The bearer tokens it grants (the admin API checks them too).
@@ -82,7 +100,7 @@ impl RestCatalog {
     /// table.
     pub fn may(&self, user: &str, action: &str, topic: &str) -> bool {
         let context = iam::Context::default();
-        let resource = format!("vast:kafka:topic:default:{topic}");
+        let resource = format!("vast:kafka:topic:{}:{topic}", self.view);
         self.tokens.directory().allows_kafka(
             Some(user),
             &iam::Request {
