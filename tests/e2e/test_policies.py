@@ -351,12 +351,11 @@ def test_users_made_with_the_cli_use_s3_and_kafka_and_survive_a_restart(tmp_path
 # --- S3 ------------------------------------------------------------------------------
 
 def unsigned_get(eddy, path):
-    """An unsigned GET (curl without credentials): (status, body)."""
-    try:
-        with urllib.request.urlopen(f"{eddy.s3_url}/{path}", timeout=10) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
+    """A GET without credentials, with curl: (status, body)."""
+    out = subprocess.run(["curl", "-s", "-w", "\n%{http_code}", f"{eddy.s3_url}/{path}"],
+                         capture_output=True, timeout=30, check=True)
+    body, _, code = out.stdout.rpartition(b"\n")
+    return int(code), body
 
 
 def test_a_bucket_policy_grants_anonymous_reads_of_a_prefix(eddy):
@@ -645,6 +644,22 @@ def test_the_client_certificate_names_the_principal(tmp_path, rules):
             denied = kcat("bob")
             assert "authorization failed" in denied.stderr.lower(), denied.stderr
             assert kcat("alice").returncode == 0
+        if shutil.which("javac") and rules is None:
+            # The Java client: bob's certificate may not create topics, alice's may.
+            from test_tls import java_round_trip
+            put_policy(server, tmp_path, "no-create", statement("Deny", "KafkaCreate"), principal)
+
+            def java(cert):
+                return java_round_trip(
+                    f"127.0.0.1:{server.ssl_port}", "security.protocol=SSL", "ssl.truststore.type=PEM",
+                    f"ssl.truststore.location={tmp_path / 'ca.pem'}", "ssl.keystore.type=PEM",
+                    f"ssl.keystore.certificate.chain={(tmp_path / f'{cert}.pem').read_text()}",
+                    f"ssl.keystore.key={(tmp_path / f'{cert}.key').read_text()}")
+            refused = java("bob")
+            assert refused.returncode != 0 and "TopicAuthorizationException" in refused.stderr, \
+                refused.stderr[-3000:]
+            allowed = java("alice")
+            assert allowed.returncode == 0 and allowed.stdout.strip().endswith("ok"), allowed.stderr[-3000:]
     finally:
         server.stop()
 
