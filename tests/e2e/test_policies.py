@@ -782,3 +782,43 @@ def test_broker_configs_answer_to_the_cluster_and_topic_configs_to_the_topic(edd
         assert e.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
     finally:
         ok(eddy, "policy", "delete", policy)
+
+
+def test_policy_conditions_on_prefix_transport_and_address(eddy, bob, tmp_path):
+    """A bucket policy lets anyone list only under `s3:prefix` public/ (curl); an
+    identity policy denying bob everything over plain HTTP (`aws:SecureTransport` false)
+    refuses his requests here; one denying his address (`aws:SourceIp`) does too, and one
+    denying another address does not."""
+    s3 = s3util.client(eddy)
+    bucket = name("cond")
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="public/a", Body=b"a")
+    s3.put_object(Bucket=bucket, Key="private/b", Body=b"b")
+    s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps({"Statement": [{
+        "Effect": "Allow", "Principal": "*", "Action": "s3:ListBucket",
+        "Resource": f"arn:aws:s3:::{bucket}",
+        "Condition": {"StringLike": {"s3:prefix": "public/*"}}}]}))
+    status, body = unsigned_get(eddy, f"{bucket}?list-type=2&prefix=public/")
+    assert status == 200 and b"<Key>public/a</Key>" in body
+    assert unsigned_get(eddy, f"{bucket}?list-type=2")[0] == 403
+    assert unsigned_get(eddy, f"{bucket}?list-type=2&prefix=private/")[0] == 403
+
+    mine = s3util.client(eddy, "bob", "bob-s3-secret")
+    own = s3util.new_bucket(mine, "bob-cond")
+    for condition, refused in [
+        ({"Bool": {"aws:SecureTransport": "false"}}, True),
+        ({"IpAddress": {"aws:SourceIp": "127.0.0.0/8"}}, True),
+        ({"IpAddress": {"aws:SourceIp": "10.0.0.0/8"}}, False),
+    ]:
+        policy = name("cond")
+        put_policy(eddy, tmp_path, policy, {"Statement": [{
+            "Effect": "Deny", "Action": "s3:*", "Resource": "*", "Condition": condition}]}, "bob")
+        try:
+            if refused:
+                with pytest.raises(ClientError) as e:
+                    mine.list_objects_v2(Bucket=own)
+                assert s3util.error_code(e) == "AccessDenied", condition
+            else:
+                mine.list_objects_v2(Bucket=own)
+        finally:
+            ok(eddy, "policy", "delete", policy)
