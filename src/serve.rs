@@ -186,23 +186,28 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let default_view: Arc<dyn Catalog> = Arc::new(catalog::view::ViewCatalog::default_view(
         catalog_dyn.clone(),
     ));
-    let tabler = Arc::new(
-        tables::Tabler::new(default_view.clone(), config.broker_bucket.clone())
-            .with_snapshot_max_age(config.table_snapshot_max_age),
-    );
-    metrics.register_tables(tabler.metrics());
     let background =
         crate::background::Background::start().context("starting the background runtime")?;
-    let sealing = background.spawn(tables::background::run(
-        tabler.clone(),
-        tables::background::Thresholds {
-            max_age: config.table_seal_age,
-            max_bytes: config.table_seal_bytes,
-            ..Default::default()
-        },
-        stop_rx.clone(),
-    ));
-    // Each view's topics are tabled in its own bucket, by a tabler over its names.
+    // A view's topics are tabled in its bucket by a tabler over its names, sealed in the
+    // background.
+    let start_tabler = |catalog: Arc<dyn Catalog>, bucket: &str| {
+        let tabler = Arc::new(
+            tables::Tabler::new(catalog, bucket.to_owned())
+                .with_snapshot_max_age(config.table_snapshot_max_age),
+        );
+        let sealing = background.spawn(tables::background::run(
+            tabler.clone(),
+            tables::background::Thresholds {
+                max_age: config.table_seal_age,
+                max_bytes: config.table_seal_bytes,
+                ..Default::default()
+            },
+            stop_rx.clone(),
+        ));
+        (tabler, sealing)
+    };
+    let (tabler, sealing) = start_tabler(default_view.clone(), &config.broker_bucket);
+    metrics.register_tables(tabler.metrics());
     let mut view_tables = Vec::new();
     let mut view_sealing = Vec::new();
     for view in &config.views {
@@ -210,19 +215,8 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             catalog_dyn.clone(),
             &view.name,
         ));
-        let view_tabler = Arc::new(
-            tables::Tabler::new(view_catalog.clone(), view.bucket.clone())
-                .with_snapshot_max_age(config.table_snapshot_max_age),
-        );
-        view_sealing.push(background.spawn(tables::background::run(
-            view_tabler.clone(),
-            tables::background::Thresholds {
-                max_age: config.table_seal_age,
-                max_bytes: config.table_seal_bytes,
-                ..Default::default()
-            },
-            stop_rx.clone(),
-        )));
+        let (view_tabler, sealing) = start_tabler(view_catalog.clone(), &view.bucket);
+        view_sealing.push(sealing);
         view_tables.push((view_catalog, view_tabler));
     }
     let iceberg = Arc::new(tables::rest::RestCatalog::new(
