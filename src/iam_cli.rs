@@ -18,9 +18,10 @@ pub enum UserAction {
     Put {
         /// The name: the S3 access key and the Kafka user name.
         name: String,
-        /// The S3 secret key (at least 8 characters).
-        #[arg(long, env = "EDDY_USER_SECRET_KEY", hide_env_values = true)]
-        secret_key: Option<String>,
+        /// The user's S3 secret key (at least 8 characters); `--secret-key` is the
+        /// administrator's own.
+        #[arg(long, env = "EDDY_USER_S3_SECRET", hide_env_values = true)]
+        s3_secret: Option<String>,
         /// The Kafka (SASL) password.
         #[arg(long, env = "EDDY_USER_KAFKA_PASSWORD", hide_env_values = true)]
         kafka_password: Option<String>,
@@ -103,13 +104,13 @@ pub fn user(server: &Server, action: UserAction) -> anyhow::Result<()> {
             UserAction::List => send(http.get(&base), &token).await?,
             UserAction::Put {
                 name,
-                secret_key,
+                s3_secret,
                 kafka_password,
             } => {
-                if secret_key.is_none() && kafka_password.is_none() {
-                    bail!("nothing to set: give --secret-key and/or --kafka-password");
+                if s3_secret.is_none() && kafka_password.is_none() {
+                    bail!("nothing to set: give --s3-secret and/or --kafka-password");
                 }
-                let body = json!({"secret_key": secret_key, "kafka_password": kafka_password});
+                let body = json!({"secret_key": s3_secret, "kafka_password": kafka_password});
                 send(
                     http.put(format!("{base}/{}", path(&name))).json(&body),
                     &token,

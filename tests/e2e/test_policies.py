@@ -85,7 +85,7 @@ def sasl(eddy, user, password, mechanism="SCRAM-SHA-256"):
 @pytest.fixture(scope="module")
 def bob(eddy):
     """A user made with the CLI: S3 keys and a Kafka password."""
-    ok(eddy, "user", "put", "bob", "--secret-key", "bob-s3-secret", "--kafka-password", "bob-pw")
+    ok(eddy, "user", "put", "bob", "--s3-secret", "bob-s3-secret", "--kafka-password", "bob-pw")
     return sasl(eddy, "bob", "bob-pw")
 
 
@@ -304,7 +304,7 @@ def test_deny_unless_allowed_refuses_what_no_statement_allows(tmp_path):
 def test_users_made_with_the_cli_use_s3_and_kafka_and_survive_a_restart(tmp_path):
     server = start(tmp_path)
     try:
-        made = ok(server, "user", "put", "carol", "--secret-key", "carol-s3-secret",
+        made = ok(server, "user", "put", "carol", "--s3-secret", "carol-s3-secret",
                   "--kafka-password", "carol-pw")
         assert made["s3"] is True
         assert sorted(c["mechanism"] for c in made["scram"]) == ["SCRAM-SHA-256", "SCRAM-SHA-512"]
