@@ -10,9 +10,9 @@ use storage::wal::LogPosition;
 use crate::error::{CatalogError, CatalogResult};
 use crate::format::Stored;
 use crate::model::{
-    AbortedTxn, BucketRecord, CompactionState, Expansion, ObjectVersion, OffsetRecord, PartRecord,
-    PartitionState, ProducerState, TableRecord, TopicRecord, TopicTable, TxnPartition, TxnRecord,
-    UploadRecord,
+    AbortedTxn, BucketConfig, BucketConfigKind, BucketRecord, CompactionState, Expansion,
+    ObjectVersion, OffsetRecord, PartRecord, PartitionState, ProducerState, TableRecord,
+    TopicRecord, TopicTable, TxnPartition, TxnRecord, UploadRecord,
 };
 use crate::tables::{self, *};
 use crate::txn::{Op, OpOutcome};
@@ -60,6 +60,7 @@ pub struct Tables<'t> {
     users: RedbTable<'t>,
     policies: RedbTable<'t>,
     bucket_policies: RedbTable<'t>,
+    bucket_configs: RedbTable<'t>,
 }
 
 /// Side effects to carry out once the commit is durable.
@@ -221,6 +222,7 @@ impl<'t> Tables<'t> {
             users: w.open_table(USERS)?,
             policies: w.open_table(POLICIES)?,
             bucket_policies: w.open_table(BUCKET_POLICIES)?,
+            bucket_configs: w.open_table(BUCKET_CONFIGS)?,
         })
     }
 
@@ -504,7 +506,9 @@ impl<'t> Tables<'t> {
             | Op::PutQuotas { .. }
             | Op::PutUser { .. }
             | Op::PutPolicy { .. } => {}
-            Op::PutBucketPolicy { bucket, .. } => self.require_bucket(bucket)?,
+            Op::PutBucketPolicy { bucket, .. } | Op::PutBucketConfig { bucket, .. } => {
+                self.require_bucket(bucket)?
+            }
             Op::TxnOffsetCommit {
                 id,
                 producer_id,
@@ -674,6 +678,10 @@ impl<'t> Tables<'t> {
             Op::DeleteBucket { name } => {
                 self.buckets.remove(name.as_bytes())?;
                 self.bucket_policies.remove(name.as_bytes())?;
+                for kind in [BucketConfigKind::Lifecycle, BucketConfigKind::Cors] {
+                    self.bucket_configs
+                        .remove(BucketConfig::key(name, kind).as_slice())?;
+                }
             }
             Op::PutObject {
                 bucket,
@@ -922,6 +930,27 @@ impl<'t> Tables<'t> {
                     self.bucket_policies.remove(bucket.as_bytes())?;
                 }
             },
+            Op::PutBucketConfig {
+                bucket,
+                kind,
+                document,
+            } => {
+                let key = BucketConfig::key(bucket, *kind);
+                match document {
+                    Some(d) => put(
+                        &mut self.bucket_configs,
+                        &key,
+                        &BucketConfig {
+                            bucket: bucket.clone(),
+                            kind: *kind,
+                            document: d.clone(),
+                        },
+                    )?,
+                    None => {
+                        self.bucket_configs.remove(key.as_slice())?;
+                    }
+                }
+            }
             Op::DropTxn { id } => {
                 self.txns.remove(id.as_bytes())?;
             }

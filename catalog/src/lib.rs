@@ -209,6 +209,14 @@ pub trait Catalog: Send + Sync {
     fn policies(&self) -> CatalogResult<Vec<PolicyRecord>>;
     /// Every bucket policy, by bucket.
     fn bucket_policies(&self) -> CatalogResult<Vec<BucketPolicy>>;
+    /// One of a bucket's sub-resource configurations.
+    fn bucket_config(
+        &self,
+        bucket: &str,
+        kind: BucketConfigKind,
+    ) -> CatalogResult<Option<BucketConfig>>;
+    /// Every bucket's configuration of one kind.
+    fn bucket_configs(&self, kind: BucketConfigKind) -> CatalogResult<Vec<BucketConfig>>;
     /// A partition's open transactions (default: none).
     fn txn_partition(&self, topic_id: u128, partition: u32) -> CatalogResult<TxnPartition>;
     /// A partition's state and its last stable offset (the first offset of its earliest
@@ -872,6 +880,27 @@ impl Catalog for EmbeddedCatalog {
     fn bucket_policies(&self) -> CatalogResult<Vec<BucketPolicy>> {
         read::scan(&self.db, tables::BUCKET_POLICIES, b"", usize::MAX)
             .map(|v| v.into_iter().map(|(_, p)| p).collect())
+    }
+
+    fn bucket_config(
+        &self,
+        bucket: &str,
+        kind: BucketConfigKind,
+    ) -> CatalogResult<Option<BucketConfig>> {
+        read::get(
+            &self.db,
+            tables::BUCKET_CONFIGS,
+            &BucketConfig::key(bucket, kind),
+        )
+    }
+
+    fn bucket_configs(&self, kind: BucketConfigKind) -> CatalogResult<Vec<BucketConfig>> {
+        read::scan::<BucketConfig>(&self.db, tables::BUCKET_CONFIGS, b"", usize::MAX).map(|v| {
+            v.into_iter()
+                .map(|(_, c)| c)
+                .filter(|c| c.kind == kind)
+                .collect()
+        })
     }
 
     fn txn_partition(&self, topic_id: u128, partition: u32) -> CatalogResult<TxnPartition> {

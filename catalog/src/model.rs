@@ -622,6 +622,49 @@ pub struct BucketPolicy {
     pub document: String,
 }
 
+/// Which bucket sub-resource a [`BucketConfig`] holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum BucketConfigKind {
+    /// The lifecycle configuration (`?lifecycle`).
+    Lifecycle,
+    /// The CORS configuration (`?cors`).
+    Cors,
+}
+
+impl BucketConfigKind {
+    /// The byte that ends its key in table `bucket_configs` (format 7's variant index).
+    pub fn tag(self) -> u8 {
+        match self {
+            Self::Lifecycle => 0,
+            Self::Cors => 1,
+        }
+    }
+}
+
+/// A bucket sub-resource's configuration (table `bucket_configs`, keyed by
+/// [`BucketConfig::key`]; removed with the bucket): the S3 XML document as the gateway
+/// validated and re-serialized it, so its meaning is S3's schema, not a Rust type's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BucketConfig {
+    /// The bucket.
+    pub bucket: String,
+    /// Which configuration.
+    pub kind: BucketConfigKind,
+    /// The XML document.
+    pub document: String,
+}
+
+impl BucketConfig {
+    /// Its key: the bucket's name, a NUL (no bucket name holds one), the kind's tag.
+    pub fn key(bucket: &str, kind: BucketConfigKind) -> Vec<u8> {
+        let mut k = Vec::with_capacity(bucket.len() + 2);
+        k.extend_from_slice(bucket.as_bytes());
+        k.push(0);
+        k.push(kind.tag());
+        k
+    }
+}
+
 impl StoredBatch {
     /// The producer id of a transactional data batch (`None` for any other batch): the
     /// attributes' transactional bit (4) set and the control bit (5) clear.

@@ -67,9 +67,11 @@ pub const USERS: Table = TableDefinition::new("users");
 pub const POLICIES: Table = TableDefinition::new("policies");
 /// Bucket name -> `BucketPolicy` (store format 6 on).
 pub const BUCKET_POLICIES: Table = TableDefinition::new("bucket_policies");
+/// `BucketConfig::key` -> `BucketConfig` (store format 7 on).
+pub const BUCKET_CONFIGS: Table = TableDefinition::new("bucket_configs");
 
 /// Every table, with the tag checkpoints use for it.
-pub const ALL: [(u8, Table); 26] = [
+pub const ALL: [(u8, Table); 27] = [
     (1, META),
     (2, BUCKETS),
     (3, OBJECTS),
@@ -96,6 +98,7 @@ pub const ALL: [(u8, Table); 26] = [
     (24, USERS),
     (25, POLICIES),
     (26, BUCKET_POLICIES),
+    (27, BUCKET_CONFIGS),
 ];
 
 /// Meta key of the last applied log record.

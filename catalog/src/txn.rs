@@ -253,6 +253,16 @@ pub enum Op {
         /// The document.
         document: Option<String>,
     },
+    /// Sets (`Some`) or removes (`None`) one of a bucket's sub-resource configurations;
+    /// the bucket must exist.
+    PutBucketConfig {
+        /// The bucket.
+        bucket: String,
+        /// Which configuration.
+        kind: crate::model::BucketConfigKind,
+        /// The XML document.
+        document: Option<String>,
+    },
     /// Forgets a transactional id (its expiration: no transaction open, unused for
     /// `transactional.id.expiration.ms`).
     DropTxn {

@@ -249,6 +249,7 @@ impl ViewCatalog {
             | Op::PutUser { .. }
             | Op::PutPolicy { .. }
             | Op::PutBucketPolicy { .. }
+            | Op::PutBucketConfig { .. }
             | Op::ReplaceBucket { .. }) => other,
         })
     }
@@ -524,6 +525,21 @@ impl Catalog for ViewCatalog {
 
     fn bucket_policies(&self) -> CatalogResult<Vec<crate::BucketPolicy>> {
         self.inner.bucket_policies()
+    }
+
+    fn bucket_config(
+        &self,
+        bucket: &str,
+        kind: crate::BucketConfigKind,
+    ) -> CatalogResult<Option<crate::BucketConfig>> {
+        self.inner.bucket_config(bucket, kind)
+    }
+
+    fn bucket_configs(
+        &self,
+        kind: crate::BucketConfigKind,
+    ) -> CatalogResult<Vec<crate::BucketConfig>> {
+        self.inner.bucket_configs(kind)
     }
 
     fn txn_partition(&self, topic_id: u128, partition: u32) -> CatalogResult<TxnPartition> {

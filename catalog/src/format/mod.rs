@@ -11,7 +11,7 @@
 //! Each released format's types are frozen in their own module ([`v1`]; [`v2`]: what
 //! format 2 added, log compaction; [`v3`]: what format 3 added, blob expansion; [`v4`]:
 //! what format 4 added, Kafka transactions; [`v5`]: client quotas; [`v6`]: users,
-//! policies and bucket policies) and converted to
+//! policies and bucket policies; [`v7`]: bucket lifecycle and CORS configurations) and converted to
 //! and from the live types; the live types are never encoded directly, so changing them
 //! never changes what stored bytes mean. A format this build does not know is refused
 //! with [`storage::StorageError::Format`] (the one error for every layer's formats),
@@ -55,36 +55,38 @@ pub mod v3;
 pub mod v4;
 pub mod v5;
 pub mod v6;
+pub mod v7;
 
 use crate::checkpoint::CheckpointPointer;
 use crate::error::{CatalogError, CatalogResult};
 use crate::model::{AbortedTxn, ClientQuotas, TxnPartition, TxnRecord};
-use crate::model::{BucketPolicy, PolicyRecord, UserRecord};
+use crate::model::{BucketConfig, BucketPolicy, PolicyRecord, UserRecord};
 use crate::model::{
     BucketRecord, CompactionState, Expansion, GroupRecord, ObjectVersion, OffsetRecord, PartRecord,
     PartitionState, ProducerState, TableRecord, TopicRecord, TopicTable, UploadRecord,
 };
 
 /// The log record payload format this build writes.
-pub const RECORD_FORMAT: u16 = 6;
+pub const RECORD_FORMAT: u16 = 7;
 /// The newest log record payload format this build reads (it reads every older one).
-pub const NEWEST_RECORD_FORMAT: u16 = 6;
+pub const NEWEST_RECORD_FORMAT: u16 = 7;
 /// The store value format this build writes and the newest it reads. Format 2 added the
 /// `compaction` table, format 3 the `expansions` and `other_tables` tables, format 4 the
 /// `txns`, `txn_offsets`, `txn_partitions` and `aborted_txns` tables, format 5 the
-/// `client_quotas` table, format 6 the `users`, `policies` and `bucket_policies` tables;
+/// `client_quotas` table, format 6 the `users`, `policies` and `bucket_policies` tables, format 7 the
+/// `bucket_configs` table;
 /// an older store is migrated when it is opened (it has no such
 /// tables, so nothing is rewritten: only the recorded format changes).
-pub const STORE_FORMAT: u64 = 6;
+pub const STORE_FORMAT: u64 = 7;
 /// `meta` key of the store's value format (u64, big-endian, like the other counters).
 pub const STORE_FORMAT_KEY: &[u8] = b"store_format";
 /// The checkpoint dump layout this build writes and the newest it reads: the last byte of
-/// the dump's magic, `EDDYCKP6`. Layout 2 is layout 1 with table tag 16 (`compaction`),
+/// the dump's magic, `EDDYCKP7`. Layout 2 is layout 1 with table tag 16 (`compaction`),
 /// layout 3 layout 2 with tags 17 (`expansions`) and 18 (`other_tables`), layout 4
 /// layout 3 with tags 19 to 22 (the transaction tables), layout 5 layout 4 with tag 23
 /// (`client_quotas`), layout 6 layout 5 with tags 24 to 26 (`users`, `policies`,
-/// `bucket_policies`); all are read.
-pub const CHECKPOINT_LAYOUT: u8 = b'6';
+/// `bucket_policies`), layout 7 layout 6 with tag 27 (`bucket_configs`); all are read.
+pub const CHECKPOINT_LAYOUT: u8 = b'7';
 
 /// A value kept in the embedded store (and so in checkpoints), in the store's format.
 pub trait Stored: Sized {
@@ -133,6 +135,7 @@ stored_as!(
     UserRecord => v6::UserRecord,
     PolicyRecord => v6::PolicyRecord,
     BucketPolicy => v6::BucketPolicy,
+    BucketConfig => v7::BucketConfig,
 );
 
 /// The refusal of data in a format newer than `newest`.

@@ -372,6 +372,16 @@ fn record_v5(ops: Vec<Op>) -> Vec<u8> {
     })
 }
 
+/// A record payload of format 6, as the builds of format 6 wrote it.
+fn record_v6(ops: Vec<Op>) -> Vec<u8> {
+    framed(&ops, |batch_lens| super::v6::RecordHeader {
+        txns: vec![super::v6::Transaction {
+            ops: ops.iter().map(super::v6::op_for_record).collect(),
+        }],
+        batch_lens,
+    })
+}
+
 /// A compaction pass over one partition, the op format 2 added.
 fn sample_compact() -> Op {
     Op::CompactPartition {
@@ -885,9 +895,7 @@ fn all_ops_v6() -> Vec<Op> {
 /// Format 6's samples: each new op alone, every op of every format in one record, and
 /// the new values.
 fn encoded_samples_v6() -> Vec<(String, Vec<u8>)> {
-    let record = |ops: Vec<Op>| {
-        crate::record::encode(record_data(&ops), &[&crate::txn::Transaction::new(ops)]).unwrap()
-    };
+    let record = record_v6;
     let mut out = Vec::new();
     for (name, op) in sample_iam_ops() {
         out.push((format!("record {name}"), record(vec![op])));
@@ -904,6 +912,70 @@ fn encoded_samples_v6() -> Vec<(String, Vec<u8>)> {
     out.push((
         "value BucketPolicy".into(),
         crate::apply::enc(&sample_bucket_policy()).unwrap(),
+    ));
+    out
+}
+
+fn sample_bucket_config() -> crate::model::BucketConfig {
+    crate::model::BucketConfig {
+        bucket: "photos".into(),
+        kind: crate::model::BucketConfigKind::Lifecycle,
+        document: "<LifecycleConfiguration><Rule><ID>old</ID><Status>Enabled</Status><Filter><Prefix>tmp/</Prefix></Filter><Expiration><Days>7</Days></Expiration></Rule></LifecycleConfiguration>".into(),
+    }
+}
+
+/// The op format 7 added: each kind set, and one removed.
+fn sample_bucket_config_ops() -> Vec<(&'static str, Op)> {
+    use crate::model::BucketConfigKind;
+    vec![
+        (
+            "PutBucketConfig lifecycle",
+            Op::PutBucketConfig {
+                bucket: "photos".into(),
+                kind: BucketConfigKind::Lifecycle,
+                document: Some(sample_bucket_config().document),
+            },
+        ),
+        (
+            "PutBucketConfig cors",
+            Op::PutBucketConfig {
+                bucket: "photos".into(),
+                kind: BucketConfigKind::Cors,
+                document: Some("<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod></CORSRule></CORSConfiguration>".into()),
+            },
+        ),
+        (
+            "PutBucketConfig removed",
+            Op::PutBucketConfig {
+                bucket: "photos".into(),
+                kind: BucketConfigKind::Cors,
+                document: None,
+            },
+        ),
+    ]
+}
+
+/// Every sample op of formats 1 to 7.
+fn all_ops_v7() -> Vec<Op> {
+    let mut all = all_ops_v6();
+    all.extend(sample_bucket_config_ops().into_iter().map(|(_, op)| op));
+    all
+}
+
+/// Format 7's samples: each new op alone, every op of every format in one record, and
+/// the new value.
+fn encoded_samples_v7() -> Vec<(String, Vec<u8>)> {
+    let record = |ops: Vec<Op>| {
+        crate::record::encode(record_data(&ops), &[&crate::txn::Transaction::new(ops)]).unwrap()
+    };
+    let mut out = Vec::new();
+    for (name, op) in sample_bucket_config_ops() {
+        out.push((format!("record {name}"), record(vec![op])));
+    }
+    out.push(("record all".into(), record(all_ops_v7())));
+    out.push((
+        "value BucketConfig".into(),
+        crate::apply::enc(&sample_bucket_config()).unwrap(),
     ));
     out
 }

@@ -1,7 +1,7 @@
-//! Formats 1 to 6 are frozen: format 1's types encode, byte for byte, what the build of
+//! Formats 1 to 7 are frozen: format 1's types encode, byte for byte, what the build of
 //! 2026-11-30 wrote for the same values (`v1.golden`: `samples.rs` compiled against commit
 //! c8a8f6c printed them), format 2's to 5's what the builds that introduced them wrote
-//! (`v2.golden` to `v6.golden`), and all read back into the same live values. Refusals of newer
+//! (`v2.golden` to `v7.golden`), and all read back into the same live values. Refusals of newer
 //! formats, and what adding a field later looks like.
 
 use super::*;
@@ -29,6 +29,11 @@ fn golden_v4() -> Vec<(String, Vec<u8>)> {
 /// `v6.golden` as (name, bytes).
 fn golden_v6() -> Vec<(String, Vec<u8>)> {
     parse_golden(include_str!("v6.golden"))
+}
+
+/// `v7.golden` as (name, bytes).
+fn golden_v7() -> Vec<(String, Vec<u8>)> {
+    parse_golden(include_str!("v7.golden"))
 }
 
 /// `v5.golden` as (name, bytes).
@@ -272,6 +277,51 @@ fn format_6_records_decode_into_the_live_ops() {
     );
 }
 
+#[test]
+fn this_build_writes_format_7_byte_for_byte() {
+    let golden = golden_v7();
+    assert!(!golden.is_empty());
+    for (name, bytes) in encoded_samples_v7() {
+        let want = golden
+            .iter()
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("{name} is not in v7.golden"));
+        assert_eq!(bytes, want.1, "{name} no longer encodes as format 7");
+    }
+}
+
+#[test]
+fn format_7_records_decode_into_the_live_ops() {
+    let bytes = |name: &str| {
+        golden_v7()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("{name} is not in v7.golden"))
+            .1
+    };
+    for (name, op) in sample_bucket_config_ops() {
+        let txns = crate::record::decode(1, 7, bytes(&format!("record {name}"))).unwrap();
+        assert_eq!(txns, vec![Transaction::new(vec![op])], "{name}");
+    }
+    let txns = crate::record::decode(1, 7, bytes("record all")).unwrap();
+    assert_eq!(txns, vec![Transaction::new(all_ops_v7())]);
+    assert_eq!(
+        dec::<crate::model::BucketConfig>(&bytes("value BucketConfig")).unwrap(),
+        sample_bucket_config()
+    );
+}
+
+/// Prints `v7.golden`'s lines; run once, by the build that introduced format 7, and
+/// never again (`cargo test -p eddy-catalog print_format_7 -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn print_format_7() {
+    for (name, bytes) in encoded_samples_v7() {
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        println!("{name} {hex}");
+    }
+}
+
 /// Prints `v6.golden`'s lines; run once, by the build that introduced format 6, and
 /// never again (`cargo test -p eddy-catalog print_format_6 -- --ignored --nocapture`).
 #[test]
@@ -402,27 +452,27 @@ fn format_1_values_decode_into_the_live_records() {
 
 #[test]
 fn newer_formats_are_refused_naming_both_versions() {
-    let err = crate::record::decode(9, 7, golden_bytes("record all")).unwrap_err();
+    let err = crate::record::decode(9, 8, golden_bytes("record all")).unwrap_err();
     assert!(
         matches!(
             &err,
             CatalogError::Storage(StorageError::Format {
-                found: 7,
-                newest: 6,
+                found: 8,
+                newest: 7,
                 ..
             })
         ),
         "{err}"
     );
     assert!(
-        err.to_string().contains("log record 9 is format 7"),
+        err.to_string().contains("log record 9 is format 8"),
         "{err}"
     );
     assert!(matches!(
-        check_store_format(7),
+        check_store_format(8),
         Err(CatalogError::Storage(StorageError::Format {
-            found: 7,
-            newest: 6,
+            found: 8,
+            newest: 7,
             ..
         }))
     ));
@@ -432,14 +482,16 @@ fn newer_formats_are_refused_naming_both_versions() {
     assert!(check_store_format(4).is_ok());
     assert!(check_store_format(5).is_ok());
     assert!(check_store_format(6).is_ok());
+    assert!(check_store_format(7).is_ok());
     assert!(matches!(
-        check_checkpoint_magic(b"EDDYCKP7"),
+        check_checkpoint_magic(b"EDDYCKP8"),
         Err(CatalogError::Storage(StorageError::Format {
-            found: 7,
-            newest: 6,
+            found: 8,
+            newest: 7,
             ..
         }))
     ));
+    assert!(check_checkpoint_magic(b"EDDYCKP7").is_ok());
     assert!(check_checkpoint_magic(b"EDDYCKP6").is_ok());
     assert!(check_checkpoint_magic(b"EDDYCKP5").is_ok());
     assert!(check_checkpoint_magic(b"EDDYCKP4").is_ok());

@@ -662,6 +662,7 @@ pub fn op_for_record(op: &txn::Op) -> Option<Op> {
         | L::PutQuotas { .. }
         | L::PutUser { .. }
         | L::PutPolicy { .. }
-        | L::PutBucketPolicy { .. } => return None,
+        | L::PutBucketPolicy { .. }
+        | L::PutBucketConfig { .. } => return None,
     })
 }
