@@ -154,6 +154,17 @@ pub struct ServeArgs {
     /// (`bucket.DOMAIN`), comma-separated; path style always works.
     #[arg(long, env = "EDDY_S3_DOMAIN", value_delimiter = ',')]
     pub s3_domain: Option<Vec<String>>,
+    /// Time between lifecycle passes, ms (default 60000).
+    #[arg(long, env = "EDDY_S3_LIFECYCLE_INTERVAL_MS")]
+    pub s3_lifecycle_interval_ms: Option<u64>,
+    /// The length of a lifecycle day, seconds (default 86400): rules' `Days` count in
+    /// these, and expiry times round up to a multiple of them. Shorter only for tests and
+    /// benchmarks.
+    #[arg(long, env = "EDDY_S3_LIFECYCLE_DAY_SECS")]
+    pub s3_lifecycle_day_secs: Option<u64>,
+    /// The most expirations one lifecycle pass commits (default 100000).
+    #[arg(long, env = "EDDY_S3_LIFECYCLE_MAX_ACTIONS")]
+    pub s3_lifecycle_max_actions: Option<usize>,
     /// Prefix of the `ce_type` of bucket notification records (default
     /// `vastdata.com:`, giving `vastdata.com:Element.ElementCreated`).
     #[arg(long, env = "EDDY_NOTIFY_CE_TYPE_PREFIX")]
@@ -203,6 +214,9 @@ pub struct FileConfig {
     kafka_sasl_session_lifetime_ms: Option<u64>,
     broker_bucket: Option<String>,
     s3_domain: Option<Vec<String>>,
+    s3_lifecycle_interval_ms: Option<u64>,
+    s3_lifecycle_day_secs: Option<u64>,
+    s3_lifecycle_max_actions: Option<usize>,
     checkpoint_mb: Option<u64>,
     scrub_interval_secs: Option<u64>,
     kafka_auto_create_topics: Option<bool>,
@@ -321,6 +335,8 @@ pub struct ServeConfig {
     pub broker_bucket: String,
     /// Domains for virtual-host-style S3 requests (none: path style only).
     pub s3_domains: Vec<String>,
+    /// How the lifecycle worker runs.
+    pub s3_lifecycle: s3gw::lifecycle::worker::Settings,
     /// S3 users; the first is the administrator.
     pub users: Vec<User>,
     /// Broker views besides the default one (`[[views]]`).
@@ -629,6 +645,25 @@ impl ServeArgs {
                 .clone()
                 .or(file.s3_domain)
                 .unwrap_or_default(),
+            s3_lifecycle: s3gw::lifecycle::worker::Settings {
+                interval: std::time::Duration::from_millis(
+                    self.s3_lifecycle_interval_ms
+                        .or(file.s3_lifecycle_interval_ms)
+                        .unwrap_or(60_000)
+                        .max(10),
+                ),
+                day_ms: self
+                    .s3_lifecycle_day_secs
+                    .or(file.s3_lifecycle_day_secs)
+                    .unwrap_or(86_400)
+                    .clamp(1, 86_400 * 365)
+                    .saturating_mul(1000) as i64,
+                max_actions: self
+                    .s3_lifecycle_max_actions
+                    .or(file.s3_lifecycle_max_actions)
+                    .unwrap_or(100_000)
+                    .max(1),
+            },
             users,
             views,
             default_credentials,

@@ -101,6 +101,12 @@ impl Metrics {
         notify.register(registry.sub_registry_with_prefix("notify"));
     }
 
+    /// Adds the lifecycle worker's metrics (prefix `eddy_s3_lifecycle`).
+    pub fn register_lifecycle(&self, lifecycle: &s3gw::lifecycle::worker::LifecycleMetrics) {
+        let mut registry = self.registry.lock().unwrap_or_else(|p| p.into_inner());
+        lifecycle.register(registry.sub_registry_with_prefix("s3_lifecycle"));
+    }
+
     /// Adds the topic tables' metrics.
     pub fn register_tables(&self, tables: &tables::TableMetrics) {
         let mut registry = self.registry.lock().unwrap_or_else(|p| p.into_inner());

@@ -1,12 +1,13 @@
 //! The S3 listener: hyper serving the s3s service of the `s3gw` crate (over TLS when
 //! given a certificate), with graceful shutdown (requests in flight finish) and
-//! per-status request counters.
+//! per-status request counters. CORS preflights are answered here, before s3s (which
+//! has no `OPTIONS`), and responses to requests with an `Origin` get the bucket's
+//! `Access-Control-*` headers.
 
 use std::sync::Arc;
 
 use hyper::Request;
 use hyper::body::Incoming;
-use s3s::service::S3Service;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -19,17 +20,20 @@ pub async fn serve(
     tls: Option<Arc<listener::tls::Tls>>,
     limits: listener::Limits,
     metrics: Arc<Metrics>,
-    service: S3Service,
+    front: s3gw::Front,
     shutdown: watch::Receiver<bool>,
 ) {
+    let s3gw::Front { service, cors } = front;
     let counts = metrics.clone();
     let secure = s3gw::authz::SecureTransport(tls.is_some());
     let per_connection = move |peer| {
         let service = service.clone();
         let metrics = counts.clone();
+        let cors = cors.clone();
         hyper::service::service_fn(move |mut req: Request<Incoming>| {
             let service = service.clone();
             let metrics = metrics.clone();
+            let cors = cors.clone();
             async move {
                 // The id goes into the response header and, through the extensions, into
                 // the request's event records.
@@ -38,7 +42,23 @@ pub async fn serve(
                 req.extensions_mut().insert(s3gw::ClientAddr(peer));
                 req.extensions_mut().insert(secure);
                 req.extensions_mut().insert(id);
-                let mut r = hyper::service::Service::call(&service, req).await;
+                let origin = req
+                    .headers()
+                    .get(hyper::header::ORIGIN)
+                    .and_then(|o| o.to_str().ok())
+                    .map(str::to_owned);
+                let cors_bucket = origin.as_ref().and_then(|_| cors.bucket_of(&req));
+                let method = req.method().clone();
+                let mut r = if s3gw::cors::is_preflight(&req) {
+                    Ok(cors.preflight(&req))
+                } else {
+                    hyper::service::Service::call(&service, req).await
+                };
+                if let (Ok(resp), Some(o), Some(b)) = (r.as_mut(), &origin, &cors_bucket)
+                    && method != hyper::Method::OPTIONS
+                {
+                    cors.decorate(b, o, &method, resp.headers_mut());
+                }
                 if let (Ok(resp), Some(h)) = (r.as_mut(), header) {
                     // A 304 has no body, so no error document and no type for one.
                     if resp.status() == hyper::StatusCode::NOT_MODIFIED {

@@ -163,13 +163,12 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         ce_type_prefix: config.notify_ce_type_prefix.clone(),
     }));
     metrics.register_notify(notifier.metrics());
-    let s3_service = s3gw::service(
-        catalog.clone(),
-        directory.clone(),
-        &config.s3_domains,
-        notifier,
-    )
-    .map_err(anyhow::Error::msg)?;
+    let gateway = s3gw::Gateway::with_notifier(catalog.clone(), directory.clone(), notifier)
+        .with_lifecycle_day_ms(config.s3_lifecycle.day_ms);
+    let s3_service =
+        s3gw::service(gateway.clone(), &config.s3_domains).map_err(anyhow::Error::msg)?;
+    let lifecycle_metrics = Arc::new(s3gw::lifecycle::worker::LifecycleMetrics::default());
+    metrics.register_lifecycle(&lifecycle_metrics);
     let limits = listener::Limits {
         max_connections: config.max_connections,
         idle_timeout: config.idle_timeout,
@@ -310,6 +309,12 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         Duration::from_secs(config.storage.scrub_interval_secs),
         stop_rx.clone(),
     );
+    let lifecycle = background.spawn(s3gw::lifecycle::worker::run(
+        gateway,
+        config.s3_lifecycle,
+        lifecycle_metrics,
+        stop_rx.clone(),
+    ));
     // Not awaited at shutdown: what a stopped collection leaves is collected next start.
     drop(background.spawn(collect_orphans(catalog.clone())));
     println!(
@@ -330,6 +335,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let _ = stop_tx.send(true);
     while tasks.join_next().await.is_some() {}
     let _ = scrub.await;
+    let _ = lifecycle.await;
     let _ = sealing.await;
     for s in view_sealing {
         let _ = s.await;

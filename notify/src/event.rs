@@ -23,6 +23,11 @@ pub enum EventKind {
     TaggingPut,
     /// A version's tags were removed.
     TaggingDelete,
+    /// A lifecycle rule removed a version permanently.
+    LifecycleDelete,
+    /// A lifecycle rule expired a current version with a delete marker (versioned or
+    /// suspended bucket).
+    LifecycleDeleteMarkerCreated,
 }
 
 /// The element event family of a kind (the suffix of `ce_type`).
@@ -52,7 +57,7 @@ impl Element {
 
 impl EventKind {
     /// Every kind, in bit order.
-    pub const ALL: [EventKind; 8] = [
+    pub const ALL: [EventKind; 10] = [
         EventKind::Put,
         EventKind::Post,
         EventKind::Copy,
@@ -61,9 +66,11 @@ impl EventKind {
         EventKind::DeleteMarkerCreated,
         EventKind::TaggingPut,
         EventKind::TaggingDelete,
+        EventKind::LifecycleDelete,
+        EventKind::LifecycleDeleteMarkerCreated,
     ];
 
-    fn bit(self) -> u8 {
+    fn bit(self) -> u16 {
         1 << (self as u8)
     }
 
@@ -78,6 +85,8 @@ impl EventKind {
             EventKind::DeleteMarkerCreated => "ObjectRemoved:DeleteMarkerCreated",
             EventKind::TaggingPut => "ObjectTagging:Put",
             EventKind::TaggingDelete => "ObjectTagging:Delete",
+            EventKind::LifecycleDelete => "LifecycleExpiration:Delete",
+            EventKind::LifecycleDeleteMarkerCreated => "LifecycleExpiration:DeleteMarkerCreated",
         }
     }
 
@@ -92,6 +101,8 @@ impl EventKind {
             EventKind::CompleteMultipartUpload => "s3:ObjectCreated:CompleteMultipartUpload",
             EventKind::Delete => "s3:ObjectRemoved:Delete",
             EventKind::DeleteMarkerCreated => "s3:ObjectRemoved:DeleteMarkerCreated",
+            EventKind::LifecycleDelete => "s3:LifecycleExpiration:Delete",
+            EventKind::LifecycleDeleteMarkerCreated => "s3:LifecycleExpiration:DeleteMarkerCreated",
         }
     }
 
@@ -102,7 +113,10 @@ impl EventKind {
             | EventKind::Post
             | EventKind::Copy
             | EventKind::CompleteMultipartUpload => Element::Created,
-            EventKind::Delete | EventKind::DeleteMarkerCreated => Element::Deleted,
+            EventKind::Delete
+            | EventKind::DeleteMarkerCreated
+            | EventKind::LifecycleDelete
+            | EventKind::LifecycleDeleteMarkerCreated => Element::Deleted,
             EventKind::TaggingPut => Element::TagCreated,
             EventKind::TaggingDelete => Element::TagDeleted,
         }
@@ -111,7 +125,7 @@ impl EventKind {
 
 /// A set of event kinds, as selected by a configuration's `Event` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct EventSet(u8);
+pub struct EventSet(u16);
 
 impl EventSet {
     /// Whether `kind` is in the set.
@@ -129,7 +143,8 @@ impl EventSet {
     }
 
     /// Adds the kinds an S3 event name selects: `s3:ObjectCreated:*` and its members,
-    /// `s3:ObjectRemoved:*` and its members, `s3:ObjectTagging:*` and its members, and
+    /// `s3:ObjectRemoved:*` and its members, `s3:ObjectTagging:*` and its members,
+    /// `s3:LifecycleExpiration:*` and its members, and
     /// MinIO's `s3:ObjectCreated:PutTagging` / `DeleteTagging` for the tagging kinds.
     pub fn add_name(&mut self, name: &str) -> Result<(), ConfigError> {
         use EventKind::*;
@@ -137,6 +152,9 @@ impl EventSet {
             "s3:ObjectCreated:*" => Self::of(&[Put, Post, Copy, CompleteMultipartUpload]),
             "s3:ObjectRemoved:*" => Self::of(&[Delete, DeleteMarkerCreated]),
             "s3:ObjectTagging:*" => Self::of(&[TaggingPut, TaggingDelete]),
+            "s3:LifecycleExpiration:*" => {
+                Self::of(&[LifecycleDelete, LifecycleDeleteMarkerCreated])
+            }
             "s3:ObjectCreated:PutTagging" => Self::of(&[TaggingPut]),
             "s3:ObjectCreated:DeleteTagging" => Self::of(&[TaggingDelete]),
             other => match EventKind::ALL

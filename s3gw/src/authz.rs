@@ -54,6 +54,10 @@ pub fn action(op: &str, versioned: bool) -> String {
         "PutBucketNotificationConfiguration" => "PutBucketNotification",
         "DeleteBucketTagging" => "PutBucketTagging",
         "GetBucketPolicyStatus" => "GetBucketPolicyStatus",
+        "GetBucketLifecycleConfiguration" => "GetLifecycleConfiguration",
+        "PutBucketLifecycleConfiguration" | "DeleteBucketLifecycle" => "PutLifecycleConfiguration",
+        "GetBucketCors" => "GetBucketCORS",
+        "PutBucketCors" | "DeleteBucketCors" => "PutBucketCORS",
         other => other,
     };
     format!("s3:{name}")

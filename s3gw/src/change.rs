@@ -110,10 +110,22 @@ impl<'a> Change<'a> {
     }
 
     /// Removes one version permanently.
-    pub fn delete_version(mut self, bucket: &'a BucketRecord, key: &str, version_id: &str) -> Self {
+    pub fn delete_version(self, bucket: &'a BucketRecord, key: &str, version_id: &str) -> Self {
+        self.delete_version_as(Event::Delete, bucket, key, version_id)
+    }
+
+    /// Removes one version permanently, raising `event` (a lifecycle expiration is not a
+    /// client's delete).
+    pub fn delete_version_as(
+        mut self,
+        event: Event,
+        bucket: &'a BucketRecord,
+        key: &str,
+        version_id: &str,
+    ) -> Self {
         self.bucket = Some(bucket);
         self.events.push(Pending {
-            event: Event::Delete,
+            event,
             key: key.into(),
             size: None,
             etag: None,

@@ -26,7 +26,8 @@ struct Deleted {
     delete_marker: bool,
 }
 
-fn marker(version_id: String) -> ObjectVersion {
+/// A delete marker made now.
+pub(crate) fn marker(version_id: String) -> ObjectVersion {
     ObjectVersion {
         version_id,
         delete_marker: true,

@@ -301,6 +301,20 @@ macro_rules! select {
     };
 }
 
+/// The `x-amz-expiration` of a GET or HEAD: for the current version (no `versionId`
+/// asked for), when a lifecycle rule expires it.
+fn current_expiration(
+    gw: &Gateway,
+    bucket: &str,
+    current: bool,
+    key: &str,
+    v: &ObjectVersion,
+) -> Option<String> {
+    current
+        .then(|| crate::lifecycle::expiration(gw, bucket, key, v.size, &v.tags, v.last_modified_ms))
+        .flatten()
+}
+
 /// GetObject.
 pub async fn get_object(
     gw: &Gateway,
@@ -323,7 +337,9 @@ pub async fn get_object(
         f,
     } = select!(gw, &b, i)?;
     let body = response_body(gw.catalog().blobs(), &v.data, start, end).await?;
+    let expiration = current_expiration(gw, &b.name, i.version_id.is_none(), i.key.as_str(), &v);
     Ok(S3Response::new(GetObjectOutput {
+        expiration,
         body: Some(body),
         accept_ranges: Some("bytes".into()),
         content_length: Some((end - start) as i64),
@@ -371,7 +387,9 @@ pub async fn head_object(
         h,
         f,
     } = select!(gw, &b, i)?;
+    let expiration = current_expiration(gw, &b.name, i.version_id.is_none(), i.key.as_str(), &v);
     Ok(S3Response::new(HeadObjectOutput {
+        expiration,
         accept_ranges: Some("bytes".into()),
         content_length: Some((end - start) as i64),
         content_range,

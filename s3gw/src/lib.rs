@@ -13,6 +13,10 @@
 //! - [`bucket_policy`]: Put, Get and DeleteBucketPolicy
 //! - [`attributes`]: object attributes without the body (GetObjectAttributes)
 //! - [`acl`]: canned bucket ACLs (private, public-read) as bucket policy statements
+//! - [`lifecycle`]: lifecycle configurations, the `x-amz-expiration` header and the
+//!   worker that expires what the rules say
+//! - [`cors`]: CORS configurations, preflight answers and `Access-Control-*` headers
+//! - [`bucket_config`]: how those two configurations are kept in the catalog
 //! - [`change`]: the one place where an object change's catalog transaction is built
 //! - [`error`]: catalog and storage errors as S3 error codes
 //!
@@ -27,13 +31,16 @@ pub mod attributes;
 pub mod authz;
 pub mod body;
 pub mod bucket;
+pub mod bucket_config;
 pub mod bucket_policy;
 pub mod change;
 pub mod checksum;
 pub mod copy;
+pub mod cors;
 pub mod delete;
 pub mod error;
 pub mod get;
+pub mod lifecycle;
 pub mod list;
 pub mod multipart;
 pub mod notification;
@@ -87,6 +94,8 @@ pub struct Gateway {
     catalog: Arc<dyn Catalog>,
     directory: Arc<iam::Directory>,
     notifier: Arc<Notifier>,
+    /// The length of a lifecycle day, ms.
+    lifecycle_day_ms: i64,
 }
 
 impl Gateway {
@@ -106,7 +115,20 @@ impl Gateway {
             catalog,
             directory,
             notifier,
+            lifecycle_day_ms: 86_400_000,
         }
+    }
+
+    /// The gateway with lifecycle days of `day_ms` (86,400,000 unless a test or benchmark
+    /// wants days of seconds).
+    pub fn with_lifecycle_day_ms(mut self, day_ms: i64) -> Self {
+        self.lifecycle_day_ms = day_ms.max(1);
+        self
+    }
+
+    /// The length of a lifecycle day, ms.
+    pub fn lifecycle_day_ms(&self) -> i64 {
+        self.lifecycle_day_ms
     }
 
     /// The users and policies.
@@ -199,24 +221,30 @@ impl S3Auth for Users {
     }
 }
 
-/// The s3s service: authentication against the directory's users, authorization by
-/// their policies and the buckets' ([`authz`]), and the operations of [`Gateway`], whose
-/// object changes raise events through `notifier`. With `domains`, requests to
-/// `bucket.DOMAIN` are virtual-host style; path style always works.
-pub fn service(
-    catalog: Arc<dyn Catalog>,
-    directory: Arc<iam::Directory>,
-    domains: &[String],
-    notifier: Arc<Notifier>,
-) -> Result<S3Service, String> {
-    let gateway = Gateway::with_notifier(catalog, directory.clone(), notifier);
+/// What the S3 listener serves: the s3s service, and the CORS answers and headers that
+/// wrap it.
+pub struct Front {
+    /// The s3s service.
+    pub service: S3Service,
+    /// Preflights and `Access-Control-*` headers.
+    pub cors: cors::Cors,
+}
+
+/// The s3s service over `gateway`: authentication against the directory's users,
+/// authorization by their policies and the buckets' ([`authz`]), and the operations of
+/// [`Gateway`]. With `domains`, requests to `bucket.DOMAIN` are virtual-host style; path
+/// style always works.
+pub fn service(gateway: Gateway, domains: &[String]) -> Result<Front, String> {
     let mut b = S3ServiceBuilder::new(gateway.clone());
-    b.set_auth(Users(directory));
-    b.set_access(Access(gateway));
+    b.set_auth(Users(gateway.directory.clone()));
+    b.set_access(Access(gateway.clone()));
     if !domains.is_empty() {
         b.set_host(Domains::new(domains)?);
     }
-    Ok(b.build())
+    Ok(Front {
+        service: b.build(),
+        cors: cors::Cors::new(gateway, domains),
+    })
 }
 
 /// The longest a SigV4 presigned URL may be valid, as AWS allows: 7 days.
@@ -521,6 +549,42 @@ impl S3 for Gateway {
         req: S3Request<DeleteBucketPolicyInput>,
     ) -> S3Result<S3Response<DeleteBucketPolicyOutput>> {
         bucket_policy::delete_bucket_policy(self, req).await
+    }
+    async fn put_bucket_lifecycle_configuration(
+        &self,
+        req: S3Request<PutBucketLifecycleConfigurationInput>,
+    ) -> S3Result<S3Response<PutBucketLifecycleConfigurationOutput>> {
+        lifecycle::put_bucket_lifecycle_configuration(self, req).await
+    }
+    async fn get_bucket_lifecycle_configuration(
+        &self,
+        req: S3Request<GetBucketLifecycleConfigurationInput>,
+    ) -> S3Result<S3Response<GetBucketLifecycleConfigurationOutput>> {
+        lifecycle::get_bucket_lifecycle_configuration(self, req).await
+    }
+    async fn delete_bucket_lifecycle(
+        &self,
+        req: S3Request<DeleteBucketLifecycleInput>,
+    ) -> S3Result<S3Response<DeleteBucketLifecycleOutput>> {
+        lifecycle::delete_bucket_lifecycle(self, req).await
+    }
+    async fn put_bucket_cors(
+        &self,
+        req: S3Request<PutBucketCorsInput>,
+    ) -> S3Result<S3Response<PutBucketCorsOutput>> {
+        cors::put_bucket_cors(self, req).await
+    }
+    async fn get_bucket_cors(
+        &self,
+        req: S3Request<GetBucketCorsInput>,
+    ) -> S3Result<S3Response<GetBucketCorsOutput>> {
+        cors::get_bucket_cors(self, req).await
+    }
+    async fn delete_bucket_cors(
+        &self,
+        req: S3Request<DeleteBucketCorsInput>,
+    ) -> S3Result<S3Response<DeleteBucketCorsOutput>> {
+        cors::delete_bucket_cors(self, req).await
     }
     async fn list_buckets(
         &self,

@@ -115,6 +115,14 @@ pub async fn put_object(
         checksums: got.checksums.clone(),
         parts: Vec::new(),
     };
+    let expiration = crate::lifecycle::expiration(
+        gw,
+        &b.name,
+        &key,
+        version.size,
+        &version.tags,
+        version.last_modified_ms,
+    );
     let mut change = Change::new().by(requester);
     if let Some(c) = &input.if_none_match
         && c.is_any()
@@ -131,6 +139,7 @@ pub async fn put_object(
         .await?;
     let f = fields(&got.checksums);
     Ok(S3Response::new(PutObjectOutput {
+        expiration,
         e_tag: Some(etag(&got.md5_hex)),
         version_id: versioning::written_version(&b, &version_id),
         checksum_crc32: f.crc32,

@@ -1,0 +1,84 @@
+//! Bucket lifecycle: PutBucketLifecycleConfiguration (validated as AWS validates it, kept
+//! in the catalog as its S3 XML), GetBucketLifecycleConfiguration,
+//! DeleteBucketLifecycle, the `x-amz-expiration` header of GET, HEAD and PUT, and the
+//! background [`worker`] that applies the rules.
+
+pub mod rules;
+pub mod worker;
+
+use std::collections::BTreeMap;
+
+use catalog::BucketConfigKind;
+use s3s::dto::*;
+use s3s::{S3Request, S3Response, S3Result, s3_error};
+
+use crate::{Gateway, bucket_config};
+use rules::Rules;
+
+/// PutBucketLifecycleConfiguration.
+pub async fn put_bucket_lifecycle_configuration(
+    gw: &Gateway,
+    req: S3Request<PutBucketLifecycleConfigurationInput>,
+) -> S3Result<S3Response<PutBucketLifecycleConfigurationOutput>> {
+    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let config = req
+        .input
+        .lifecycle_configuration
+        .ok_or_else(|| s3_error!(MalformedXML, "The lifecycle configuration is missing"))?;
+    let (_, stored) = Rules::validate(config)?;
+    let document = bucket_config::to_xml(&stored)?;
+    bucket_config::put(gw, &b.name, BucketConfigKind::Lifecycle, Some(document)).await?;
+    Ok(S3Response::new(
+        PutBucketLifecycleConfigurationOutput::default(),
+    ))
+}
+
+/// GetBucketLifecycleConfiguration: the rules as they were put (with the ids made up for
+/// rules that had none).
+pub async fn get_bucket_lifecycle_configuration(
+    gw: &Gateway,
+    req: S3Request<GetBucketLifecycleConfigurationInput>,
+) -> S3Result<S3Response<GetBucketLifecycleConfigurationOutput>> {
+    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let config: BucketLifecycleConfiguration =
+        bucket_config::get(gw, &b.name, BucketConfigKind::Lifecycle)?.ok_or_else(|| {
+            s3_error!(
+                NoSuchLifecycleConfiguration,
+                "The lifecycle configuration does not exist"
+            )
+        })?;
+    Ok(S3Response::new(GetBucketLifecycleConfigurationOutput {
+        rules: Some(config.rules),
+        transition_default_minimum_object_size: None,
+    }))
+}
+
+/// DeleteBucketLifecycle (204 whether or not there was one, as AWS answers).
+pub async fn delete_bucket_lifecycle(
+    gw: &Gateway,
+    req: S3Request<DeleteBucketLifecycleInput>,
+) -> S3Result<S3Response<DeleteBucketLifecycleOutput>> {
+    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    bucket_config::put(gw, &b.name, BucketConfigKind::Lifecycle, None).await?;
+    Ok(S3Response::with_status(
+        DeleteBucketLifecycleOutput::default(),
+        http::StatusCode::NO_CONTENT,
+    ))
+}
+
+/// The `x-amz-expiration` value for a current version of `bucket`, when a rule expires it.
+pub fn expiration(
+    gw: &Gateway,
+    bucket: &str,
+    key: &str,
+    size: u64,
+    tags: &BTreeMap<String, String>,
+    last_modified_ms: i64,
+) -> Option<String> {
+    let config: BucketLifecycleConfiguration =
+        bucket_config::get(gw, bucket, BucketConfigKind::Lifecycle).ok()??;
+    let rules = Rules::from_stored(config).ok()?;
+    let (at, id) =
+        rules.current_expiry(key, size, tags, last_modified_ms, gw.lifecycle_day_ms())?;
+    Some(rules::expiration_header(at, id))
+}
