@@ -1254,3 +1254,59 @@ async fn views_keep_topics_and_group_offsets_apart() {
         other => panic!("{other:?}"),
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bucket_configurations_need_their_bucket_survive_checkpoints_and_go_with_it() {
+    use catalog::BucketConfigKind::{Cors, Lifecycle};
+    let put = |bucket: &str, kind, doc: Option<&str>| Op::PutBucketConfig {
+        bucket: bucket.into(),
+        kind,
+        document: doc.map(str::to_owned),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let c = open(dir.path());
+    assert!(matches!(
+        commit(&c, vec![put("nope", Lifecycle, Some("<L/>"))]).await,
+        Err(CatalogError::NoSuchBucket(_))
+    ));
+    commit(&c, vec![bucket("a"), bucket("ab")]).await.unwrap();
+    commit(
+        &c,
+        vec![
+            put("a", Lifecycle, Some("<L>a</L>")),
+            put("a", Cors, Some("<C>a</C>")),
+            put("ab", Lifecycle, Some("<L>ab</L>")),
+        ],
+    )
+    .await
+    .unwrap();
+    c.checkpoint().unwrap();
+    // Replaced and removed after the checkpoint: the log carries these.
+    commit(&c, vec![put("ab", Lifecycle, Some("<L>ab2</L>"))])
+        .await
+        .unwrap();
+    commit(&c, vec![put("a", Cors, None)]).await.unwrap();
+    c.shutdown();
+    drop(c);
+    // Rebuilt from the checkpoint and the log, the store says the same.
+    std::fs::remove_dir_all(dir.path().join("drive-0")).unwrap();
+    let c = open(dir.path());
+    let doc = |b: &str, k| c.bucket_config(b, k).unwrap().map(|c| c.document);
+    assert_eq!(doc("a", Lifecycle).as_deref(), Some("<L>a</L>"));
+    assert_eq!(doc("a", Cors), None);
+    assert_eq!(doc("ab", Lifecycle).as_deref(), Some("<L>ab2</L>"));
+    let all: Vec<String> = c
+        .bucket_configs(Lifecycle)
+        .unwrap()
+        .into_iter()
+        .map(|c| c.bucket)
+        .collect();
+    assert_eq!(all, ["a", "ab"]);
+    // A bucket takes its configurations with it (and a new one of the name has none).
+    commit(&c, vec![Op::DeleteBucket { name: "a".into() }])
+        .await
+        .unwrap();
+    commit(&c, vec![bucket("a")]).await.unwrap();
+    assert_eq!(doc("a", Lifecycle), None);
+    assert_eq!(doc("ab", Lifecycle).as_deref(), Some("<L>ab2</L>"));
+}
