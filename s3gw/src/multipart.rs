@@ -246,7 +246,10 @@ pub async fn complete_multipart_upload(
     let b = gw.bucket_for(&req, &req.input.bucket)?;
     let requester = gw.requester(&req);
     let i = req.input;
-    let upload = upload_of(gw, &b.name, &i.key, &i.upload_id)?;
+    let upload = match upload_of(gw, &b.name, &i.key, &i.upload_id) {
+        Ok(u) => u,
+        Err(e) => return already_completed(gw, &b, &i).ok_or(e),
+    };
     let requested = i
         .multipart_upload
         .as_ref()
@@ -302,21 +305,7 @@ pub async fn complete_multipart_upload(
             small.part_number
         ));
     }
-    let mut md5s = Vec::with_capacity(chosen.len() * 16);
-    for p in &chosen {
-        let raw = (0..p.etag.len() / 2)
-            .map(|j| {
-                u8::from_str_radix(p.etag.get(2 * j..2 * j + 2).unwrap_or("00"), 16).unwrap_or(0)
-            })
-            .collect::<Vec<u8>>();
-        md5s.extend(raw);
-    }
-    use s3s::crypto::Checksum as _;
-    let etag_value = format!(
-        "{}-{}",
-        hex(&s3s::crypto::Md5::checksum(&md5s)),
-        chosen.len()
-    );
+    let etag_value = multipart_etag(chosen.iter().map(|p| p.etag.as_str()));
     let mut checksums = std::collections::BTreeMap::new();
     if let Some(alg) = &upload.checksum_algorithm {
         let value = if upload.checksum_type.as_deref() == Some(ChecksumType::FULL_OBJECT) {
@@ -392,6 +381,60 @@ pub async fn complete_multipart_upload(
         e_tag: Some(etag(&etag_value)),
         location: Some(format!("/{}/{}", b.name, i.key)),
         version_id: versioning::written_version(&b, &version_id),
+        checksum_crc32: f.crc32,
+        checksum_crc32c: f.crc32c,
+        checksum_crc64nvme: f.crc64nvme,
+        checksum_sha1: f.sha1,
+        checksum_sha256: f.sha256,
+        checksum_type: f.kind,
+        ..Default::default()
+    }))
+}
+
+/// The ETag of a multipart object: the MD5 of its parts' MD5s (their ETags' bytes), then
+/// `-` and the number of parts.
+fn multipart_etag<'a>(part_etags: impl ExactSizeIterator<Item = &'a str>) -> String {
+    use s3s::crypto::Checksum as _;
+    let n = part_etags.len();
+    let mut md5s = Vec::with_capacity(n * 16);
+    for etag in part_etags {
+        md5s.extend((0..etag.len() / 2).map(|j| {
+            u8::from_str_radix(etag.get(2 * j..2 * j + 2).unwrap_or("00"), 16).unwrap_or(0)
+        }));
+    }
+    format!("{}-{n}", hex(&s3s::crypto::Md5::checksum(&md5s)))
+}
+
+/// The answer to a CompleteMultipartUpload retried after it succeeded (its response was
+/// lost, say): AWS answers 200 with the object's ETag again. The upload is gone, so the
+/// object it made is recognized by its ETag, which the request's part ETags determine;
+/// `None` (the caller answers `NoSuchUpload`) unless the key's current object is exactly
+/// that one.
+fn already_completed(
+    gw: &Gateway,
+    b: &catalog::BucketRecord,
+    i: &CompleteMultipartUploadInput,
+) -> Option<S3Response<CompleteMultipartUploadOutput>> {
+    let parts = i.multipart_upload.as_ref()?.parts.as_ref()?;
+    let etags: Vec<String> = parts
+        .iter()
+        .map(|p| Some(p.e_tag.as_ref()?.value().trim_matches('"').to_owned()))
+        .collect::<Option<_>>()?;
+    if etags.is_empty() {
+        return None;
+    }
+    let want = multipart_etag(etags.iter().map(String::as_str));
+    let v = gw.catalog().object(&b.name, &i.key).ok()??;
+    if v.etag != want || v.parts.len() != etags.len() {
+        return None;
+    }
+    let f = fields(&v.checksums);
+    Some(S3Response::new(CompleteMultipartUploadOutput {
+        bucket: Some(b.name.clone()),
+        key: Some(i.key.clone()),
+        e_tag: Some(etag(&v.etag)),
+        location: Some(format!("/{}/{}", b.name, i.key)),
+        version_id: versioning::written_version(b, &v.version_id),
         checksum_crc32: f.crc32,
         checksum_crc32c: f.crc32c,
         checksum_crc64nvme: f.crc64nvme,

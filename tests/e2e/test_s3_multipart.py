@@ -93,6 +93,14 @@ def test_completion_rules(s3):
                                         MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": small}]})
     assert done["ETag"] == multipart_etag([b"a" * 100])
     assert s3.get_object(Bucket=b, Key="k")["Body"].read() == b"a" * 100
+    # The same completion retried (its answer was lost) gets the same answer, as on AWS;
+    # other parts, or once the object was replaced, the upload is gone.
+    again = s3.complete_multipart_upload(Bucket=b, Key="k", UploadId=uid,
+                                         MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": small}]})
+    assert again["ETag"] == done["ETag"]
+    assert complete([{"PartNumber": 1, "ETag": last}]) == "NoSuchUpload"
+    s3.put_object(Bucket=b, Key="k", Body=b"replaced")
+    assert complete([{"PartNumber": 1, "ETag": small}]) == "NoSuchUpload"
 
 
 def test_abort_frees_parts(eddy, s3):
