@@ -6,7 +6,11 @@ and (fixtures of format 2 on) a topic the earlier build compacted before its che
 after it, and (format 3 on) a topic whose JSON values the earlier build expanded into a
 target table, which reads back row for row and goes on expanding new records, and
 (format 4 on) committed and aborted transactions, read back at both isolation levels
-with the offsets they committed. Then the
+with the offsets they committed, and (format 6 on) users, identity policies and bucket
+policies: each user's S3 secret and SCRAM password still work, the requests and topics
+the policies allow pass and the ones they deny get AccessDenied and
+TOPIC_AUTHORIZATION_FAILED, anonymous GETs reach exactly the prefix the bucket policy
+opens, and the admin API lists the users and policies as they were left. Then the
 store takes writes, and a restart reads old and new data together; a transactional
 producer commits and aborts on an upgraded data dir. A data dir of a newer format is
 refused with both versions named, and left as it was."""
@@ -17,16 +21,18 @@ import json
 import shutil
 import subprocess
 import time
+import urllib.error
 import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 from pyiceberg.catalog.rest import RestCatalog
 
 import s3util
-from conftest import ROOT, eddy_bin, javac, metric, new_eddy, read_to_end
+from conftest import ROOT, eddy_bin, free_port, javac, metric, new_eddy, read_to_end
 from test_expansion import admin, jsonable_value
 
 FIXTURES = sorted((ROOT / "tests" / "fixtures").glob("format-*/manifest.json"))
@@ -47,6 +53,9 @@ def open_fixture(tmp_path, manifest_path, drop_store):
     embedded store file is removed first, so the catalog is rebuilt from the fixture's
     checkpoint and log."""
     eddy = new_eddy(tmp_path, extra_args=["--kafka-compaction-check-interval-ms", "100"])
+    if "iam" in json.loads(manifest_path.read_text()):
+        # A SASL listener beside the plaintext one, for the fixture's users (check_iam).
+        with_sasl_listener(eddy)
     shutil.copytree(manifest_path.parent / "data", eddy.data_dir, symlinks=True)
     if drop_store:
         stores = list(eddy.data_dir.glob("drive-*/catalog/catalog.redb"))
@@ -188,6 +197,145 @@ def check_quotas(eddy, manifest):
     got = sorted((json.loads(line) for line in p.stdout.splitlines()),
                  key=lambda d: json.dumps(d["entity"], sort_keys=True))
     assert got == manifest["quotas"]
+
+
+def with_sasl_listener(eddy):
+    """Adds a SASL_PLAINTEXT Kafka listener (at `eddy.sasl_port`) to a server not yet
+    started."""
+    eddy.sasl_port = free_port()
+    eddy.kafka_listeners = [*eddy.kafka_listeners, f"SASL_PLAINTEXT://127.0.0.1:{eddy.sasl_port}"]
+    return eddy
+
+
+def sasl_conf(eddy, user, password, mechanism):
+    return {"bootstrap.servers": f"127.0.0.1:{eddy.sasl_port}", "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password}
+
+
+def kafka_error(e):
+    return {"error": e.name()}
+
+
+def kafka_read(conf, topic):
+    """Reads partition 0 of `topic` from offset 0 to its end as `conf`'s user: the values,
+    or the error (an authentication failure included)."""
+    errors = []
+    c = Consumer({**conf, "group.id": f"iam-reader-{time.time_ns()}", "enable.auto.commit": False,
+                  "enable.partition.eof": True, "error_cb": errors.append, "log_level": 0})
+    try:
+        c.assign([TopicPartition(topic, 0, 0)])
+        values = []
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            auth = [e for e in errors if e.code() == KafkaError._AUTHENTICATION]
+            if auth:
+                return kafka_error(auth[0])
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error() is not None:
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    return {"values": values}
+                return kafka_error(m.error())
+            values.append(m.value().decode())
+        raise AssertionError(f"{topic}: neither its end nor an error: {errors}")
+    finally:
+        c.close()
+
+
+def kafka_write(conf, topic):
+    """Produces one record to `topic` as `conf`'s user: ok, or the error."""
+    errors, delivered = [], []
+    p = Producer({**conf, "message.timeout.ms": 8000, "error_cb": errors.append, "log_level": 0})
+    p.produce(topic, value=b"from check_iam", partition=0,
+              on_delivery=lambda err, msg: delivered.append(err))
+    p.flush(20)
+    auth = [e for e in errors if e.code() == KafkaError._AUTHENTICATION]
+    if auth:
+        return kafka_error(auth[0])
+    assert delivered, f"{topic}: no delivery report: {errors}"
+    return {"ok": True} if delivered[0] is None else kafka_error(delivered[0])
+
+
+def unsigned_get(eddy, bucket, key):
+    """An anonymous GET (no credentials, plain urllib): the body's md5, or the S3 error code."""
+    url = f"{eddy.s3_url}/{bucket}/{urllib.parse.quote(key)}"
+    try:
+        with urllib.request.urlopen(url, timeout=20) as r:
+            return {"md5": md5(r.read())}
+    except urllib.error.HTTPError as e:
+        raw = e.read().decode(errors="replace")
+        code = raw.split("<Code>", 1)[1].split("</Code>", 1)[0] if "<Code>" in raw else str(e.code)
+        return {"error": code, "status": e.code}
+
+
+def iam_request(eddy, users, r):
+    """Makes one request of an `iam` section's `requests` as its user, with real clients:
+    boto3 with the user's S3 keys, confluent-kafka over SASL with the user's password and
+    mechanism, or urllib unsigned (`user` null). Returns what the client saw: the data
+    read (`md5`, `keys`, `values`), `ok`, or `error` (the S3 error code or the Kafka
+    error's name)."""
+    if r["api"] == "kafka":
+        conf = sasl_conf(eddy, r["user"], r.get("password") or users[r["user"]]["kafka_password"],
+                         r["mechanism"])
+        return kafka_read(conf, r["topic"]) if r["op"] == "read" else kafka_write(conf, r["topic"])
+    if r["user"] is None:
+        assert r["op"] == "get", r
+        return unsigned_get(eddy, r["bucket"], r["key"])
+    s3 = s3util.client(eddy, r["user"], r.get("s3_secret") or users[r["user"]]["s3_secret"])
+    try:
+        if r["op"] == "get":
+            return {"md5": md5(s3.get_object(Bucket=r["bucket"], Key=r["key"])["Body"].read())}
+        if r["op"] == "put":
+            s3.put_object(Bucket=r["bucket"], Key=r["key"], Body=f"put by {r['user']}".encode())
+            return {"ok": True}
+        if r["op"] == "delete":
+            s3.delete_object(Bucket=r["bucket"], Key=r["key"])
+            return {"ok": True}
+        if r["op"] == "list":
+            got = s3.list_objects_v2(Bucket=r["bucket"], Prefix=r["prefix"])
+            return {"keys": [o["Key"] for o in got.get("Contents", [])]}
+    except s3util.ClientError as e:
+        return {"error": e.response["Error"]["Code"]}
+    raise ValueError(r)
+
+
+def iam_listing(eddy):
+    """What the admin API lists: every user (name, administrator, S3 access and SCRAM
+    mechanisms with their iterations, never keys) and every policy (document and
+    attachments)."""
+    status, users = admin(eddy, "GET", "/v1/users")
+    assert status == 200, users
+    status, policies = admin(eddy, "GET", "/v1/policies")
+    assert status == 200, policies
+    return {
+        "users": [{"name": u["name"], "admin": u.get("admin", False), "s3": u["s3"],
+                   "scram": sorted([c["mechanism"], c["iterations"]] for c in u["scram"])}
+                  for u in sorted(users["users"], key=lambda u: u["name"])],
+        "policies": [{"name": p["name"], "document": p["document"], "attached": sorted(p["attached"])}
+                     for p in sorted(policies["policies"], key=lambda p: p["name"])],
+    }
+
+
+def check_iam(eddy, manifest):
+    """Users, identity policies and bucket policies the fixture's build kept (its `iam`
+    section; some made before its checkpoint, some changed after it): the admin API lists
+    the same users and policies, the bucket policies read back, and every request the
+    section lists (S3 with each user's secret, Kafka over SASL with each user's
+    password, unsigned GETs) sees exactly what it saw on that build: the allowed ones
+    their data, the denied ones AccessDenied or TOPIC_AUTHORIZATION_FAILED, a changed
+    password's old value and a deleted user's keys refused."""
+    if "iam" not in manifest:
+        return
+    iam = manifest["iam"]
+    assert iam_listing(eddy) == iam["listing"]
+    s3 = s3util.client(eddy)
+    for bucket, doc in iam["bucket_policies"].items():
+        assert json.loads(s3.get_bucket_policy(Bucket=bucket)["Policy"]) == doc, bucket
+    got = [iam_request(eddy, iam["users"], r) for r in iam["requests"]]
+    assert [dict(r, saw=g) for r, g in zip(iam["requests"], got)] == iam["requests"]
+    seen = {r["saw"].get("error") for r in iam["requests"]}
+    assert {"AccessDenied", "TOPIC_AUTHORIZATION_FAILED"} <= seen, "the fixture denies nothing"
 
 
 def target_rows(eddy, manifest):
@@ -414,6 +562,7 @@ def test_a_fixture_reads_back_and_takes_writes(tmp_path, manifest_path, drop_sto
         check_compacted(eddy, manifest, opened=True)
         check_transactions(eddy, manifest)
         check_quotas(eddy, manifest)
+        check_iam(eddy, manifest)
         check_tables(eddy, manifest)
         check_expanded(eddy, manifest)
         if manifest["kind"] == "killed":
