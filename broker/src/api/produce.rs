@@ -1,7 +1,9 @@
 //! Produce: the whole request is one catalog transaction across all its partitions.
 //! Problems found checking one partition's batches (unknown partition, wrong leader,
-//! size, CRC, bad records, idempotent sequence, a transactional batch outside its
-//! producer's open transaction) fail only that partition; everything
+//! size, CRC, bad records, a duplicate or fenced idempotent batch, a transactional batch
+//! outside its producer's open transaction) fail only that partition; an out-of-order
+//! sequence is found only when the commit is applied (the stored state lags requests in
+//! flight), and fails the request's transaction; everything
 //! else commits together or not at all. The response goes out only once the
 //! transaction is durable; acks=0 gets none.
 
@@ -125,7 +127,14 @@ fn plan_partition(
         };
         let state = &mut states[pos].1;
         match ProducerState::check(state.as_ref(), &p) {
-            Ok(()) => state
+            // The stored state lags this producer's batches still in the commit queue: a
+            // client with several requests in flight (librdkafka sends up to 5) has its
+            // next one planned before the previous one is applied, so a sequence ahead
+            // of the stored one is no proof of a gap. The catalog checks it again when
+            // it applies the commit, in commit order, and that check decides. (Refusing
+            // here failed idempotent producers under load with a fatal
+            // OUT_OF_ORDER_SEQUENCE_NUMBER: tests/idempotent_pipelining.rs.)
+            Ok(()) | Err(catalog::CatalogError::OutOfOrderSequence) => state
                 .get_or_insert_with(ProducerState::default)
                 .record(&p, 0),
             Err(catalog::CatalogError::DuplicateSequence { base_offset }) if batches.len() == 1 => {
