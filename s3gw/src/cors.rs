@@ -206,47 +206,32 @@ fn escape(s: &str) -> String {
 #[derive(Clone)]
 pub struct Cors {
     gw: Gateway,
-    domains: Vec<String>,
+    domains: crate::Domains,
 }
 
 impl Cors {
-    /// CORS over the gateway's buckets; `domains` as the service was given them
-    /// (virtual-host-style bucket names).
-    pub fn new(gw: Gateway, domains: &[String]) -> Self {
-        Self {
-            gw,
-            domains: domains
-                .iter()
-                .map(|d| d.trim().trim_end_matches('.').to_ascii_lowercase())
-                .collect(),
-        }
+    /// CORS over the gateway's buckets, with the service's virtual-host domains.
+    pub(crate) fn new(gw: Gateway, domains: crate::Domains) -> Self {
+        Self { gw, domains }
     }
 
-    /// The bucket a request names: `bucket.DOMAIN` hosts, else the first path segment.
+    /// The bucket a request names: `bucket.DOMAIN` hosts (read as s3s reads them), else
+    /// the first path segment.
     pub fn bucket_of<B>(&self, req: &http::Request<B>) -> Option<String> {
-        let host = req
+        if let Some(b) = req
             .headers()
             .get(http::header::HOST)
             .and_then(|h| h.to_str().ok())
-            .map(|h| {
-                h.rsplit_once(':')
-                    .map_or(h, |(n, _)| n)
-                    .to_ascii_lowercase()
-            });
-        if let Some(host) = host {
-            for d in &self.domains {
-                if let Some(b) = host
-                    .strip_suffix(d.as_str())
-                    .and_then(|b| b.strip_suffix('.'))
-                    && !b.is_empty()
-                {
-                    return Some(b.to_owned());
-                }
-            }
+            .and_then(|h| self.domains.split(h).1)
+        {
+            return Some(b.to_owned());
         }
         let path = req.uri().path().trim_start_matches('/');
         let first = path.split('/').next().filter(|s| !s.is_empty())?;
-        percent_decode(first)
+        percent_encoding::percent_decode_str(first)
+            .decode_utf8()
+            .ok()
+            .map(|b| b.into_owned())
     }
 
     /// The configuration of a bucket, if any (an unreadable one counts as none).
@@ -324,27 +309,6 @@ impl Cors {
             allow(rule, origin, headers);
         }
     }
-}
-
-/// A path segment's bytes, percent-decoded (`None` when not UTF-8).
-fn percent_decode(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%'
-            && let Some(v) = s
-                .get(i + 1..i + 3)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-        {
-            out.push(v);
-            i += 3;
-            continue;
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8(out).ok()
 }
 
 /// Whether a request is a CORS preflight (what the listener hands to [`Cors::preflight`]).

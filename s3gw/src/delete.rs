@@ -27,7 +27,7 @@ struct Deleted {
 }
 
 /// A delete marker made now.
-pub(crate) fn marker(version_id: String) -> ObjectVersion {
+fn marker(version_id: String) -> ObjectVersion {
     ObjectVersion {
         version_id,
         delete_marker: true,
@@ -85,6 +85,32 @@ impl Conditions<'_> {
     }
 }
 
+/// Adds to `change` what a delete without a version id does to `key`'s current version in
+/// `b`: removes it for good in an unversioned bucket (raising `removed`), hides it under a
+/// new delete marker in a versioned one, or under a `null` marker replacing the `null`
+/// version in a suspended one (raising `marked`). Returns the marker's version id, if one
+/// is made. Client deletes and lifecycle expirations both go through here.
+pub(crate) fn remove_current<'a>(
+    change: Change<'a>,
+    b: &'a BucketRecord,
+    key: &str,
+    removed: Event,
+    marked: Event,
+) -> (Change<'a>, Option<String>) {
+    match b.versioning {
+        Versioning::Unversioned => (change.delete_version_as(removed, b, key, "null"), None),
+        Versioning::Enabled => {
+            let id = new_id();
+            let v = marker(id.clone());
+            (change.put_version(marked, b, key, v, false), Some(id))
+        }
+        Versioning::Suspended => (
+            change.put_version(marked, b, key, marker("null".into()), true),
+            Some("null".into()),
+        ),
+    }
+}
+
 async fn delete_one(
     gw: &Gateway,
     b: &BucketRecord,
@@ -120,55 +146,30 @@ async fn delete_one(
             delete_marker: v.delete_marker,
         });
     }
-    match b.versioning {
-        Versioning::Unversioned => {
-            if gw
-                .catalog()
-                .object_version(&b.name, key, "null")
-                .or_s3()?
-                .is_some()
-            {
-                ignore_missing(change.delete_version(b, key, "null").commit(gw).await)?;
-            }
-            Ok(Deleted {
-                version_id: None,
-                delete_marker: false,
-            })
-        }
-        Versioning::Enabled => {
-            let id = new_id();
-            change
-                .put_version(
-                    Event::DeleteMarkerCreated,
-                    b,
-                    key,
-                    marker(id.clone()),
-                    false,
-                )
-                .commit(gw)
-                .await?;
-            Ok(Deleted {
-                version_id: Some(id),
-                delete_marker: true,
-            })
-        }
-        Versioning::Suspended => {
-            change
-                .put_version(
-                    Event::DeleteMarkerCreated,
-                    b,
-                    key,
-                    marker("null".into()),
-                    true,
-                )
-                .commit(gw)
-                .await?;
-            Ok(Deleted {
-                version_id: Some("null".into()),
-                delete_marker: true,
-            })
+    if b.versioning == Versioning::Unversioned
+        && gw
+            .catalog()
+            .object_version(&b.name, key, "null")
+            .or_s3()?
+            .is_none()
+    {
+        return Ok(Deleted {
+            version_id: None,
+            delete_marker: false,
+        });
+    }
+    let (change, marker_id) =
+        remove_current(change, b, key, Event::Delete, Event::DeleteMarkerCreated);
+    match marker_id {
+        None => ignore_missing(change.commit(gw).await)?,
+        Some(_) => {
+            change.commit(gw).await?;
         }
     }
+    Ok(Deleted {
+        delete_marker: marker_id.is_some(),
+        version_id: marker_id,
+    })
 }
 
 /// DeleteObject.

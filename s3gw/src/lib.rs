@@ -238,8 +238,9 @@ pub fn service(gateway: Gateway, domains: &[String]) -> Result<Front, String> {
     let mut b = S3ServiceBuilder::new(gateway.clone());
     b.set_auth(Users(gateway.directory.clone()));
     b.set_access(Access(gateway.clone()));
-    if !domains.is_empty() {
-        b.set_host(Domains::new(domains)?);
+    let domains = Domains::new(domains)?;
+    if !domains.0.is_empty() {
+        b.set_host(domains.clone());
     }
     Ok(Front {
         service: b.build(),
@@ -326,7 +327,8 @@ impl s3s::access::S3Access for Access {
 
 /// Virtual-host-style addressing: `bucket.DOMAIN[:port]` names a bucket; any other
 /// host (an IP address, the bare domain, another name) is path style.
-struct Domains(Vec<String>);
+#[derive(Clone)]
+pub(crate) struct Domains(Vec<String>);
 
 impl Domains {
     fn new(domains: &[String]) -> Result<Self, String> {
@@ -344,26 +346,35 @@ impl Domains {
     }
 }
 
-impl s3s::host::S3Host for Domains {
-    fn parse_host_header<'a>(&'a self, host: &'a str) -> S3Result<s3s::host::VirtualHost<'a>> {
+impl Domains {
+    /// A Host header's domain and, for `bucket.DOMAIN`, its bucket (`None`: path style).
+    fn split<'a>(&'a self, host: &'a str) -> (&'a str, Option<&'a str>) {
         let name = match host.rsplit_once(':') {
             Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) => h,
             _ => host,
         };
         for d in &self.0 {
             if name.eq_ignore_ascii_case(d) {
-                return Ok(s3s::host::VirtualHost::new(d.as_str()));
+                return (d.as_str(), None);
             }
             // The dot is ASCII, so after it is a character boundary.
             if name.len() > d.len() + 1
                 && name.as_bytes()[name.len() - d.len() - 1] == b'.'
                 && name[name.len() - d.len()..].eq_ignore_ascii_case(d)
             {
-                let bucket = &name[..name.len() - d.len() - 1];
-                return Ok(s3s::host::VirtualHost::new(d.as_str()).with_bucket(bucket));
+                return (d.as_str(), Some(&name[..name.len() - d.len() - 1]));
             }
         }
-        Ok(s3s::host::VirtualHost::new(name))
+        (name, None)
+    }
+}
+
+impl s3s::host::S3Host for Domains {
+    fn parse_host_header<'a>(&'a self, host: &'a str) -> S3Result<s3s::host::VirtualHost<'a>> {
+        Ok(match self.split(host) {
+            (domain, Some(bucket)) => s3s::host::VirtualHost::new(domain).with_bucket(bucket),
+            (domain, None) => s3s::host::VirtualHost::new(domain),
+        })
     }
 }
 

@@ -22,9 +22,9 @@ use tokio::sync::watch;
 
 use super::rules::Rules;
 use crate::change::{Change, Event};
-use crate::delete::marker;
+use crate::delete::remove_current;
 use crate::error::OrS3;
-use crate::{Gateway, bucket_config, new_id};
+use crate::{Gateway, bucket_config};
 
 /// Versions read from the catalog at a time.
 const PAGE: usize = 1000;
@@ -391,27 +391,14 @@ async fn expire(gw: &Gateway, b: &BucketRecord, action: Action) -> S3Result<()> 
     match action {
         Action::Current { key, etag } => {
             let change = change.expect_etag(&b.name, &key, Some(etag));
-            match b.versioning {
-                Versioning::Unversioned => {
-                    change.delete_version_as(Event::LifecycleDelete, b, &key, "null")
-                }
-                Versioning::Enabled => change.put_version(
-                    Event::LifecycleDeleteMarkerCreated,
-                    b,
-                    &key,
-                    marker(new_id()),
-                    false,
-                ),
-                Versioning::Suspended => change.put_version(
-                    Event::LifecycleDeleteMarkerCreated,
-                    b,
-                    &key,
-                    marker("null".into()),
-                    true,
-                ),
-            }
-            .commit(gw)
-            .await?;
+            let (change, _) = remove_current(
+                change,
+                b,
+                &key,
+                Event::LifecycleDelete,
+                Event::LifecycleDeleteMarkerCreated,
+            );
+            change.commit(gw).await?;
         }
         Action::Version {
             key, version_id, ..
