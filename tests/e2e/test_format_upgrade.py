@@ -10,10 +10,15 @@ with the offsets they committed, and (format 6 on) users, identity policies and 
 policies: each user's S3 secret and SCRAM password still work, the requests and topics
 the policies allow pass and the ones they deny get AccessDenied and
 TOPIC_AUTHORIZATION_FAILED, anonymous GETs reach exactly the prefix the bucket policy
-opens, and the admin API lists the users and policies as they were left. Then the
-store takes writes, and a restart reads old and new data together; a transactional
-producer commits and aborts on an upgraded data dir. A data dir of a newer format is
-refused with both versions named, and left as it was."""
+opens, and the admin API lists the users and policies as they were left, and (format 7
+on) bucket lifecycle and CORS configurations: every bucket's GetBucketLifecycleConfiguration
+and GetBucketCors answer as they did (or NoSuchLifecycleConfiguration and
+NoSuchCORSConfiguration where none is left), objects under the rules carry the same
+`x-amz-expiration`, none of them expired, and CORS preflights get the same
+Access-Control-Allow-Origin or refusal. Then the store takes writes, and a restart reads
+old and new data together; a transactional producer commits and aborts on an upgraded
+data dir. A data dir of a newer format is refused with both versions named, and left as
+it was."""
 
 import base64
 import hashlib
@@ -24,9 +29,11 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+import urllib3
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 from pyiceberg.catalog.rest import RestCatalog
@@ -338,6 +345,86 @@ def check_iam(eddy, manifest):
     assert {"AccessDenied", "TOPIC_AUTHORIZATION_FAILED"} <= seen, "the fixture denies nothing"
 
 
+def jsonable_config(x):
+    """A boto3 answer as JSON, without its ResponseMetadata: datetimes (a lifecycle rule's
+    `Date`) as ISO 8601 in UTC."""
+    if isinstance(x, dict):
+        return {k: jsonable_config(v) for k, v in x.items() if k != "ResponseMetadata"}
+    if isinstance(x, list):
+        return [jsonable_config(v) for v in x]
+    if isinstance(x, datetime):
+        return x.astimezone(timezone.utc).isoformat()
+    return x
+
+
+def bucket_configs(eddy, bucket):
+    """What boto3's GetBucketLifecycleConfiguration and GetBucketCors return for `bucket`
+    (in JSON, see jsonable_config), or the S3 error and status each got."""
+    s3 = s3util.client(eddy)
+    out = {}
+    for name, get in (("lifecycle", s3.get_bucket_lifecycle_configuration),
+                      ("cors", s3.get_bucket_cors)):
+        try:
+            out[name] = jsonable_config(get(Bucket=bucket))
+        except s3util.ClientError as e:
+            out[name] = {"error": e.response["Error"]["Code"],
+                         "status": e.response["ResponseMetadata"]["HTTPStatusCode"]}
+    return out
+
+
+def configured_object(eddy, o):
+    """A GET of one object of a `bucket_configs` section: of the key (a current version) or
+    of its version (a noncurrent one): the body's md5, the version answered, and the
+    `x-amz-expiration` the lifecycle rules give it (None if none)."""
+    s3 = s3util.client(eddy)
+    extra = {} if o["current"] else {"VersionId": o["version_id"]}
+    got = s3.get_object(Bucket=o["bucket"], Key=o["key"], **extra)
+    return {"md5": md5(got["Body"].read()), "version_id": got.get("VersionId"),
+            "expiration": got.get("Expiration")}
+
+
+def cors_preflight(eddy, p):
+    """An unsigned CORS preflight (`OPTIONS` with Origin and Access-Control-Request-Method,
+    urllib3, as a browser sends it): the status, the Access-Control-Allow-Origin and
+    -Methods answered (None if absent) and the S3 error code of a refusal."""
+    url = f"{eddy.s3_url}/{p['bucket']}/{urllib.parse.quote(p['key'])}"
+    r = urllib3.PoolManager().request("OPTIONS", url, headers={
+        "Origin": p["origin"], "Access-Control-Request-Method": p["method"]})
+    raw = r.data.decode(errors="replace")
+    return {"status": r.status,
+            "allow_origin": r.headers.get("Access-Control-Allow-Origin"),
+            "allow_methods": r.headers.get("Access-Control-Allow-Methods"),
+            "error": raw.split("<Code>", 1)[1].split("</Code>", 1)[0] if "<Code>" in raw else None}
+
+
+def check_bucket_configs(eddy, manifest):
+    """Lifecycle and CORS configurations the fixture's build kept (its `bucket_configs`
+    section; put before its checkpoint, some replaced, deleted or added after it): each
+    bucket's Gets answer exactly as they did on that build (the configuration, or
+    NoSuchLifecycleConfiguration / NoSuchCORSConfiguration), the objects under the rules
+    (versions too) and the pending upload are all still there (nothing was expired,
+    the rules' days being a century) with the same `x-amz-expiration`, and every CORS
+    preflight gets the same answer: the allowed origins their Access-Control-Allow-Origin,
+    the refused ones AccessForbidden."""
+    if "bucket_configs" not in manifest:
+        return
+    c = manifest["bucket_configs"]
+    assert {b: bucket_configs(eddy, b) for b in c["buckets"]} == c["buckets"]
+    got = [dict(o, saw=configured_object(eddy, o)) for o in c["objects"]]
+    assert got == c["objects"]
+    s3 = s3util.client(eddy)
+    for bucket, want in c["versions"].items():
+        listed = s3.list_object_versions(Bucket=bucket)
+        assert sorted([v["Key"], v["VersionId"]] for v in listed.get("Versions", [])) == want, bucket
+    for up in c["uploads"]:
+        listed = s3.list_multipart_uploads(Bucket=up["bucket"]).get("Uploads", [])
+        assert [u["UploadId"] for u in listed if u["Key"] == up["key"]] == [up["upload_id"]], up
+    got = [dict(p, saw=cors_preflight(eddy, p)) for p in c["preflights"]]
+    assert got == c["preflights"]
+    answers = {p["saw"]["allow_origin"] is not None for p in c["preflights"]}
+    assert answers == {True, False}, "the fixture's preflights are all allowed or all refused"
+
+
 def target_rows(eddy, manifest):
     """The expansion target's rows, loaded through the REST catalog as test_expansion.py
     does (the load seals the topic first): (schema field names, rows in JSON sorted by
@@ -563,6 +650,7 @@ def test_a_fixture_reads_back_and_takes_writes(tmp_path, manifest_path, drop_sto
         check_transactions(eddy, manifest)
         check_quotas(eddy, manifest)
         check_iam(eddy, manifest)
+        check_bucket_configs(eddy, manifest)
         check_tables(eddy, manifest)
         check_expanded(eddy, manifest)
         if manifest["kind"] == "killed":
