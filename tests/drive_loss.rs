@@ -39,6 +39,9 @@ fn version(data: ObjectData, size: usize) -> ObjectVersion {
         tags: BTreeMap::new(),
         checksums: BTreeMap::new(),
         parts: Vec::new(),
+        owner: String::new(),
+        lock: catalog::ObjectLock::default(),
+        encryption: None,
     }
 }
 

@@ -26,6 +26,7 @@ pub fn from_catalog(e: &CatalogError) -> ResponseError {
         | CatalogError::Closed => ResponseError::KafkaStorageError,
         // S3-side and table-side refusals: no Kafka request makes them.
         CatalogError::PreconditionFailed(_)
+        | CatalogError::ObjectLocked(_)
         | CatalogError::NoSuchBucket(_)
         | CatalogError::BucketExists(_)
         | CatalogError::BucketNotEmpty(_)

@@ -10,8 +10,8 @@ use storage::wal::LogPosition;
 use crate::error::{CatalogError, CatalogResult};
 use crate::format::Stored;
 use crate::model::{
-    AbortedTxn, BucketConfig, BucketConfigKind, BucketRecord, CompactionState, Expansion,
-    ObjectVersion, OffsetRecord, PartRecord, PartitionState, ProducerState, TableRecord,
+    AbortedTxn, BucketConfig, BucketConfigKind, BucketRecord, CompactionState, Expansion, LockMode,
+    ObjectVersion, OffsetRecord, PartRecord, PartitionState, ProducerState, Retention, TableRecord,
     TopicRecord, TopicTable, TxnPartition, TxnRecord, UploadRecord,
 };
 use crate::tables::{self, *};
@@ -185,6 +185,19 @@ fn entry(v: &[u8]) -> CatalogResult<tables::BatchEntry> {
     tables::BatchEntry::decode(v).ok_or_else(|| CatalogError::Corrupt("batch index entry".into()))
 }
 
+fn locked(bucket: &str, key: &str, version_id: &str) -> CatalogError {
+    CatalogError::ObjectLocked(format!("{bucket}/{key} version {version_id}"))
+}
+
+/// Whether replacing retention `old` with `new` protects the version less: removed, ended
+/// sooner, or compliance turned into governance.
+fn weakens(old: &Retention, new: Option<&Retention>) -> bool {
+    new.is_none_or(|n| {
+        n.until_ms < old.until_ms
+            || (old.mode == LockMode::Compliance && n.mode == LockMode::Governance)
+    })
+}
+
 fn no_such_key(bucket: &str, key: &str) -> CatalogError {
     CatalogError::NoSuchKey {
         bucket: bucket.into(),
@@ -356,10 +369,22 @@ impl<'t> Tables<'t> {
                     return Err(CatalogError::BucketNotEmpty(name.clone()));
                 }
             }
-            Op::PutObject { bucket, key, .. } => {
+            Op::PutObject {
+                bucket,
+                key,
+                version,
+                replace_null,
+            } => {
                 self.require_bucket(bucket)?;
                 if key.is_empty() || key.len() > MAX_KEY_LEN || key.contains('\0') {
                     return Err(CatalogError::InvalidKey(key.clone()));
+                }
+                if *replace_null
+                    && let Some((_, null)) =
+                        find_version(&self.versions, bucket, key, Some("null"))?
+                    && null.lock.protects(version.last_modified_ms, false)
+                {
+                    return Err(locked(bucket, key, "null"));
                 }
             }
             Op::SetObjectTags {
@@ -381,7 +406,64 @@ impl<'t> Tables<'t> {
                 version_id,
             } => {
                 self.require_bucket(bucket)?;
-                if find_version(&self.versions, bucket, key, Some(version_id))?.is_none() {
+                match find_version(&self.versions, bucket, key, Some(version_id))? {
+                    None => return Err(no_such_key(bucket, key)),
+                    // A legal hold needs no clock to judge; retention is judged by the
+                    // `ExpectUnlocked` guard every removal carries.
+                    Some((_, v)) if v.lock.legal_hold => {
+                        return Err(locked(bucket, key, version_id));
+                    }
+                    Some(_) => {}
+                }
+            }
+            Op::ExpectUnlocked {
+                bucket,
+                key,
+                version_id,
+                now_ms,
+                bypass_governance,
+            } => {
+                self.require_bucket(bucket)?;
+                if let Some((_, v)) = find_version(&self.versions, bucket, key, Some(version_id))?
+                    && v.lock.protects(*now_ms, *bypass_governance)
+                {
+                    return Err(locked(bucket, key, version_id));
+                }
+            }
+            Op::SetObjectRetention {
+                bucket,
+                key,
+                version_id,
+                retention,
+                now_ms,
+                bypass_governance,
+            } => {
+                self.require_bucket(bucket)?;
+                let Some((_, v)) = find_version(&self.versions, bucket, key, Some(version_id))?
+                else {
+                    return Err(no_such_key(bucket, key));
+                };
+                if v.delete_marker {
+                    return Err(no_such_key(bucket, key));
+                }
+                if let Some(old) = v.lock.retention
+                    && old.until_ms > *now_ms
+                    && weakens(&old, retention.as_ref())
+                    && !(old.mode == LockMode::Governance && *bypass_governance)
+                {
+                    return Err(locked(bucket, key, version_id));
+                }
+            }
+            Op::SetObjectLegalHold {
+                bucket,
+                key,
+                version_id,
+                ..
+            } => {
+                self.require_bucket(bucket)?;
+                if find_version(&self.versions, bucket, key, Some(version_id))?
+                    .is_none_or(|(_, v)| v.delete_marker)
+                {
                     return Err(no_such_key(bucket, key));
                 }
             }
@@ -736,7 +818,36 @@ impl<'t> Tables<'t> {
                     self.refresh_current(bucket, key)?;
                 }
             }
-            Op::ExpectEtag { .. } => {}
+            Op::ExpectEtag { .. } | Op::ExpectUnlocked { .. } => {}
+            Op::SetObjectRetention {
+                bucket,
+                key,
+                version_id,
+                retention,
+                ..
+            } => {
+                if let Some((vk, mut v)) =
+                    find_version(&self.versions, bucket, key, Some(version_id))?
+                {
+                    v.lock.retention = *retention;
+                    put(&mut self.versions, &vk, &v)?;
+                    self.refresh_current(bucket, key)?;
+                }
+            }
+            Op::SetObjectLegalHold {
+                bucket,
+                key,
+                version_id,
+                on,
+            } => {
+                if let Some((vk, mut v)) =
+                    find_version(&self.versions, bucket, key, Some(version_id))?
+                {
+                    v.lock.legal_hold = *on;
+                    put(&mut self.versions, &vk, &v)?;
+                    self.refresh_current(bucket, key)?;
+                }
+            }
             Op::CreateUpload(u) => {
                 put(
                     &mut self.uploads,

@@ -36,6 +36,9 @@ pub enum CatalogError {
     /// A transaction precondition did not hold.
     #[error("precondition failed: {0}")]
     PreconditionFailed(String),
+    /// An object version's lock (retention or legal hold) forbids the change.
+    #[error("object locked: {0}")]
+    ObjectLocked(String),
     /// The topic does not exist.
     #[error("unknown topic: {0}")]
     UnknownTopic(String),

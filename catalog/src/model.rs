@@ -78,6 +78,72 @@ pub struct ObjectVersion {
     pub checksums: BTreeMap<String, String>,
     /// Part sizes for multipart objects (empty for single-part).
     pub parts: Vec<u64>,
+    /// Access key of the user who wrote it (empty: written before format 8 recorded
+    /// owners; reported as the bucket's owner).
+    pub owner: String,
+    /// Its object lock: retention and legal hold.
+    pub lock: ObjectLock,
+    /// How its bytes are encrypted at rest (`None`: plaintext).
+    pub encryption: Option<Encryption>,
+}
+
+/// An object version's S3 object lock (format 8 on).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ObjectLock {
+    /// Retention: the version cannot be removed before `until_ms`.
+    pub retention: Option<Retention>,
+    /// A legal hold: the version cannot be removed until the hold is lifted.
+    pub legal_hold: bool,
+}
+
+impl ObjectLock {
+    /// Whether the version may not be removed at `now_ms`; `bypass_governance` lets a
+    /// governance-mode retention (never a compliance one or a legal hold) be overridden.
+    pub fn protects(&self, now_ms: i64, bypass_governance: bool) -> bool {
+        self.legal_hold
+            || self.retention.as_ref().is_some_and(|r| {
+                r.until_ms > now_ms && !(bypass_governance && r.mode == LockMode::Governance)
+            })
+    }
+}
+
+/// An object version's retention period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// Who may shorten or remove it.
+    pub mode: LockMode,
+    /// Retain until, ms since the epoch.
+    pub until_ms: i64,
+}
+
+/// S3's object lock retention modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockMode {
+    /// Users with `s3:BypassGovernanceRetention` may shorten it or remove the version.
+    Governance,
+    /// No one may shorten it or remove the version before it ends.
+    Compliance,
+}
+
+/// How an object's bytes are encrypted at rest (format 8 on): every blob of the object
+/// is AES-256-CTR under a key derived from the object's data key and the blob's id
+/// (`docs/format.md`), before it is erasure coded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Encryption {
+    /// SSE-S3: a random data key, stored wrapped by a master key.
+    S3 {
+        /// Which master key wrapped it.
+        key_id: String,
+        /// The data key sealed by the master key (AES-256-GCM: 12-byte nonce, then the
+        /// 32-byte key's ciphertext and 16-byte tag).
+        wrapped_key: Vec<u8>,
+    },
+    /// SSE-C: the client's key, never stored; its MD5 (base64) is kept to check the key
+    /// every read brings.
+    Customer {
+        /// Base64 of the key's MD5.
+        key_md5: String,
+    },
 }
 
 /// An in-progress S3 multipart upload.
@@ -101,6 +167,10 @@ pub struct UploadRecord {
     pub checksum_algorithm: Option<String>,
     /// `COMPOSITE` or `FULL_OBJECT`: how the object's checksum derives from the parts'.
     pub checksum_type: Option<String>,
+    /// The object lock the object will get.
+    pub lock: ObjectLock,
+    /// How the parts (and so the object) are encrypted at rest.
+    pub encryption: Option<Encryption>,
 }
 
 /// One uploaded part of a multipart upload: one blob.

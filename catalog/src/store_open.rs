@@ -5,13 +5,17 @@
 
 use std::path::{Path, PathBuf};
 
-use redb::{Database, Durability, ReadOnlyDatabase, ReadableDatabase, TableError};
+use redb::{
+    Database, Durability, ReadOnlyDatabase, ReadableDatabase, ReadableTable, TableError,
+    WriteTransaction,
+};
 use storage::BlobStore;
 
 use crate::checkpoint::{self, CheckpointPointer};
 use crate::error::{CatalogError, CatalogResult};
-use crate::format::{self, STORE_FORMAT, STORE_FORMAT_KEY};
-use crate::tables::META;
+use crate::format::{self, STORE_FORMAT, STORE_FORMAT_KEY, Stored, v1};
+use crate::model::{ObjectVersion, UploadRecord};
+use crate::tables::{META, OBJECTS, Table, UPLOADS, VERSIONS};
 
 /// The store file as found.
 enum OnDisk {
@@ -62,6 +66,9 @@ fn check_format(db: &impl ReadableDatabase) -> CatalogResult<()> {
 pub(crate) struct Store {
     path: PathBuf,
     db: Option<Database>,
+    /// Whether the store's values are in this build's format (checked when it is first
+    /// opened for writing).
+    migrated: bool,
     /// The first LSN the store has not applied.
     pub from: u64,
 }
@@ -109,16 +116,23 @@ impl Store {
         Ok(Self {
             path: path.to_path_buf(),
             db,
+            migrated: false,
             from: applied + 1,
         })
     }
 
-    /// The store, opened for writing now if it is not yet.
+    /// The store, opened for writing now if it is not yet, its values migrated to this
+    /// build's format before anything (a replayed record) writes one.
     pub fn writable(&mut self) -> CatalogResult<&Database> {
         if self.db.is_none() {
             self.db = Some(Database::create(&self.path)?);
         }
-        self.db.as_ref().ok_or(CatalogError::Closed)
+        let db = self.db.as_ref().ok_or(CatalogError::Closed)?;
+        if !self.migrated {
+            migrate_values(db)?;
+            self.migrated = true;
+        }
+        Ok(db)
     }
 
     /// The store for the catalog to run on, with its format recorded (every path here
@@ -126,8 +140,8 @@ impl Store {
     pub fn open(mut self) -> CatalogResult<Database> {
         self.writable()?;
         let db = self.db.take().ok_or(CatalogError::Closed)?;
-        // Every format before this build's migrates by recording the new number: format
-        // 2 only added a table, which a format-1 store lacks.
+        // Values were migrated by `writable`; what is left of every older format is
+        // recording the new number (the tables formats 2 to 7 added are only missing).
         if recorded_format(&db)? != Some(STORE_FORMAT) {
             let mut w = db.begin_write()?;
             w.set_durability(Durability::Immediate)?;
@@ -136,5 +150,176 @@ impl Store {
             w.commit()?;
         }
         Ok(db)
+    }
+}
+
+/// Entries rewritten per step of a migration (each step reads this many, then writes them;
+/// the whole migration is one write transaction, so a crash leaves the old store whole).
+const MIGRATE_CHUNK: usize = 10_000;
+
+/// Rewrites a store of a format before 8 into format 8's value encodings: object versions
+/// (`objects`, `versions`) and uploads (`uploads`) gained fields, which a format-1
+/// encoding reads as absent. One durable transaction, the new format recorded in it.
+fn migrate_values(db: &Database) -> CatalogResult<()> {
+    let found = recorded_format(db)?.unwrap_or(1);
+    if found >= 8 {
+        return Ok(());
+    }
+    let mut w = db.begin_write()?;
+    w.set_durability(Durability::Immediate)?;
+    let mut n = rewrite::<v1::ObjectVersion, ObjectVersion>(&w, OBJECTS)?;
+    n += rewrite::<v1::ObjectVersion, ObjectVersion>(&w, VERSIONS)?;
+    n += rewrite::<v1::UploadRecord, UploadRecord>(&w, UPLOADS)?;
+    w.open_table(META)?
+        .insert(STORE_FORMAT_KEY, STORE_FORMAT.to_be_bytes().as_slice())?;
+    w.commit()?;
+    tracing::info!(
+        from = found,
+        to = STORE_FORMAT,
+        values = n,
+        "catalog store migrated"
+    );
+    Ok(())
+}
+
+/// Re-encodes every value of `table` from the frozen type `Old` into the live type's
+/// current encoding; the number rewritten.
+fn rewrite<Old, Live>(w: &WriteTransaction, table: Table) -> CatalogResult<u64>
+where
+    Old: serde::de::DeserializeOwned,
+    Live: From<Old> + Stored,
+{
+    let mut t = w.open_table(table)?;
+    let mut after: Option<Vec<u8>> = None;
+    let mut n = 0u64;
+    loop {
+        let mut chunk = Vec::with_capacity(MIGRATE_CHUNK);
+        let range = match &after {
+            Some(k) => t.range::<&[u8]>((
+                std::ops::Bound::Excluded(k.as_slice()),
+                std::ops::Bound::Unbounded,
+            ))?,
+            None => t.range::<&[u8]>(..)?,
+        };
+        for e in range.take(MIGRATE_CHUNK) {
+            let (k, v) = e?;
+            let old: Old = postcard::from_bytes(v.value())?;
+            chunk.push((k.value().to_vec(), Live::from(old).encode()?));
+        }
+        let Some((last, _)) = chunk.last() else {
+            return Ok(n);
+        };
+        after = Some(last.clone());
+        for (k, v) in &chunk {
+            t.insert(k.as_slice(), v.as_slice())?;
+        }
+        n += chunk.len() as u64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::model::{ObjectData, ObjectLock};
+
+    fn version(id: &str) -> ObjectVersion {
+        ObjectVersion {
+            version_id: id.into(),
+            delete_marker: false,
+            size: 3,
+            etag: "acbd18db4cc2f85cedef654fccc4a4d8".into(),
+            last_modified_ms: 1_764_500_000_000,
+            data: ObjectData::Inline(b"foo".to_vec()),
+            metadata: BTreeMap::from([("content-type".into(), "text/plain".into())]),
+            tags: BTreeMap::new(),
+            checksums: BTreeMap::new(),
+            parts: Vec::new(),
+            owner: String::new(),
+            lock: ObjectLock::default(),
+            encryption: None,
+        }
+    }
+
+    fn upload() -> UploadRecord {
+        UploadRecord {
+            upload_id: "u1".into(),
+            bucket: "b".into(),
+            key: "k".into(),
+            owner: "alice".into(),
+            initiated_ms: 1,
+            metadata: BTreeMap::new(),
+            tags: BTreeMap::new(),
+            checksum_algorithm: None,
+            checksum_type: None,
+            lock: ObjectLock::default(),
+            encryption: None,
+        }
+    }
+
+    /// A format-7 store (format 1's value encodings) with more versions than one
+    /// migration step takes.
+    fn format_7_store(path: &Path, versions: usize) -> Database {
+        let db = Database::create(path).unwrap();
+        let w = db.begin_write().unwrap();
+        {
+            let v1 = |v: ObjectVersion| postcard::to_stdvec(&v1::ObjectVersion::from(v)).unwrap();
+            let mut t = w.open_table(VERSIONS).unwrap();
+            for i in 0..versions {
+                let key = format!("b\0k{i:06}");
+                t.insert(key.as_bytes(), v1(version(&format!("v{i}"))).as_slice())
+                    .unwrap();
+            }
+            w.open_table(OBJECTS)
+                .unwrap()
+                .insert(b"b\0k".as_slice(), v1(version("null")).as_slice())
+                .unwrap();
+            let u = postcard::to_stdvec(&v1::UploadRecord::from(upload())).unwrap();
+            w.open_table(UPLOADS)
+                .unwrap()
+                .insert(b"b\0k\0u1".as_slice(), u.as_slice())
+                .unwrap();
+            w.open_table(META)
+                .unwrap()
+                .insert(STORE_FORMAT_KEY, 7u64.to_be_bytes().as_slice())
+                .unwrap();
+        }
+        w.commit().unwrap();
+        db
+    }
+
+    #[test]
+    fn a_format_7_store_is_rewritten_in_format_8_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let n = MIGRATE_CHUNK + 7;
+        let db = format_7_store(&dir.path().join("c.redb"), n);
+        migrate_values(&db).unwrap();
+        assert_eq!(recorded_format(&db).unwrap(), Some(8));
+        let r = db.begin_read().unwrap();
+        let t = r.open_table(VERSIONS).unwrap();
+        let mut seen = 0;
+        for (i, e) in t.iter().unwrap().enumerate() {
+            let (_, v) = e.unwrap();
+            assert_eq!(
+                ObjectVersion::decode(v.value()).unwrap(),
+                version(&format!("v{i}"))
+            );
+            seen += 1;
+        }
+        assert_eq!(seen, n);
+        let current = r.open_table(OBJECTS).unwrap();
+        let v = current.get(b"b\0k".as_slice()).unwrap().unwrap();
+        assert_eq!(ObjectVersion::decode(v.value()).unwrap(), version("null"));
+        let uploads = r.open_table(UPLOADS).unwrap();
+        let u = uploads.get(b"b\0k\0u1".as_slice()).unwrap().unwrap();
+        assert_eq!(UploadRecord::decode(u.value()).unwrap(), upload());
+        drop((t, current, uploads, r));
+        // A second open finds format 8 and leaves the values alone.
+        migrate_values(&db).unwrap();
+        let r = db.begin_read().unwrap();
+        let t = r.open_table(OBJECTS).unwrap();
+        let v = t.get(b"b\0k".as_slice()).unwrap().unwrap();
+        assert_eq!(ObjectVersion::decode(v.value()).unwrap(), version("null"));
     }
 }

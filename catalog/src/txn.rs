@@ -63,6 +63,51 @@ pub enum Op {
         /// Expected ETag.
         etag: Option<String>,
     },
+    /// Fails the transaction with [`crate::CatalogError::ObjectLocked`] if the version
+    /// exists and its object lock protects it at `now_ms` (a guard placed before every
+    /// removal of a version; a missing version passes).
+    ExpectUnlocked {
+        /// Bucket.
+        bucket: String,
+        /// Key.
+        key: String,
+        /// Version id.
+        version_id: String,
+        /// The time the removal is judged at, ms since the epoch (in the op, so a replay
+        /// judges the same).
+        now_ms: i64,
+        /// Whether a governance-mode retention may be overridden.
+        bypass_governance: bool,
+    },
+    /// Sets (`Some`) or removes (`None`) a version's retention. While the stored retention
+    /// is in force at `now_ms`, a change that ends it sooner, removes it or turns
+    /// compliance into governance fails with [`crate::CatalogError::ObjectLocked`], unless
+    /// it is in governance mode and `bypass_governance` is set.
+    SetObjectRetention {
+        /// Bucket.
+        bucket: String,
+        /// Key.
+        key: String,
+        /// Version id.
+        version_id: String,
+        /// The new retention.
+        retention: Option<crate::model::Retention>,
+        /// The time the change is judged at, ms since the epoch.
+        now_ms: i64,
+        /// Whether a governance-mode retention may be weakened.
+        bypass_governance: bool,
+    },
+    /// Places or lifts a version's legal hold.
+    SetObjectLegalHold {
+        /// Bucket.
+        bucket: String,
+        /// Key.
+        key: String,
+        /// Version id.
+        version_id: String,
+        /// Whether the hold is on.
+        on: bool,
+    },
     /// Creates a topic.
     CreateTopic(TopicRecord),
     /// Replaces a topic's configs or grows its partitions.

@@ -239,6 +239,9 @@ impl ViewCatalog {
             | Op::SetObjectTags { .. }
             | Op::DeleteObjectVersion { .. }
             | Op::ExpectEtag { .. }
+            | Op::ExpectUnlocked { .. }
+            | Op::SetObjectRetention { .. }
+            | Op::SetObjectLegalHold { .. }
             | Op::TruncateBefore { .. }
             | Op::CreateUpload(_)
             | Op::PutPart { .. }

@@ -50,6 +50,9 @@ fn object_with(bucket: &str, key: &str, size: u64, data: ObjectData) -> Op {
             tags: BTreeMap::new(),
             checksums: BTreeMap::new(),
             parts: Vec::new(),
+            owner: String::new(),
+            lock: catalog::ObjectLock::default(),
+            encryption: None,
         },
         replace_null: true,
     }
@@ -385,6 +388,8 @@ fn upload(key: &str, id: &str) -> Op {
         tags: BTreeMap::new(),
         checksum_algorithm: None,
         checksum_type: None,
+        lock: catalog::ObjectLock::default(),
+        encryption: None,
     })
 }
 
@@ -1309,4 +1314,121 @@ async fn bucket_configurations_need_their_bucket_survive_checkpoints_and_go_with
     commit(&c, vec![bucket("a")]).await.unwrap();
     assert_eq!(doc("a", Lifecycle), None);
     assert_eq!(doc("ab", Lifecycle).as_deref(), Some("<L>ab2</L>"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn locked_versions_survive_every_removal_until_their_lock_ends() {
+    use catalog::{LockMode, ObjectLock, Retention};
+    const NOW: i64 = 1_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    let c = open(dir.path());
+    commit(&c, vec![bucket("b")]).await.unwrap();
+    let locked = |key: &str, mode, until_ms, legal_hold| {
+        let Op::PutObject {
+            bucket,
+            key,
+            mut version,
+            ..
+        } = object("b", key, b"kept")
+        else {
+            unreachable!()
+        };
+        version.version_id = format!("v-{key}");
+        version.lock = ObjectLock {
+            retention: Some(Retention { mode, until_ms }),
+            legal_hold,
+        };
+        Op::PutObject {
+            bucket,
+            key,
+            version,
+            replace_null: false,
+        }
+    };
+    let remove = |key: &str, now_ms, bypass_governance| {
+        vec![
+            Op::ExpectUnlocked {
+                bucket: "b".into(),
+                key: key.into(),
+                version_id: format!("v-{key}"),
+                now_ms,
+                bypass_governance,
+            },
+            Op::DeleteObjectVersion {
+                bucket: "b".into(),
+                key: key.into(),
+                version_id: format!("v-{key}"),
+            },
+        ]
+    };
+    let retain = |key: &str, mode, until_ms, bypass_governance| Op::SetObjectRetention {
+        bucket: "b".into(),
+        key: key.into(),
+        version_id: format!("v-{key}"),
+        retention: Some(Retention { mode, until_ms }),
+        now_ms: NOW,
+        bypass_governance,
+    };
+    let is_locked = |r: Result<catalog::CommitOutcome, CatalogError>| {
+        matches!(r, Err(CatalogError::ObjectLocked(_)))
+    };
+    commit(
+        &c,
+        vec![
+            locked("comp", LockMode::Compliance, NOW + 1000, false),
+            locked("gov", LockMode::Governance, NOW + 1000, false),
+            locked("held", LockMode::Governance, NOW - 1, true),
+        ],
+    )
+    .await
+    .unwrap();
+
+    // Compliance: no removal, no shortening, no downgrade, bypass or not; extending is
+    // fine.
+    assert!(is_locked(commit(&c, remove("comp", NOW, true)).await));
+    let shorter = retain("comp", LockMode::Compliance, NOW + 10, true);
+    assert!(is_locked(commit(&c, vec![shorter]).await));
+    let downgraded = retain("comp", LockMode::Governance, NOW + 5000, true);
+    assert!(is_locked(commit(&c, vec![downgraded]).await));
+    let longer = retain("comp", LockMode::Compliance, NOW + 2000, false);
+    commit(&c, vec![longer]).await.unwrap();
+    // Governance: refused without bypass, shortened with it.
+    assert!(is_locked(commit(&c, remove("gov", NOW, false)).await));
+    let shorter = retain("gov", LockMode::Governance, NOW + 10, false);
+    assert!(is_locked(commit(&c, vec![shorter]).await));
+    let shorter = retain("gov", LockMode::Governance, NOW + 10, true);
+    commit(&c, vec![shorter]).await.unwrap();
+    // A legal hold outlasts its retention and any bypass, until it is lifted.
+    assert!(is_locked(commit(&c, remove("held", NOW, true)).await));
+    let hold = |on| Op::SetObjectLegalHold {
+        bucket: "b".into(),
+        key: "held".into(),
+        version_id: "v-held".into(),
+        on,
+    };
+    commit(&c, vec![hold(false)]).await.unwrap();
+    commit(&c, remove("held", NOW, false)).await.unwrap();
+
+    // The locks are durable: rebuilt from the log alone, the store refuses the same.
+    c.shutdown();
+    drop(c);
+    std::fs::remove_dir_all(dir.path().join("drive-0")).unwrap();
+    let c = open(dir.path());
+    let v = c.object_version("b", "comp", "v-comp").unwrap().unwrap();
+    assert_eq!(
+        v.lock.retention,
+        Some(Retention {
+            mode: LockMode::Compliance,
+            until_ms: NOW + 2000
+        })
+    );
+    assert!(is_locked(
+        commit(&c, remove("comp", NOW + 1999, true)).await
+    ));
+    assert!(is_locked(commit(&c, remove("gov", NOW + 5, false)).await));
+    assert!(c.object_version("b", "held", "v-held").unwrap().is_none());
+    // Once their time is past, both go.
+    commit(&c, remove("comp", NOW + 2000, false)).await.unwrap();
+    commit(&c, remove("gov", NOW + 10, false)).await.unwrap();
+    assert!(c.list_versions("b", "", None, 10).unwrap().is_empty());
 }

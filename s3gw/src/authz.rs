@@ -58,6 +58,8 @@ pub fn action(op: &str, versioned: bool) -> String {
         "PutBucketLifecycleConfiguration" | "DeleteBucketLifecycle" => "PutLifecycleConfiguration",
         "GetBucketCors" => "GetBucketCORS",
         "PutBucketCors" | "DeleteBucketCors" => "PutBucketCORS",
+        "PutObjectLockConfiguration" => "PutBucketObjectLockConfiguration",
+        "GetObjectLockConfiguration" => "GetBucketObjectLockConfiguration",
         other => other,
     };
     format!("s3:{name}")

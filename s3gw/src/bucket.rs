@@ -63,7 +63,7 @@ pub async fn create_bucket(
     if let Some(loc) = &asked_location {
         settings.insert(LOCATION.to_owned(), loc.clone());
     }
-    let record = BucketRecord {
+    let mut record = BucketRecord {
         name: name.clone(),
         owner: user.clone(),
         created_ms: now_ms(),
@@ -71,6 +71,9 @@ pub async fn create_bucket(
         tags: BTreeMap::new(),
         settings,
     };
+    if req.input.object_lock_enabled_for_bucket == Some(true) {
+        crate::object_lock::enable(&mut record);
+    }
     match gw
         .catalog()
         .commit(Transaction::new(vec![Op::CreateBucket(record)]))

@@ -44,6 +44,9 @@ pub struct Change<'a> {
     events: Vec<Pending>,
     new_blobs: Vec<BlobMeta>,
     requester: Requester,
+    /// Whether removals may override governance-mode retention (the requester asked,
+    /// and holds `s3:BypassGovernanceRetention`).
+    bypass_governance: bool,
 }
 
 impl<'a> Change<'a> {
@@ -55,7 +58,20 @@ impl<'a> Change<'a> {
             events: Vec::new(),
             new_blobs: Vec::new(),
             requester: Requester::default(),
+            bypass_governance: false,
         }
+    }
+
+    /// Who asks for the change (access key; empty when anonymous).
+    pub fn principal(&self) -> &str {
+        &self.requester.principal
+    }
+
+    /// Lets this change's removals override governance-mode retention (the caller has
+    /// checked `s3:BypassGovernanceRetention`).
+    pub fn bypass_governance(mut self, bypass: bool) -> Self {
+        self.bypass_governance = bypass;
+        self
     }
 
     /// Records who asked for the change (for its event records).
@@ -115,7 +131,8 @@ impl<'a> Change<'a> {
     }
 
     /// Removes one version permanently, raising `event` (a lifecycle expiration is not a
-    /// client's delete).
+    /// client's delete). The removal is guarded by the version's object lock, judged when
+    /// the catalog applies it.
     pub fn delete_version_as(
         mut self,
         event: Event,
@@ -130,6 +147,13 @@ impl<'a> Change<'a> {
             size: None,
             etag: None,
             version_id: version_id.into(),
+        });
+        self.ops.push(Op::ExpectUnlocked {
+            bucket: bucket.name.clone(),
+            key: key.into(),
+            version_id: version_id.into(),
+            now_ms: crate::now_ms(),
+            bypass_governance: self.bypass_governance,
         });
         self.ops.push(Op::DeleteObjectVersion {
             bucket: bucket.name.clone(),

@@ -145,6 +145,12 @@ pub async fn copy_object(
     let i = req.input;
     check_key(&i.key)?;
     protections::check_write!(i)?;
+    let lock = crate::object_lock::Requested {
+        mode: i.object_lock_mode.as_ref().map(|m| m.as_str()),
+        until: i.object_lock_retain_until_date.as_ref(),
+        legal_hold: i.object_lock_legal_hold_status.as_ref().map(|s| s.as_str()),
+    }
+    .lock(&b, now_ms())?;
     protections::no_customer_key(protections::customer_key!(
         i,
         copy_source_sse_customer_algorithm,
@@ -223,6 +229,11 @@ pub async fn copy_object(
         tags,
         checksums: got.checksums.clone(),
         parts: Vec::new(),
+        owner: requester.principal.clone(),
+        // The source's lock is not copied: the copy gets what this request and the
+        // bucket's default give it, as on AWS.
+        lock: crate::object_lock::with_default(&b, lock, now),
+        encryption: None,
     };
     Change::new()
         .by(requester)

@@ -18,7 +18,7 @@ use notify::Requester;
 
 use crate::change::{Change, Event};
 use crate::error::OrS3;
-use crate::{Gateway, new_id, now_ms};
+use crate::{Gateway, new_id, now_ms, object_lock};
 
 /// What a delete did: the version id it concerned and whether that is a delete marker.
 struct Deleted {
@@ -27,7 +27,7 @@ struct Deleted {
 }
 
 /// A delete marker made now.
-fn marker(version_id: String) -> ObjectVersion {
+fn marker(version_id: String, owner: String) -> ObjectVersion {
     ObjectVersion {
         version_id,
         delete_marker: true,
@@ -39,6 +39,9 @@ fn marker(version_id: String) -> ObjectVersion {
         tags: BTreeMap::new(),
         checksums: BTreeMap::new(),
         parts: Vec::new(),
+        owner,
+        lock: catalog::ObjectLock::default(),
+        encryption: None,
     }
 }
 
@@ -101,11 +104,14 @@ pub(crate) fn remove_current<'a>(
         Versioning::Unversioned => (change.delete_version_as(removed, b, key, "null"), None),
         Versioning::Enabled => {
             let id = new_id();
-            let v = marker(id.clone());
+            let v = marker(id.clone(), change.principal().to_owned());
             (change.put_version(marked, b, key, v, false), Some(id))
         }
         Versioning::Suspended => (
-            change.put_version(marked, b, key, marker("null".into()), true),
+            {
+                let m = marker("null".into(), change.principal().to_owned());
+                change.put_version(marked, b, key, m, true)
+            },
             Some("null".into()),
         ),
     }
@@ -118,8 +124,11 @@ async fn delete_one(
     version_id: Option<&str>,
     conditions: Conditions<'_>,
     requester: &Requester,
+    bypass_governance: bool,
 ) -> S3Result<Deleted> {
-    let mut change = Change::new().by(requester.clone());
+    let mut change = Change::new()
+        .by(requester.clone())
+        .bypass_governance(bypass_governance);
     if conditions.any() {
         let target = match version_id {
             Some(vid) => gw.catalog().object_version(&b.name, key, vid).or_s3()?,
@@ -184,6 +193,13 @@ pub async fn delete_object(
         last_modified: i.if_match_last_modified_time.as_ref(),
         size: i.if_match_size,
     };
+    let bypass = object_lock::bypass(
+        gw,
+        &req,
+        &b.name,
+        Some(&i.key),
+        i.bypass_governance_retention,
+    )?;
     let d = delete_one(
         gw,
         &b,
@@ -191,6 +207,7 @@ pub async fn delete_object(
         i.version_id.as_deref(),
         conditions,
         &gw.requester(&req),
+        bypass,
     )
     .await?;
     Ok(S3Response::new(DeleteObjectOutput {
@@ -219,6 +236,7 @@ pub async fn delete_objects(
     let quiet = del.quiet.unwrap_or(false);
     let requester = gw.requester(&req);
     let who = gw.authz_context(&req);
+    let bypass_asked = req.input.bypass_governance_retention == Some(true);
     let mut deleted = Vec::new();
     let mut errors = Vec::new();
     // Each key is its own transaction; with many in flight the catalog commits them in
@@ -239,10 +257,23 @@ pub async fn delete_objects(
                     last_modified: o.last_modified_time.as_ref(),
                     size: o.size,
                 };
-                let r = match gw.authorize(who, action, Some(&b.name), Some(&o.key)) {
-                    Ok(()) => {
+                let allowed = gw
+                    .authorize(who, action, Some(&b.name), Some(&o.key))
+                    .and_then(|()| {
+                        if bypass_asked {
+                            gw.authorize(
+                                who,
+                                "s3:BypassGovernanceRetention",
+                                Some(&b.name),
+                                Some(&o.key),
+                            )?;
+                        }
+                        Ok(bypass_asked)
+                    });
+                let r = match allowed {
+                    Ok(bypass) => {
                         let vid = o.version_id.as_deref();
-                        delete_one(gw, b, &o.key, vid, conditions, requester).await
+                        delete_one(gw, b, &o.key, vid, conditions, requester, bypass).await
                     }
                     Err(e) => Err(e),
                 };

@@ -32,6 +32,12 @@ pub fn catalog_error(e: CatalogError) -> S3Error {
             PreconditionFailed,
             "At least one of the pre-conditions you specified did not hold"
         ),
+        // AWS refuses a removal or a shortened retention of a locked version as a
+        // permission: 403 AccessDenied.
+        CatalogError::ObjectLocked(m) => S3Error::with_message(
+            S3ErrorCode::AccessDenied,
+            format!("Access Denied because object protected by object lock ({m})"),
+        ),
         CatalogError::Invalid(m) => S3Error::with_message(S3ErrorCode::InvalidArgument, m),
         CatalogError::Storage(e) => storage_error(e),
         CatalogError::Closed => s3_error!(ServiceUnavailable, "The server is shutting down"),

@@ -338,8 +338,12 @@ pub async fn get_object(
     } = select!(gw, &b, i)?;
     let body = response_body(gw.catalog().blobs(), &v.data, start, end).await?;
     let expiration = current_expiration(gw, &b.name, i.version_id.is_none(), i.key.as_str(), &v);
+    let lock = crate::object_lock::headers(&v.lock);
     Ok(S3Response::new(GetObjectOutput {
         expiration,
+        object_lock_mode: lock.mode,
+        object_lock_retain_until_date: lock.until,
+        object_lock_legal_hold_status: lock.legal_hold,
         body: Some(body),
         accept_ranges: Some("bytes".into()),
         content_length: Some((end - start) as i64),
@@ -388,8 +392,12 @@ pub async fn head_object(
         f,
     } = select!(gw, &b, i)?;
     let expiration = current_expiration(gw, &b.name, i.version_id.is_none(), i.key.as_str(), &v);
+    let lock = crate::object_lock::headers(&v.lock);
     Ok(S3Response::new(HeadObjectOutput {
         expiration,
+        object_lock_mode: lock.mode,
+        object_lock_retain_until_date: lock.until,
+        object_lock_legal_hold_status: lock.legal_hold,
         accept_ranges: Some("bytes".into()),
         content_length: Some((end - start) as i64),
         content_range,
@@ -436,6 +444,9 @@ mod tests {
             tags: BTreeMap::new(),
             checksums: BTreeMap::new(),
             parts: Vec::new(),
+            owner: String::new(),
+            lock: catalog::ObjectLock::default(),
+            encryption: None,
         }
     }
 

@@ -44,6 +44,7 @@ pub mod lifecycle;
 pub mod list;
 pub mod multipart;
 pub mod notification;
+pub mod object_lock;
 pub mod protections;
 pub mod put;
 pub mod tagging;
@@ -578,6 +579,42 @@ impl S3 for Gateway {
         req: S3Request<DeleteBucketLifecycleInput>,
     ) -> S3Result<S3Response<DeleteBucketLifecycleOutput>> {
         lifecycle::delete_bucket_lifecycle(self, req).await
+    }
+    async fn put_object_lock_configuration(
+        &self,
+        req: S3Request<PutObjectLockConfigurationInput>,
+    ) -> S3Result<S3Response<PutObjectLockConfigurationOutput>> {
+        object_lock::put_object_lock_configuration(self, req).await
+    }
+    async fn get_object_lock_configuration(
+        &self,
+        req: S3Request<GetObjectLockConfigurationInput>,
+    ) -> S3Result<S3Response<GetObjectLockConfigurationOutput>> {
+        object_lock::get_object_lock_configuration(self, req).await
+    }
+    async fn put_object_retention(
+        &self,
+        req: S3Request<PutObjectRetentionInput>,
+    ) -> S3Result<S3Response<PutObjectRetentionOutput>> {
+        object_lock::put_object_retention(self, req).await
+    }
+    async fn get_object_retention(
+        &self,
+        req: S3Request<GetObjectRetentionInput>,
+    ) -> S3Result<S3Response<GetObjectRetentionOutput>> {
+        object_lock::get_object_retention(self, req).await
+    }
+    async fn put_object_legal_hold(
+        &self,
+        req: S3Request<PutObjectLegalHoldInput>,
+    ) -> S3Result<S3Response<PutObjectLegalHoldOutput>> {
+        object_lock::put_object_legal_hold(self, req).await
+    }
+    async fn get_object_legal_hold(
+        &self,
+        req: S3Request<GetObjectLegalHoldInput>,
+    ) -> S3Result<S3Response<GetObjectLegalHoldOutput>> {
+        object_lock::get_object_legal_hold(self, req).await
     }
     async fn put_bucket_cors(
         &self,

@@ -161,6 +161,16 @@ fn enc(url: bool, s: &str) -> String {
     if url { url_encode(s) } else { s.to_owned() }
 }
 
+/// Who a version belongs to: its writer, recorded since format 8 (before, and for
+/// anonymous writes, the bucket's owner).
+fn version_owner<'a>(b: &'a catalog::BucketRecord, v: &'a ObjectVersion) -> &'a str {
+    if v.owner.is_empty() {
+        &b.owner
+    } else {
+        &v.owner
+    }
+}
+
 fn object_entry(url: bool, key: &str, v: &ObjectVersion, owner_key: Option<&str>) -> Object {
     let algs: Vec<ChecksumAlgorithm> = v
         .checksums
@@ -211,7 +221,7 @@ pub async fn list_objects(
     let contents: Vec<Object> = page
         .objects
         .iter()
-        .map(|(k, v)| object_entry(url, k, v, Some(&b.owner)))
+        .map(|(k, v)| object_entry(url, k, v, Some(version_owner(&b, v))))
         .collect();
     Ok(S3Response::new(ListObjectsOutput {
         name: Some(b.name.clone()),
@@ -270,7 +280,7 @@ pub async fn list_objects_v2(
     let contents: Vec<Object> = page
         .objects
         .iter()
-        .map(|(k, v)| object_entry(url, k, v, fetch_owner.then_some(b.owner.as_str())))
+        .map(|(k, v)| object_entry(url, k, v, fetch_owner.then(|| version_owner(&b, v))))
         .collect();
     let key_count = (page.objects.len() + page.prefixes.len()) as i32;
     Ok(S3Response::new(ListObjectsV2Output {
@@ -400,7 +410,7 @@ pub async fn list_object_versions(
                     is_latest: Some(idx == 0),
                     key: Some(enc(url, &key)),
                     last_modified: Some(timestamp(v.last_modified_ms)),
-                    owner: Some(owner(&b.owner)),
+                    owner: Some(owner(version_owner(&b, &v))),
                     version_id: Some(v.version_id.clone()),
                 });
             } else {
@@ -409,7 +419,7 @@ pub async fn list_object_versions(
                     is_latest: Some(idx == 0),
                     key: Some(enc(url, &key)),
                     last_modified: Some(timestamp(v.last_modified_ms)),
-                    owner: Some(owner(&b.owner)),
+                    owner: Some(owner(version_owner(&b, &v))),
                     size: Some(v.size as i64),
                     storage_class: Some(ObjectVersionStorageClass::from_static(
                         ObjectVersionStorageClass::STANDARD,

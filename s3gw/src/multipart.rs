@@ -33,6 +33,12 @@ pub async fn create_multipart_upload(
     let i = req.input;
     check_key(&i.key)?;
     protections::check_write!(i)?;
+    let lock = crate::object_lock::Requested {
+        mode: i.object_lock_mode.as_ref().map(|m| m.as_str()),
+        until: i.object_lock_retain_until_date.as_ref(),
+        legal_hold: i.object_lock_legal_hold_status.as_ref().map(|s| s.as_str()),
+    }
+    .lock(&b, now_ms())?;
     let tags = parse_tagging_header(i.tagging.as_deref())?;
     let alg = i
         .checksum_algorithm
@@ -96,6 +102,8 @@ pub async fn create_multipart_upload(
         tags,
         checksum_algorithm: alg.clone(),
         checksum_type: kind.clone(),
+        lock,
+        encryption: None,
     };
     let upload_id = upload.upload_id.clone();
     Change::new()
@@ -339,17 +347,23 @@ pub async fn complete_multipart_upload(
     }
     let blobs: Vec<_> = chosen.iter().map(|p| p.blob).collect();
     let (version_id, replace_null) = versioning::new_version_id(&b);
+    let now = now_ms();
     let version = ObjectVersion {
         version_id: version_id.clone(),
         delete_marker: false,
         size: chosen.iter().map(|p| p.size).sum(),
         etag: etag_value.clone(),
-        last_modified_ms: now_ms(),
+        last_modified_ms: now,
         data: ObjectData::Blobs(blobs.clone()),
         metadata: upload.metadata.clone(),
         tags: upload.tags.clone(),
         checksums: checksums.clone(),
         parts: chosen.iter().map(|p| p.size).collect(),
+        owner: upload.owner.clone(),
+        // The bucket's default retention is taken when the object is made, not when
+        // the upload started.
+        lock: crate::object_lock::with_default(&b, upload.lock.clone(), now),
+        encryption: upload.encryption.clone(),
     };
     let mut change = Change::new().by(requester);
     if i.if_none_match.as_ref().is_some_and(|c| c.is_any()) {

@@ -1,11 +1,12 @@
 //! Protections and grants a request may ask for that Eddy does not give yet: server-side
-//! encryption (SSE-S3, SSE-KMS, SSE-C), object lock and ACLs other than the owner's.
+//! encryption (SSE-S3, SSE-KMS, SSE-C) and ACLs other than the owner's (object lock,
+//! once refused here, is [`crate::object_lock`]).
 //! Before these checks, the headers were parsed and ignored: an object PUT with
 //! `x-amz-server-side-encryption` was stored in plaintext and a GET without a key returned
 //! it. A client must never be told it got a protection it did not get, so each is refused
-//! with AWS's own error where AWS has one for "not on this bucket" (object lock on a bucket
-//! without it, ACLs on a bucket whose object ownership is "bucket owner enforced", which is
-//! Eddy's model and AWS's default), and `501 NotImplemented` otherwise.
+//! with AWS's own error where AWS has one for "not on this bucket" (ACLs on a bucket whose
+//! object ownership is "bucket owner enforced", which is Eddy's model and AWS's default),
+//! and `501 NotImplemented` otherwise.
 
 use s3s::dto::{CreateBucketInput, ObjectCannedACL, ObjectOwnership};
 use s3s::{S3Result, s3_error};
@@ -22,13 +23,6 @@ macro_rules! check_write {
                 || i.sse_customer_key_md5.is_some(),
             i.ssekms_key_id.is_some() || i.ssekms_encryption_context.is_some(),
         )
-        .and_then(|()| {
-            $crate::protections::object_lock(
-                i.object_lock_mode.is_some()
-                    || i.object_lock_retain_until_date.is_some()
-                    || i.object_lock_legal_hold_status.is_some(),
-            )
-        })
         .and_then(|()| {
             $crate::protections::object_acl(
                 i.acl.as_ref(),
@@ -87,18 +81,6 @@ pub fn no_customer_key(customer_key: bool) -> S3Result<()> {
     Ok(())
 }
 
-/// Refuses object lock headers on a write: no bucket has object lock, and AWS refuses
-/// them on such a bucket.
-pub fn object_lock(asked: bool) -> S3Result<()> {
-    if asked {
-        return Err(s3_error!(
-            InvalidRequest,
-            "Bucket is missing Object Lock Configuration"
-        ));
-    }
-    Ok(())
-}
-
 /// Refuses an object ACL other than the owner's alone: with object ownership "bucket
 /// owner enforced", `private` and `bucket-owner-full-control` say what is true (the
 /// bucket owner has full control, nobody else has anything), and anything else,
@@ -121,7 +103,7 @@ pub fn object_acl(acl: Option<&ObjectCannedACL>, grants: bool) -> S3Result<()> {
 
 /// Refuses what a CreateBucket asks that Eddy does not give: a bucket ACL other than
 /// `private` and `public-read` (which [`crate::acl`] maps onto the bucket's policy),
-/// object ownership other than "bucket owner enforced", object lock.
+/// object ownership other than "bucket owner enforced".
 pub fn bucket_creation(input: &CreateBucketInput) -> S3Result<()> {
     let grants = [
         &input.grant_full_control,
@@ -150,9 +132,6 @@ pub fn bucket_creation(input: &CreateBucketInput) -> S3Result<()> {
             "Object ownership {} is not implemented: ACLs are disabled (BucketOwnerEnforced)",
             o.as_str()
         ));
-    }
-    if input.object_lock_enabled_for_bucket == Some(true) {
-        return Err(s3_error!(NotImplemented, "Object lock is not implemented"));
     }
     Ok(())
 }
@@ -186,7 +165,6 @@ mod tests {
             code(no_customer_key(true)),
             Some(S3ErrorCode::InvalidRequest)
         );
-        assert_eq!(code(object_lock(true)), Some(S3ErrorCode::InvalidRequest));
         let acl = |a: &str| ObjectCannedACL::from(a.to_owned());
         assert_eq!(code(object_acl(Some(&acl("private")), false)), None);
         assert_eq!(
@@ -204,7 +182,7 @@ mod tests {
     }
 
     #[test]
-    fn a_bucket_is_created_only_without_acls_and_lock() {
+    fn a_bucket_is_created_only_without_acls() {
         let input = |f: &dyn Fn(&mut CreateBucketInput)| {
             let mut i = CreateBucketInput::builder()
                 .bucket("b".to_owned())
@@ -225,10 +203,6 @@ mod tests {
                 &|i| i.acl = Some(BucketCannedACL::from("public-read-write".to_owned()))
             )),
             Some(S3ErrorCode::InvalidBucketAclWithObjectOwnership)
-        );
-        assert_eq!(
-            code(input(&|i| i.object_lock_enabled_for_bucket = Some(true))),
-            Some(S3ErrorCode::NotImplemented)
         );
         assert_eq!(
             code(input(&|i| {

@@ -10,9 +10,9 @@ use crate::change::{Change, Event};
 use crate::checksum::{Wanted, fields};
 use crate::error::OrS3;
 use crate::get::matches;
-use crate::protections;
 use crate::tagging::parse_tagging_header;
 use crate::{ContentHeaders, Gateway, etag, now_ms, versioning};
+use crate::{object_lock, protections};
 
 /// Refuses keys S3 refuses.
 pub fn check_key(key: &str) -> S3Result<()> {
@@ -48,6 +48,26 @@ pub async fn put_object(
     let key = input.key.clone();
     check_key(&key)?;
     protections::check_write!(input)?;
+    let asked_lock = object_lock::Requested {
+        mode: input.object_lock_mode.as_ref().map(|m| m.as_str()),
+        until: input.object_lock_retain_until_date.as_ref(),
+        legal_hold: input
+            .object_lock_legal_hold_status
+            .as_ref()
+            .map(|s| s.as_str()),
+    };
+    let lock = asked_lock.lock(&b, now_ms())?;
+    let integrity = input.content_md5.is_some()
+        || input.checksum_algorithm.is_some()
+        || headers
+            .keys()
+            .any(|h| h.as_str().starts_with("x-amz-checksum-"));
+    if asked_lock.any() && !integrity {
+        return Err(s3_error!(
+            InvalidRequest,
+            "Content-MD5 OR x-amz-checksum- HTTP header is required for Put Object requests with Object Lock parameters"
+        ));
+    }
     if input.if_match.is_some() || input.if_none_match.is_some() {
         let current = gw.catalog().object(&b.name, &key).or_s3()?;
         // AWS answers If-Match on a key with no current object with 404, not 412.
@@ -103,17 +123,21 @@ pub async fn put_object(
     .await?;
     let (version_id, replace_null) = versioning::new_version_id(&b);
     let blobs = got.data.blobs().to_vec();
+    let now = now_ms();
     let version = ObjectVersion {
         version_id: version_id.clone(),
         delete_marker: false,
         size: got.size,
         etag: got.md5_hex.clone(),
-        last_modified_ms: now_ms(),
+        last_modified_ms: now,
         data: got.data,
         metadata,
         tags,
         checksums: got.checksums.clone(),
         parts: Vec::new(),
+        owner: requester.principal.clone(),
+        lock: object_lock::with_default(&b, lock, now),
+        encryption: None,
     };
     let expiration = crate::lifecycle::expiration(
         gw,

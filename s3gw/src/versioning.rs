@@ -49,6 +49,14 @@ pub async fn put_bucket_versioning(
         .as_ref()
         .map(|s| s.as_str().to_owned());
     update_bucket(gw, &req, &req.input.bucket, |b| {
+        if crate::object_lock::config(b).is_some()
+            && status.as_deref() != Some(BucketVersioningStatus::ENABLED)
+        {
+            return Err(s3_error!(
+                InvalidBucketState,
+                "An Object Lock configuration is present on this bucket, so the versioning state cannot be changed."
+            ));
+        }
         b.versioning = match status.as_deref() {
             Some(BucketVersioningStatus::ENABLED) => Versioning::Enabled,
             Some(BucketVersioningStatus::SUSPENDED) => Versioning::Suspended,

@@ -44,6 +44,9 @@ async fn failed_commit_deletes_the_new_blobs() {
         tags: BTreeMap::new(),
         checksums: BTreeMap::new(),
         parts: Vec::new(),
+        owner: String::new(),
+        lock: catalog::ObjectLock::default(),
+        encryption: None,
     };
     let err = Change::new()
         .expect_etag("b", "k", Some("not-there".into()))
@@ -123,6 +126,9 @@ async fn event_rows_commit_with_the_change_or_not_at_all() {
         tags: BTreeMap::new(),
         checksums: BTreeMap::new(),
         parts: Vec::new(),
+        owner: String::new(),
+        lock: catalog::ObjectLock::default(),
+        encryption: None,
     };
     let appended = || {
         (0..3)

@@ -34,6 +34,9 @@ fn version() -> ObjectVersion {
         tags: BTreeMap::new(),
         checksums: BTreeMap::new(),
         parts: Vec::new(),
+        owner: String::new(),
+        lock: catalog::ObjectLock::default(),
+        encryption: None,
     }
 }
 

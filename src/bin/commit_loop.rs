@@ -117,6 +117,9 @@ async fn main() {
                         tags: BTreeMap::new(),
                         checksums: BTreeMap::new(),
                         parts: Vec::new(),
+                        owner: String::new(),
+                        lock: catalog::ObjectLock::default(),
+                        encryption: None,
                     },
                     replace_null: true,
                 });

@@ -96,6 +96,9 @@ impl NewObjects {
                 tags: BTreeMap::new(),
                 checksums: BTreeMap::new(),
                 parts: Vec::new(),
+                owner: String::new(),
+                lock: catalog::ObjectLock::default(),
+                encryption: None,
             },
             replace_null: true,
         });

@@ -1,9 +1,10 @@
-"""A client is never told it got a protection it did not get: the encryption, object lock
-and ACL requests Eddy does not implement yet are refused (AWS's own error where it has
-one, 501 NotImplemented otherwise) and store nothing, on every write path (PutObject,
-CopyObject, CreateMultipartUpload, UploadPart, UploadPartCopy, CreateBucket), through
-boto3 and aws-cli. What Eddy does give (the owner-only ACLs `private` and
-`bucket-owner-full-control`) is accepted."""
+"""A client is never told it got a protection it did not get: the encryption and ACL
+requests Eddy does not implement yet, and object lock on a bucket made without it, are
+refused (AWS's own error where it has one, 501 NotImplemented otherwise) and store
+nothing, on every write path (PutObject, CopyObject, CreateMultipartUpload, UploadPart,
+UploadPartCopy, CreateBucket), through boto3 and aws-cli. What Eddy does give (the
+owner-only ACLs `private` and `bucket-owner-full-control`; object lock on a bucket that
+has it, tested in test_s3_object_lock.py) is accepted."""
 
 import os
 
@@ -103,11 +104,10 @@ def test_owner_only_acls_are_accepted(s3, bucket):
         assert s3.get_object(Bucket=bucket, Key=f"acl/{acl}")["Body"].read() == acl.encode()
 
 
-def test_bucket_creation_refuses_acls_ownership_and_lock(s3):
+def test_bucket_creation_refuses_acls_and_ownership(s3):
     cases = [
         ({"ACL": "public-read-write"}, 400, "InvalidBucketAclWithObjectOwnership"),
         ({"ObjectOwnership": "ObjectWriter"}, 501, "NotImplemented"),
-        ({"ObjectLockEnabledForBucket": True}, 501, "NotImplemented"),
     ]
     for extra, code_status, code in cases:
         name = f"prot-{os.urandom(6).hex()}"

@@ -11,7 +11,8 @@
 //! Each released format's types are frozen in their own module ([`v1`]; [`v2`]: what
 //! format 2 added, log compaction; [`v3`]: what format 3 added, blob expansion; [`v4`]:
 //! what format 4 added, Kafka transactions; [`v5`]: client quotas; [`v6`]: users,
-//! policies and bucket policies; [`v7`]: bucket lifecycle and CORS configurations) and converted to
+//! policies and bucket policies; [`v7`]: bucket lifecycle and CORS configurations; [`v8`]:
+//! object lock, owners and encryption on object versions and uploads) and converted to
 //! and from the live types; the live types are never encoded directly, so changing them
 //! never changes what stored bytes mean. A format this build does not know is refused
 //! with [`storage::StorageError::Format`] (the one error for every layer's formats),
@@ -56,6 +57,7 @@ pub mod v4;
 pub mod v5;
 pub mod v6;
 pub mod v7;
+pub mod v8;
 
 use crate::checkpoint::CheckpointPointer;
 use crate::error::{CatalogError, CatalogResult};
@@ -67,17 +69,18 @@ use crate::model::{
 };
 
 /// The log record payload format this build writes.
-pub const RECORD_FORMAT: u16 = 7;
+pub const RECORD_FORMAT: u16 = 8;
 /// The newest log record payload format this build reads (it reads every older one).
-pub const NEWEST_RECORD_FORMAT: u16 = 7;
+pub const NEWEST_RECORD_FORMAT: u16 = 8;
 /// The store value format this build writes and the newest it reads. Format 2 added the
 /// `compaction` table, format 3 the `expansions` and `other_tables` tables, format 4 the
 /// `txns`, `txn_offsets`, `txn_partitions` and `aborted_txns` tables, format 5 the
 /// `client_quotas` table, format 6 the `users`, `policies` and `bucket_policies` tables, format 7 the
-/// `bucket_configs` table;
-/// an older store is migrated when it is opened (it has no such
-/// tables, so nothing is rewritten: only the recorded format changes).
-pub const STORE_FORMAT: u64 = 7;
+/// `bucket_configs` table, format 8 new encodings of the values of `objects`, `versions`
+/// and `uploads` ([`v8`]). An older store is migrated when it is opened: a store before
+/// format 8 has those three tables rewritten (`crate::store_open`), and every other
+/// format only lacks tables, so for them only the recorded format changes.
+pub const STORE_FORMAT: u64 = 8;
 /// `meta` key of the store's value format (u64, big-endian, like the other counters).
 pub const STORE_FORMAT_KEY: &[u8] = b"store_format";
 /// The checkpoint dump layout this build writes and the newest it reads: the last byte of
@@ -86,6 +89,8 @@ pub const STORE_FORMAT_KEY: &[u8] = b"store_format";
 /// layout 3 with tags 19 to 22 (the transaction tables), layout 5 layout 4 with tag 23
 /// (`client_quotas`), layout 6 layout 5 with tags 24 to 26 (`users`, `policies`,
 /// `bucket_policies`), layout 7 layout 6 with tag 27 (`bucket_configs`); all are read.
+/// Format 8 changed values, not tables: its dumps are layout 7, their `meta` entry naming
+/// store format 8.
 pub const CHECKPOINT_LAYOUT: u8 = b'7';
 
 /// A value kept in the embedded store (and so in checkpoints), in the store's format.
@@ -115,8 +120,8 @@ macro_rules! stored_as {
 
 stored_as!(
     BucketRecord => v1::BucketRecord,
-    ObjectVersion => v1::ObjectVersion,
-    UploadRecord => v1::UploadRecord,
+    ObjectVersion => v8::ObjectVersion,
+    UploadRecord => v8::UploadRecord,
     PartRecord => v1::PartRecord,
     TopicRecord => v1::TopicRecord,
     PartitionState => v1::PartitionState,

@@ -44,6 +44,10 @@ fn sample_version() -> ObjectVersion {
         tags: map(&[("k", "v")]),
         checksums: map(&[("CRC32C", "AAAAAA==")]),
         parts: vec![5_242_880, 100],
+        // Fields format 8 added: absent from format 1's encoding.
+        owner: String::new(),
+        lock: crate::model::ObjectLock::default(),
+        encryption: None,
     }
 }
 
@@ -59,6 +63,9 @@ fn sample_inline_version() -> ObjectVersion {
         tags: BTreeMap::new(),
         checksums: BTreeMap::new(),
         parts: Vec::new(),
+        owner: String::new(),
+        lock: crate::model::ObjectLock::default(),
+        encryption: None,
     }
 }
 
@@ -73,6 +80,8 @@ fn sample_upload() -> UploadRecord {
         tags: map(&[("t", "1")]),
         checksum_algorithm: Some("SHA256".into()),
         checksum_type: None,
+        lock: crate::model::ObjectLock::default(),
+        encryption: None,
     }
 }
 
@@ -372,6 +381,16 @@ fn record_v5(ops: Vec<Op>) -> Vec<u8> {
     })
 }
 
+/// A record payload of format 7, as the builds of format 7 wrote it.
+fn record_v7(ops: Vec<Op>) -> Vec<u8> {
+    framed(&ops, |batch_lens| super::v7::RecordHeader {
+        txns: vec![super::v7::Transaction {
+            ops: ops.iter().map(super::v7::op_for_record).collect(),
+        }],
+        batch_lens,
+    })
+}
+
 /// A record payload of format 6, as the builds of format 6 wrote it.
 fn record_v6(ops: Vec<Op>) -> Vec<u8> {
     framed(&ops, |batch_lens| super::v6::RecordHeader {
@@ -436,6 +455,12 @@ fn encoded_samples_v2() -> Vec<(String, Vec<u8>)> {
     ]
 }
 
+/// A live value in a frozen encoding that is no longer the store's (format 8 replaced
+/// format 1's for object versions and uploads).
+fn v1_enc<F: serde::Serialize + From<L>, L>(v: L) -> crate::CatalogResult<Vec<u8>> {
+    Ok(postcard::to_stdvec(&F::from(v))?)
+}
+
 /// The samples as the log and the store hold them in format 1: each op as a one-op log
 /// record, all ops in one record, and each stored value.
 fn encoded_samples() -> Vec<(String, Vec<u8>)> {
@@ -453,9 +478,12 @@ fn encoded_samples() -> Vec<(String, Vec<u8>)> {
     };
     let values = [
         ("BucketRecord", enc(&sample_bucket())),
-        ("ObjectVersion", enc(&sample_version())),
-        ("ObjectVersionInline", enc(&sample_inline_version())),
-        ("UploadRecord", enc(&sample_upload())),
+        ("ObjectVersion", v1_enc::<super::v1::ObjectVersion, _>(sample_version())),
+        (
+            "ObjectVersionInline",
+            v1_enc::<super::v1::ObjectVersion, _>(sample_inline_version()),
+        ),
+        ("UploadRecord", v1_enc::<super::v1::UploadRecord, _>(sample_upload())),
         ("PartRecord", enc(&sample_part())),
         ("TopicRecord", enc(&sample_topic())),
         ("PartitionState", enc(&sample_partition())),
@@ -965,9 +993,7 @@ fn all_ops_v7() -> Vec<Op> {
 /// Format 7's samples: each new op alone, every op of every format in one record, and
 /// the new value.
 fn encoded_samples_v7() -> Vec<(String, Vec<u8>)> {
-    let record = |ops: Vec<Op>| {
-        crate::record::encode(record_data(&ops), &[&crate::txn::Transaction::new(ops)]).unwrap()
-    };
+    let record = record_v7;
     let mut out = Vec::new();
     for (name, op) in sample_bucket_config_ops() {
         out.push((format!("record {name}"), record(vec![op])));
@@ -977,5 +1003,138 @@ fn encoded_samples_v7() -> Vec<(String, Vec<u8>)> {
         "value BucketConfig".into(),
         crate::apply::enc(&sample_bucket_config()).unwrap(),
     ));
+    out
+}
+
+/// An object version with every field format 8 added: an SSE-S3 data key, a compliance
+/// retention and a legal hold, and its writer.
+fn sample_version_v8() -> ObjectVersion {
+    use crate::model::{Encryption, LockMode, ObjectLock, Retention};
+    ObjectVersion {
+        owner: "alice".into(),
+        lock: ObjectLock {
+            retention: Some(Retention {
+                mode: LockMode::Compliance,
+                until_ms: 1_796_000_000_000,
+            }),
+            legal_hold: true,
+        },
+        encryption: Some(Encryption::S3 {
+            key_id: "master-1".into(),
+            wrapped_key: (0u8..60).collect(),
+        }),
+        ..sample_version()
+    }
+}
+
+/// An upload with an SSE-C key's MD5 and a governance retention for its object.
+fn sample_upload_v8() -> UploadRecord {
+    use crate::model::{Encryption, LockMode, ObjectLock, Retention};
+    UploadRecord {
+        lock: ObjectLock {
+            retention: Some(Retention {
+                mode: LockMode::Governance,
+                until_ms: 1_765_000_000_000,
+            }),
+            legal_hold: false,
+        },
+        encryption: Some(Encryption::Customer {
+            key_md5: "zZ5FnqxwIh8KaTGd/Wnq5A==".into(),
+        }),
+        ..sample_upload()
+    }
+}
+
+/// The ops format 8 added or changed: puts of the new records, the lock guard, a
+/// retention set and removed, a legal hold.
+fn sample_lock_ops() -> Vec<(&'static str, Op)> {
+    use crate::model::{LockMode, Retention};
+    vec![
+        (
+            "PutObject v8",
+            Op::PutObject {
+                bucket: "photos".into(),
+                key: "locked.png".into(),
+                version: sample_version_v8(),
+                replace_null: false,
+            },
+        ),
+        ("CreateUpload v8", Op::CreateUpload(sample_upload_v8())),
+        (
+            "ExpectUnlocked",
+            Op::ExpectUnlocked {
+                bucket: "photos".into(),
+                key: "locked.png".into(),
+                version_id: "0000000000000042-abc".into(),
+                now_ms: 1_764_600_000_000,
+                bypass_governance: true,
+            },
+        ),
+        (
+            "SetObjectRetention",
+            Op::SetObjectRetention {
+                bucket: "photos".into(),
+                key: "locked.png".into(),
+                version_id: "0000000000000042-abc".into(),
+                retention: Some(Retention {
+                    mode: LockMode::Governance,
+                    until_ms: 1_770_000_000_000,
+                }),
+                now_ms: 1_764_600_000_001,
+                bypass_governance: false,
+            },
+        ),
+        (
+            "SetObjectRetention removed",
+            Op::SetObjectRetention {
+                bucket: "photos".into(),
+                key: "locked.png".into(),
+                version_id: "null".into(),
+                retention: None,
+                now_ms: 1_764_600_000_002,
+                bypass_governance: true,
+            },
+        ),
+        (
+            "SetObjectLegalHold",
+            Op::SetObjectLegalHold {
+                bucket: "photos".into(),
+                key: "locked.png".into(),
+                version_id: "0000000000000042-abc".into(),
+                on: true,
+            },
+        ),
+    ]
+}
+
+/// Every sample op of formats 1 to 8 (format 1's `PutObject` and `CreateUpload` now
+/// encode as format 8's).
+fn all_ops_v8() -> Vec<Op> {
+    let mut all = all_ops_v7();
+    all.extend(sample_lock_ops().into_iter().map(|(_, op)| op));
+    all
+}
+
+/// Format 8's samples: each new op alone, every op of every format in one record, and
+/// the re-encoded values.
+fn encoded_samples_v8() -> Vec<(String, Vec<u8>)> {
+    use crate::apply::enc;
+    let record = |ops: Vec<Op>| {
+        crate::record::encode(record_data(&ops), &[&crate::txn::Transaction::new(ops)]).unwrap()
+    };
+    let mut out = Vec::new();
+    for (name, op) in sample_lock_ops() {
+        out.push((format!("record {name}"), record(vec![op])));
+    }
+    out.push(("record all".into(), record(all_ops_v8())));
+    let values = [
+        ("ObjectVersion", enc(&sample_version_v8())),
+        ("ObjectVersion plain", enc(&sample_version())),
+        ("ObjectVersionInline", enc(&sample_inline_version())),
+        ("UploadRecord", enc(&sample_upload_v8())),
+    ];
+    for (name, bytes) in values {
+        out.push((format!("value {name}"), bytes.unwrap()));
+    }
     out
 }

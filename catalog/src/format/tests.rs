@@ -1,7 +1,7 @@
-//! Formats 1 to 7 are frozen: format 1's types encode, byte for byte, what the build of
+//! Formats 1 to 8 are frozen: format 1's types encode, byte for byte, what the build of
 //! 2026-11-30 wrote for the same values (`v1.golden`: `samples.rs` compiled against commit
 //! c8a8f6c printed them), format 2's to 5's what the builds that introduced them wrote
-//! (`v2.golden` to `v7.golden`), and all read back into the same live values. Refusals of newer
+//! (`v2.golden` to `v8.golden`), and all read back into the same live values. Refusals of newer
 //! formats, and what adding a field later looks like.
 
 use super::*;
@@ -34,6 +34,17 @@ fn golden_v6() -> Vec<(String, Vec<u8>)> {
 /// `v7.golden` as (name, bytes).
 fn golden_v7() -> Vec<(String, Vec<u8>)> {
     parse_golden(include_str!("v7.golden"))
+}
+
+/// `v8.golden` as (name, bytes).
+fn golden_v8() -> Vec<(String, Vec<u8>)> {
+    parse_golden(include_str!("v8.golden"))
+}
+
+/// A format-1 encoding of a type format 8 re-encoded, read as the store's migration
+/// reads it.
+fn dec_v1<F: serde::de::DeserializeOwned, L: From<F>>(bytes: &[u8]) -> L {
+    L::from(postcard::from_bytes::<F>(bytes).unwrap())
 }
 
 /// `v5.golden` as (name, bytes).
@@ -311,6 +322,63 @@ fn format_7_records_decode_into_the_live_ops() {
     );
 }
 
+#[test]
+fn this_build_writes_format_8_byte_for_byte() {
+    let golden = golden_v8();
+    assert!(!golden.is_empty());
+    for (name, bytes) in encoded_samples_v8() {
+        let want = golden
+            .iter()
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("{name} is not in v8.golden"));
+        assert_eq!(bytes, want.1, "{name} no longer encodes as format 8");
+    }
+}
+
+#[test]
+fn format_8_records_and_values_decode_into_the_live_types() {
+    let bytes = |name: &str| {
+        golden_v8()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("{name} is not in v8.golden"))
+            .1
+    };
+    for (name, op) in sample_lock_ops() {
+        let txns = crate::record::decode(1, 8, bytes(&format!("record {name}"))).unwrap();
+        assert_eq!(txns, vec![Transaction::new(vec![op])], "{name}");
+    }
+    let txns = crate::record::decode(1, 8, bytes("record all")).unwrap();
+    assert_eq!(txns, vec![Transaction::new(all_ops_v8())]);
+    assert_eq!(
+        dec::<ObjectVersion>(&bytes("value ObjectVersion")).unwrap(),
+        sample_version_v8()
+    );
+    assert_eq!(
+        dec::<ObjectVersion>(&bytes("value ObjectVersion plain")).unwrap(),
+        sample_version()
+    );
+    assert_eq!(
+        dec::<ObjectVersion>(&bytes("value ObjectVersionInline")).unwrap(),
+        sample_inline_version()
+    );
+    assert_eq!(
+        dec::<UploadRecord>(&bytes("value UploadRecord")).unwrap(),
+        sample_upload_v8()
+    );
+}
+
+/// Prints `v8.golden`'s lines; run once, by the build that introduced format 8, and
+/// never again (`cargo test -p eddy-catalog print_format_8 -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn print_format_8() {
+    for (name, bytes) in encoded_samples_v8() {
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        println!("{name} {hex}");
+    }
+}
+
 /// Prints `v7.golden`'s lines; run once, by the build that introduced format 7, and
 /// never again (`cargo test -p eddy-catalog print_format_7 -- --ignored --nocapture`).
 #[test]
@@ -407,15 +475,15 @@ fn format_1_values_decode_into_the_live_records() {
         sample_bucket()
     );
     assert_eq!(
-        dec::<ObjectVersion>(&golden_bytes("value ObjectVersion")).unwrap(),
+        dec_v1::<v1::ObjectVersion, ObjectVersion>(&golden_bytes("value ObjectVersion")),
         sample_version()
     );
     assert_eq!(
-        dec::<ObjectVersion>(&golden_bytes("value ObjectVersionInline")).unwrap(),
+        dec_v1::<v1::ObjectVersion, ObjectVersion>(&golden_bytes("value ObjectVersionInline")),
         sample_inline_version()
     );
     assert_eq!(
-        dec::<UploadRecord>(&golden_bytes("value UploadRecord")).unwrap(),
+        dec_v1::<v1::UploadRecord, UploadRecord>(&golden_bytes("value UploadRecord")),
         sample_upload()
     );
     assert_eq!(
@@ -452,27 +520,27 @@ fn format_1_values_decode_into_the_live_records() {
 
 #[test]
 fn newer_formats_are_refused_naming_both_versions() {
-    let err = crate::record::decode(9, 8, golden_bytes("record all")).unwrap_err();
+    let err = crate::record::decode(9, 9, golden_bytes("record all")).unwrap_err();
     assert!(
         matches!(
             &err,
             CatalogError::Storage(StorageError::Format {
-                found: 8,
-                newest: 7,
+                found: 9,
+                newest: 8,
                 ..
             })
         ),
         "{err}"
     );
     assert!(
-        err.to_string().contains("log record 9 is format 8"),
+        err.to_string().contains("log record 9 is format 9"),
         "{err}"
     );
     assert!(matches!(
-        check_store_format(8),
+        check_store_format(9),
         Err(CatalogError::Storage(StorageError::Format {
-            found: 8,
-            newest: 7,
+            found: 9,
+            newest: 8,
             ..
         }))
     ));
@@ -483,6 +551,7 @@ fn newer_formats_are_refused_naming_both_versions() {
     assert!(check_store_format(5).is_ok());
     assert!(check_store_format(6).is_ok());
     assert!(check_store_format(7).is_ok());
+    assert!(check_store_format(8).is_ok());
     assert!(matches!(
         check_checkpoint_magic(b"EDDYCKP8"),
         Err(CatalogError::Storage(StorageError::Format {

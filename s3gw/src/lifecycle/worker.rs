@@ -324,9 +324,12 @@ fn key_actions(
     for (i, pair) in versions.windows(2).enumerate() {
         let (newer, v) = (&pair[0], &pair[1]);
         let tags = if v.delete_marker { &no_tags } else { &v.tags };
-        if rules
-            .noncurrent_expiry(key, v.size, tags, newer.last_modified_ms, i as u32, day_ms)
-            .is_some_and(|at| at <= now_ms)
+        // A version its object lock protects stays (as on AWS); the catalog would refuse
+        // the removal anyway.
+        if !v.lock.protects(now_ms, false)
+            && rules
+                .noncurrent_expiry(key, v.size, tags, newer.last_modified_ms, i as u32, day_ms)
+                .is_some_and(|at| at <= now_ms)
         {
             out.push(Action::Version {
                 key: key.to_owned(),
@@ -356,13 +359,14 @@ async fn apply(
                     metrics.count(what);
                     1
                 }
-                // Rewritten or removed since the pass read it: not due any more.
+                // Rewritten, removed or locked since the pass read it: not due any more.
                 Err(e)
                     if matches!(
                         e.code(),
                         s3s::S3ErrorCode::PreconditionFailed
                             | s3s::S3ErrorCode::NoSuchKey
                             | s3s::S3ErrorCode::NoSuchUpload
+                            | s3s::S3ErrorCode::AccessDenied
                     ) =>
                 {
                     0
