@@ -165,6 +165,12 @@ pub struct ServeArgs {
     /// The most expirations one lifecycle pass commits (default 100000).
     #[arg(long, env = "EDDY_S3_LIFECYCLE_MAX_ACTIONS")]
     pub s3_lifecycle_max_actions: Option<usize>,
+    /// The SSE-S3 master key file: 64 hex digits, made with a random key (mode 0600) when
+    /// missing (default `<data-dir>/sse-master.key`). Objects stored with SSE-S3 cannot
+    /// be read without it: keep it backed up, and away from the drives for a stolen
+    /// drive to reveal nothing.
+    #[arg(long, env = "EDDY_SSE_MASTER_KEY_FILE")]
+    pub sse_master_key_file: Option<PathBuf>,
     /// Prefix of the `ce_type` of bucket notification records (default
     /// `vastdata.com:`, giving `vastdata.com:Element.ElementCreated`).
     #[arg(long, env = "EDDY_NOTIFY_CE_TYPE_PREFIX")]
@@ -217,6 +223,7 @@ pub struct FileConfig {
     s3_lifecycle_interval_ms: Option<u64>,
     s3_lifecycle_day_secs: Option<u64>,
     s3_lifecycle_max_actions: Option<usize>,
+    sse_master_key_file: Option<PathBuf>,
     checkpoint_mb: Option<u64>,
     scrub_interval_secs: Option<u64>,
     kafka_auto_create_topics: Option<bool>,
@@ -337,6 +344,8 @@ pub struct ServeConfig {
     pub s3_domains: Vec<String>,
     /// How the lifecycle worker runs.
     pub s3_lifecycle: s3gw::lifecycle::worker::Settings,
+    /// The SSE-S3 master key file.
+    pub sse_master_key_file: PathBuf,
     /// S3 users; the first is the administrator.
     pub users: Vec<User>,
     /// Broker views besides the default one (`[[views]]`).
@@ -664,6 +673,18 @@ impl ServeArgs {
                     .unwrap_or(100_000)
                     .max(1),
             },
+            sse_master_key_file: self
+                .sse_master_key_file
+                .clone()
+                .or(file.sse_master_key_file.clone())
+                .unwrap_or_else(|| {
+                    self.storage
+                        .data_dir
+                        .clone()
+                        .or_else(|| file.data_dir.clone())
+                        .unwrap_or_else(|| PathBuf::from("eddy-data"))
+                        .join("sse-master.key")
+                }),
             users,
             views,
             default_credentials,

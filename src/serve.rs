@@ -164,7 +164,11 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     }));
     metrics.register_notify(notifier.metrics());
     let gateway = s3gw::Gateway::with_notifier(catalog.clone(), directory.clone(), notifier)
-        .with_lifecycle_day_ms(config.s3_lifecycle.day_ms);
+        .with_lifecycle_day_ms(config.s3_lifecycle.day_ms)
+        .with_master_key(
+            s3gw::sse::MasterKey::load_or_create(&config.sse_master_key_file)
+                .context("the SSE-S3 master key")?,
+        );
     let s3_service =
         s3gw::service(gateway.clone(), &config.s3_domains).map_err(anyhow::Error::msg)?;
     let lifecycle_metrics = Arc::new(s3gw::lifecycle::worker::LifecycleMetrics::default());

@@ -8,7 +8,6 @@ use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::Gateway;
 use crate::get::find_version;
-use crate::protections;
 
 /// Most parts listed in one answer when the request sets no `max-parts`.
 const DEFAULT_MAX_PARTS: i32 = 1000;
@@ -20,12 +19,6 @@ pub async fn get_object_attributes(
 ) -> S3Result<S3Response<GetObjectAttributesOutput>> {
     let b = gw.bucket_for(&req, &req.input.bucket)?;
     let i = &req.input;
-    protections::no_customer_key(protections::customer_key!(
-        i,
-        sse_customer_algorithm,
-        sse_customer_key,
-        sse_customer_key_md5
-    ))?;
     let wanted: Vec<String> = i
         .object_attributes
         .iter()
@@ -56,6 +49,17 @@ pub async fn get_object_attributes(
     }
     let wants = |name: &str| wanted.iter().any(|a| a == name);
     let v = find_version(gw, &b, &i.key, i.version_id.as_deref())?;
+    // An SSE-C object's attributes need its key, as its data does.
+    crate::sse::for_read(
+        gw,
+        v.encryption.as_ref(),
+        crate::sse::customer_key!(
+            i,
+            sse_customer_algorithm,
+            sse_customer_key,
+            sse_customer_key_md5
+        ),
+    )?;
     let mut out = GetObjectAttributesOutput {
         last_modified: Some(crate::timestamp(v.last_modified_ms)),
         version_id: (v.version_id != "null" || i.version_id.is_some())

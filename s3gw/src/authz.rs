@@ -60,6 +60,8 @@ pub fn action(op: &str, versioned: bool) -> String {
         "PutBucketCors" | "DeleteBucketCors" => "PutBucketCORS",
         "PutObjectLockConfiguration" => "PutBucketObjectLockConfiguration",
         "GetObjectLockConfiguration" => "GetBucketObjectLockConfiguration",
+        "PutBucketEncryption" | "DeleteBucketEncryption" => "PutEncryptionConfiguration",
+        "GetBucketEncryption" => "GetEncryptionConfiguration",
         other => other,
     };
     format!("s3:{name}")
@@ -168,6 +170,10 @@ mod tests {
         assert_eq!(action("UploadPart", false), "s3:PutObject");
         assert_eq!(action("DeleteObject", true), "s3:DeleteObjectVersion");
         assert_eq!(action("PutBucketPolicy", false), "s3:PutBucketPolicy");
+        assert_eq!(
+            action("DeleteBucketEncryption", false),
+            "s3:PutEncryptionConfiguration"
+        );
         assert_eq!(arn("b", Some("k/1")), "arn:aws:s3:::b/k/1");
         let cx = context(
             Some("alice"),

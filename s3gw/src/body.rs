@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 
 use crate::checksum::Wanted;
 use crate::error::{OrS3, join_error};
+use crate::sse::DataKey;
 
 /// Bytes handed to the blob writer at a time.
 const WRITE_CHUNK: usize = 1 << 20;
@@ -66,7 +67,9 @@ pub async fn delete_blobs(store: &BlobStore, blobs: Vec<BlobMeta>) {
 
 /// Streams `body` into a new blob (or, when `allow_inline` and it is at most
 /// [`crate::INLINE_MAX`] bytes, into memory), computing the MD5 and the checksums
-/// `wanted` names and checking them and the length. Nothing is left behind on failure.
+/// `wanted` names and checking them and the length. With `seal`, the bytes are hashed as
+/// received and encrypted on their way into the blob (never inlined). Nothing is left
+/// behind on failure.
 pub async fn receive(
     store: &BlobStore,
     body: Option<StreamingBlob>,
@@ -74,7 +77,10 @@ pub async fn receive(
     wanted: &Wanted,
     trailers: Option<&TrailingHeaders>,
     allow_inline: bool,
+    seal: Option<&DataKey>,
 ) -> S3Result<Received> {
+    // Encrypted bytes live only in blobs, whose ids key their keystreams.
+    let allow_inline = allow_inline && seal.is_none();
     let mut hasher = wanted.hasher();
     let mut size: u64 = 0;
     let mut buf = BytesMut::new();
@@ -112,7 +118,7 @@ pub async fn receive(
         };
         if buf.len() > threshold || (writer.is_some() && buf.len() >= WRITE_CHUNK) {
             if writer.is_none() {
-                writer = Some(spawn_writer(store)?);
+                writer = Some(spawn_writer(store, seal)?);
             }
             if let Some((tx, _)) = &writer
                 && tx.send(Chunk::Data(buf.split().freeze())).await.is_err()
@@ -154,7 +160,7 @@ pub async fn receive(
                 checksums,
             });
         }
-        None => spawn_writer(store)?,
+        None => spawn_writer(store, seal)?,
         Some(w) => w,
     };
     let meta = finish_stream(tx, h, buf).await?;
@@ -182,14 +188,23 @@ type WriterTask = (
     tokio::task::JoinHandle<StorageResult<Option<BlobMeta>>>,
 );
 
-fn spawn_writer(store: &BlobStore) -> S3Result<WriterTask> {
+fn spawn_writer(store: &BlobStore, seal: Option<&DataKey>) -> S3Result<WriterTask> {
     let (tx, mut rx) = mpsc::channel::<Chunk>(2);
     let store = store.clone();
+    let seal = seal.cloned();
     let h = tokio::task::spawn_blocking(move || {
         let mut w: BlobWriter = store.create()?;
+        let mut cipher = seal.map(|k| k.blob_cipher(w.id()));
         while let Some(c) = rx.blocking_recv() {
             match c {
-                Chunk::Data(b) => w.write(&b)?,
+                Chunk::Data(b) => match cipher.as_mut() {
+                    Some(cipher) => {
+                        let mut sealed = b.to_vec();
+                        cipher.apply(&mut sealed);
+                        w.write(&sealed)?;
+                    }
+                    None => w.write(&b)?,
+                },
                 // Finished on this thread: one hand-off fewer per object than a
                 // separate finishing task.
                 Chunk::Finish => return w.finish().map(Some),
@@ -271,12 +286,14 @@ impl ByteStream for Exact {
 }
 
 /// Calls `each` with the bytes of `start..end` of `data`, one stripe-sized chunk at a
-/// time (blocking: run it off the async threads). Stops early when `each` says so.
+/// time (blocking: run it off the async threads), decrypted with `key` when the object
+/// is encrypted. Stops early when `each` says so.
 pub fn read_range(
     store: &BlobStore,
     data: &ObjectData,
     start: u64,
     end: u64,
+    key: Option<&DataKey>,
     mut each: impl FnMut(Vec<u8>) -> bool,
 ) -> StorageResult<()> {
     match data {
@@ -296,8 +313,17 @@ pub fn read_range(
                     continue;
                 }
                 let r = store.open(b.id)?;
+                let mut cipher = key.map(|k| {
+                    let mut c = k.blob_cipher(b.id);
+                    c.seek(s - bs);
+                    c
+                });
                 for c in r.chunks(s - bs, e - s)? {
-                    if !each(c?) {
+                    let mut c = c?;
+                    if let Some(cipher) = cipher.as_mut() {
+                        cipher.apply(&mut c);
+                    }
+                    if !each(c) {
                         return Ok(());
                     }
                 }
@@ -315,6 +341,7 @@ pub async fn response_body(
     data: &ObjectData,
     start: u64,
     end: u64,
+    key: Option<&DataKey>,
 ) -> S3Result<StreamingBlob> {
     if let ObjectData::Inline(d) = data {
         let s = (start as usize).min(d.len());
@@ -326,8 +353,9 @@ pub async fn response_body(
     let (tx, mut rx) = mpsc::channel(2);
     let store = store.clone();
     let data = data.clone();
+    let key = key.cloned();
     tokio::task::spawn_blocking(move || {
-        let res = read_range(&store, &data, start, end, |c| {
+        let res = read_range(&store, &data, start, end, key.as_ref(), |c| {
             tx.blocking_send(Ok(Bytes::from(c))).is_ok()
         });
         if let Err(e) = res {

@@ -14,10 +14,14 @@ use crate::get::{Conditions, find_version};
 use crate::multipart::{check_part_number, commit_part, upload_of};
 use crate::protections;
 use crate::put::check_key;
+use crate::sse::{self, DataKey};
 use crate::tagging::parse_tagging_header;
 use crate::{ContentHeaders, Gateway, INLINE_MAX, etag, now_ms, timestamp, versioning};
 
-/// Copies `start..end` of `data` into new storage, hashing as it goes.
+/// Copies `start..end` of `data` into new storage, hashing as it goes: decrypted with
+/// `source_key` when the source is encrypted, encrypted with `seal` when the copy is to be
+/// (then never inlined).
+#[allow(clippy::too_many_arguments)]
 pub async fn copy_data(
     gw: &Gateway,
     data: &ObjectData,
@@ -25,15 +29,18 @@ pub async fn copy_data(
     end: u64,
     wanted: Wanted,
     allow_inline: bool,
+    source_key: Option<&DataKey>,
+    seal: Option<&DataKey>,
 ) -> S3Result<Received> {
     let store = gw.catalog().blobs().clone();
     let data = data.clone();
+    let (source_key, seal) = (source_key.cloned(), seal.cloned());
     tokio::task::spawn_blocking(move || -> StorageResult<Received> {
         let mut hasher = wanted.hasher();
         let size = end - start;
-        let out = if allow_inline && size <= INLINE_MAX as u64 {
+        let out = if allow_inline && seal.is_none() && size <= INLINE_MAX as u64 {
             let mut buf = Vec::with_capacity(size as usize);
-            read_range(&store, &data, start, end, |c| {
+            read_range(&store, &data, start, end, source_key.as_ref(), |c| {
                 hasher.update(&c);
                 buf.extend_from_slice(&c);
                 true
@@ -41,9 +48,13 @@ pub async fn copy_data(
             ObjectData::Inline(buf)
         } else {
             let mut w = store.create()?;
+            let mut cipher = seal.as_ref().map(|k| k.blob_cipher(w.id()));
             let mut failed: Option<StorageError> = None;
-            read_range(&store, &data, start, end, |c| {
+            read_range(&store, &data, start, end, source_key.as_ref(), |mut c| {
                 hasher.update(&c);
+                if let Some(cipher) = cipher.as_mut() {
+                    cipher.apply(&mut c);
+                }
                 match w.write(&c) {
                     Ok(()) => true,
                     Err(e) => {
@@ -151,12 +162,17 @@ pub async fn copy_object(
         legal_hold: i.object_lock_legal_hold_status.as_ref().map(|s| s.as_str()),
     }
     .lock(&b, now_ms())?;
-    protections::no_customer_key(protections::customer_key!(
-        i,
-        copy_source_sse_customer_algorithm,
-        copy_source_sse_customer_key,
-        copy_source_sse_customer_key_md5
-    ))?;
+    let source_key = sse::for_read(
+        gw,
+        src.encryption.as_ref(),
+        sse::customer_key!(
+            i,
+            copy_source_sse_customer_algorithm,
+            copy_source_sse_customer_key,
+            copy_source_sse_customer_key_md5
+        ),
+    )?;
+    let (encryption, seal) = sse::for_write(gw, &b, sse::asked!(i))?.unzip();
     source_conditions(
         &src,
         i.copy_source_if_match.as_ref(),
@@ -181,6 +197,7 @@ pub async fn copy_object(
         && !replace_meta
         && !replace_tags
         && src_vid.is_none()
+        && encryption.is_none()
     {
         return Err(s3_error!(
             InvalidRequest,
@@ -213,8 +230,11 @@ pub async fn copy_object(
         src.size,
         wanted_for(&src, i.checksum_algorithm.as_ref()),
         true,
+        source_key.as_ref(),
+        seal.as_ref(),
     )
     .await?;
+    let new_etag = sse::etag_of(encryption.as_ref(), seal.as_ref(), &got.md5);
     let (version_id, replace_null) = versioning::new_version_id(&b);
     let now = now_ms();
     let blobs = got.data.blobs().to_vec();
@@ -222,7 +242,7 @@ pub async fn copy_object(
         version_id: version_id.clone(),
         delete_marker: false,
         size: got.size,
-        etag: got.md5_hex.clone(),
+        etag: new_etag.clone(),
         last_modified_ms: now,
         data: got.data,
         metadata,
@@ -233,7 +253,7 @@ pub async fn copy_object(
         // The source's lock is not copied: the copy gets what this request and the
         // bucket's default give it, as on AWS.
         lock: crate::object_lock::with_default(&b, lock, now),
-        encryption: None,
+        encryption: encryption.clone(),
     };
     Change::new()
         .by(requester)
@@ -242,9 +262,13 @@ pub async fn copy_object(
         .commit(gw)
         .await?;
     let f = fields(&got.checksums);
+    let r = sse::reported(encryption.as_ref());
     Ok(S3Response::new(CopyObjectOutput {
+        server_side_encryption: r.sse,
+        sse_customer_algorithm: r.customer_algorithm,
+        sse_customer_key_md5: r.customer_key_md5,
         copy_object_result: Some(CopyObjectResult {
-            e_tag: Some(etag(&got.md5_hex)),
+            e_tag: Some(etag(&new_etag)),
             last_modified: Some(timestamp(now)),
             checksum_crc32: f.crc32,
             checksum_crc32c: f.crc32c,
@@ -292,23 +316,28 @@ pub async fn upload_part_copy(
     let (src_b, _, src) = source(gw, &req, &req.input.copy_source)?;
     let i = req.input;
     let n = check_part_number(i.part_number)?;
-    protections::encryption(
-        None,
-        protections::customer_key!(
+    let source_key = sse::for_read(
+        gw,
+        src.encryption.as_ref(),
+        sse::customer_key!(
+            i,
+            copy_source_sse_customer_algorithm,
+            copy_source_sse_customer_key,
+            copy_source_sse_customer_key_md5
+        ),
+    )?;
+    let upload = upload_of(gw, &b.name, &i.key, &i.upload_id)?;
+    // The part is encrypted as its upload is, with the upload's SSE-C key when it has one.
+    let seal = sse::for_read(
+        gw,
+        upload.encryption.as_ref(),
+        sse::customer_key!(
             i,
             sse_customer_algorithm,
             sse_customer_key,
             sse_customer_key_md5
         ),
-        false,
     )?;
-    protections::no_customer_key(protections::customer_key!(
-        i,
-        copy_source_sse_customer_algorithm,
-        copy_source_sse_customer_key,
-        copy_source_sse_customer_key_md5
-    ))?;
-    let upload = upload_of(gw, &b.name, &i.key, &i.upload_id)?;
     source_conditions(
         &src,
         i.copy_source_if_match.as_ref(),
@@ -324,14 +353,25 @@ pub async fn upload_part_copy(
     if let Some(a) = &upload.checksum_algorithm {
         wanted.add(a);
     }
-    let got = copy_data(gw, &src.data, start, end, wanted, false).await?;
+    let got = copy_data(
+        gw,
+        &src.data,
+        start,
+        end,
+        wanted,
+        false,
+        source_key.as_ref(),
+        seal.as_ref(),
+    )
+    .await?;
+    let part_etag = sse::etag_of(upload.encryption.as_ref(), seal.as_ref(), &got.md5);
     let Some(blob) = got.data.blobs().first().copied() else {
         return Err(s3_error!(InternalError, "part was not stored in a blob"));
     };
     let now = now_ms();
     let part = PartRecord {
         part_number: n,
-        etag: got.md5_hex.clone(),
+        etag: part_etag.clone(),
         size: got.size,
         last_modified_ms: now,
         blob,
@@ -339,9 +379,13 @@ pub async fn upload_part_copy(
     };
     commit_part(gw, &b.name, &i.key, &i.upload_id, part).await?;
     let f = fields(&got.checksums);
+    let r = sse::reported(upload.encryption.as_ref());
     Ok(S3Response::new(UploadPartCopyOutput {
+        server_side_encryption: r.sse,
+        sse_customer_algorithm: r.customer_algorithm,
+        sse_customer_key_md5: r.customer_key_md5,
         copy_part_result: Some(CopyPartResult {
-            e_tag: Some(etag(&got.md5_hex)),
+            e_tag: Some(etag(&part_etag)),
             last_modified: Some(timestamp(now)),
             checksum_crc32: f.crc32,
             checksum_crc32c: f.crc32c,

@@ -8,7 +8,7 @@ use s3s::{S3Error, S3Request, S3Response, S3Result, s3_error};
 use crate::body::response_body;
 use crate::checksum::fields;
 use crate::error::OrS3;
-use crate::protections;
+use crate::sse;
 use crate::{Gateway, etag, stored_headers, timestamp, timestamp_secs, versioning};
 
 /// Whether an If-Match / If-None-Match condition matches the version.
@@ -322,12 +322,6 @@ pub async fn get_object(
 ) -> S3Result<S3Response<GetObjectOutput>> {
     let b = gw.bucket_for(&req, &req.input.bucket)?;
     let i = &req.input;
-    protections::no_customer_key(protections::customer_key!(
-        i,
-        sse_customer_algorithm,
-        sse_customer_key,
-        sse_customer_key_md5
-    ))?;
     let Selected {
         v,
         start,
@@ -336,11 +330,25 @@ pub async fn get_object(
         h,
         f,
     } = select!(gw, &b, i)?;
-    let body = response_body(gw.catalog().blobs(), &v.data, start, end).await?;
+    let key = sse::for_read(
+        gw,
+        v.encryption.as_ref(),
+        sse::customer_key!(
+            i,
+            sse_customer_algorithm,
+            sse_customer_key,
+            sse_customer_key_md5
+        ),
+    )?;
+    let body = response_body(gw.catalog().blobs(), &v.data, start, end, key.as_ref()).await?;
     let expiration = current_expiration(gw, &b.name, i.version_id.is_none(), i.key.as_str(), &v);
     let lock = crate::object_lock::headers(&v.lock);
+    let r = sse::reported(v.encryption.as_ref());
     Ok(S3Response::new(GetObjectOutput {
         expiration,
+        server_side_encryption: r.sse,
+        sse_customer_algorithm: r.customer_algorithm,
+        sse_customer_key_md5: r.customer_key_md5,
         object_lock_mode: lock.mode,
         object_lock_retain_until_date: lock.until,
         object_lock_legal_hold_status: lock.legal_hold,
@@ -377,12 +385,6 @@ pub async fn head_object(
 ) -> S3Result<S3Response<HeadObjectOutput>> {
     let b = gw.bucket_for(&req, &req.input.bucket)?;
     let i = &req.input;
-    protections::no_customer_key(protections::customer_key!(
-        i,
-        sse_customer_algorithm,
-        sse_customer_key,
-        sse_customer_key_md5
-    ))?;
     let Selected {
         v,
         start,
@@ -391,10 +393,24 @@ pub async fn head_object(
         h,
         f,
     } = select!(gw, &b, i)?;
+    sse::for_read(
+        gw,
+        v.encryption.as_ref(),
+        sse::customer_key!(
+            i,
+            sse_customer_algorithm,
+            sse_customer_key,
+            sse_customer_key_md5
+        ),
+    )?;
     let expiration = current_expiration(gw, &b.name, i.version_id.is_none(), i.key.as_str(), &v);
     let lock = crate::object_lock::headers(&v.lock);
+    let r = sse::reported(v.encryption.as_ref());
     Ok(S3Response::new(HeadObjectOutput {
         expiration,
+        server_side_encryption: r.sse,
+        sse_customer_algorithm: r.customer_algorithm,
+        sse_customer_key_md5: r.customer_key_md5,
         object_lock_mode: lock.mode,
         object_lock_retain_until_date: lock.until,
         object_lock_legal_hold_status: lock.legal_hold,

@@ -47,6 +47,7 @@ pub mod notification;
 pub mod object_lock;
 pub mod protections;
 pub mod put;
+pub mod sse;
 pub mod tagging;
 pub mod versioning;
 
@@ -97,6 +98,8 @@ pub struct Gateway {
     notifier: Arc<Notifier>,
     /// The length of a lifecycle day, ms.
     lifecycle_day_ms: i64,
+    /// The SSE-S3 master key (`None`: SSE-S3 is refused).
+    master_key: Option<Arc<sse::MasterKey>>,
 }
 
 impl Gateway {
@@ -117,7 +120,19 @@ impl Gateway {
             directory,
             notifier,
             lifecycle_day_ms: 86_400_000,
+            master_key: None,
         }
+    }
+
+    /// The gateway with SSE-S3 data keys wrapped by `key`.
+    pub fn with_master_key(mut self, key: sse::MasterKey) -> Self {
+        self.master_key = Some(Arc::new(key));
+        self
+    }
+
+    /// The SSE-S3 master key, if there is one.
+    pub fn master_key(&self) -> Option<&sse::MasterKey> {
+        self.master_key.as_deref()
     }
 
     /// The gateway with lifecycle days of `day_ms` (86,400,000 unless a test or benchmark
@@ -615,6 +630,24 @@ impl S3 for Gateway {
         req: S3Request<GetObjectLegalHoldInput>,
     ) -> S3Result<S3Response<GetObjectLegalHoldOutput>> {
         object_lock::get_object_legal_hold(self, req).await
+    }
+    async fn put_bucket_encryption(
+        &self,
+        req: S3Request<PutBucketEncryptionInput>,
+    ) -> S3Result<S3Response<PutBucketEncryptionOutput>> {
+        sse::put_bucket_encryption(self, req).await
+    }
+    async fn get_bucket_encryption(
+        &self,
+        req: S3Request<GetBucketEncryptionInput>,
+    ) -> S3Result<S3Response<GetBucketEncryptionOutput>> {
+        sse::get_bucket_encryption(self, req).await
+    }
+    async fn delete_bucket_encryption(
+        &self,
+        req: S3Request<DeleteBucketEncryptionInput>,
+    ) -> S3Result<S3Response<DeleteBucketEncryptionOutput>> {
+        sse::delete_bucket_encryption(self, req).await
     }
     async fn put_bucket_cors(
         &self,

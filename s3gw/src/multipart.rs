@@ -12,10 +12,10 @@ use crate::change::{Change, Event};
 use crate::checksum::{self, Wanted, fields};
 use crate::error::OrS3;
 use crate::list::common_prefix;
-use crate::protections;
 use crate::put::check_key;
 use crate::tagging::parse_tagging_header;
 use crate::{ContentHeaders, Gateway, etag, hex, new_id, now_ms, owner, timestamp, versioning};
+use crate::{protections, sse};
 
 /// Smallest part but the last.
 pub const MIN_PART: u64 = 5 << 20;
@@ -39,6 +39,8 @@ pub async fn create_multipart_upload(
         legal_hold: i.object_lock_legal_hold_status.as_ref().map(|s| s.as_str()),
     }
     .lock(&b, now_ms())?;
+    // SSE-S3 uploads keep their wrapped data key, SSE-C ones the key's MD5, for the parts.
+    let encryption = sse::for_write(gw, &b, sse::asked!(i))?.map(|(e, _)| e);
     let tags = parse_tagging_header(i.tagging.as_deref())?;
     let alg = i
         .checksum_algorithm
@@ -103,14 +105,18 @@ pub async fn create_multipart_upload(
         checksum_algorithm: alg.clone(),
         checksum_type: kind.clone(),
         lock,
-        encryption: None,
+        encryption: encryption.clone(),
     };
     let upload_id = upload.upload_id.clone();
     Change::new()
         .op(Op::CreateUpload(upload))
         .commit(gw)
         .await?;
+    let r = sse::reported(encryption.as_ref());
     Ok(S3Response::new(CreateMultipartUploadOutput {
+        server_side_encryption: r.sse,
+        sse_customer_algorithm: r.customer_algorithm,
+        sse_customer_key_md5: r.customer_key_md5,
         bucket: Some(b.name),
         key: Some(i.key),
         upload_id: Some(upload_id),
@@ -183,17 +189,18 @@ pub async fn upload_part(
         ..
     } = req;
     let n = check_part_number(input.part_number)?;
-    protections::encryption(
-        None,
-        protections::customer_key!(
+    let upload = upload_of(gw, &b.name, &input.key, &input.upload_id)?;
+    // A part is encrypted as its upload is, an SSE-C part with the upload's key only.
+    let seal = sse::for_read(
+        gw,
+        upload.encryption.as_ref(),
+        sse::customer_key!(
             input,
             sse_customer_algorithm,
             sse_customer_key,
             sse_customer_key_md5
         ),
-        false,
     )?;
-    let upload = upload_of(gw, &b.name, &input.key, &input.upload_id)?;
     let mut wanted = Wanted::new(
         [
             input.checksum_crc32.as_ref(),
@@ -216,8 +223,10 @@ pub async fn upload_part(
         &wanted,
         trailing_headers.as_ref(),
         false,
+        seal.as_ref(),
     )
     .await?;
+    let part_etag = sse::etag_of(upload.encryption.as_ref(), seal.as_ref(), &got.md5);
     let ObjectData::Blobs(blobs) = &got.data else {
         return Err(s3_error!(InternalError, "part was not stored in a blob"));
     };
@@ -226,7 +235,7 @@ pub async fn upload_part(
     };
     let part = PartRecord {
         part_number: n,
-        etag: got.md5_hex.clone(),
+        etag: part_etag.clone(),
         size: got.size,
         last_modified_ms: now_ms(),
         blob,
@@ -234,8 +243,12 @@ pub async fn upload_part(
     };
     commit_part(gw, &b.name, &input.key, &input.upload_id, part).await?;
     let f = fields(&got.checksums);
+    let r = sse::reported(upload.encryption.as_ref());
     Ok(S3Response::new(UploadPartOutput {
-        e_tag: Some(etag(&got.md5_hex)),
+        e_tag: Some(etag(&part_etag)),
+        server_side_encryption: r.sse,
+        sse_customer_algorithm: r.customer_algorithm,
+        sse_customer_key_md5: r.customer_key_md5,
         checksum_crc32: f.crc32,
         checksum_crc32c: f.crc32c,
         checksum_crc64nvme: f.crc64nvme,
@@ -389,7 +402,9 @@ pub async fn complete_multipart_upload(
         .commit(gw)
         .await?;
     let f = fields(&checksums);
+    let r = sse::reported(upload.encryption.as_ref());
     Ok(S3Response::new(CompleteMultipartUploadOutput {
+        server_side_encryption: r.sse,
         bucket: Some(b.name.clone()),
         key: Some(i.key.clone()),
         e_tag: Some(etag(&etag_value)),
@@ -443,7 +458,9 @@ fn already_completed(
         return None;
     }
     let f = fields(&v.checksums);
+    let r = sse::reported(v.encryption.as_ref());
     Some(S3Response::new(CompleteMultipartUploadOutput {
+        server_side_encryption: r.sse,
         bucket: Some(b.name.clone()),
         key: Some(i.key.clone()),
         e_tag: Some(etag(&v.etag)),

@@ -1,85 +1,28 @@
-//! Protections and grants a request may ask for that Eddy does not give yet: server-side
-//! encryption (SSE-S3, SSE-KMS, SSE-C) and ACLs other than the owner's (object lock,
-//! once refused here, is [`crate::object_lock`]).
-//! Before these checks, the headers were parsed and ignored: an object PUT with
-//! `x-amz-server-side-encryption` was stored in plaintext and a GET without a key returned
-//! it. A client must never be told it got a protection it did not get, so each is refused
-//! with AWS's own error where AWS has one for "not on this bucket" (ACLs on a bucket whose
-//! object ownership is "bucket owner enforced", which is Eddy's model and AWS's default),
-//! and `501 NotImplemented` otherwise.
+//! Grants a request may ask for that Eddy does not give: ACLs other than the owner's.
+//! (Encryption and object lock, once refused here, are [`crate::sse`] and
+//! [`crate::object_lock`]; SSE-KMS is still refused, there.) A client must never be told
+//! it got a grant it did not get, so each is refused with AWS's own error for a bucket
+//! whose object ownership is "bucket owner enforced", which is Eddy's model and AWS's
+//! default, and `501 NotImplemented` where AWS has none.
 
 use s3s::dto::{CreateBucketInput, ObjectCannedACL, ObjectOwnership};
 use s3s::{S3Result, s3_error};
 
-/// Checks every protection a write request (PutObject, CopyObject,
-/// CreateMultipartUpload: their inputs share these field names) may ask for.
+/// Checks the grants a write request (PutObject, CopyObject, CreateMultipartUpload: their
+/// inputs share these field names) may ask for.
 macro_rules! check_write {
     ($i:expr) => {{
         let i = &$i;
-        $crate::protections::encryption(
-            i.server_side_encryption.as_ref().map(|s| s.as_str()),
-            i.sse_customer_algorithm.is_some()
-                || i.sse_customer_key.is_some()
-                || i.sse_customer_key_md5.is_some(),
-            i.ssekms_key_id.is_some() || i.ssekms_encryption_context.is_some(),
+        $crate::protections::object_acl(
+            i.acl.as_ref(),
+            i.grant_full_control.is_some()
+                || i.grant_read.is_some()
+                || i.grant_read_acp.is_some()
+                || i.grant_write_acp.is_some(),
         )
-        .and_then(|()| {
-            $crate::protections::object_acl(
-                i.acl.as_ref(),
-                i.grant_full_control.is_some()
-                    || i.grant_read.is_some()
-                    || i.grant_read_acp.is_some()
-                    || i.grant_write_acp.is_some(),
-            )
-        })
     }};
 }
 pub(crate) use check_write;
-
-/// Whether a request carries any SSE-C header (the three share a prefix in every input).
-macro_rules! customer_key {
-    ($i:expr, $alg:ident, $key:ident, $md5:ident) => {
-        $i.$alg.is_some() || $i.$key.is_some() || $i.$md5.is_some()
-    };
-}
-pub(crate) use customer_key;
-
-/// Refuses server-side encryption asked of a write: `sse` is
-/// `x-amz-server-side-encryption`, `customer_key` whether any SSE-C header came, `kms`
-/// whether a KMS key id or context came.
-pub fn encryption(sse: Option<&str>, customer_key: bool, kms: bool) -> S3Result<()> {
-    if let Some(alg) = sse {
-        return Err(s3_error!(
-            NotImplemented,
-            "Server-side encryption ({alg}) is not implemented: the object would be stored unencrypted"
-        ));
-    }
-    if customer_key {
-        return Err(s3_error!(
-            NotImplemented,
-            "Server-side encryption with customer-provided keys (SSE-C) is not implemented: the object would be stored unencrypted"
-        ));
-    }
-    if kms {
-        return Err(s3_error!(
-            NotImplemented,
-            "Server-side encryption with KMS keys is not implemented"
-        ));
-    }
-    Ok(())
-}
-
-/// Refuses SSE-C headers on a read (or a copy's source): no object is encrypted, so, as
-/// AWS answers for an unencrypted object, they do not apply.
-pub fn no_customer_key(customer_key: bool) -> S3Result<()> {
-    if customer_key {
-        return Err(s3_error!(
-            InvalidRequest,
-            "The encryption parameters are not applicable to this object."
-        ));
-    }
-    Ok(())
-}
 
 /// Refuses an object ACL other than the owner's alone: with object ownership "bucket
 /// owner enforced", `private` and `bucket-owner-full-control` say what is true (the
@@ -147,24 +90,7 @@ mod tests {
     }
 
     #[test]
-    fn each_unbuilt_protection_is_refused_with_its_code() {
-        assert_eq!(code(encryption(None, false, false)), None);
-        assert_eq!(
-            code(encryption(Some("AES256"), false, false)),
-            Some(S3ErrorCode::NotImplemented)
-        );
-        assert_eq!(
-            code(encryption(None, true, false)),
-            Some(S3ErrorCode::NotImplemented)
-        );
-        assert_eq!(
-            code(encryption(None, false, true)),
-            Some(S3ErrorCode::NotImplemented)
-        );
-        assert_eq!(
-            code(no_customer_key(true)),
-            Some(S3ErrorCode::InvalidRequest)
-        );
+    fn only_owner_acls_are_accepted() {
         let acl = |a: &str| ObjectCannedACL::from(a.to_owned());
         assert_eq!(code(object_acl(Some(&acl("private")), false)), None);
         assert_eq!(

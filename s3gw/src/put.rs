@@ -11,8 +11,8 @@ use crate::checksum::{Wanted, fields};
 use crate::error::OrS3;
 use crate::get::matches;
 use crate::tagging::parse_tagging_header;
-use crate::{ContentHeaders, Gateway, etag, now_ms, versioning};
-use crate::{object_lock, protections};
+use crate::{ContentHeaders, Gateway, now_ms, versioning};
+use crate::{object_lock, protections, sse};
 
 /// Refuses keys S3 refuses.
 pub fn check_key(key: &str) -> S3Result<()> {
@@ -89,6 +89,7 @@ pub async fn put_object(
             ));
         }
     }
+    let (encryption, seal) = sse::for_write(gw, &b, sse::asked!(input))?.unzip();
     let tags = parse_tagging_header(input.tagging.as_deref())?;
     let wanted = Wanted::new(
         [
@@ -119,16 +120,18 @@ pub async fn put_object(
         &wanted,
         trailing_headers.as_ref(),
         true,
+        seal.as_ref(),
     )
     .await?;
     let (version_id, replace_null) = versioning::new_version_id(&b);
     let blobs = got.data.blobs().to_vec();
+    let etag = sse::etag_of(encryption.as_ref(), seal.as_ref(), &got.md5);
     let now = now_ms();
     let version = ObjectVersion {
         version_id: version_id.clone(),
         delete_marker: false,
         size: got.size,
-        etag: got.md5_hex.clone(),
+        etag: etag.clone(),
         last_modified_ms: now,
         data: got.data,
         metadata,
@@ -137,7 +140,7 @@ pub async fn put_object(
         parts: Vec::new(),
         owner: requester.principal.clone(),
         lock: object_lock::with_default(&b, lock, now),
-        encryption: None,
+        encryption: encryption.clone(),
     };
     let expiration = crate::lifecycle::expiration(
         gw,
@@ -162,9 +165,13 @@ pub async fn put_object(
         .commit(gw)
         .await?;
     let f = fields(&got.checksums);
+    let r = sse::reported(encryption.as_ref());
     Ok(S3Response::new(PutObjectOutput {
         expiration,
-        e_tag: Some(etag(&got.md5_hex)),
+        server_side_encryption: r.sse,
+        sse_customer_algorithm: r.customer_algorithm,
+        sse_customer_key_md5: r.customer_key_md5,
+        e_tag: Some(crate::etag(&etag)),
         version_id: versioning::written_version(&b, &version_id),
         checksum_crc32: f.crc32,
         checksum_crc32c: f.crc32c,

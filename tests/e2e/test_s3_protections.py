@@ -1,10 +1,11 @@
-"""A client is never told it got a protection it did not get: the encryption and ACL
-requests Eddy does not implement yet, and object lock on a bucket made without it, are
-refused (AWS's own error where it has one, 501 NotImplemented otherwise) and store
-nothing, on every write path (PutObject, CopyObject, CreateMultipartUpload, UploadPart,
-UploadPartCopy, CreateBucket), through boto3 and aws-cli. What Eddy does give (the
-owner-only ACLs `private` and `bucket-owner-full-control`; object lock on a bucket that
-has it, tested in test_s3_object_lock.py) is accepted."""
+"""A client is never told it got a protection it did not get: SSE-KMS and ACLs, which Eddy
+does not implement, SSE-C keys offered for objects that have none, and object lock on a
+bucket made without it, are refused (AWS's own error where it has one, 501
+NotImplemented otherwise) and store nothing, on every write path (PutObject, CopyObject,
+CreateMultipartUpload, UploadPart, UploadPartCopy, CreateBucket), through boto3 and
+aws-cli. What Eddy does give (the owner-only ACLs `private` and
+`bucket-owner-full-control`; SSE-S3 and SSE-C, tested in test_s3_encryption.py; object
+lock on a bucket that has it, tested in test_s3_object_lock.py) is accepted."""
 
 import os
 
@@ -21,9 +22,7 @@ SSE_C = {
 # Each write option with the (status, code) AWS answers, or Eddy's 501 where AWS has no
 # "not on this bucket" error.
 REFUSED = [
-    ("sse-s3", {"ServerSideEncryption": "AES256"}, 501, "NotImplemented"),
     ("sse-kms", {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": "k"}, 501, "NotImplemented"),
-    ("sse-c", SSE_C, 501, "NotImplemented"),
     ("lock", {"ObjectLockMode": "GOVERNANCE",
               "ObjectLockRetainUntilDate": "2030-01-01T00:00:00Z"}, 400, "InvalidRequest"),
     ("legal-hold", {"ObjectLockLegalHoldStatus": "ON"}, 400, "InvalidRequest"),
@@ -71,12 +70,13 @@ def test_a_write_asking_for_an_unbuilt_protection_is_refused_and_stores_nothing(
     assert s3.list_multipart_uploads(Bucket=bucket, Prefix=key).get("Uploads", []) == []
 
 
-def test_sse_c_on_parts_and_reads_is_refused(s3, bucket):
+def test_sse_c_keys_for_unencrypted_parts_and_reads_are_refused(s3, bucket):
+    # The upload has no encryption: a key offered for one of its parts does not apply.
     up = s3.create_multipart_upload(Bucket=bucket, Key="mp")
     with pytest.raises(ClientError) as e:
         s3.upload_part(Bucket=bucket, Key="mp", UploadId=up["UploadId"], PartNumber=1,
                        Body=b"x" * 10, **SSE_C)
-    assert (status(e), error_code(e)) == (501, "NotImplemented")
+    assert (status(e), error_code(e)) == (400, "InvalidRequest")
     s3.put_object(Bucket=bucket, Key="src", Body=b"source")
     with pytest.raises(ClientError) as e:
         s3.upload_part_copy(Bucket=bucket, Key="mp", UploadId=up["UploadId"], PartNumber=1,
@@ -87,8 +87,8 @@ def test_sse_c_on_parts_and_reads_is_refused(s3, bucket):
     assert s3.list_parts(Bucket=bucket, Key="mp", UploadId=up["UploadId"]).get("Parts", []) == []
     s3.abort_multipart_upload(Bucket=bucket, Key="mp", UploadId=up["UploadId"])
 
-    # No object is encrypted: a key offered on a read does not apply, as AWS says of an
-    # unencrypted object.
+    # The object is not encrypted: a key offered on a read does not apply, as AWS says of
+    # an unencrypted object.
     for call in (s3.get_object, s3.head_object):
         with pytest.raises(ClientError) as e:
             call(Bucket=bucket, Key="src", **SSE_C)
@@ -122,10 +122,10 @@ def test_bucket_creation_refuses_acls_and_ownership(s3):
     s3.head_bucket(Bucket=name)
 
 
-def test_aws_cli_sse_and_acl_flags_are_refused(eddy, s3, bucket, tmp_path):
+def test_aws_cli_kms_and_acl_flags_are_refused(eddy, s3, bucket, tmp_path):
     f = tmp_path / "f.txt"
     f.write_bytes(b"from the cli")
-    for flags, code in ((["--sse", "AES256"], "NotImplemented"),
+    for flags, code in ((["--sse", "aws:kms"], "NotImplemented"),
                         (["--acl", "public-read"], "AccessControlListNotSupported")):
         r = aws(eddy, "s3", "cp", str(f), f"s3://{bucket}/cli/{flags[0]}", *flags, check=False)
         assert r.returncode != 0 and code in r.stderr, r.stderr
