@@ -2,7 +2,8 @@
 //! given a certificate), with graceful shutdown (requests in flight finish) and
 //! per-status request counters. CORS preflights are answered here, before s3s (which
 //! has no `OPTIONS`), and responses to requests with an `Origin` get the bucket's
-//! `Access-Control-*` headers.
+//! `Access-Control-*` headers. Form uploads (POST) are admitted a few at a time, and a
+//! failed POST policy condition gets AWS's 403 (`s3gw::post_object`).
 
 use std::sync::Arc;
 
@@ -23,17 +24,23 @@ pub async fn serve(
     front: s3gw::Front,
     shutdown: watch::Receiver<bool>,
 ) {
-    let s3gw::Front { service, cors } = front;
+    let s3gw::Front {
+        service,
+        cors,
+        post_gate,
+    } = front;
     let counts = metrics.clone();
     let secure = s3gw::authz::SecureTransport(tls.is_some());
     let per_connection = move |peer| {
         let service = service.clone();
         let metrics = counts.clone();
         let cors = cors.clone();
+        let post_gate = post_gate.clone();
         hyper::service::service_fn(move |mut req: Request<Incoming>| {
             let service = service.clone();
             let metrics = metrics.clone();
             let cors = cors.clone();
+            let post_gate = post_gate.clone();
             async move {
                 // The id goes into the response header and, through the extensions, into
                 // the request's event records.
@@ -49,11 +56,25 @@ pub async fn serve(
                     .map(str::to_owned);
                 let cors_bucket = origin.as_ref().and_then(|_| cors.bucket_of(&req));
                 let method = req.method().clone();
+                let turn = post_gate.admit(&req).await;
                 let mut r = if s3gw::cors::is_preflight(&req) {
                     Ok(cors.preflight(&req))
                 } else {
                     hyper::service::Service::call(&service, req).await
                 };
+                drop(turn);
+                if let Ok(resp) = r.as_mut()
+                    && method == hyper::Method::POST
+                    && resp.status() == hyper::StatusCode::BAD_REQUEST
+                    && let Some(doc) = resp
+                        .body()
+                        .bytes()
+                        .and_then(|b| s3gw::post_object::condition_refusal(&b))
+                {
+                    *resp.status_mut() = hyper::StatusCode::FORBIDDEN;
+                    resp.headers_mut().remove(hyper::header::CONTENT_LENGTH);
+                    *resp.body_mut() = s3s::Body::from(bytes::Bytes::from(doc));
+                }
                 if let (Ok(resp), Some(o), Some(b)) = (r.as_mut(), &origin, &cors_bucket)
                     && method != hyper::Method::OPTIONS
                 {

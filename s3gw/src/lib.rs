@@ -45,6 +45,7 @@ pub mod list;
 pub mod multipart;
 pub mod notification;
 pub mod object_lock;
+pub mod post_object;
 pub mod protections;
 pub mod put;
 pub mod sse;
@@ -244,6 +245,8 @@ pub struct Front {
     pub service: S3Service,
     /// Preflights and `Access-Control-*` headers.
     pub cors: cors::Cors,
+    /// Admits form uploads a few at a time (s3s holds each in memory).
+    pub post_gate: post_object::Gate,
 }
 
 /// The s3s service over `gateway`: authentication against the directory's users,
@@ -252,6 +255,11 @@ pub struct Front {
 /// style always works.
 pub fn service(gateway: Gateway, domains: &[String]) -> Result<Front, String> {
     let mut b = S3ServiceBuilder::new(gateway.clone());
+    let mut config = s3s::config::S3Config::default();
+    config.post_object_max_file_size = post_object::MAX_FILE_BYTES;
+    b.set_config(Arc::new(s3s::config::StaticConfigProvider::new(Arc::new(
+        config,
+    ))));
     b.set_auth(Users(gateway.directory.clone()));
     b.set_access(Access(gateway.clone()));
     let domains = Domains::new(domains)?;
@@ -261,6 +269,7 @@ pub fn service(gateway: Gateway, domains: &[String]) -> Result<Front, String> {
     Ok(Front {
         service: b.build(),
         cors: cors::Cors::new(gateway, domains),
+        post_gate: post_object::Gate::default(),
     })
 }
 
