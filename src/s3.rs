@@ -56,6 +56,7 @@ pub async fn serve(
                     .map(str::to_owned);
                 let cors_bucket = origin.as_ref().and_then(|_| cors.bucket_of(&req));
                 let method = req.method().clone();
+                s3gw::sigv2::canonical_bucket_path(&mut req);
                 let turn = post_gate.admit(&req).await;
                 let mut r = if s3gw::cors::is_preflight(&req) {
                     Ok(cors.preflight(&req))

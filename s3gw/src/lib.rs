@@ -48,6 +48,7 @@ pub mod object_lock;
 pub mod post_object;
 pub mod protections;
 pub mod put;
+pub mod sigv2;
 pub mod sse;
 pub mod tagging;
 pub mod versioning;
