@@ -18,6 +18,9 @@ pub fn header_name(alg: &str) -> String {
     format!("x-amz-checksum-{}", alg.to_ascii_lowercase())
 }
 
+/// The checksum S3 adds to objects written without one.
+pub const DEFAULT_ALGORITHM: &str = "CRC64NVME";
+
 /// What a request says about checksums: values it claims and algorithms to compute.
 #[derive(Debug, Default, Clone)]
 pub struct Wanted {
@@ -71,6 +74,15 @@ impl Wanted {
             }
         }
         Ok(w)
+    }
+
+    /// Computes CRC64NVME when nothing else is asked for: S3 gives every object written
+    /// without a checksum a full-object CRC64NVME.
+    pub fn or_default(mut self) -> Self {
+        if self.compute.is_empty() {
+            self.add(DEFAULT_ALGORITHM);
+        }
+        self
     }
 
     /// Also compute `alg`.

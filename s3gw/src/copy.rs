@@ -141,7 +141,7 @@ fn wanted_for(src: &ObjectVersion, extra: Option<&ChecksumAlgorithm>) -> Wanted 
     if let Some(a) = extra {
         w.add(&a.as_str().to_ascii_uppercase());
     }
-    w
+    w.or_default()
 }
 
 /// CopyObject, with the metadata directive (COPY or REPLACE), the tagging directive and
@@ -353,6 +353,7 @@ pub async fn upload_part_copy(
     if let Some(a) = &upload.checksum_algorithm {
         wanted.add(a);
     }
+    let wanted = wanted.or_default();
     let got = copy_data(
         gw,
         &src.data,

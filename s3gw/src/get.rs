@@ -301,8 +301,8 @@ macro_rules! select {
     };
 }
 
-/// The `x-amz-expiration` of a GET or HEAD: for the current version (no `versionId`
-/// asked for), when a lifecycle rule expires it.
+/// The `x-amz-expiration` of a GET or HEAD: when a lifecycle rule expires the version
+/// read, the current one (no `versionId` asked for) or the one named.
 fn current_expiration(
     gw: &Gateway,
     bucket: &str,
@@ -310,9 +310,11 @@ fn current_expiration(
     key: &str,
     v: &ObjectVersion,
 ) -> Option<String> {
-    current
-        .then(|| crate::lifecycle::expiration(gw, bucket, key, v.size, &v.tags, v.last_modified_ms))
-        .flatten()
+    if current {
+        crate::lifecycle::expiration(gw, bucket, key, v.size, &v.tags, v.last_modified_ms)
+    } else {
+        crate::lifecycle::noncurrent_expiration(gw, bucket, key, &v.version_id)
+    }
 }
 
 /// GetObject.

@@ -216,6 +216,9 @@ pub async fn upload_part(
     if let Some(a) = &upload.checksum_algorithm {
         wanted.add(a);
     }
+    // Parts of an upload that announced no checksum carry S3's default, so the object
+    // gets its full-object CRC64NVME when completed.
+    let wanted = wanted.or_default();
     let got = receive(
         gw.catalog().blobs(),
         input.body,
@@ -356,6 +359,22 @@ pub async fn complete_multipart_upload(
                 ));
             }
             checksums.insert(alg.clone(), c);
+        }
+    } else {
+        // S3's default: a full-object CRC64NVME, combined from the parts' own (parts
+        // written before Eddy computed it have none, and then the object has none).
+        let alg = checksum::DEFAULT_ALGORITHM;
+        let parts: Vec<_> = chosen.iter().map(|p| (&p.checksums, p.size)).collect();
+        if let Some(c) = checksum::full_object(alg, &parts) {
+            if let Some(claimed) = i.checksum_crc64nvme.as_ref()
+                && *claimed != c
+            {
+                return Err(s3_error!(
+                    BadDigest,
+                    "The {alg} you specified did not match the calculated checksum."
+                ));
+            }
+            checksums.insert(alg.to_owned(), c);
         }
     }
     let blobs: Vec<_> = chosen.iter().map(|p| p.blob).collect();

@@ -102,7 +102,8 @@ pub async fn put_object(
         input.checksum_algorithm.as_ref().map(|a| a.as_str()),
         input.content_md5.as_ref(),
         &headers,
-    )?;
+    )?
+    .or_default();
     let metadata = ContentHeaders {
         content_type: input.content_type.as_deref(),
         content_encoding: input.content_encoding.as_deref(),

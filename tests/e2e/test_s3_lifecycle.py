@@ -163,6 +163,33 @@ def test_expiration_header_on_put_get_and_head(s3):
     assert "Expiration" not in s3.head_object(Bucket=b, Key="other")
 
 
+def test_expiration_header_on_reads_of_noncurrent_versions(s3):
+    """A GET or HEAD naming a noncurrent version reports when NoncurrentVersionExpiration
+    removes it, counted from when the next newer version was written; the newest
+    noncurrent versions NewerNoncurrentVersions keeps report none; naming the current
+    version reports the current expiry."""
+    b = new_bucket(s3, "lcn")
+    s3.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Enabled"})
+    s3.put_bucket_lifecycle_configuration(Bucket=b, LifecycleConfiguration={"Rules": [
+        rule("old", "k", NoncurrentVersionExpiration={"NoncurrentDays": 50_000,
+                                                      "NewerNoncurrentVersions": 1}),
+        rule("far", "k", Expiration={"Days": 100_000}),
+    ]})
+    ids = [s3.put_object(Bucket=b, Key="k", Body=f"v{i}".encode())["VersionId"] for i in range(3)]
+    v1_written = s3.head_object(Bucket=b, Key="k", VersionId=ids[1])["LastModified"]
+    # ids[1] is the newest noncurrent version: kept by NewerNoncurrentVersions.
+    assert "Expiration" not in s3.head_object(Bucket=b, Key="k", VersionId=ids[1])
+    at, rule_id = expiry_of(s3.get_object(Bucket=b, Key="k", VersionId=ids[0])["Expiration"])
+    assert rule_id == "old"
+    want = v1_written + timedelta(seconds=50_000 * DAY_SECS)
+    assert 0 <= (at - want).total_seconds() <= DAY_SECS + 1
+    assert expiry_of(s3.head_object(Bucket=b, Key="k", VersionId=ids[0])["Expiration"]) == (
+        at, "old")
+    current = expiry_of(s3.head_object(Bucket=b, Key="k")["Expiration"])
+    assert current[1] == "far"
+    assert expiry_of(s3.head_object(Bucket=b, Key="k", VersionId=ids[2])["Expiration"]) == current
+
+
 def create_topic(eddy):
     topic = f"lc-{uuid.uuid4().hex[:8]}"
     a = AdminClient({"bootstrap.servers": eddy.bootstrap})

@@ -297,6 +297,37 @@ def test_checksums(s3, bucket):
     assert status(e) == 404
 
 
+def test_objects_written_without_a_checksum_get_s3s_default_crc64nvme(eddy, bucket):
+    """S3 gives every object written without a checksum a full-object CRC64NVME: a
+    PutObject, a multipart upload that announced none (combined from its parts) and a
+    copy of an object that had none. boto3 told to send checksums only where required
+    sends none."""
+    from awscrt.checksums import crc64nvme
+    bare = client(eddy, request_checksum_calculation="when_required")
+    crc = lambda data: b64(crc64nvme(data).to_bytes(8, "big"))  # noqa: E731
+    body = os.urandom(300_000)
+    put = bare.put_object(Bucket=bucket, Key="default/put", Body=body)
+    assert put["ChecksumCRC64NVME"] == crc(body) and put["ChecksumType"] == "FULL_OBJECT"
+    h = bare.head_object(Bucket=bucket, Key="default/put", ChecksumMode="ENABLED")
+    assert (h["ChecksumCRC64NVME"], h["ChecksumType"]) == (crc(body), "FULL_OBJECT")
+    p1, p2 = os.urandom(5 << 20), os.urandom(1000)
+    up = bare.create_multipart_upload(Bucket=bucket, Key="default/mpu")
+    etags = [bare.upload_part(Bucket=bucket, Key="default/mpu", UploadId=up["UploadId"],
+                              PartNumber=n, Body=p)["ETag"] for n, p in ((1, p1), (2, p2))]
+    done = bare.complete_multipart_upload(
+        Bucket=bucket, Key="default/mpu", UploadId=up["UploadId"],
+        MultipartUpload={"Parts": [{"PartNumber": n, "ETag": e} for n, e in zip((1, 2), etags)]})
+    assert done["ChecksumCRC64NVME"] == crc(p1 + p2)
+    h = bare.head_object(Bucket=bucket, Key="default/mpu", ChecksumMode="ENABLED")
+    assert (h["ChecksumCRC64NVME"], h["ChecksumType"]) == (crc(p1 + p2), "FULL_OBJECT")
+    g = bare.get_object(Bucket=bucket, Key="default/mpu", ChecksumMode="ENABLED")
+    assert g["Body"].read() == p1 + p2  # botocore checks the full-object CRC as it reads
+    bare.copy_object(Bucket=bucket, Key="default/copy",
+                     CopySource={"Bucket": bucket, "Key": "default/put"})
+    h = bare.head_object(Bucket=bucket, Key="default/copy", ChecksumMode="ENABLED")
+    assert h["ChecksumCRC64NVME"] == crc(body)
+
+
 def test_keys_with_odd_characters(s3, bucket):
     for key in ("a b+c", "ünï/cødé", "q?x=1&y", "percent%2F", "trailing/"):
         s3.put_object(Bucket=bucket, Key=key, Body=key.encode())

@@ -82,3 +82,48 @@ pub fn expiration(
         rules.current_expiry(key, size, tags, last_modified_ms, gw.lifecycle_day_ms())?;
     Some(rules::expiration_header(at, id))
 }
+
+/// The `x-amz-expiration` of a GET or HEAD that names a version: for a noncurrent one,
+/// when a `NoncurrentVersionExpiration` rule removes it (counted from when the next newer
+/// version was written, keeping `NewerNoncurrentVersions`), as AWS reports it; for the
+/// current version, its [`expiration`]; `None` for delete markers or when no rule applies.
+pub fn noncurrent_expiration(
+    gw: &Gateway,
+    bucket: &str,
+    key: &str,
+    version_id: &str,
+) -> Option<String> {
+    let config: BucketLifecycleConfiguration =
+        bucket_config::get(gw, bucket, BucketConfigKind::Lifecycle).ok()??;
+    let rules = Rules::from_stored(config).ok()?;
+    let versions: Vec<catalog::ObjectVersion> = gw
+        .catalog()
+        .list_versions(bucket, key, Some(key), NONCURRENT_LOOKUP)
+        .ok()?
+        .into_iter()
+        .filter(|(k, _)| k == key)
+        .map(|(_, v)| v)
+        .collect();
+    let at = versions.iter().position(|v| v.version_id == version_id)?;
+    let v = &versions[at];
+    if v.delete_marker {
+        return None;
+    }
+    let Some(newer) = at.checked_sub(1).and_then(|n| versions.get(n)) else {
+        return expiration(gw, bucket, key, v.size, &v.tags, v.last_modified_ms);
+    };
+    let newer_noncurrent = u32::try_from(at - 1).ok()?;
+    let (when, id) = rules.noncurrent_expiry(
+        key,
+        v.size,
+        &v.tags,
+        newer.last_modified_ms,
+        newer_noncurrent,
+        gw.lifecycle_day_ms(),
+    )?;
+    Some(rules::expiration_header(when, id))
+}
+
+/// Versions of one key read to place a noncurrent version (a key with more has no
+/// `x-amz-expiration` on its older versions' reads).
+const NONCURRENT_LOOKUP: usize = 1000;

@@ -358,9 +358,9 @@ impl Rules {
             .min()
     }
 
-    /// When a noncurrent version expires: `noncurrent_since_ms` is when it became
-    /// noncurrent, `newer_noncurrent` how many noncurrent versions of its key are newer
-    /// than it. `None` when no enabled rule expires it.
+    /// When a noncurrent version expires, and by which rule: `noncurrent_since_ms` is
+    /// when it became noncurrent, `newer_noncurrent` how many noncurrent versions of its
+    /// key are newer than it. `None` when no enabled rule expires it.
     pub fn noncurrent_expiry(
         &self,
         key: &str,
@@ -369,11 +369,14 @@ impl Rules {
         noncurrent_since_ms: i64,
         newer_noncurrent: u32,
         day_ms: i64,
-    ) -> Option<i64> {
+    ) -> Option<(i64, &str)> {
         self.enabled()
             .filter(|r| r.filter.matches(key, size, tags))
             .filter(|r| newer_noncurrent >= r.newer_noncurrent_kept)
-            .filter_map(|r| Some(after_days(noncurrent_since_ms, r.noncurrent_days?, day_ms)))
+            .filter_map(|r| {
+                let at = after_days(noncurrent_since_ms, r.noncurrent_days?, day_ms);
+                Some((at, r.id.as_str()))
+            })
             .min()
     }
 
@@ -528,7 +531,7 @@ mod tests {
         assert_eq!(rules.noncurrent_expiry("k", 1, &tags, 0, 1, DAY), None);
         assert_eq!(
             rules.noncurrent_expiry("k", 1, &tags, 0, 2, DAY),
-            Some(2 * DAY)
+            Some((2 * DAY, "r"))
         );
     }
 

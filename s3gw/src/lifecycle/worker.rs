@@ -329,7 +329,7 @@ fn key_actions(
         if !v.lock.protects(now_ms, false)
             && rules
                 .noncurrent_expiry(key, v.size, tags, newer.last_modified_ms, i as u32, day_ms)
-                .is_some_and(|at| at <= now_ms)
+                .is_some_and(|(at, _)| at <= now_ms)
         {
             out.push(Action::Version {
                 key: key.to_owned(),
