@@ -42,6 +42,7 @@ fn version(data: ObjectData, size: usize) -> ObjectVersion {
         owner: String::new(),
         lock: catalog::ObjectLock::default(),
         encryption: None,
+        part_checksums: Vec::new(),
     }
 }
 

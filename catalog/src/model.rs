@@ -85,6 +85,9 @@ pub struct ObjectVersion {
     pub lock: ObjectLock,
     /// How its bytes are encrypted at rest (`None`: plaintext).
     pub encryption: Option<Encryption>,
+    /// Each part's checksums, for multipart objects (empty for single-part ones and for
+    /// multipart objects completed before format 8).
+    pub part_checksums: Vec<BTreeMap<String, String>>,
 }
 
 /// An object version's S3 object lock (format 8 on).

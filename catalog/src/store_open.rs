@@ -239,6 +239,7 @@ mod tests {
             owner: String::new(),
             lock: ObjectLock::default(),
             encryption: None,
+            part_checksums: Vec::new(),
         }
     }
 

@@ -53,6 +53,7 @@ fn object_with(bucket: &str, key: &str, size: u64, data: ObjectData) -> Op {
             owner: String::new(),
             lock: catalog::ObjectLock::default(),
             encryption: None,
+            part_checksums: Vec::new(),
         },
         replace_null: true,
     }

@@ -1,7 +1,7 @@
 //! GetObjectAttributes: an object's (or a version's) ETag, checksum, parts, storage class
 //! and size, as many of them as the request's `x-amz-object-attributes` names, without
-//! its body. Parts are listed for multipart objects (size and number; Eddy keeps no
-//! per-part checksums), paged with `max-parts` and `part-number-marker`.
+//! its body. Parts are listed for multipart objects (number, size and the part's own
+//! checksums, kept since format 8), paged with `max-parts` and `part-number-marker`.
 
 use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
@@ -105,10 +105,21 @@ pub async fn get_object_attributes(
             .enumerate()
             .skip(marker)
             .take(max as usize)
-            .map(|(n, size)| ObjectPart {
-                part_number: Some(n as i32 + 1),
-                size: Some(*size as i64),
-                ..Default::default()
+            .map(|(n, size)| {
+                let f = v
+                    .part_checksums
+                    .get(n)
+                    .map(crate::checksum::fields)
+                    .unwrap_or_default();
+                ObjectPart {
+                    part_number: Some(n as i32 + 1),
+                    size: Some(*size as i64),
+                    checksum_crc32: f.crc32,
+                    checksum_crc32c: f.crc32c,
+                    checksum_crc64nvme: f.crc64nvme,
+                    checksum_sha1: f.sha1,
+                    checksum_sha256: f.sha256,
+                }
             })
             .collect();
         let last = listed.last().and_then(|p| p.part_number);

@@ -254,6 +254,7 @@ pub async fn copy_object(
         // bucket's default give it, as on AWS.
         lock: crate::object_lock::with_default(&b, lock, now),
         encryption: encryption.clone(),
+        part_checksums: Vec::new(),
     };
     Change::new()
         .by(requester)

@@ -42,6 +42,7 @@ fn marker(version_id: String, owner: String) -> ObjectVersion {
         owner,
         lock: catalog::ObjectLock::default(),
         encryption: None,
+        part_checksums: Vec::new(),
     }
 }
 

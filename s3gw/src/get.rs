@@ -465,6 +465,7 @@ mod tests {
             owner: String::new(),
             lock: catalog::ObjectLock::default(),
             encryption: None,
+            part_checksums: Vec::new(),
         }
     }
 

@@ -396,6 +396,7 @@ pub async fn complete_multipart_upload(
         // the upload started.
         lock: crate::object_lock::with_default(&b, upload.lock.clone(), now),
         encryption: upload.encryption.clone(),
+        part_checksums: chosen.iter().map(|p| p.checksums.clone()).collect(),
     };
     let mut change = Change::new().by(requester);
     if i.if_none_match.as_ref().is_some_and(|c| c.is_any()) {

@@ -142,6 +142,7 @@ pub async fn put_object(
         owner: requester.principal.clone(),
         lock: object_lock::with_default(&b, lock, now),
         encryption: encryption.clone(),
+        part_checksums: Vec::new(),
     };
     let expiration = crate::lifecycle::expiration(
         gw,

@@ -47,6 +47,7 @@ async fn failed_commit_deletes_the_new_blobs() {
         owner: String::new(),
         lock: catalog::ObjectLock::default(),
         encryption: None,
+        part_checksums: Vec::new(),
     };
     let err = Change::new()
         .expect_etag("b", "k", Some("not-there".into()))
@@ -129,6 +130,7 @@ async fn event_rows_commit_with_the_change_or_not_at_all() {
         owner: String::new(),
         lock: catalog::ObjectLock::default(),
         encryption: None,
+        part_checksums: Vec::new(),
     };
     let appended = || {
         (0..3)

@@ -37,6 +37,7 @@ fn version() -> ObjectVersion {
         owner: String::new(),
         lock: catalog::ObjectLock::default(),
         encryption: None,
+        part_checksums: Vec::new(),
     }
 }
 

@@ -120,6 +120,7 @@ async fn main() {
                         owner: String::new(),
                         lock: catalog::ObjectLock::default(),
                         encryption: None,
+                        part_checksums: Vec::new(),
                     },
                     replace_null: true,
                 });

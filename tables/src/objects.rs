@@ -99,6 +99,7 @@ impl NewObjects {
                 owner: String::new(),
                 lock: catalog::ObjectLock::default(),
                 encryption: None,
+                part_checksums: Vec::new(),
             },
             replace_null: true,
         });

@@ -154,6 +154,14 @@ def test_multipart_checksums(s3):
     h = s3.head_object(Bucket=b, Key="k", ChecksumMode="ENABLED")
     assert h["ChecksumSHA256"] == r["ChecksumSHA256"]
     assert s3.get_object(Bucket=b, Key="k", ChecksumMode="ENABLED")["Body"].read() == b"".join(parts)
+    # GetObjectAttributes lists each part with its own checksum.
+    import base64
+    import hashlib
+    attrs = s3.get_object_attributes(Bucket=b, Key="k", ObjectAttributes=["ObjectParts"])
+    listed = attrs["ObjectParts"]["Parts"]
+    assert [(p["PartNumber"], p["Size"], p["ChecksumSHA256"]) for p in listed] == [
+        (n + 1, len(p), base64.b64encode(hashlib.sha256(p).digest()).decode())
+        for n, p in enumerate(parts)]
 
 
 def test_uploads_survive_restart(fresh_eddy):

@@ -48,6 +48,7 @@ fn sample_version() -> ObjectVersion {
         owner: String::new(),
         lock: crate::model::ObjectLock::default(),
         encryption: None,
+        part_checksums: Vec::new(),
     }
 }
 
@@ -66,6 +67,7 @@ fn sample_inline_version() -> ObjectVersion {
         owner: String::new(),
         lock: crate::model::ObjectLock::default(),
         encryption: None,
+        part_checksums: Vec::new(),
     }
 }
 
@@ -1023,6 +1025,7 @@ fn sample_version_v8() -> ObjectVersion {
             key_id: "master-1".into(),
             wrapped_key: (0u8..60).collect(),
         }),
+        part_checksums: vec![map(&[("CRC32C", "AAAAAA==")]), map(&[("CRC32C", "BBBBBB==")])],
         ..sample_version()
     }
 }

@@ -381,6 +381,7 @@ impl From<ObjectVersion> for model::ObjectVersion {
             owner: String::new(),
             lock: model::ObjectLock::default(),
             encryption: None,
+            part_checksums: Vec::new(),
         }
     }
 }
@@ -400,6 +401,7 @@ impl From<model::ObjectVersion> for ObjectVersion {
             owner: _,
             lock: _,
             encryption: _,
+            part_checksums: _,
         } = v;
         Self {
             version_id,

@@ -59,7 +59,8 @@ pub enum Op {
     },
 }
 
-/// `model::ObjectVersion`: format 1's fields, then `owner`, `lock`, `encryption`.
+/// `model::ObjectVersion`: format 1's fields, then `owner`, `lock`, `encryption`,
+/// `part_checksums`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObjectVersion {
     pub version_id: String,
@@ -75,6 +76,7 @@ pub struct ObjectVersion {
     pub owner: String,
     pub lock: ObjectLock,
     pub encryption: Option<Encryption>,
+    pub part_checksums: Vec<BTreeMap<String, String>>,
 }
 
 /// `model::UploadRecord`: format 1's fields, then `lock`, `encryption`.
@@ -143,7 +145,7 @@ pub struct RecordHeader {
 
 twin!(ObjectVersion <=> model::ObjectVersion {
     version_id, delete_marker, size, etag, last_modified_ms, data, metadata, tags, checksums,
-    parts, owner, lock, encryption: opt
+    parts, owner, lock, encryption: opt, part_checksums
 });
 twin!(UploadRecord <=> model::UploadRecord {
     upload_id, bucket, key, owner, initiated_ms, metadata, tags, checksum_algorithm,
