@@ -60,6 +60,8 @@ pub async fn serve(
                 let turn = post_gate.admit(&req).await;
                 let mut r = if s3gw::cors::is_preflight(&req) {
                     Ok(cors.preflight(&req))
+                } else if turn.is_some() {
+                    service.call(with_file_name(req).await).await
                 } else {
                     hyper::service::Service::call(&service, req).await
                 };
@@ -114,4 +116,70 @@ pub async fn serve(
         per_connection,
     )
     .await;
+}
+
+/// A form upload with `${filename}` in its key field replaced by the uploaded file's name
+/// (`s3gw::post_object::expand_filename`): the form's head is read ahead until the file
+/// part's headers (at most `HEAD_LIMIT` bytes), rewritten if need be, and the rest of the
+/// body streams on behind it.
+async fn with_file_name(req: Request<Incoming>) -> Request<s3s::Body> {
+    use futures::StreamExt;
+    use http_body_util::BodyExt;
+    use s3gw::post_object::{FormHead, HEAD_LIMIT, boundary, expand_filename};
+
+    let Some(boundary) = req
+        .headers()
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(boundary)
+        .map(str::to_owned)
+    else {
+        return req.map(s3s::Body::from);
+    };
+    let (mut parts, mut body) = req.into_parts();
+    let mut head = Vec::new();
+    let mut failed = None;
+    let rewritten = loop {
+        match body.frame().await {
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    head.extend_from_slice(&data);
+                }
+            }
+            Some(Err(e)) => {
+                failed = Some(e);
+                break None;
+            }
+            None => break None,
+        }
+        match expand_filename(&head, &boundary) {
+            FormHead::NeedMore if head.len() < HEAD_LIMIT => {}
+            FormHead::NeedMore | FormHead::Unchanged => break None,
+            FormHead::Rewritten(h) => break Some(h),
+        }
+    };
+    if let Some(new_head) = rewritten {
+        let grown = new_head.len() as i64 - head.len() as i64;
+        let length = parts
+            .headers
+            .get(hyper::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<i64>().ok());
+        if let Some(n) = length {
+            parts
+                .headers
+                .insert(hyper::header::CONTENT_LENGTH, (n + grown).into());
+        }
+        head = new_head;
+    }
+    let first = futures::stream::once(async move { Ok(bytes::Bytes::from(head)) });
+    let rest = match failed {
+        Some(e) => futures::stream::once(async move { Err(e) }).boxed(),
+        None => body.into_data_stream().boxed(),
+    };
+    let frames = first.chain(rest).map(|r| r.map(hyper::body::Frame::data));
+    Request::from_parts(
+        parts,
+        s3s::Body::http_body_unsync(http_body_util::StreamBody::new(frames)),
+    )
 }

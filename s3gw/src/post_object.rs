@@ -7,6 +7,12 @@
 //! raised the server's RSS from 39 to 436 MiB (measured with a debug build), and its
 //! default cap is 5 GiB per request. So a POST file is capped at [`MAX_FILE_BYTES`] and at
 //! most [`IN_FLIGHT`] are read at once: POST uploads hold at most 256 MiB together.
+//!
+//! A form's `key` may hold `${filename}`, which AWS replaces with the name of the file
+//! uploaded; s3s drops that name before the upload reaches `put_object`, so the listener
+//! rewrites the key field in the form's head ([`expand_filename`]) before s3s reads it.
+//! The form's fields come before its file (as S3 requires), so only the head is read
+//! ahead, at most [`HEAD_LIMIT`] bytes; the file streams on untouched.
 
 use std::sync::Arc;
 
@@ -70,9 +76,139 @@ pub fn condition_refusal(body: &[u8]) -> Option<Vec<u8>> {
     )
 }
 
+/// The most bytes of a form read ahead looking for its file part's headers.
+pub const HEAD_LIMIT: usize = 1 << 20;
+
+/// What the head of a form upload says about `${filename}`.
+#[derive(Debug, PartialEq, Eq)]
+pub enum FormHead {
+    /// The file part's headers are not in the head yet: read more.
+    NeedMore,
+    /// Nothing to change (no `${filename}` in the key, or no file name).
+    Unchanged,
+    /// The head with the key field's `${filename}` replaced.
+    Rewritten(Vec<u8>),
+}
+
+/// The boundary of a `multipart/form-data` content type.
+pub fn boundary(content_type: &str) -> Option<&str> {
+    content_type.split(';').skip(1).find_map(|p| {
+        let (k, v) = p.trim().split_once('=')?;
+        k.eq_ignore_ascii_case("boundary")
+            .then(|| v.trim_matches('"'))
+            .filter(|b| !b.is_empty())
+    })
+}
+
+fn find(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
+    hay.get(from..)?
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .map(|p| p + from)
+}
+
+/// A Content-Disposition parameter's quoted value (`name`, `filename`).
+fn disposition_param<'a>(headers: &'a str, param: &str) -> Option<&'a str> {
+    let line = headers
+        .split("\r\n")
+        .find(|l| l.to_ascii_lowercase().starts_with("content-disposition:"))?;
+    line.split(';').skip(1).find_map(|p| {
+        let (k, v) = p.trim().split_once('=')?;
+        k.eq_ignore_ascii_case(param)
+            .then(|| v.trim().trim_matches('"'))
+    })
+}
+
+/// Replaces `${filename}` in the key field of a form's head, once the head holds the
+/// file part's headers (where the name is).
+pub fn expand_filename(head: &[u8], boundary: &str) -> FormHead {
+    let delimiter = format!("--{boundary}");
+    let mut key: Option<(usize, usize)> = None;
+    let mut at = match find(head, delimiter.as_bytes(), 0) {
+        Some(p) => p,
+        None => return FormHead::NeedMore,
+    };
+    loop {
+        let part = at + delimiter.len() + 2;
+        let Some(headers_end) = find(head, b"\r\n\r\n", part) else {
+            return FormHead::NeedMore;
+        };
+        let Ok(headers) = std::str::from_utf8(&head[part..headers_end]) else {
+            return FormHead::Unchanged;
+        };
+        let value = headers_end + 4;
+        let name = disposition_param(headers, "name");
+        if name == Some("file") {
+            let (Some((start, end)), Some(file)) = (key, disposition_param(headers, "filename"))
+            else {
+                return FormHead::Unchanged;
+            };
+            // A name with a path keeps its last segment, as browsers send.
+            let file = file.rsplit(['/', '\\']).next().unwrap_or(file);
+            let Ok(k) = std::str::from_utf8(&head[start..end]) else {
+                return FormHead::Unchanged;
+            };
+            if !k.contains("${filename}") || file.is_empty() {
+                return FormHead::Unchanged;
+            }
+            let mut out = head[..start].to_vec();
+            out.extend_from_slice(k.replace("${filename}", file).as_bytes());
+            out.extend_from_slice(&head[end..]);
+            return FormHead::Rewritten(out);
+        }
+        let Some(next) = find(head, format!("\r\n{delimiter}").as_bytes(), value) else {
+            return FormHead::NeedMore;
+        };
+        if name == Some("key") {
+            key = Some((value, next));
+        }
+        at = next + 2;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn form(key: &str, filename: &str) -> Vec<u8> {
+        format!(
+            "--XyZ\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\n{key}\r\n\
+             --XyZ\r\nContent-Disposition: form-data; name=\"policy\"\r\n\r\neyJ9\r\n\
+             --XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{filename}\"\r\n\
+             Content-Type: image/png\r\n\r\nPNGDATA"
+        )
+        .into_bytes()
+    }
+
+    #[test]
+    fn the_key_gets_the_file_name() {
+        assert_eq!(boundary("multipart/form-data; boundary=XyZ"), Some("XyZ"));
+        assert_eq!(
+            boundary("multipart/form-data; boundary=\"XyZ\""),
+            Some("XyZ")
+        );
+        let head = form("uploads/${filename}", "cat.png");
+        let FormHead::Rewritten(out) = expand_filename(&head, "XyZ") else {
+            panic!("not rewritten");
+        };
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("\r\n\r\nuploads/cat.png\r\n--XyZ"), "{text}");
+        assert!(text.ends_with("PNGDATA"));
+        // A path in the name keeps its last segment.
+        let FormHead::Rewritten(out) =
+            expand_filename(&form("u/${filename}", "C:\\pics\\dog.png"), "XyZ")
+        else {
+            panic!("not rewritten");
+        };
+        assert!(String::from_utf8(out).unwrap().contains("u/dog.png\r\n"));
+        assert_eq!(
+            expand_filename(&form("uploads/fixed.png", "cat.png"), "XyZ"),
+            FormHead::Unchanged
+        );
+        // Cut before the file part's headers end: more is needed.
+        let cut = &head[..head.len() - 20];
+        assert_eq!(expand_filename(cut, "XyZ"), FormHead::NeedMore);
+    }
 
     #[test]
     fn only_failed_conditions_become_access_denied() {

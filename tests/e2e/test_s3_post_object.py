@@ -4,7 +4,8 @@ condition kind (exact matches, `starts-with`, `content-length-range`, `x-amz-met
 fields) holding and failing with AWS's answers (403 AccessDenied "Invalid according to
 Policy" for a failed condition or a field no condition covers, 400 EntityTooSmall /
 EntityTooLarge for the length range, 403 for an expired or altered policy), nothing stored
-on a refusal; `success_action_status`; and Eddy's own bound on a POST file's size."""
+on a refusal; `success_action_status`; `${filename}` in the key; and Eddy's own bound on
+a POST file's size."""
 
 import uuid
 
@@ -123,3 +124,18 @@ def test_a_post_file_is_bounded(s3, bucket):
     r = post(form, b"\0" * ((64 << 20) + 1))
     assert (r.status, code(r)) == (400, "EntityTooLarge"), r.data[:300]
     assert not exists(s3, bucket, "uploads/huge")
+
+
+def test_the_key_takes_the_uploaded_file_name(s3, bucket):
+    form = policy(s3, bucket, "uploads/${filename}",
+                  conditions=[["starts-with", "$key", "uploads/"]])
+    r = post(form, b"named by the browser", filename="holiday photo.png")
+    assert r.status == 204, r.data
+    assert s3.get_object(Bucket=bucket, Key="uploads/holiday photo.png")["Body"].read() == \
+        b"named by the browser"
+    assert not exists(s3, bucket, "uploads/${filename}")
+    # The rewritten key is still held to the policy.
+    form = policy(s3, bucket, "${filename}", conditions=[["starts-with", "$key", "uploads/"]])
+    r = post(form, b"x", filename="outside.png")
+    assert (r.status, code(r)) == (403, "AccessDenied"), r.data
+    assert not exists(s3, bucket, "outside.png")
