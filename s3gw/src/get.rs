@@ -344,7 +344,7 @@ pub async fn get_object(
     )?;
     let body = response_body(gw.catalog().blobs(), &v.data, start, end, key.as_ref()).await?;
     let expiration = current_expiration(gw, &b.name, i.version_id.is_none(), i.key.as_str(), &v);
-    let lock = crate::object_lock::headers(&v.lock);
+    let lock = crate::object_lock::headers(gw, &req, &b.name, &i.key, &v.lock);
     let r = sse::reported(v.encryption.as_ref());
     Ok(S3Response::new(GetObjectOutput {
         expiration,
@@ -406,7 +406,7 @@ pub async fn head_object(
         ),
     )?;
     let expiration = current_expiration(gw, &b.name, i.version_id.is_none(), i.key.as_str(), &v);
-    let lock = crate::object_lock::headers(&v.lock);
+    let lock = crate::object_lock::headers(gw, &req, &b.name, &i.key, &v.lock);
     let r = sse::reported(v.encryption.as_ref());
     Ok(S3Response::new(HeadObjectOutput {
         expiration,

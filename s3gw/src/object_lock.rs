@@ -219,15 +219,30 @@ pub struct Headers {
     pub legal_hold: Option<ObjectLockLegalHoldStatus>,
 }
 
-/// The lock headers a read reports for a version's lock.
-pub fn headers(lock: &ObjectLock) -> Headers {
+/// The lock headers a GET or HEAD of `key` reports for a version's lock: as AWS sends
+/// them, the retention only to a requester allowed `s3:GetObjectRetention` and the legal
+/// hold only to one allowed `s3:GetObjectLegalHold`.
+pub fn headers<T>(
+    gw: &Gateway,
+    req: &S3Request<T>,
+    bucket: &str,
+    key: &str,
+    lock: &ObjectLock,
+) -> Headers {
+    if lock.retention.is_none() && !lock.legal_hold {
+        return Headers {
+            mode: None,
+            until: None,
+            legal_hold: None,
+        };
+    }
+    let who = gw.authz_context(req);
+    let may = |action| gw.authorize(&who, action, Some(bucket), Some(key)).is_ok();
+    let retention = lock.retention.filter(|_| may("s3:GetObjectRetention"));
     Headers {
-        mode: lock
-            .retention
-            .map(|r| ObjectLockMode::from(mode_name(r.mode).to_owned())),
-        until: lock.retention.map(|r| timestamp(r.until_ms)),
-        legal_hold: lock
-            .legal_hold
+        mode: retention.map(|r| ObjectLockMode::from(mode_name(r.mode).to_owned())),
+        until: retention.map(|r| timestamp(r.until_ms)),
+        legal_hold: (lock.legal_hold && may("s3:GetObjectLegalHold"))
             .then(|| ObjectLockLegalHoldStatus::from_static(ObjectLockLegalHoldStatus::ON)),
     }
 }

@@ -339,3 +339,19 @@ def test_objects_record_who_wrote_them(server, s3, tmp_path):
     versions = s3.list_object_versions(Bucket=b)["Versions"]
     assert {v["Key"]: v["Owner"]["ID"] for v in versions} == {
         "by-admin": server.access_key, "by-erin": "erin"}
+
+
+def test_lock_headers_go_only_to_readers_allowed_to_see_them(server, s3, tmp_path):
+    b = locked_bucket(s3)
+    s3.put_object(Bucket=b, Key="k", Body=b"x", ObjectLockMode="GOVERNANCE",
+                  ObjectLockRetainUntilDate=later(3600), ObjectLockLegalHoldStatus="ON")
+    reader = user_with_policy(server, tmp_path, "fern", [
+        {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"}])
+    h = reader.head_object(Bucket=b, Key="k")
+    assert not {"ObjectLockMode", "ObjectLockRetainUntilDate", "ObjectLockLegalHoldStatus"} & set(h)
+    auditor = user_with_policy(server, tmp_path, "gail", [
+        {"Effect": "Allow", "Action": ["s3:GetObject", "s3:GetObjectRetention"], "Resource": "*"}])
+    h = auditor.get_object(Bucket=b, Key="k")
+    assert h["ObjectLockMode"] == "GOVERNANCE" and "ObjectLockLegalHoldStatus" not in h
+    owner = s3.head_object(Bucket=b, Key="k")
+    assert owner["ObjectLockMode"] == "GOVERNANCE" and owner["ObjectLockLegalHoldStatus"] == "ON"
