@@ -1432,4 +1432,27 @@ async fn locked_versions_survive_every_removal_until_their_lock_ends() {
     commit(&c, remove("comp", NOW + 2000, false)).await.unwrap();
     commit(&c, remove("gov", NOW + 10, false)).await.unwrap();
     assert!(c.list_versions("b", "", None, 10).unwrap().is_empty());
+
+    // A write that replaces a locked `null` version is refused while the lock holds.
+    let Op::PutObject { mut version, .. } = locked("n", LockMode::Governance, NOW + 50, false)
+    else {
+        unreachable!()
+    };
+    version.version_id = "null".into();
+    let put_null = |at: i64, version: &catalog::ObjectVersion| {
+        let mut v = version.clone();
+        v.last_modified_ms = at;
+        vec![Op::PutObject {
+            bucket: "b".into(),
+            key: "n".into(),
+            version: v,
+            replace_null: true,
+        }]
+    };
+    commit(&c, put_null(NOW, &version)).await.unwrap();
+    let mut plain = version.clone();
+    plain.lock = ObjectLock::default();
+    assert!(is_locked(commit(&c, put_null(NOW + 49, &plain)).await));
+    commit(&c, put_null(NOW + 50, &plain)).await.unwrap();
+    assert_eq!(c.list_versions("b", "n", None, 10).unwrap().len(), 1);
 }

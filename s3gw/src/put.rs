@@ -57,17 +57,6 @@ pub async fn put_object(
             .map(|s| s.as_str()),
     };
     let lock = asked_lock.lock(&b, now_ms())?;
-    let integrity = input.content_md5.is_some()
-        || input.checksum_algorithm.is_some()
-        || headers
-            .keys()
-            .any(|h| h.as_str().starts_with("x-amz-checksum-"));
-    if asked_lock.any() && !integrity {
-        return Err(s3_error!(
-            InvalidRequest,
-            "Content-MD5 OR x-amz-checksum- HTTP header is required for Put Object requests with Object Lock parameters"
-        ));
-    }
     if input.if_match.is_some() || input.if_none_match.is_some() {
         let current = gw.catalog().object(&b.name, &key).or_s3()?;
         // AWS answers If-Match on a key with no current object with 404, not 412.
@@ -102,8 +91,16 @@ pub async fn put_object(
         input.checksum_algorithm.as_ref().map(|a| a.as_str()),
         input.content_md5.as_ref(),
         &headers,
-    )?
-    .or_default();
+    )?;
+    // What the client sent (a Content-MD5, or a checksum in a header, trailer or
+    // announced), before S3's default is added.
+    if asked_lock.any() && wanted.compute.is_empty() && wanted.content_md5.is_none() {
+        return Err(s3_error!(
+            InvalidRequest,
+            "Content-MD5 OR x-amz-checksum- HTTP header is required for Put Object requests with Object Lock parameters"
+        ));
+    }
+    let wanted = wanted.or_default();
     let metadata = ContentHeaders {
         content_type: input.content_type.as_deref(),
         content_encoding: input.content_encoding.as_deref(),

@@ -23,6 +23,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from conftest import eddy_bin, new_eddy
+from connect import wait_for
 from s3util import aws, client, error_code, status
 
 ARGS = ["--s3-lifecycle-day-secs", "1", "--s3-lifecycle-interval-ms", "200"]
@@ -55,17 +56,6 @@ def refused(call, code="AccessDenied", http=403):
         call()
     assert (error_code(e), status(e)) == (code, http), e.value.response["Error"]
     return e
-
-
-def wait_for(what, check, timeout=30):
-    deadline = time.time() + timeout
-    last = None
-    while time.time() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
 
 
 def version_ids(s3, bucket, key):
@@ -187,8 +177,8 @@ def test_compliance_survives_every_removal_path_and_a_restart(tmp_path):
         s3.put_object(Bucket=b, Key="scratch", Body=b"1")
         s3.put_object(Bucket=b, Key="scratch", Body=b"2")
         # The unlocked noncurrent version going shows the worker has passed over both.
-        wait_for("the unlocked noncurrent version to expire",
-                 lambda: len(version_ids(s3, b, "scratch")) == 1)
+        wait_for(lambda: len(version_ids(s3, b, "scratch")) == 1, 30,
+                 "the unlocked noncurrent version to expire")
         eddy.restart()
         s3 = client(eddy)
         assert s3.get_object(Bucket=b, Key="ledger", VersionId=vid)["Body"].read() == b"entry"
@@ -215,7 +205,7 @@ def test_a_retention_that_ended_no_longer_protects(s3):
         except ClientError as e:
             assert error_code_of(e) == "AccessDenied"
             return False
-    wait_for("the retention to end", deleted, timeout=20)
+    wait_for(deleted, 20, "the retention to end")
     assert version_ids(s3, b, "short") == []
 
 
