@@ -59,7 +59,7 @@ pub async fn serve(
                 s3gw::sigv2::canonical_bucket_path(&mut req);
                 let turn = post_gate.admit(&req).await;
                 let mut r = if s3gw::cors::is_preflight(&req) {
-                    Ok(cors.preflight(&req))
+                    Ok(cors.preflight(&req).await)
                 } else if turn.is_some() {
                     service.call(with_file_name(req).await).await
                 } else {
@@ -81,7 +81,7 @@ pub async fn serve(
                 if let (Ok(resp), Some(o), Some(b)) = (r.as_mut(), &origin, &cors_bucket)
                     && method != hyper::Method::OPTIONS
                 {
-                    cors.decorate(b, o, &method, resp.headers_mut());
+                    cors.decorate(b, o, &method, resp.headers_mut()).await;
                 }
                 if let (Ok(resp), Some(h)) = (r.as_mut(), header) {
                     // A 304 has no body, so no error document and no type for one.

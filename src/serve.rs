@@ -55,7 +55,7 @@ async fn ensure_bucket(
     config: &ServeConfig,
     name: &str,
 ) -> anyhow::Result<()> {
-    if catalog.bucket(name)?.is_some() {
+    if catalog.bucket(name).await?.is_some() {
         return Ok(());
     }
     let record = BucketRecord {
@@ -288,7 +288,8 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         default_view.clone(),
         tabler.clone(),
         &mut tasks,
-    )?;
+    )
+    .await?;
     metrics.register_kafka(&kafka_broker.metrics);
     for ((view, listeners), (view_catalog, view_tabler)) in
         config.views.iter().zip(view_listeners).zip(view_tables)
@@ -304,7 +305,8 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             view_catalog,
             view_tabler,
             &mut tasks,
-        )?;
+        )
+        .await?;
     }
     let signalled = shutdown_signal();
     let scrub = crate::scrub::spawn(
@@ -364,7 +366,7 @@ struct KafkaShared<'a> {
 
 /// Starts one broker view: its broker over `catalog` (the view's names), its background
 /// work (lag, retention, transaction timeouts, compaction) and its listeners.
-fn start_kafka(
+async fn start_kafka(
     shared: &KafkaShared<'_>,
     view: &str,
     users: Vec<String>,
@@ -422,7 +424,7 @@ fn start_kafka(
     };
     // `__consumer_offsets` mirrors the default view's groups only.
     kafka_config.offsets_topic = config.kafka_offsets_topic && view == broker::authz::DEFAULT_VIEW;
-    let kafka_broker = broker::Broker::new(catalog, kafka_config);
+    let kafka_broker = broker::Broker::new(catalog, kafka_config).await;
     let _ = kafka_broker
         .table_sealer
         .set(Arc::new(TablerSealer(tabler)));
@@ -617,7 +619,10 @@ fn listener_classes(
 
 /// Removes blobs a crash left without a catalog record, off the serving threads.
 async fn collect_orphans(catalog: Arc<EmbeddedCatalog>) {
-    match tokio::task::spawn_blocking(move || catalog.collect_orphans()).await {
+    // The collection lists and deletes blobs on the drives: on a blocking thread, which
+    // waits there for the catalog's reads.
+    let runtime = tokio::runtime::Handle::current();
+    match tokio::task::spawn_blocking(move || runtime.block_on(catalog.collect_orphans())).await {
         Ok(Ok(r)) if r.removed > 0 => tracing::info!(
             removed = r.removed,
             checked = r.candidates,

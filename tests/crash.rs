@@ -21,18 +21,21 @@ struct Seen {
 }
 
 /// Reads back every batch and object; panics on anything torn, duplicated or corrupt.
-fn recovered(dir: &Path) -> (BTreeMap<String, Seen>, BTreeSet<String>) {
+async fn recovered(dir: &Path) -> (BTreeMap<String, Seen>, BTreeSet<String>) {
     let catalog =
         EmbeddedCatalog::open(CatalogConfig::new(DriveSetConfig::under(dir, 4, 2))).unwrap();
     let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
     for p in 0..PARTITIONS {
-        let Some(state) = catalog.partition(TOPIC_ID, p).unwrap() else {
+        let Some(state) = catalog.partition(TOPIC_ID, p).await.unwrap() else {
             continue;
         };
         let mut next = 0;
         let mut last_end = 0;
         while next < state.next_offset {
-            let batches = catalog.read_batches(TOPIC_ID, p, next, 1 << 20).unwrap();
+            let batches = catalog
+                .read_batches(TOPIC_ID, p, next, 1 << 20)
+                .await
+                .unwrap();
             assert!(
                 !batches.is_empty(),
                 "partition {p}: offsets {next}.. missing"
@@ -78,6 +81,7 @@ fn recovered(dir: &Path) -> (BTreeMap<String, Seen>, BTreeSet<String>) {
     }
     let objects: BTreeSet<String> = catalog
         .list_objects("crash", "", None, usize::MAX)
+        .await
         .unwrap()
         .into_iter()
         .map(|(k, _)| k)
@@ -124,7 +128,9 @@ fn kill_9_at_random_moments_loses_and_invents_nothing() {
         child.wait().unwrap();
         // Lines written before the kill may still arrive; the loop above drained them.
 
-        let (seen, objects) = recovered(dir.path());
+        let (seen, objects) = tokio::runtime::Runtime::new()
+            .unwrap()
+            .block_on(recovered(dir.path()));
         for (id, s) in &seen {
             assert_eq!(s.partitions, s.declared, "round {round}: {id} is torn");
             assert!(

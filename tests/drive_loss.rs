@@ -98,20 +98,16 @@ async fn populate(c: &EmbeddedCatalog) {
 }
 
 /// Reads every object and batch back and compares with what was written.
-fn verify(dir: &Path) {
+async fn verify(dir: &Path) {
     let c = open(dir);
     for (i, size) in SIZES.iter().enumerate() {
-        let v = c
-            .object("b", &format!("blob-{i}"))
-            .unwrap()
-            .unwrap_or_else(|| {
-                panic!(
-                    "blob-{i} missing; partitions {:?}",
-                    (0..3)
-                        .map(|p| c.partition(TOPIC, p).unwrap())
-                        .collect::<Vec<_>>()
-                )
-            });
+        let Some(v) = c.object("b", &format!("blob-{i}")).await.unwrap() else {
+            let mut partitions = Vec::new();
+            for p in 0..3 {
+                partitions.push(c.partition(TOPIC, p).await.unwrap());
+            }
+            panic!("blob-{i} missing; partitions {partitions:?}");
+        };
         let ObjectData::Blobs(blobs) = &v.data else {
             panic!("blob-{i} is not blob-backed")
         };
@@ -120,7 +116,7 @@ fn verify(dir: &Path) {
     }
     for i in 0..SIZES.len() {
         let p = i as u32 % 3;
-        let batches = c.read_batches(TOPIC, p, 0, usize::MAX).unwrap();
+        let batches = c.read_batches(TOPIC, p, 0, usize::MAX).await.unwrap();
         let want = body(1000 + i, 100 + i as u64);
         assert!(
             batches.iter().any(|b| b.bytes[8..] == want[8..]),
@@ -172,13 +168,13 @@ fn flip_random_byte(path: &Path, rng: &mut impl Rng) {
 }
 
 /// Full redundancy: any two other drives can go and everything still reads.
-fn prove_full_redundancy(dir: &Path, lose: [usize; 2]) {
+async fn prove_full_redundancy(dir: &Path, lose: [usize; 2]) {
     let saved = dir.join("saved");
     std::fs::create_dir_all(&saved).unwrap();
     for i in lose {
         std::fs::rename(drive(dir, i), saved.join(i.to_string())).unwrap();
     }
-    verify(dir);
+    verify(dir).await;
     for i in lose {
         std::fs::remove_dir_all(drive(dir, i)).ok();
         std::fs::rename(saved.join(i.to_string()), drive(dir, i)).unwrap();
@@ -192,19 +188,19 @@ async fn lost_and_corrupt_drives_read_back_exactly_and_heal() {
     let c = open(dir);
     populate(&c).await;
     drop(c);
-    verify(dir);
+    verify(dir).await;
 
     // Two whole drives gone, one of them holding the store's file.
     std::fs::remove_dir_all(drive(dir, 0)).unwrap();
     std::fs::remove_dir_all(drive(dir, 4)).unwrap();
-    verify(dir);
+    verify(dir).await;
     let report = heal(dir);
     assert!(
         report.contains("drives formatted:        [0, 4]"),
         "{report}"
     );
     assert!(report.contains("healed"), "{report}");
-    prove_full_redundancy(dir, [1, 5]);
+    prove_full_redundancy(dir, [1, 5]).await;
     let again = heal(dir);
     assert!(again.contains(", 0 healed (0 shards rebuilt)"), "{again}");
 
@@ -224,11 +220,11 @@ async fn lost_and_corrupt_drives_read_back_exactly_and_heal() {
     for s in &segments {
         flip_random_byte(s, &mut rng);
     }
-    verify(dir);
+    verify(dir).await;
     let report = heal(dir);
     assert!(report.contains("drives formatted:        [2]"), "{report}");
-    prove_full_redundancy(dir, [0, 1]);
-    prove_full_redundancy(dir, [3, 5]);
+    prove_full_redundancy(dir, [0, 1]).await;
+    prove_full_redundancy(dir, [3, 5]).await;
     let again = heal(dir);
     assert!(again.contains(", 0 healed (0 shards rebuilt)"), "{again}");
     assert!(again.contains("0 drive copies rewritten"), "{again}");

@@ -164,7 +164,7 @@ fn split<T>(
 
 /// Checks a request before its handler: `Err` with the whole answer when it is refused
 /// outright, else the request with what was refused taken out.
-pub fn check(ctx: &Ctx, request: RequestKind) -> Result<(RequestKind, Refused), Reply> {
+pub async fn check(ctx: &Ctx, request: RequestKind) -> Result<(RequestKind, Refused), Reply> {
     let mut out = Refused::default();
     let request = match request {
         RequestKind::Produce(mut r) => {
@@ -178,7 +178,7 @@ pub fn check(ctx: &Ctx, request: RequestKind) -> Result<(RequestKind, Refused), 
             RequestKind::Produce(r)
         }
         RequestKind::Fetch(mut r) if r.replica_id.0 < 0 => {
-            let names = topic_names_by_id(ctx, r.topics.iter().map(|t| t.topic_id));
+            let names = topic_names_by_id(ctx, r.topics.iter().map(|t| t.topic_id)).await;
             out.ids = names.iter().map(|(id, n)| (n.clone(), *id)).collect();
             r.topics = split(
                 r.topics,
@@ -255,7 +255,7 @@ pub fn check(ctx: &Ctx, request: RequestKind) -> Result<(RequestKind, Refused), 
             RequestKind::CreatePartitions(r)
         }
         RequestKind::DeleteTopics(mut r) => {
-            let names = topic_names_by_id(ctx, r.topics.iter().map(|t| t.topic_id));
+            let names = topic_names_by_id(ctx, r.topics.iter().map(|t| t.topic_id)).await;
             r.topic_names = split(
                 r.topic_names,
                 |t| t.0.to_string(),
@@ -542,16 +542,17 @@ fn config_allowed(
 }
 
 /// Names of topics a request gives by id (Fetch v13 on, DeleteTopics v6).
-fn topic_names_by_id(
+async fn topic_names_by_id(
     ctx: &Ctx,
     ids: impl Iterator<Item = uuid::Uuid>,
 ) -> BTreeMap<uuid::Uuid, String> {
-    ids.filter(|id| !id.is_nil())
-        .filter_map(|id| {
-            let t = ctx.broker.catalog.topic_by_id(id.as_u128()).ok()??;
-            Some((id, t.name))
-        })
-        .collect()
+    let mut names = BTreeMap::new();
+    for id in ids.filter(|id| !id.is_nil()) {
+        if let Ok(Some(t)) = ctx.broker.catalog.topic_by_id(id.as_u128()).await {
+            names.insert(id, t.name);
+        }
+    }
+    names
 }
 
 fn topic_name(names: &BTreeMap<uuid::Uuid, String>, name: &str, id: uuid::Uuid) -> String {

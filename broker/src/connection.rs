@@ -286,7 +286,7 @@ async fn serve<R, W>(
         let client_id = ctx.client_id.clone().unwrap_or_default();
         let reply = match sasl_reply {
             Some(r) => api::ready(r),
-            None => api::handle(ctx, request),
+            None => api::handle(ctx, request).await,
         };
         let pending = Pending {
             _budget: budget,

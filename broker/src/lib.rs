@@ -194,7 +194,11 @@ impl Broker {
         let Some(sealer) = self.table_sealer.get() else {
             return;
         };
-        if self.catalog.expansions(topic).is_ok_and(|e| !e.is_empty())
+        if self
+            .catalog
+            .expansions(topic)
+            .await
+            .is_ok_and(|e| !e.is_empty())
             && let Err(e) = sealer.seal(topic).await
         {
             tracing::warn!(topic, error = %e, "sealing an expanded topic before removing records failed");
@@ -203,7 +207,7 @@ impl Broker {
 
     /// A broker over `catalog`. Call inside the runtime: groups that had members when
     /// the server stopped come back with their session timers running.
-    pub fn new(catalog: Arc<dyn Catalog>, mut config: BrokerConfig) -> Arc<Self> {
+    pub async fn new(catalog: Arc<dyn Catalog>, mut config: BrokerConfig) -> Arc<Self> {
         let directory = config
             .directory
             .take()
@@ -223,7 +227,7 @@ impl Broker {
             config.groups.clone(),
             metrics.clone(),
         ));
-        match groups.restore() {
+        match groups.restore().await {
             Ok(n) if n > 0 => tracing::info!(groups = n, "restored consumer groups with members"),
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "restoring consumer groups failed"),
@@ -233,7 +237,7 @@ impl Broker {
             config.txn.clone(),
             metrics.clone(),
         ));
-        match txns.restore() {
+        match txns.restore().await {
             Ok(n) if n > 0 => tracing::info!(open = n, "restored open transactions"),
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "restoring transactions failed"),
@@ -243,7 +247,7 @@ impl Broker {
             metrics.fetch_sessions.clone(),
             metrics.fetch_session_evictions.clone(),
         );
-        let stored_quotas = catalog.client_quotas().unwrap_or_else(|e| {
+        let stored_quotas = catalog.client_quotas().await.unwrap_or_else(|e| {
             tracing::error!(error = %e, "reading the client quotas failed; none are enforced");
             Vec::new()
         });

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use catalog::{BatchInfo, Catalog, CatalogError, CatalogResult, Op, PartitionState};
+use catalog::{BatchInfo, Catalog, CatalogResult, Op, PartitionState};
 use tokio::sync::watch;
 
 use crate::Broker;
@@ -115,7 +115,7 @@ impl Cut {
 
 /// Where a partition should start under `policy` now, if that is past its log start
 /// (never past `limit`, the first record a topic's expansion has not read).
-pub fn new_start(
+pub async fn new_start(
     catalog: &dyn Catalog,
     topic_id: u128,
     partition: u32,
@@ -126,7 +126,9 @@ pub fn new_start(
 ) -> CatalogResult<Option<Cut>> {
     let mut cut = Cut::new(state, policy, now_ms).keeping_from(limit);
     loop {
-        let page = catalog.batch_index(topic_id, partition, cut.start, PAGE)?;
+        let page = catalog
+            .batch_index(topic_id, partition, cut.start, PAGE)
+            .await?;
         let full = page.len() == PAGE;
         if !page.iter().all(|b| cut.step(b)) || !full {
             break;
@@ -144,9 +146,9 @@ struct TopicPlan {
 }
 
 /// The truncations every topic is due at `now_ms` (topics with nothing to delete left out).
-fn plan(catalog: &dyn Catalog, now_ms: i64) -> CatalogResult<Vec<TopicPlan>> {
+async fn plan(catalog: &dyn Catalog, now_ms: i64) -> CatalogResult<Vec<TopicPlan>> {
     let mut plans = Vec::new();
-    for topic in catalog.topics()? {
+    for topic in catalog.topics().await? {
         let Some(policy) = Policy::of(&topic.configs) else {
             continue;
         };
@@ -157,11 +159,12 @@ fn plan(catalog: &dyn Catalog, now_ms: i64) -> CatalogResult<Vec<TopicPlan>> {
             bytes: 0,
         };
         for partition in 0..topic.partitions {
-            let Some(state) = catalog.partition(topic.id, partition)? else {
+            let Some(state) = catalog.partition(topic.id, partition).await? else {
                 continue;
             };
-            let limit = catalog.expanded_to(&topic, partition)?;
-            let cut = new_start(catalog, topic.id, partition, &state, policy, now_ms, limit)?;
+            let limit = catalog.expanded_to(&topic, partition).await?;
+            let cut =
+                new_start(catalog, topic.id, partition, &state, policy, now_ms, limit).await?;
             if let Some(cut) = cut {
                 plan.records += cut.start - state.log_start_offset;
                 plan.bytes += state.bytes - cut.remaining;
@@ -183,12 +186,7 @@ fn plan(catalog: &dyn Catalog, now_ms: i64) -> CatalogResult<Vec<TopicPlan>> {
 pub async fn pass(broker: &Arc<Broker>) -> CatalogResult<u64> {
     let catalog = broker.catalog.clone();
     let now = now_ms();
-    let plans = tokio::task::spawn_blocking({
-        let catalog = catalog.clone();
-        move || plan(catalog.as_ref(), now)
-    })
-    .await
-    .map_err(|e| CatalogError::Store(format!("retention planning failed: {e}")))??;
+    let plans = plan(catalog.as_ref(), now).await?;
     let mut deleted = 0;
     for p in plans {
         // One transaction per topic: a topic deleted meanwhile fails only its own.

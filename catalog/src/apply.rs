@@ -3,12 +3,12 @@
 //! transaction either applies whole or not at all; `apply` is deterministic, which is
 //! what lets recovery replay the log into the same state.
 
-use redb::{ReadableTable, WriteTransaction};
 use storage::BlobMeta;
 use storage::wal::LogPosition;
 
 use crate::error::{CatalogError, CatalogResult};
 use crate::format::Stored;
+use crate::kv::{KvWrite, Range};
 use crate::model::{
     AbortedTxn, BucketConfig, BucketConfigKind, BucketRecord, CompactionState, Expansion, LockMode,
     ObjectVersion, OffsetRecord, PartRecord, PartitionState, ProducerState, Retention, TableRecord,
@@ -16,8 +16,6 @@ use crate::model::{
 };
 use crate::tables::{self, *};
 use crate::txn::{Op, OpOutcome};
-
-type RedbTable<'t> = redb::Table<'t, &'static [u8], &'static [u8]>;
 
 /// Longest S3 key, in bytes.
 pub const MAX_KEY_LEN: usize = 1024;
@@ -32,35 +30,10 @@ pub fn dec<T: Stored>(b: &[u8]) -> CatalogResult<T> {
     T::decode(b)
 }
 
-/// Every table, open for writing for the length of one group commit.
-pub struct Tables<'t> {
-    meta: RedbTable<'t>,
-    buckets: RedbTable<'t>,
-    objects: RedbTable<'t>,
-    versions: RedbTable<'t>,
-    topics: RedbTable<'t>,
-    topic_ids: RedbTable<'t>,
-    partitions: RedbTable<'t>,
-    batches: RedbTable<'t>,
-    groups: RedbTable<'t>,
-    offsets: RedbTable<'t>,
-    segment_refs: RedbTable<'t>,
-    producers: RedbTable<'t>,
-    uploads: RedbTable<'t>,
-    parts: RedbTable<'t>,
-    topic_tables: RedbTable<'t>,
-    compaction: RedbTable<'t>,
-    expansions: RedbTable<'t>,
-    other_tables: RedbTable<'t>,
-    txns: RedbTable<'t>,
-    txn_offsets: RedbTable<'t>,
-    txn_partitions: RedbTable<'t>,
-    aborted_txns: RedbTable<'t>,
-    client_quotas: RedbTable<'t>,
-    users: RedbTable<'t>,
-    policies: RedbTable<'t>,
-    bucket_policies: RedbTable<'t>,
-    bucket_configs: RedbTable<'t>,
+/// The catalog's rules, applied through one backend's write transaction for the length of
+/// one group commit.
+pub struct Tables<'s> {
+    s: &'s mut dyn KvWrite,
 }
 
 /// Side effects to carry out once the commit is durable.
@@ -106,72 +79,57 @@ impl LogCursor {
     }
 }
 
-fn get<T: Stored>(t: &RedbTable<'_>, key: &[u8]) -> CatalogResult<Option<T>> {
-    t.get(key)?.map(|v| dec(v.value())).transpose()
+fn get<T: Stored>(s: &mut dyn KvWrite, t: Table, key: &[u8]) -> CatalogResult<Option<T>> {
+    s.get(t, key)?.map(|v| dec(&v)).transpose()
 }
 
-fn put<T: Stored>(t: &mut RedbTable<'_>, key: &[u8], v: &T) -> CatalogResult<()> {
-    t.insert(key, enc(v)?.as_slice())?;
-    Ok(())
+fn put<T: Stored>(s: &mut dyn KvWrite, t: Table, key: &[u8], v: &T) -> CatalogResult<()> {
+    s.put(t, key, enc(v)?.as_slice())
 }
 
-fn has_prefix(t: &RedbTable<'_>, prefix: &[u8]) -> CatalogResult<bool> {
-    let first = match prefix_end(prefix) {
-        Some(end) => t.range(prefix..end.as_slice())?.next(),
-        None => t.range(prefix..)?.next(),
-    };
-    Ok(first.transpose()?.is_some())
+fn has_prefix(s: &mut dyn KvWrite, t: Table, prefix: &[u8]) -> CatalogResult<bool> {
+    let end = prefix_end(prefix);
+    Ok(!s.range(t, Range::prefix(prefix, &end).take(1))?.is_empty())
 }
 
 /// Removes every key starting with `prefix`, calling `each` on the values.
 fn remove_prefix(
-    t: &mut RedbTable<'_>,
+    s: &mut dyn KvWrite,
+    t: Table,
     prefix: &[u8],
     mut each: impl FnMut(&[u8]) -> CatalogResult<()>,
 ) -> CatalogResult<()> {
     let end = prefix_end(prefix);
-    let keys: Vec<Vec<u8>> = {
-        let range = match &end {
-            Some(end) => t.range(prefix..end.as_slice())?,
-            None => t.range(prefix..)?,
-        };
-        let mut keys = Vec::new();
-        for e in range {
-            let (k, v) = e?;
-            each(v.value())?;
-            keys.push(k.value().to_vec());
-        }
-        keys
-    };
-    for k in keys {
-        t.remove(k.as_slice())?;
+    for (k, v) in s.range(t, Range::prefix(prefix, &end))? {
+        each(&v)?;
+        s.remove(t, &k)?;
     }
     Ok(())
 }
 
 /// All versions of one key, newest first, with their table keys.
 fn versions_of(
-    t: &RedbTable<'_>,
+    s: &mut dyn KvWrite,
+    t: Table,
     bucket: &str,
     key: &str,
 ) -> CatalogResult<Vec<(Vec<u8>, ObjectVersion)>> {
     let prefix = versions_prefix(bucket, key);
-    let end = prefix_end(&prefix).unwrap_or_default();
-    let mut out = Vec::new();
-    for e in t.range(prefix.as_slice()..end.as_slice())? {
-        let (k, v) = e?;
-        out.push((k.value().to_vec(), dec(v.value())?));
-    }
-    Ok(out)
+    let end = prefix_end(&prefix);
+    s.range(t, Range::prefix(&prefix, &end))?
+        .into_iter()
+        .map(|(k, v)| Ok((k, dec(&v)?)))
+        .collect()
 }
 
 fn find_version(
-    t: &RedbTable<'_>,
+    s: &mut dyn KvWrite,
+    t: Table,
     bucket: &str,
     key: &str,
     version_id: Option<&str>,
 ) -> CatalogResult<Option<(Vec<u8>, ObjectVersion)>> {
-    let versions = versions_of(t, bucket, key)?;
+    let versions = versions_of(s, t, bucket, key)?;
     Ok(match version_id {
         Some(id) => versions.into_iter().find(|(_, v)| v.version_id == id),
         None => versions
@@ -205,101 +163,72 @@ fn no_such_key(bucket: &str, key: &str) -> CatalogError {
     }
 }
 
-impl<'t> Tables<'t> {
-    /// Opens every table in `w`.
-    pub fn open(w: &'t WriteTransaction) -> CatalogResult<Self> {
-        Ok(Self {
-            meta: w.open_table(META)?,
-            buckets: w.open_table(BUCKETS)?,
-            objects: w.open_table(OBJECTS)?,
-            versions: w.open_table(VERSIONS)?,
-            topics: w.open_table(TOPICS)?,
-            topic_ids: w.open_table(TOPIC_IDS)?,
-            partitions: w.open_table(PARTITIONS)?,
-            batches: w.open_table(BATCHES)?,
-            groups: w.open_table(GROUPS)?,
-            offsets: w.open_table(OFFSETS)?,
-            segment_refs: w.open_table(SEGMENT_REFS)?,
-            producers: w.open_table(PRODUCERS)?,
-            uploads: w.open_table(UPLOADS)?,
-            parts: w.open_table(PARTS)?,
-            topic_tables: w.open_table(TOPIC_TABLES)?,
-            compaction: w.open_table(COMPACTION)?,
-            expansions: w.open_table(EXPANSIONS)?,
-            other_tables: w.open_table(OTHER_TABLES)?,
-            txns: w.open_table(TXNS)?,
-            txn_offsets: w.open_table(TXN_OFFSETS)?,
-            txn_partitions: w.open_table(TXN_PARTITIONS)?,
-            aborted_txns: w.open_table(ABORTED_TXNS)?,
-            client_quotas: w.open_table(CLIENT_QUOTAS)?,
-            users: w.open_table(USERS)?,
-            policies: w.open_table(POLICIES)?,
-            bucket_policies: w.open_table(BUCKET_POLICIES)?,
-            bucket_configs: w.open_table(BUCKET_CONFIGS)?,
-        })
+impl<'s> Tables<'s> {
+    /// The rules over one write transaction.
+    pub fn new(s: &'s mut dyn KvWrite) -> Self {
+        Self { s }
     }
 
     /// Reads a meta counter.
-    pub fn counter(&self, name: &[u8]) -> CatalogResult<u64> {
+    pub fn counter(&mut self, name: &[u8]) -> CatalogResult<u64> {
         Ok(self
-            .meta
-            .get(name)?
-            .and_then(|v| v.value().try_into().ok().map(u64::from_be_bytes))
+            .s
+            .get(META, name)?
+            .and_then(|v| v.as_slice().try_into().ok().map(u64::from_be_bytes))
             .unwrap_or(0))
     }
 
     /// Sets a meta counter.
     pub fn set_counter(&mut self, name: &[u8], value: u64) -> CatalogResult<()> {
-        self.meta.insert(name, value.to_be_bytes().as_slice())?;
+        self.s.put(META, name, value.to_be_bytes().as_slice())?;
         Ok(())
     }
 
-    fn bucket(&self, name: &str) -> CatalogResult<Option<BucketRecord>> {
-        get(&self.buckets, name.as_bytes())
+    fn bucket(&mut self, name: &str) -> CatalogResult<Option<BucketRecord>> {
+        get(self.s, BUCKETS, name.as_bytes())
     }
 
-    fn topic(&self, name: &str) -> CatalogResult<Option<TopicRecord>> {
-        get(&self.topics, name.as_bytes())
+    fn topic(&mut self, name: &str) -> CatalogResult<Option<TopicRecord>> {
+        get(self.s, TOPICS, name.as_bytes())
     }
 
-    fn partition(&self, topic_id: u128, p: u32) -> CatalogResult<Option<PartitionState>> {
-        get(&self.partitions, &partition_key(topic_id, p))
+    fn partition(&mut self, topic_id: u128, p: u32) -> CatalogResult<Option<PartitionState>> {
+        get(self.s, PARTITIONS, &partition_key(topic_id, p))
     }
 
-    fn require_bucket(&self, name: &str) -> CatalogResult<()> {
+    fn require_bucket(&mut self, name: &str) -> CatalogResult<()> {
         match self.bucket(name)? {
             Some(_) => Ok(()),
             None => Err(CatalogError::NoSuchBucket(name.into())),
         }
     }
 
-    fn require_upload(&self, bucket: &str, key: &str, upload_id: &str) -> CatalogResult<()> {
-        let u: Option<UploadRecord> = get(&self.uploads, &upload_key(bucket, key, upload_id))?;
+    fn require_upload(&mut self, bucket: &str, key: &str, upload_id: &str) -> CatalogResult<()> {
+        let u: Option<UploadRecord> = get(self.s, UPLOADS, &upload_key(bucket, key, upload_id))?;
         match u {
             Some(_) => Ok(()),
             None => Err(CatalogError::NoSuchUpload(upload_id.into())),
         }
     }
 
-    fn parts_of(&self, upload_id: &str) -> CatalogResult<Vec<PartRecord>> {
+    fn parts_of(&mut self, upload_id: &str) -> CatalogResult<Vec<PartRecord>> {
         let prefix = parts_prefix(upload_id);
-        let end = prefix_end(&prefix).unwrap_or_default();
-        let mut out = Vec::new();
-        for e in self.parts.range(prefix.as_slice()..end.as_slice())? {
-            out.push(dec(e?.1.value())?);
-        }
-        Ok(out)
+        let end = prefix_end(&prefix);
+        self.s
+            .range(PARTS, Range::prefix(&prefix, &end))?
+            .iter()
+            .map(|(_, v)| dec(v))
+            .collect()
     }
 
     /// A topic's expansions, by source column.
-    fn expansions_of(&self, topic: &str) -> CatalogResult<Vec<(String, Expansion)>> {
+    fn expansions_of(&mut self, topic: &str) -> CatalogResult<Vec<(String, Expansion)>> {
         let prefix = expansions_prefix(topic);
-        let end = prefix_end(&prefix).unwrap_or_default();
+        let end = prefix_end(&prefix);
         let mut out = Vec::new();
-        for e in self.expansions.range(prefix.as_slice()..end.as_slice())? {
-            let (k, v) = e?;
-            let source = expansion_source(topic, k.value()).unwrap_or_default();
-            out.push((source, dec(v.value())?));
+        for (k, v) in self.s.range(EXPANSIONS, Range::prefix(&prefix, &end))? {
+            let source = expansion_source(topic, &k).unwrap_or_default();
+            out.push((source, dec(&v)?));
         }
         Ok(out)
     }
@@ -307,13 +236,18 @@ impl<'t> Tables<'t> {
     /// Refuses to remove records of a partition from `offset` on while the topic has an
     /// expansion whose table has not read them: an expansion keeps every record it was
     /// attached for, so the log keeps them until the table holds them.
-    fn require_expanded(&self, topic_id: u128, partition: u32, offset: u64) -> CatalogResult<()> {
-        let Some(name) = self.topic_ids.get(topic_id.to_be_bytes().as_slice())? else {
+    fn require_expanded(
+        &mut self,
+        topic_id: u128,
+        partition: u32,
+        offset: u64,
+    ) -> CatalogResult<()> {
+        let Some(name) = self.s.get(TOPIC_IDS, topic_id.to_be_bytes().as_slice())? else {
             return Ok(());
         };
-        let topic = String::from_utf8_lossy(name.value()).into_owned();
+        let topic = String::from_utf8_lossy(&name).into_owned();
         let expansions = self.expansions_of(&topic)?;
-        let table: Option<TopicTable> = get(&self.topic_tables, topic.as_bytes())?;
+        let table: Option<TopicTable> = get(self.s, TOPIC_TABLES, topic.as_bytes())?;
         let Some(floor) =
             crate::model::expanded_to(&expansions, table.as_ref(), topic_id, partition)
         else {
@@ -329,7 +263,7 @@ impl<'t> Tables<'t> {
         Ok(())
     }
 
-    fn require_partition(&self, topic_id: u128, p: u32) -> CatalogResult<PartitionState> {
+    fn require_partition(&mut self, topic_id: u128, p: u32) -> CatalogResult<PartitionState> {
         self.partition(topic_id, p)?
             .ok_or_else(|| CatalogError::UnknownPartition {
                 topic: format!("{topic_id:032x}"),
@@ -338,7 +272,7 @@ impl<'t> Tables<'t> {
     }
 
     /// Checks that `op` can apply to the current state.
-    pub fn check(&self, op: &Op) -> CatalogResult<()> {
+    pub fn check(&mut self, op: &Op) -> CatalogResult<()> {
         match op {
             Op::CreateBucket(b) => {
                 if b.name.is_empty() || b.name.len() > 255 {
@@ -365,7 +299,7 @@ impl<'t> Tables<'t> {
             }
             Op::DeleteBucket { name } => {
                 self.require_bucket(name)?;
-                if has_prefix(&self.versions, &bucket_prefix(name))? {
+                if has_prefix(self.s, VERSIONS, &bucket_prefix(name))? {
                     return Err(CatalogError::BucketNotEmpty(name.clone()));
                 }
             }
@@ -381,7 +315,7 @@ impl<'t> Tables<'t> {
                 }
                 if *replace_null
                     && let Some((_, null)) =
-                        find_version(&self.versions, bucket, key, Some("null"))?
+                        find_version(self.s, VERSIONS, bucket, key, Some("null"))?
                     && null.lock.protects(version.last_modified_ms, false)
                 {
                     return Err(locked(bucket, key, "null"));
@@ -394,7 +328,7 @@ impl<'t> Tables<'t> {
                 ..
             } => {
                 self.require_bucket(bucket)?;
-                if find_version(&self.versions, bucket, key, version_id.as_deref())?
+                if find_version(self.s, VERSIONS, bucket, key, version_id.as_deref())?
                     .is_none_or(|(_, v)| v.delete_marker)
                 {
                     return Err(no_such_key(bucket, key));
@@ -406,7 +340,7 @@ impl<'t> Tables<'t> {
                 version_id,
             } => {
                 self.require_bucket(bucket)?;
-                match find_version(&self.versions, bucket, key, Some(version_id))? {
+                match find_version(self.s, VERSIONS, bucket, key, Some(version_id))? {
                     None => return Err(no_such_key(bucket, key)),
                     // A legal hold needs no clock to judge; retention is judged by the
                     // `ExpectUnlocked` guard every removal carries.
@@ -424,7 +358,7 @@ impl<'t> Tables<'t> {
                 bypass_governance,
             } => {
                 self.require_bucket(bucket)?;
-                if let Some((_, v)) = find_version(&self.versions, bucket, key, Some(version_id))?
+                if let Some((_, v)) = find_version(self.s, VERSIONS, bucket, key, Some(version_id))?
                     && v.lock.protects(*now_ms, *bypass_governance)
                 {
                     return Err(locked(bucket, key, version_id));
@@ -439,7 +373,7 @@ impl<'t> Tables<'t> {
                 bypass_governance,
             } => {
                 self.require_bucket(bucket)?;
-                let Some((_, v)) = find_version(&self.versions, bucket, key, Some(version_id))?
+                let Some((_, v)) = find_version(self.s, VERSIONS, bucket, key, Some(version_id))?
                 else {
                     return Err(no_such_key(bucket, key));
                 };
@@ -461,7 +395,7 @@ impl<'t> Tables<'t> {
                 ..
             } => {
                 self.require_bucket(bucket)?;
-                if find_version(&self.versions, bucket, key, Some(version_id))?
+                if find_version(self.s, VERSIONS, bucket, key, Some(version_id))?
                     .is_none_or(|(_, v)| v.delete_marker)
                 {
                     return Err(no_such_key(bucket, key));
@@ -469,7 +403,8 @@ impl<'t> Tables<'t> {
             }
             Op::ExpectEtag { bucket, key, etag } => {
                 self.require_bucket(bucket)?;
-                let current: Option<ObjectVersion> = get(&self.objects, &object_key(bucket, key))?;
+                let current: Option<ObjectVersion> =
+                    get(self.s, OBJECTS, &object_key(bucket, key))?;
                 let actual = current.as_ref().map(|v| v.etag.as_str());
                 if actual != etag.as_deref() {
                     return Err(CatalogError::PreconditionFailed(format!(
@@ -484,8 +419,11 @@ impl<'t> Tables<'t> {
                 }
                 if u.upload_id.is_empty()
                     || self
-                        .uploads
-                        .get(upload_key(&u.bucket, &u.key, &u.upload_id).as_slice())?
+                        .s
+                        .get(
+                            UPLOADS,
+                            upload_key(&u.bucket, &u.key, &u.upload_id).as_slice(),
+                        )?
                         .is_some()
                 {
                     return Err(CatalogError::Invalid(format!("upload id {}", u.upload_id)));
@@ -532,7 +470,10 @@ impl<'t> Tables<'t> {
                     )));
                 }
                 if self.topic(&t.name)?.is_some()
-                    || self.topic_ids.get(t.id.to_be_bytes().as_slice())?.is_some()
+                    || self
+                        .s
+                        .get(TOPIC_IDS, t.id.to_be_bytes().as_slice())?
+                        .is_some()
                 {
                     return Err(CatalogError::TopicExists(t.name.clone()));
                 }
@@ -576,7 +517,7 @@ impl<'t> Tables<'t> {
                 }
                 if let Some(p) = producer {
                     let key = producer_key(p.producer_id, *topic_id, *partition);
-                    let state: Option<ProducerState> = get(&self.producers, &key)?;
+                    let state: Option<ProducerState> = get(self.s, PRODUCERS, &key)?;
                     ProducerState::check(state.as_ref(), p)?;
                 }
                 if let Some(id) = transactional_id {
@@ -611,7 +552,7 @@ impl<'t> Tables<'t> {
                 epoch,
                 ..
             } => {
-                let stored: Option<TxnRecord> = get(&self.txns, id.as_bytes())?;
+                let stored: Option<TxnRecord> = get(self.s, TXNS, id.as_bytes())?;
                 let open = stored.is_some_and(|r| {
                     r.phase == crate::model::TxnPhase::Ongoing
                         && r.producer_id == *producer_id
@@ -632,7 +573,7 @@ impl<'t> Tables<'t> {
                 if self.topic(topic)?.is_none_or(|t| t.id != table.topic_id) {
                     return Err(CatalogError::UnknownTopic(topic.clone()));
                 }
-                let current: Option<TopicTable> = get(&self.topic_tables, topic.as_bytes())?;
+                let current: Option<TopicTable> = get(self.s, TOPIC_TABLES, topic.as_bytes())?;
                 let generation = current
                     .filter(|c| c.topic_id == table.topic_id)
                     .map_or(0, |c| c.generation);
@@ -669,7 +610,8 @@ impl<'t> Tables<'t> {
             } => {
                 let st = self.require_partition(*topic_id, *partition)?;
                 let passes = get::<CompactionState>(
-                    &self.compaction,
+                    self.s,
+                    COMPACTION,
                     &partition_key(*topic_id, *partition),
                 )?
                 .map_or(0, |c| c.passes);
@@ -688,8 +630,8 @@ impl<'t> Tables<'t> {
                 let mut end = 0;
                 for base in removed {
                     let key = batch_key(*topic_id, *partition, *base);
-                    match self.batches.get(key.as_slice())? {
-                        Some(v) => end = end.max(entry(v.value())?.last_offset + 1),
+                    match self.s.get(BATCHES, key.as_slice())? {
+                        Some(v) => end = end.max(entry(&v)?.last_offset + 1),
                         None => return stale(format!("batch {base} is gone")),
                     }
                 }
@@ -710,7 +652,7 @@ impl<'t> Tables<'t> {
                     return Err(CatalogError::Invalid("expansion without a source".into()));
                 }
                 let stored: Option<Expansion> =
-                    get(&self.expansions, &expansion_key(topic, source))?;
+                    get(self.s, EXPANSIONS, &expansion_key(topic, source))?;
                 let changes = stored.map_or(0, |e| e.changes);
                 let fits = expansion
                     .as_ref()
@@ -728,7 +670,7 @@ impl<'t> Tables<'t> {
                 table,
             } => {
                 let stored: Option<TableRecord> =
-                    get(&self.other_tables, &table_key(namespace, name))?;
+                    get(self.s, OTHER_TABLES, &table_key(namespace, name))?;
                 let generation = stored.map_or(0, |t| t.generation);
                 if generation != *expected
                     || table.as_ref().is_some_and(|t| t.generation != expected + 1)
@@ -755,14 +697,14 @@ impl<'t> Tables<'t> {
     ) -> CatalogResult<OpOutcome> {
         match op {
             Op::CreateBucket(b) | Op::ReplaceBucket { record: b, .. } => {
-                put(&mut self.buckets, b.name.as_bytes(), b)?;
+                put(self.s, BUCKETS, b.name.as_bytes(), b)?;
             }
             Op::DeleteBucket { name } => {
-                self.buckets.remove(name.as_bytes())?;
-                self.bucket_policies.remove(name.as_bytes())?;
+                self.s.remove(BUCKETS, name.as_bytes())?;
+                self.s.remove(BUCKET_POLICIES, name.as_bytes())?;
                 for kind in [BucketConfigKind::Lifecycle, BucketConfigKind::Cors] {
-                    self.bucket_configs
-                        .remove(BucketConfig::key(name, kind).as_slice())?;
+                    self.s
+                        .remove(BUCKET_CONFIGS, BucketConfig::key(name, kind).as_slice())?;
                 }
             }
             Op::PutObject {
@@ -773,22 +715,25 @@ impl<'t> Tables<'t> {
             } => {
                 if *replace_null
                     && let Some((vk, old)) =
-                        find_version(&self.versions, bucket, key, Some("null"))?
+                        find_version(self.s, VERSIONS, bucket, key, Some("null"))?
                 {
-                    self.versions.remove(vk.as_slice())?;
+                    self.s.remove(VERSIONS, vk.as_slice())?;
                     effects.freed_blobs.extend_from_slice(old.data.blobs());
                 }
                 let seq = self.counter(VERSION_SEQ)? + 1;
                 self.set_counter(VERSION_SEQ, seq)?;
                 // Encoded once for both tables: the PUT path's one conversion.
                 let stored = enc(version)?;
-                self.versions
-                    .insert(version_key(bucket, key, seq).as_slice(), stored.as_slice())?;
+                self.s.put(
+                    VERSIONS,
+                    version_key(bucket, key, seq).as_slice(),
+                    stored.as_slice(),
+                )?;
                 let ok = object_key(bucket, key);
                 if version.delete_marker {
-                    self.objects.remove(ok.as_slice())?;
+                    self.s.remove(OBJECTS, ok.as_slice())?;
                 } else {
-                    self.objects.insert(ok.as_slice(), stored.as_slice())?;
+                    self.s.put(OBJECTS, ok.as_slice(), stored.as_slice())?;
                 }
             }
             Op::SetObjectTags {
@@ -798,10 +743,10 @@ impl<'t> Tables<'t> {
                 tags,
             } => {
                 if let Some((vk, mut v)) =
-                    find_version(&self.versions, bucket, key, version_id.as_deref())?
+                    find_version(self.s, VERSIONS, bucket, key, version_id.as_deref())?
                 {
                     v.tags = tags.clone();
-                    put(&mut self.versions, &vk, &v)?;
+                    put(self.s, VERSIONS, &vk, &v)?;
                     self.refresh_current(bucket, key)?;
                 }
             }
@@ -811,9 +756,9 @@ impl<'t> Tables<'t> {
                 version_id,
             } => {
                 if let Some((vk, old)) =
-                    find_version(&self.versions, bucket, key, Some(version_id))?
+                    find_version(self.s, VERSIONS, bucket, key, Some(version_id))?
                 {
-                    self.versions.remove(vk.as_slice())?;
+                    self.s.remove(VERSIONS, vk.as_slice())?;
                     effects.freed_blobs.extend_from_slice(old.data.blobs());
                     self.refresh_current(bucket, key)?;
                 }
@@ -827,10 +772,10 @@ impl<'t> Tables<'t> {
                 ..
             } => {
                 if let Some((vk, mut v)) =
-                    find_version(&self.versions, bucket, key, Some(version_id))?
+                    find_version(self.s, VERSIONS, bucket, key, Some(version_id))?
                 {
                     v.lock.retention = *retention;
-                    put(&mut self.versions, &vk, &v)?;
+                    put(self.s, VERSIONS, &vk, &v)?;
                     self.refresh_current(bucket, key)?;
                 }
             }
@@ -841,16 +786,17 @@ impl<'t> Tables<'t> {
                 on,
             } => {
                 if let Some((vk, mut v)) =
-                    find_version(&self.versions, bucket, key, Some(version_id))?
+                    find_version(self.s, VERSIONS, bucket, key, Some(version_id))?
                 {
                     v.lock.legal_hold = *on;
-                    put(&mut self.versions, &vk, &v)?;
+                    put(self.s, VERSIONS, &vk, &v)?;
                     self.refresh_current(bucket, key)?;
                 }
             }
             Op::CreateUpload(u) => {
                 put(
-                    &mut self.uploads,
+                    self.s,
+                    UPLOADS,
                     &upload_key(&u.bucket, &u.key, &u.upload_id),
                     u,
                 )?;
@@ -859,13 +805,13 @@ impl<'t> Tables<'t> {
                 upload_id, part, ..
             } => {
                 let pk = part_key(upload_id, part.part_number);
-                let old: Option<PartRecord> = get(&self.parts, &pk)?;
+                let old: Option<PartRecord> = get(self.s, PARTS, &pk)?;
                 if let Some(old) = old
                     && old.blob.id != part.blob.id
                 {
                     effects.freed_blobs.push(old.blob);
                 }
-                put(&mut self.parts, &pk, part)?;
+                put(self.s, PARTS, &pk, part)?;
             }
             Op::DeleteUpload {
                 bucket,
@@ -873,10 +819,10 @@ impl<'t> Tables<'t> {
                 upload_id,
                 keep,
             } => {
-                self.uploads
-                    .remove(upload_key(bucket, key, upload_id).as_slice())?;
+                self.s
+                    .remove(UPLOADS, upload_key(bucket, key, upload_id).as_slice())?;
                 let mut freed = Vec::new();
-                remove_prefix(&mut self.parts, &parts_prefix(upload_id), |v| {
+                remove_prefix(self.s, PARTS, &parts_prefix(upload_id), |v| {
                     let p: PartRecord = dec(v)?;
                     if !keep.iter().any(|b| b.id == p.blob.id) {
                         freed.push(p.blob);
@@ -886,12 +832,13 @@ impl<'t> Tables<'t> {
                 effects.freed_blobs.extend(freed);
             }
             Op::CreateTopic(t) => {
-                put(&mut self.topics, t.name.as_bytes(), t)?;
-                self.topic_ids
-                    .insert(t.id.to_be_bytes().as_slice(), t.name.as_bytes())?;
+                put(self.s, TOPICS, t.name.as_bytes(), t)?;
+                self.s
+                    .put(TOPIC_IDS, t.id.to_be_bytes().as_slice(), t.name.as_bytes())?;
                 for p in 0..t.partitions {
                     put(
-                        &mut self.partitions,
+                        self.s,
+                        PARTITIONS,
                         &partition_key(t.id, p),
                         &PartitionState::default(),
                     )?;
@@ -899,10 +846,11 @@ impl<'t> Tables<'t> {
             }
             Op::UpdateTopic(t) => {
                 let old = self.topic(&t.name)?.map(|o| o.partitions).unwrap_or(0);
-                put(&mut self.topics, t.name.as_bytes(), t)?;
+                put(self.s, TOPICS, t.name.as_bytes(), t)?;
                 for p in old..t.partitions {
                     put(
-                        &mut self.partitions,
+                        self.s,
+                        PARTITIONS,
                         &partition_key(t.id, p),
                         &PartitionState::default(),
                     )?;
@@ -910,16 +858,16 @@ impl<'t> Tables<'t> {
             }
             Op::DeleteTopic { name } => {
                 if let Some(t) = self.topic(name)? {
-                    self.topics.remove(name.as_bytes())?;
-                    self.topic_ids.remove(t.id.to_be_bytes().as_slice())?;
+                    self.s.remove(TOPICS, name.as_bytes())?;
+                    self.s.remove(TOPIC_IDS, t.id.to_be_bytes().as_slice())?;
                     let prefix = t.id.to_be_bytes();
-                    remove_prefix(&mut self.partitions, &prefix, |_| Ok(()))?;
-                    remove_prefix(&mut self.compaction, &prefix, |_| Ok(()))?;
-                    remove_prefix(&mut self.txn_partitions, &prefix, |_| Ok(()))?;
-                    remove_prefix(&mut self.aborted_txns, &prefix, |_| Ok(()))?;
-                    remove_prefix(&mut self.expansions, &expansions_prefix(name), |_| Ok(()))?;
+                    remove_prefix(self.s, PARTITIONS, &prefix, |_| Ok(()))?;
+                    remove_prefix(self.s, COMPACTION, &prefix, |_| Ok(()))?;
+                    remove_prefix(self.s, TXN_PARTITIONS, &prefix, |_| Ok(()))?;
+                    remove_prefix(self.s, ABORTED_TXNS, &prefix, |_| Ok(()))?;
+                    remove_prefix(self.s, EXPANSIONS, &expansions_prefix(name), |_| Ok(()))?;
                     let mut segments = Vec::new();
-                    remove_prefix(&mut self.batches, &prefix, |v| {
+                    remove_prefix(self.s, BATCHES, &prefix, |v| {
                         segments.push(entry(v)?.position.segment);
                         Ok(())
                     })?;
@@ -927,13 +875,13 @@ impl<'t> Tables<'t> {
                         self.add_segment_ref(segment, -1)?;
                     }
                 }
-                if let Some(table) = get::<TopicTable>(&self.topic_tables, name.as_bytes())? {
-                    self.topic_tables.remove(name.as_bytes())?;
+                if let Some(table) = get::<TopicTable>(self.s, TOPIC_TABLES, name.as_bytes())? {
+                    self.s.remove(TOPIC_TABLES, name.as_bytes())?;
                     self.remove_objects_under(&table.bucket, &table.prefix, effects)?;
                 }
             }
             Op::PutTopicTable { topic, table, .. } => {
-                put(&mut self.topic_tables, topic.as_bytes(), table)?;
+                put(self.s, TOPIC_TABLES, topic.as_bytes(), table)?;
             }
             Op::PutExpansion {
                 topic,
@@ -943,9 +891,9 @@ impl<'t> Tables<'t> {
             } => {
                 let key = expansion_key(topic, source);
                 match expansion {
-                    Some(e) => put(&mut self.expansions, &key, e)?,
+                    Some(e) => put(self.s, EXPANSIONS, &key, e)?,
                     None => {
-                        self.expansions.remove(key.as_slice())?;
+                        self.s.remove(EXPANSIONS, key.as_slice())?;
                     }
                 }
             }
@@ -957,10 +905,10 @@ impl<'t> Tables<'t> {
             } => {
                 let key = table_key(namespace, name);
                 match table {
-                    Some(t) => put(&mut self.other_tables, &key, t)?,
+                    Some(t) => put(self.s, OTHER_TABLES, &key, t)?,
                     None => {
-                        if let Some(old) = get::<TableRecord>(&self.other_tables, &key)? {
-                            self.other_tables.remove(key.as_slice())?;
+                        if let Some(old) = get::<TableRecord>(self.s, OTHER_TABLES, &key)? {
+                            self.s.remove(OTHER_TABLES, key.as_slice())?;
                             self.remove_objects_under(&old.bucket, &old.prefix, effects)?;
                         }
                     }
@@ -981,7 +929,7 @@ impl<'t> Tables<'t> {
                 transactional_id,
             } => {
                 let pk = partition_key(*topic_id, *partition);
-                let mut st: PartitionState = get(&self.partitions, &pk)?.unwrap_or_default();
+                let mut st: PartitionState = get(self.s, PARTITIONS, &pk)?.unwrap_or_default();
                 let base = self.append_batch(
                     *topic_id,
                     *partition,
@@ -993,44 +941,46 @@ impl<'t> Tables<'t> {
                 )?;
                 if let Some(p) = producer {
                     let key = producer_key(p.producer_id, *topic_id, *partition);
-                    let mut state: ProducerState = get(&self.producers, &key)?.unwrap_or_default();
+                    let mut state: ProducerState =
+                        get(self.s, PRODUCERS, &key)?.unwrap_or_default();
                     state.record(p, base);
-                    put(&mut self.producers, &key, &state)?;
+                    put(self.s, PRODUCERS, &key, &state)?;
                     if transactional_id.is_some() {
                         self.open_in_partition(&pk, p.producer_id, base)?;
                     }
                 }
-                put(&mut self.partitions, &pk, &st)?;
+                put(self.s, PARTITIONS, &pk, &st)?;
                 return Ok(OpOutcome::Appended { base_offset: base });
             }
-            Op::PutTxn { id, record } => put(&mut self.txns, id.as_bytes(), record)?,
+            Op::PutTxn { id, record } => put(self.s, TXNS, id.as_bytes(), record)?,
             Op::PutQuotas { entity, values } => {
                 let key = quota_key(entity);
                 if values.is_empty() {
-                    self.client_quotas.remove(key.as_slice())?;
+                    self.s.remove(CLIENT_QUOTAS, key.as_slice())?;
                 } else {
                     let quotas = crate::model::ClientQuotas {
                         entity: entity.clone(),
                         values: values.clone(),
                     };
-                    put(&mut self.client_quotas, &key, &quotas)?;
+                    put(self.s, CLIENT_QUOTAS, &key, &quotas)?;
                 }
             }
             Op::PutUser { name, record } => match record {
-                Some(r) => put(&mut self.users, name.as_bytes(), r)?,
+                Some(r) => put(self.s, USERS, name.as_bytes(), r)?,
                 None => {
-                    self.users.remove(name.as_bytes())?;
+                    self.s.remove(USERS, name.as_bytes())?;
                 }
             },
             Op::PutPolicy { name, record } => match record {
-                Some(r) => put(&mut self.policies, name.as_bytes(), r)?,
+                Some(r) => put(self.s, POLICIES, name.as_bytes(), r)?,
                 None => {
-                    self.policies.remove(name.as_bytes())?;
+                    self.s.remove(POLICIES, name.as_bytes())?;
                 }
             },
             Op::PutBucketPolicy { bucket, document } => match document {
                 Some(d) => put(
-                    &mut self.bucket_policies,
+                    self.s,
+                    BUCKET_POLICIES,
                     bucket.as_bytes(),
                     &crate::model::BucketPolicy {
                         bucket: bucket.clone(),
@@ -1038,7 +988,7 @@ impl<'t> Tables<'t> {
                     },
                 )?,
                 None => {
-                    self.bucket_policies.remove(bucket.as_bytes())?;
+                    self.s.remove(BUCKET_POLICIES, bucket.as_bytes())?;
                 }
             },
             Op::PutBucketConfig {
@@ -1049,7 +999,8 @@ impl<'t> Tables<'t> {
                 let key = BucketConfig::key(bucket, *kind);
                 match document {
                     Some(d) => put(
-                        &mut self.bucket_configs,
+                        self.s,
+                        BUCKET_CONFIGS,
                         &key,
                         &BucketConfig {
                             bucket: bucket.clone(),
@@ -1058,12 +1009,12 @@ impl<'t> Tables<'t> {
                         },
                     )?,
                     None => {
-                        self.bucket_configs.remove(key.as_slice())?;
+                        self.s.remove(BUCKET_CONFIGS, key.as_slice())?;
                     }
                 }
             }
             Op::DropTxn { id } => {
-                self.txns.remove(id.as_bytes())?;
+                self.s.remove(TXNS, id.as_bytes())?;
             }
             Op::TxnOffsetCommit {
                 id,
@@ -1073,7 +1024,8 @@ impl<'t> Tables<'t> {
                 offset,
                 ..
             } => put(
-                &mut self.txn_offsets,
+                self.s,
+                TXN_OFFSETS,
                 &txn_offset_key(group, topic, *partition, id),
                 offset,
             )?,
@@ -1091,33 +1043,30 @@ impl<'t> Tables<'t> {
                 offset,
             } => {
                 let pk = partition_key(*topic_id, *partition);
-                let mut st: PartitionState = get(&self.partitions, &pk)?.unwrap_or_default();
+                let mut st: PartitionState = get(self.s, PARTITIONS, &pk)?.unwrap_or_default();
                 if *offset > st.log_start_offset {
                     st.log_start_offset = *offset;
                     let from = batch_key(*topic_id, *partition, 0);
                     let to = batch_key(*topic_id, *partition, *offset);
                     let mut doomed = Vec::new();
-                    for e in self.batches.range(from.as_slice()..to.as_slice())? {
-                        let (k, v) = e?;
-                        let e = entry(v.value())?;
+                    for (k, v) in self.s.range(BATCHES, Range::between(&from, Some(&to)))? {
+                        let e = entry(&v)?;
                         if e.last_offset < *offset {
-                            doomed.push((k.value().to_vec(), e));
+                            doomed.push((k, e));
                         }
                     }
                     for (k, e) in doomed {
-                        self.batches.remove(k.as_slice())?;
+                        self.s.remove(BATCHES, k.as_slice())?;
                         self.add_segment_ref(e.position.segment, -1)?;
                         st.bytes = st.bytes.saturating_sub(u64::from(e.len));
                     }
-                    put(&mut self.partitions, &pk, &st)?;
+                    put(self.s, PARTITIONS, &pk, &st)?;
                     // Aborted transactions whose markers are gone concern no reader.
-                    let gone: Vec<Vec<u8>> = self
-                        .aborted_txns
-                        .range(from.as_slice()..to.as_slice())?
-                        .map(|e| e.map(|(k, _)| k.value().to_vec()))
-                        .collect::<Result<_, _>>()?;
-                    for k in gone {
-                        self.aborted_txns.remove(k.as_slice())?;
+                    let gone = self
+                        .s
+                        .range(ABORTED_TXNS, Range::between(&from, Some(&to)))?;
+                    for (k, _) in gone {
+                        self.s.remove(ABORTED_TXNS, k.as_slice())?;
                     }
                 }
             }
@@ -1130,14 +1079,12 @@ impl<'t> Tables<'t> {
                 ..
             } => {
                 let pk = partition_key(*topic_id, *partition);
-                let mut st: PartitionState = get(&self.partitions, &pk)?.unwrap_or_default();
+                let mut st: PartitionState = get(self.s, PARTITIONS, &pk)?.unwrap_or_default();
                 for base in removed {
                     let key = batch_key(*topic_id, *partition, *base);
-                    let old = self
-                        .batches
-                        .remove(key.as_slice())?
-                        .map(|v| entry(v.value()));
-                    if let Some(e) = old.transpose()? {
+                    let old = self.s.get(BATCHES, key.as_slice())?;
+                    self.s.remove(BATCHES, key.as_slice())?;
+                    if let Some(e) = old.map(|v| entry(&v)).transpose()? {
                         self.add_segment_ref(e.position.segment, -1)?;
                         st.bytes = st.bytes.saturating_sub(u64::from(e.len));
                     }
@@ -1150,15 +1097,16 @@ impl<'t> Tables<'t> {
                         data_offset: log.push(&b.batch, b.base_offset),
                         len: b.batch.len() as u32,
                     };
-                    self.batches.insert(
+                    self.s.put(
+                        BATCHES,
                         batch_key(*topic_id, *partition, b.base_offset).as_slice(),
                         e.encode().as_slice(),
                     )?;
                     self.add_segment_ref(log.position.segment, 1)?;
                     st.bytes += b.batch.len() as u64;
                 }
-                put(&mut self.partitions, &pk, &st)?;
-                put(&mut self.compaction, &pk, state)?;
+                put(self.s, PARTITIONS, &pk, &st)?;
+                put(self.s, COMPACTION, &pk, state)?;
             }
             Op::CommitOffset {
                 group,
@@ -1166,7 +1114,8 @@ impl<'t> Tables<'t> {
                 partition,
                 offset,
             } => put(
-                &mut self.offsets,
+                self.s,
+                OFFSETS,
                 &offset_key(group, topic, *partition),
                 offset,
             )?,
@@ -1175,13 +1124,13 @@ impl<'t> Tables<'t> {
                 topic,
                 partition,
             } => {
-                self.offsets
-                    .remove(offset_key(group, topic, *partition).as_slice())?;
+                self.s
+                    .remove(OFFSETS, offset_key(group, topic, *partition).as_slice())?;
             }
-            Op::PutGroup(g) => put(&mut self.groups, g.name.as_bytes(), g)?,
+            Op::PutGroup(g) => put(self.s, GROUPS, g.name.as_bytes(), g)?,
             Op::DeleteGroup { name } => {
-                self.groups.remove(name.as_bytes())?;
-                remove_prefix(&mut self.offsets, &group_prefix(name), |_| Ok(()))?;
+                self.s.remove(GROUPS, name.as_bytes())?;
+                remove_prefix(self.s, OFFSETS, &group_prefix(name), |_| Ok(()))?;
             }
         }
         Ok(OpOutcome::Done)
@@ -1210,7 +1159,8 @@ impl<'t> Tables<'t> {
             data_offset: log.push(batch, base),
             len: batch.len() as u32,
         };
-        self.batches.insert(
+        self.s.put(
+            BATCHES,
             batch_key(topic_id, partition, base).as_slice(),
             e.encode().as_slice(),
         )?;
@@ -1221,8 +1171,8 @@ impl<'t> Tables<'t> {
     }
 
     /// The stored transaction `id`, if it is open for this producer and epoch.
-    fn open_txn(&self, id: &str, producer_id: i64, epoch: i16) -> CatalogResult<TxnRecord> {
-        let stored: Option<TxnRecord> = get(&self.txns, id.as_bytes())?;
+    fn open_txn(&mut self, id: &str, producer_id: i64, epoch: i16) -> CatalogResult<TxnRecord> {
+        let stored: Option<TxnRecord> = get(self.s, TXNS, id.as_bytes())?;
         match stored {
             Some(r) if r.is_open_for(producer_id, epoch) => Ok(r),
             Some(r) if r.producer_id == producer_id && r.epoch > epoch => {
@@ -1237,7 +1187,7 @@ impl<'t> Tables<'t> {
     /// Refuses a transactional batch unless its transaction is open and holds the
     /// partition.
     fn require_in_txn(
-        &self,
+        &mut self,
         id: &str,
         producer: Option<&crate::txn::ProducerBatch>,
         topic_id: u128,
@@ -1248,9 +1198,9 @@ impl<'t> Tables<'t> {
         })?;
         let r = self.open_txn(id, p.producer_id, p.epoch)?;
         let name = self
-            .topic_ids
-            .get(topic_id.to_be_bytes().as_slice())?
-            .map(|n| String::from_utf8_lossy(n.value()).into_owned())
+            .s
+            .get(TOPIC_IDS, topic_id.to_be_bytes().as_slice())?
+            .map(|n| String::from_utf8_lossy(&n).into_owned())
             .unwrap_or_default();
         if !r
             .partitions
@@ -1267,13 +1217,13 @@ impl<'t> Tables<'t> {
     /// Records that a producer's transaction has written to a partition from `offset`
     /// on (its first write there counts).
     fn open_in_partition(&mut self, pk: &[u8], producer_id: i64, offset: u64) -> CatalogResult<()> {
-        let mut tp: TxnPartition = get(&self.txn_partitions, pk)?.unwrap_or_default();
+        let mut tp: TxnPartition = get(self.s, TXN_PARTITIONS, pk)?.unwrap_or_default();
         if !tp.open.iter().any(|o| o.producer_id == producer_id) {
             tp.open.push(crate::model::OpenTxn {
                 producer_id,
                 first_offset: offset,
             });
-            put(&mut self.txn_partitions, pk, &tp)?;
+            put(self.s, TXN_PARTITIONS, pk, &tp)?;
         }
         Ok(())
     }
@@ -1305,18 +1255,18 @@ impl<'t> Tables<'t> {
                 m.timestamp,
                 log,
             )?;
-            put(&mut self.partitions, &pk, &st)?;
+            put(self.s, PARTITIONS, &pk, &st)?;
             // A fencing abort's bumped epoch fences the old producer here too; the new
             // one starts its sequences again.
             let key = producer_key(producer_id, m.topic_id, m.partition);
-            if let Some(mut ps) = get::<ProducerState>(&self.producers, &key)?
+            if let Some(mut ps) = get::<ProducerState>(self.s, PRODUCERS, &key)?
                 && epoch > ps.epoch
             {
                 ps.epoch = epoch;
                 ps.recent.clear();
-                put(&mut self.producers, &key, &ps)?;
+                put(self.s, PRODUCERS, &key, &ps)?;
             }
-            let mut tp: TxnPartition = get(&self.txn_partitions, &pk)?.unwrap_or_default();
+            let mut tp: TxnPartition = get(self.s, TXN_PARTITIONS, &pk)?.unwrap_or_default();
             if let Some(i) = tp.open.iter().position(|o| o.producer_id == producer_id) {
                 let open = tp.open.remove(i);
                 if !commit {
@@ -1326,60 +1276,56 @@ impl<'t> Tables<'t> {
                         last_offset: at,
                     };
                     put(
-                        &mut self.aborted_txns,
+                        self.s,
+                        ABORTED_TXNS,
                         &batch_key(m.topic_id, m.partition, at),
                         &aborted,
                     )?;
                     tp.max_aborted_span = tp.max_aborted_span.max(at - open.first_offset);
                 }
                 if tp == TxnPartition::default() {
-                    self.txn_partitions.remove(pk.as_slice())?;
+                    self.s.remove(TXN_PARTITIONS, pk.as_slice())?;
                 } else {
-                    put(&mut self.txn_partitions, &pk, &tp)?;
+                    put(self.s, TXN_PARTITIONS, &pk, &tp)?;
                 }
             }
         }
-        let stored: Option<TxnRecord> = get(&self.txns, id.as_bytes())?;
+        let stored: Option<TxnRecord> = get(self.s, TXNS, id.as_bytes())?;
         for group in stored.map(|r| r.groups).unwrap_or_default() {
             let prefix = group_prefix(&group);
-            let end = prefix_end(&prefix).unwrap_or_default();
+            let end = prefix_end(&prefix);
             let mut held = Vec::new();
-            for e in self.txn_offsets.range(prefix.as_slice()..end.as_slice())? {
-                let (k, v) = e?;
-                if let Some((topic, partition, holder)) = txn_offset_parts(&group, k.value())
+            for (k, v) in self.s.range(TXN_OFFSETS, Range::prefix(&prefix, &end))? {
+                if let Some((topic, partition, holder)) = txn_offset_parts(&group, &k)
                     && holder == id
                 {
-                    held.push((k.value().to_vec(), topic, partition, v.value().to_vec()));
+                    held.push((k, topic, partition, v));
                 }
             }
             for (k, topic, partition, v) in held {
-                self.txn_offsets.remove(k.as_slice())?;
+                self.s.remove(TXN_OFFSETS, k.as_slice())?;
                 if commit {
                     let o: OffsetRecord = dec(&v)?;
-                    put(
-                        &mut self.offsets,
-                        &offset_key(&group, &topic, partition),
-                        &o,
-                    )?;
+                    put(self.s, OFFSETS, &offset_key(&group, &topic, partition), &o)?;
                 }
             }
         }
-        put(&mut self.txns, id.as_bytes(), record)
+        put(self.s, TXNS, id.as_bytes(), record)
     }
 
     fn add_segment_ref(&mut self, segment: u64, delta: i64) -> CatalogResult<()> {
         let key = segment.to_be_bytes();
         let n = self
-            .segment_refs
-            .get(key.as_slice())?
-            .and_then(|v| v.value().try_into().ok().map(u64::from_be_bytes))
+            .s
+            .get(SEGMENT_REFS, key.as_slice())?
+            .and_then(|v| v.as_slice().try_into().ok().map(u64::from_be_bytes))
             .unwrap_or(0)
             .saturating_add_signed(delta);
         if n == 0 {
-            self.segment_refs.remove(key.as_slice())?;
+            self.s.remove(SEGMENT_REFS, key.as_slice())?;
         } else {
-            self.segment_refs
-                .insert(key.as_slice(), n.to_be_bytes().as_slice())?;
+            self.s
+                .put(SEGMENT_REFS, key.as_slice(), n.to_be_bytes().as_slice())?;
         }
         Ok(())
     }
@@ -1393,8 +1339,8 @@ impl<'t> Tables<'t> {
         effects: &mut Effects,
     ) -> CatalogResult<()> {
         let p = object_key(bucket, prefix);
-        remove_prefix(&mut self.objects, &p, |_| Ok(()))?;
-        remove_prefix(&mut self.versions, &p, |v| {
+        remove_prefix(self.s, OBJECTS, &p, |_| Ok(()))?;
+        remove_prefix(self.s, VERSIONS, &p, |v| {
             let old: ObjectVersion = dec(v)?;
             effects.freed_blobs.extend_from_slice(old.data.blobs());
             Ok(())
@@ -1405,10 +1351,13 @@ impl<'t> Tables<'t> {
     /// marker or no version is left.
     fn refresh_current(&mut self, bucket: &str, key: &str) -> CatalogResult<()> {
         let ok = object_key(bucket, key);
-        match versions_of(&self.versions, bucket, key)?.into_iter().next() {
-            Some((_, v)) if !v.delete_marker => put(&mut self.objects, &ok, &v)?,
+        match versions_of(self.s, VERSIONS, bucket, key)?
+            .into_iter()
+            .next()
+        {
+            Some((_, v)) if !v.delete_marker => put(self.s, OBJECTS, &ok, &v)?,
             _ => {
-                self.objects.remove(ok.as_slice())?;
+                self.s.remove(OBJECTS, ok.as_slice())?;
             }
         }
         Ok(())

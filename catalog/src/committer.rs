@@ -259,7 +259,8 @@ impl Committer {
             return self.fail_all(group, &e.to_string());
         }
         let applied: CatalogResult<()> = (|| {
-            let mut t = Tables::open(&w)?;
+            let mut kv = crate::kv::RedbWrite::new(&w);
+            let mut t = Tables::new(&mut kv);
             for (txn, reply, queued) in group {
                 if let Err(e) = txn.ops.iter().try_for_each(|op| t.check(op)) {
                     let _ = reply.send(Err(e));

@@ -11,10 +11,11 @@ pub mod checkpoint;
 mod committer;
 pub mod error;
 pub mod format;
+pub mod kv;
 pub mod metrics;
 pub mod model;
 pub mod orphans;
-mod read;
+pub mod read;
 mod reaper;
 mod record;
 mod store_open;
@@ -48,9 +49,25 @@ use committer::{Committer, Msg, Shared};
 /// A commit in flight; resolves once the transaction is durable and visible.
 pub type CommitFuture = Pin<Box<dyn Future<Output = CatalogResult<CommitOutcome>> + Send>>;
 
-/// The catalog's operations. Reads see only committed (durable) state.
+/// The catalog's operations: the seam between the front ends and a backend (the
+/// embedded store, or PostgreSQL for several nodes).
+///
+/// Contract every backend keeps:
+/// - **Commit order.** [`Catalog::commit`] queues the transaction when it is *called*,
+///   not when its future is first polled: two commits called one after the other from
+///   one task are checked and applied in that order. The broker relies on this for a
+///   connection's produce requests (their offsets follow the request order) and the S3
+///   gateway for one key's event order.
+/// - **Ack means durable.** A commit's future resolves `Ok` only once the transaction is
+///   durable and visible to every reader of this catalog (on every node sharing it).
+/// - **Committed reads.** Reads see committed state only, never a transaction in flight,
+///   and a read that starts after a commit resolved sees it.
+/// - **Reads are async** and may wait on the network (PostgreSQL): callers must not hold
+///   a lock another task needs across them.
+#[async_trait::async_trait]
 pub trait Catalog: Send + Sync {
-    /// Commits a transaction: all of its operations or none.
+    /// Commits a transaction: all of its operations or none (see the ordering contract
+    /// above: it is queued by this call).
     fn commit(&self, txn: Transaction) -> CommitFuture;
     /// Registers a long-polling reader on these partitions: it is woken by the commits
     /// that append to (or truncate) one of them, and only by those.
@@ -59,13 +76,13 @@ pub trait Catalog: Send + Sync {
     fn blobs(&self) -> &BlobStore;
 
     /// One bucket.
-    fn bucket(&self, name: &str) -> CatalogResult<Option<BucketRecord>>;
+    async fn bucket(&self, name: &str) -> CatalogResult<Option<BucketRecord>>;
     /// Every bucket, by name.
-    fn buckets(&self) -> CatalogResult<Vec<BucketRecord>>;
+    async fn buckets(&self) -> CatalogResult<Vec<BucketRecord>>;
     /// The current version of an object (none when deleted or behind a delete marker).
-    fn object(&self, bucket: &str, key: &str) -> CatalogResult<Option<ObjectVersion>>;
+    async fn object(&self, bucket: &str, key: &str) -> CatalogResult<Option<ObjectVersion>>;
     /// One version of an object, delete markers included.
-    fn object_version(
+    async fn object_version(
         &self,
         bucket: &str,
         key: &str,
@@ -73,7 +90,7 @@ pub trait Catalog: Send + Sync {
     ) -> CatalogResult<Option<ObjectVersion>>;
     /// Up to `limit` current objects whose keys start with `prefix` and sort after
     /// `start_after`, in byte order. Cost grows with `limit`, not with the bucket.
-    fn list_objects(
+    async fn list_objects(
         &self,
         bucket: &str,
         prefix: &str,
@@ -82,7 +99,7 @@ pub trait Catalog: Send + Sync {
     ) -> CatalogResult<Vec<(String, ObjectVersion)>>;
     /// Up to `limit` versions (newest first within a key) of keys starting with `prefix`,
     /// from key `start_key` (inclusive) on.
-    fn list_versions(
+    async fn list_versions(
         &self,
         bucket: &str,
         prefix: &str,
@@ -90,66 +107,66 @@ pub trait Catalog: Send + Sync {
         limit: usize,
     ) -> CatalogResult<Vec<(String, ObjectVersion)>>;
 
-    /// One in-progress multipart upload. (The default, for backends without multipart
-    /// support, knows none.)
-    fn upload(
+    /// One in-progress multipart upload.
+    async fn upload(
         &self,
         bucket: &str,
         key: &str,
         upload_id: &str,
-    ) -> CatalogResult<Option<UploadRecord>> {
-        let _ = (bucket, key, upload_id);
-        Ok(None)
-    }
+    ) -> CatalogResult<Option<UploadRecord>>;
     /// Up to `limit` in-progress uploads of keys starting with `prefix`, ordered by key
     /// then upload id, strictly after `after` (a key marker, with an upload id marker or
     /// not: without one, every upload of that key is skipped).
-    fn list_uploads(
+    async fn list_uploads(
         &self,
         bucket: &str,
         prefix: &str,
         after: Option<(&str, Option<&str>)>,
         limit: usize,
-    ) -> CatalogResult<Vec<UploadRecord>> {
-        let _ = (bucket, prefix, after, limit);
-        Ok(Vec::new())
-    }
+    ) -> CatalogResult<Vec<UploadRecord>>;
     /// Up to `limit` parts of an upload numbered above `after`, in order.
-    fn parts(&self, upload_id: &str, after: u32, limit: usize) -> CatalogResult<Vec<PartRecord>> {
-        let _ = (upload_id, after, limit);
-        Ok(Vec::new())
-    }
+    async fn parts(
+        &self,
+        upload_id: &str,
+        after: u32,
+        limit: usize,
+    ) -> CatalogResult<Vec<PartRecord>>;
 
     /// One topic by name.
-    fn topic(&self, name: &str) -> CatalogResult<Option<TopicRecord>>;
+    async fn topic(&self, name: &str) -> CatalogResult<Option<TopicRecord>>;
     /// One topic by id.
-    fn topic_by_id(&self, id: u128) -> CatalogResult<Option<TopicRecord>>;
+    async fn topic_by_id(&self, id: u128) -> CatalogResult<Option<TopicRecord>>;
     /// Every topic, by name.
-    fn topics(&self) -> CatalogResult<Vec<TopicRecord>>;
+    async fn topics(&self) -> CatalogResult<Vec<TopicRecord>>;
     /// One partition's state.
-    fn partition(&self, topic_id: u128, partition: u32) -> CatalogResult<Option<PartitionState>>;
+    async fn partition(
+        &self,
+        topic_id: u128,
+        partition: u32,
+    ) -> CatalogResult<Option<PartitionState>>;
     /// Where a topic's Iceberg table stands (none before its first snapshot).
-    fn topic_table(&self, topic: &str) -> CatalogResult<Option<TopicTable>> {
-        let _ = topic;
-        Ok(None)
-    }
+    async fn topic_table(&self, topic: &str) -> CatalogResult<Option<TopicTable>>;
     /// Where log compaction stands in a partition (none before its first pass).
-    fn compaction(&self, topic_id: u128, partition: u32) -> CatalogResult<Option<CompactionState>>;
+    async fn compaction(
+        &self,
+        topic_id: u128,
+        partition: u32,
+    ) -> CatalogResult<Option<CompactionState>>;
     /// A topic's expansions, by source column.
-    fn expansions(&self, topic: &str) -> CatalogResult<Vec<(String, Expansion)>>;
+    async fn expansions(&self, topic: &str) -> CatalogResult<Vec<(String, Expansion)>>;
     /// A table outside `kafka_topics`.
-    fn other_table(&self, namespace: &str, name: &str) -> CatalogResult<Option<TableRecord>>;
+    async fn other_table(&self, namespace: &str, name: &str) -> CatalogResult<Option<TableRecord>>;
     /// Every table outside `kafka_topics`, as (namespace, name, record), in that order.
-    fn other_tables(&self) -> CatalogResult<Vec<(String, String, TableRecord)>>;
+    async fn other_tables(&self) -> CatalogResult<Vec<(String, String, TableRecord)>>;
     /// The first offset of a partition that the topic's expansions have not read yet
     /// (none without an expansion): retention, DeleteRecords and compaction remove
     /// nothing from it on ([`model::expanded_to`]).
-    fn expanded_to(&self, topic: &TopicRecord, partition: u32) -> CatalogResult<Option<u64>> {
-        let expansions = self.expansions(&topic.name)?;
+    async fn expanded_to(&self, topic: &TopicRecord, partition: u32) -> CatalogResult<Option<u64>> {
+        let expansions = self.expansions(&topic.name).await?;
         if expansions.is_empty() {
             return Ok(None);
         }
-        let table = self.topic_table(&topic.name)?;
+        let table = self.topic_table(&topic.name).await?;
         Ok(model::expanded_to(
             &expansions,
             table.as_ref(),
@@ -159,7 +176,7 @@ pub trait Catalog: Send + Sync {
     }
     /// Batches from the one holding `from_offset` on, until `max_bytes` is reached (at
     /// least one batch is returned when any exists).
-    fn read_batches(
+    async fn read_batches(
         &self,
         topic_id: u128,
         partition: u32,
@@ -169,7 +186,7 @@ pub trait Catalog: Send + Sync {
 
     /// Offsets and timestamps of up to `limit` batches from the one holding
     /// `from_offset` on, without reading their bytes.
-    fn batch_index(
+    async fn batch_index(
         &self,
         topic_id: u128,
         partition: u32,
@@ -177,7 +194,7 @@ pub trait Catalog: Send + Sync {
         limit: usize,
     ) -> CatalogResult<Vec<BatchInfo>>;
     /// An idempotent producer's state on one partition.
-    fn producer_state(
+    async fn producer_state(
         &self,
         producer_id: i64,
         topic_id: u128,
@@ -185,50 +202,50 @@ pub trait Catalog: Send + Sync {
     ) -> CatalogResult<Option<ProducerState>>;
 
     /// A committed offset.
-    fn offset(
+    async fn offset(
         &self,
         group: &str,
         topic: &str,
         partition: u32,
     ) -> CatalogResult<Option<OffsetRecord>>;
     /// Every committed offset of a group as (topic, partition, offset).
-    fn offsets(&self, group: &str) -> CatalogResult<Vec<(String, u32, OffsetRecord)>>;
+    async fn offsets(&self, group: &str) -> CatalogResult<Vec<(String, u32, OffsetRecord)>>;
     /// A group's stored state.
-    fn group(&self, name: &str) -> CatalogResult<Option<GroupRecord>>;
+    async fn group(&self, name: &str) -> CatalogResult<Option<GroupRecord>>;
     /// Every stored group.
-    fn groups(&self) -> CatalogResult<Vec<GroupRecord>>;
+    async fn groups(&self) -> CatalogResult<Vec<GroupRecord>>;
     /// A transactional id's stored coordinator state.
-    fn txn(&self, id: &str) -> CatalogResult<Option<TxnRecord>>;
+    async fn txn(&self, id: &str) -> CatalogResult<Option<TxnRecord>>;
     /// Every transactional id's stored state.
-    fn txns(&self) -> CatalogResult<Vec<(String, TxnRecord)>>;
+    async fn txns(&self) -> CatalogResult<Vec<(String, TxnRecord)>>;
     /// Every entity's client quotas.
-    fn client_quotas(&self) -> CatalogResult<Vec<ClientQuotas>>;
+    async fn client_quotas(&self) -> CatalogResult<Vec<ClientQuotas>>;
     /// Every user, by name.
-    fn users(&self) -> CatalogResult<Vec<UserRecord>>;
+    async fn users(&self) -> CatalogResult<Vec<UserRecord>>;
     /// Every named identity policy, by name.
-    fn policies(&self) -> CatalogResult<Vec<PolicyRecord>>;
+    async fn policies(&self) -> CatalogResult<Vec<PolicyRecord>>;
     /// Every bucket policy, by bucket.
-    fn bucket_policies(&self) -> CatalogResult<Vec<BucketPolicy>>;
+    async fn bucket_policies(&self) -> CatalogResult<Vec<BucketPolicy>>;
     /// One of a bucket's sub-resource configurations.
-    fn bucket_config(
+    async fn bucket_config(
         &self,
         bucket: &str,
         kind: BucketConfigKind,
     ) -> CatalogResult<Option<BucketConfig>>;
     /// Every bucket's configuration of one kind.
-    fn bucket_configs(&self, kind: BucketConfigKind) -> CatalogResult<Vec<BucketConfig>>;
-    /// A partition's open transactions (default: none).
-    fn txn_partition(&self, topic_id: u128, partition: u32) -> CatalogResult<TxnPartition>;
+    async fn bucket_configs(&self, kind: BucketConfigKind) -> CatalogResult<Vec<BucketConfig>>;
+    /// A partition's open transactions.
+    async fn txn_partition(&self, topic_id: u128, partition: u32) -> CatalogResult<TxnPartition>;
     /// A partition's state and its last stable offset (the first offset of its earliest
     /// open transaction, or its end), read together.
-    fn stable_partition(
+    async fn stable_partition(
         &self,
         topic_id: u128,
         partition: u32,
     ) -> CatalogResult<Option<(PartitionState, u64)>>;
     /// The aborted transactions with records in `from..to` of a partition, oldest marker
     /// first: what a read_committed fetch of that range must drop.
-    fn aborted_txns(
+    async fn aborted_txns(
         &self,
         topic_id: u128,
         partition: u32,
@@ -236,18 +253,35 @@ pub trait Catalog: Send + Sync {
         to: u64,
     ) -> CatalogResult<Vec<AbortedTxn>>;
     /// Whether an open transaction holds an offset of this group's partition.
-    fn has_pending_txn_offset(
+    async fn has_pending_txn_offset(
         &self,
         group: &str,
         topic: &str,
         partition: u32,
     ) -> CatalogResult<bool>;
     /// Every idempotent producer's state on one partition, by producer id.
-    fn producers_of(
+    async fn producers_of(
         &self,
         topic_id: u128,
         partition: u32,
     ) -> CatalogResult<Vec<(i64, ProducerState)>>;
+}
+
+/// What a catalog backend provides: commits, wakeups, blobs, and the bytes of its tables
+/// and logs. [`Catalog`] is implemented once over it, so every backend answers every read
+/// with the same code ([`read`]) and checks and applies every commit with the same rules
+/// ([`apply`]).
+pub trait Backend: Send + Sync {
+    /// Queues a transaction: [`Catalog::commit`], with its ordering contract.
+    fn submit(&self, txn: Transaction) -> CommitFuture;
+    /// [`Catalog::watch_partitions`].
+    fn watch(&self, partitions: &[wakeups::PartitionId]) -> wakeups::PartitionWaiter;
+    /// [`Catalog::blobs`].
+    fn blob_store(&self) -> &BlobStore;
+    /// Snapshots of committed state.
+    fn kv(&self) -> &dyn kv::KvRead;
+    /// Where stored batches' bytes are.
+    fn log(&self) -> &dyn read::BatchLog;
 }
 
 /// How to open an [`EmbeddedCatalog`].
@@ -289,6 +323,7 @@ impl CatalogConfig {
 /// The embedded, single-process catalog.
 pub struct EmbeddedCatalog {
     db: Arc<Database>,
+    kv: kv::RedbRead,
     log: storage::wal::WalReader,
     blobs: BlobStore,
     tx: Mutex<Option<mpsc::Sender<Msg>>>,
@@ -388,6 +423,7 @@ impl EmbeddedCatalog {
             .spawn(move || committer.run())
             .map_err(|e| CatalogError::Store(format!("spawn committer: {e}")))?;
         let catalog = Arc::new(Self {
+            kv: kv::RedbRead(db.clone()),
             db,
             log,
             blobs,
@@ -493,7 +529,7 @@ impl EmbeddedCatalog {
     /// Removes the blobs that were on the drives when the catalog opened and that no
     /// record references: leftovers of a crash between writing a blob and committing
     /// (or freeing) it. Only the first call does anything; it can run while serving.
-    pub fn collect_orphans(&self) -> CatalogResult<orphans::OrphanReport> {
+    pub async fn collect_orphans(&self) -> CatalogResult<orphans::OrphanReport> {
         let taken = self
             .orphan_candidates
             .lock()
@@ -506,7 +542,7 @@ impl EmbeddedCatalog {
             .into_iter()
             .filter(|id| Some(*id) != opened_with)
             .collect();
-        let report = orphans::collect(&self.db, &self.blobs, candidates)?;
+        let report = orphans::collect(&self.kv, &self.blobs, candidates).await?;
         self.shared
             .metrics
             .orphan_blobs_removed
@@ -599,7 +635,8 @@ fn replay(
     let mut w = db.begin_write()?;
     w.set_durability(Durability::None)?;
     {
-        let mut t = apply::Tables::open(&w)?;
+        let mut kv = kv::RedbWrite::new(&w);
+        let mut t = apply::Tables::new(&mut kv);
         let mut effects = apply::Effects::default();
         let mut log = apply::LogCursor::new(position, false);
         for txn in txns {
@@ -613,8 +650,8 @@ fn replay(
     Ok(())
 }
 
-impl Catalog for EmbeddedCatalog {
-    fn commit(&self, txn: Transaction) -> CommitFuture {
+impl Backend for EmbeddedCatalog {
+    fn submit(&self, txn: Transaction) -> CommitFuture {
         let (reply, rx) = oneshot::channel();
         let bytes = self.shared.queue_in(&txn);
         let sent = self.send(Msg::Commit {
@@ -632,28 +669,53 @@ impl Catalog for EmbeddedCatalog {
         })
     }
 
-    fn watch_partitions(&self, partitions: &[wakeups::PartitionId]) -> wakeups::PartitionWaiter {
+    fn watch(&self, partitions: &[wakeups::PartitionId]) -> wakeups::PartitionWaiter {
         self.shared.wakeups.watch(partitions)
     }
 
-    fn blobs(&self) -> &BlobStore {
+    fn blob_store(&self) -> &BlobStore {
         &self.blobs
     }
 
-    fn bucket(&self, name: &str) -> CatalogResult<Option<BucketRecord>> {
-        read::get(&self.db, tables::BUCKETS, name.as_bytes())
+    fn kv(&self) -> &dyn kv::KvRead {
+        &self.kv
     }
 
-    fn buckets(&self) -> CatalogResult<Vec<BucketRecord>> {
-        read::scan(&self.db, tables::BUCKETS, b"", usize::MAX)
+    fn log(&self) -> &dyn read::BatchLog {
+        &self.log
+    }
+}
+
+/// The reads of [`Catalog`], written once for every [`Backend`].
+#[async_trait::async_trait]
+impl<B: Backend> Catalog for B {
+    fn commit(&self, txn: Transaction) -> CommitFuture {
+        self.submit(txn)
+    }
+
+    fn watch_partitions(&self, partitions: &[wakeups::PartitionId]) -> wakeups::PartitionWaiter {
+        self.watch(partitions)
+    }
+
+    fn blobs(&self) -> &BlobStore {
+        self.blob_store()
+    }
+
+    async fn bucket(&self, name: &str) -> CatalogResult<Option<BucketRecord>> {
+        read::get(self.kv(), tables::BUCKETS, name.as_bytes()).await
+    }
+
+    async fn buckets(&self) -> CatalogResult<Vec<BucketRecord>> {
+        read::scan(self.kv(), tables::BUCKETS, b"", usize::MAX)
+            .await
             .map(|v| v.into_iter().map(|(_, b)| b).collect())
     }
 
-    fn object(&self, bucket: &str, key: &str) -> CatalogResult<Option<ObjectVersion>> {
-        read::get(&self.db, tables::OBJECTS, &tables::object_key(bucket, key))
+    async fn object(&self, bucket: &str, key: &str) -> CatalogResult<Option<ObjectVersion>> {
+        read::get(self.kv(), tables::OBJECTS, &tables::object_key(bucket, key)).await
     }
 
-    fn object_version(
+    async fn object_version(
         &self,
         bucket: &str,
         key: &str,
@@ -661,112 +723,126 @@ impl Catalog for EmbeddedCatalog {
     ) -> CatalogResult<Option<ObjectVersion>> {
         let prefix = tables::versions_prefix(bucket, key);
         let versions: Vec<(Vec<u8>, ObjectVersion)> =
-            read::scan(&self.db, tables::VERSIONS, &prefix, usize::MAX)?;
+            read::scan(self.kv(), tables::VERSIONS, &prefix, usize::MAX).await?;
         Ok(versions
             .into_iter()
             .map(|(_, v)| v)
             .find(|v| v.version_id == version_id))
     }
 
-    fn list_objects(
+    async fn list_objects(
         &self,
         bucket: &str,
         prefix: &str,
         start_after: Option<&str>,
         limit: usize,
     ) -> CatalogResult<Vec<(String, ObjectVersion)>> {
-        read::list_objects(&self.db, bucket, prefix, start_after, limit)
+        read::list_objects(self.kv(), bucket, prefix, start_after, limit).await
     }
 
-    fn list_versions(
+    async fn list_versions(
         &self,
         bucket: &str,
         prefix: &str,
         start_key: Option<&str>,
         limit: usize,
     ) -> CatalogResult<Vec<(String, ObjectVersion)>> {
-        read::list_versions(&self.db, bucket, prefix, start_key, limit)
+        read::list_versions(self.kv(), bucket, prefix, start_key, limit).await
     }
 
-    fn upload(
+    async fn upload(
         &self,
         bucket: &str,
         key: &str,
         upload_id: &str,
     ) -> CatalogResult<Option<UploadRecord>> {
         read::get(
-            &self.db,
+            self.kv(),
             tables::UPLOADS,
             &tables::upload_key(bucket, key, upload_id),
         )
+        .await
     }
 
-    fn list_uploads(
+    async fn list_uploads(
         &self,
         bucket: &str,
         prefix: &str,
         after: Option<(&str, Option<&str>)>,
         limit: usize,
     ) -> CatalogResult<Vec<UploadRecord>> {
-        read::list_uploads(&self.db, bucket, prefix, after, limit)
+        read::list_uploads(self.kv(), bucket, prefix, after, limit).await
     }
 
-    fn parts(&self, upload_id: &str, after: u32, limit: usize) -> CatalogResult<Vec<PartRecord>> {
-        read::parts(&self.db, upload_id, after, limit)
+    async fn parts(
+        &self,
+        upload_id: &str,
+        after: u32,
+        limit: usize,
+    ) -> CatalogResult<Vec<PartRecord>> {
+        read::parts(self.kv(), upload_id, after, limit).await
     }
 
-    fn topic(&self, name: &str) -> CatalogResult<Option<TopicRecord>> {
-        read::get(&self.db, tables::TOPICS, name.as_bytes())
+    async fn topic(&self, name: &str) -> CatalogResult<Option<TopicRecord>> {
+        read::get(self.kv(), tables::TOPICS, name.as_bytes()).await
     }
 
-    fn topic_by_id(&self, id: u128) -> CatalogResult<Option<TopicRecord>> {
-        match read::get_raw(&self.db, tables::TOPIC_IDS, &id.to_be_bytes())? {
-            Some(name) => self.topic(&String::from_utf8_lossy(&name)),
+    async fn topic_by_id(&self, id: u128) -> CatalogResult<Option<TopicRecord>> {
+        match read::get_raw(self.kv(), tables::TOPIC_IDS, &id.to_be_bytes()).await? {
+            Some(name) => self.topic(&String::from_utf8_lossy(&name)).await,
             None => Ok(None),
         }
     }
 
-    fn topic_table(&self, topic: &str) -> CatalogResult<Option<TopicTable>> {
-        read::get(&self.db, tables::TOPIC_TABLES, topic.as_bytes())
+    async fn topic_table(&self, topic: &str) -> CatalogResult<Option<TopicTable>> {
+        read::get(self.kv(), tables::TOPIC_TABLES, topic.as_bytes()).await
     }
 
-    fn topics(&self) -> CatalogResult<Vec<TopicRecord>> {
-        read::scan(&self.db, tables::TOPICS, b"", usize::MAX)
+    async fn topics(&self) -> CatalogResult<Vec<TopicRecord>> {
+        read::scan(self.kv(), tables::TOPICS, b"", usize::MAX)
+            .await
             .map(|v| v.into_iter().map(|(_, t)| t).collect())
     }
 
-    fn compaction(&self, topic_id: u128, partition: u32) -> CatalogResult<Option<CompactionState>> {
+    async fn compaction(
+        &self,
+        topic_id: u128,
+        partition: u32,
+    ) -> CatalogResult<Option<CompactionState>> {
         read::get(
-            &self.db,
+            self.kv(),
             tables::COMPACTION,
             &tables::partition_key(topic_id, partition),
         )
+        .await
     }
 
-    fn expansions(&self, topic: &str) -> CatalogResult<Vec<(String, Expansion)>> {
+    async fn expansions(&self, topic: &str) -> CatalogResult<Vec<(String, Expansion)>> {
         let found: Vec<(Vec<u8>, Expansion)> = read::scan(
-            &self.db,
+            self.kv(),
             tables::EXPANSIONS,
             &tables::expansions_prefix(topic),
             usize::MAX,
-        )?;
+        )
+        .await?;
         Ok(found
             .into_iter()
             .filter_map(|(k, e)| Some((tables::expansion_source(topic, &k)?, e)))
             .collect())
     }
 
-    fn other_table(&self, namespace: &str, name: &str) -> CatalogResult<Option<TableRecord>> {
+    async fn other_table(&self, namespace: &str, name: &str) -> CatalogResult<Option<TableRecord>> {
         read::get(
-            &self.db,
+            self.kv(),
             tables::OTHER_TABLES,
             &tables::table_key(namespace, name),
         )
+        .await
     }
 
-    fn other_tables(&self) -> CatalogResult<Vec<(String, String, TableRecord)>> {
+    async fn other_tables(&self) -> CatalogResult<Vec<(String, String, TableRecord)>> {
         let found: Vec<(Vec<u8>, TableRecord)> =
-            read::scan(&self.db, tables::OTHER_TABLES, b"", usize::MAX)?;
+            read::scan(self.kv(), tables::OTHER_TABLES, b"", usize::MAX).await?;
         Ok(found
             .into_iter()
             .filter_map(|(k, t)| {
@@ -776,15 +852,20 @@ impl Catalog for EmbeddedCatalog {
             .collect())
     }
 
-    fn partition(&self, topic_id: u128, partition: u32) -> CatalogResult<Option<PartitionState>> {
+    async fn partition(
+        &self,
+        topic_id: u128,
+        partition: u32,
+    ) -> CatalogResult<Option<PartitionState>> {
         read::get(
-            &self.db,
+            self.kv(),
             tables::PARTITIONS,
             &tables::partition_key(topic_id, partition),
         )
+        .await
     }
 
-    fn read_batches(
+    async fn read_batches(
         &self,
         topic_id: u128,
         partition: u32,
@@ -792,135 +873,149 @@ impl Catalog for EmbeddedCatalog {
         max_bytes: usize,
     ) -> CatalogResult<Vec<StoredBatch>> {
         read::read_batches(
-            &self.db,
-            &self.log,
+            self.kv(),
+            self.log(),
             topic_id,
             partition,
             from_offset,
             max_bytes,
         )
+        .await
     }
 
-    fn batch_index(
+    async fn batch_index(
         &self,
         topic_id: u128,
         partition: u32,
         from_offset: u64,
         limit: usize,
     ) -> CatalogResult<Vec<BatchInfo>> {
-        read::batch_index(&self.db, topic_id, partition, from_offset, limit)
+        read::batch_index(self.kv(), topic_id, partition, from_offset, limit).await
     }
 
-    fn producer_state(
+    async fn producer_state(
         &self,
         producer_id: i64,
         topic_id: u128,
         partition: u32,
     ) -> CatalogResult<Option<ProducerState>> {
         read::get(
-            &self.db,
+            self.kv(),
             tables::PRODUCERS,
             &tables::producer_key(producer_id, topic_id, partition),
         )
+        .await
     }
 
-    fn offset(
+    async fn offset(
         &self,
         group: &str,
         topic: &str,
         partition: u32,
     ) -> CatalogResult<Option<OffsetRecord>> {
         read::get(
-            &self.db,
+            self.kv(),
             tables::OFFSETS,
             &tables::offset_key(group, topic, partition),
         )
+        .await
     }
 
-    fn offsets(&self, group: &str) -> CatalogResult<Vec<(String, u32, OffsetRecord)>> {
-        read::offsets(&self.db, group)
+    async fn offsets(&self, group: &str) -> CatalogResult<Vec<(String, u32, OffsetRecord)>> {
+        read::offsets(self.kv(), group).await
     }
 
-    fn group(&self, name: &str) -> CatalogResult<Option<GroupRecord>> {
-        read::get(&self.db, tables::GROUPS, name.as_bytes())
+    async fn group(&self, name: &str) -> CatalogResult<Option<GroupRecord>> {
+        read::get(self.kv(), tables::GROUPS, name.as_bytes()).await
     }
 
-    fn groups(&self) -> CatalogResult<Vec<GroupRecord>> {
-        read::scan(&self.db, tables::GROUPS, b"", usize::MAX)
+    async fn groups(&self) -> CatalogResult<Vec<GroupRecord>> {
+        read::scan(self.kv(), tables::GROUPS, b"", usize::MAX)
+            .await
             .map(|v| v.into_iter().map(|(_, g)| g).collect())
     }
 
-    fn txn(&self, id: &str) -> CatalogResult<Option<TxnRecord>> {
-        read::get(&self.db, tables::TXNS, id.as_bytes())
+    async fn txn(&self, id: &str) -> CatalogResult<Option<TxnRecord>> {
+        read::get(self.kv(), tables::TXNS, id.as_bytes()).await
     }
 
-    fn txns(&self) -> CatalogResult<Vec<(String, TxnRecord)>> {
-        read::scan(&self.db, tables::TXNS, b"", usize::MAX).map(|v| {
-            v.into_iter()
-                .map(|(k, r)| (String::from_utf8_lossy(&k).into_owned(), r))
-                .collect()
-        })
+    async fn txns(&self) -> CatalogResult<Vec<(String, TxnRecord)>> {
+        read::scan(self.kv(), tables::TXNS, b"", usize::MAX)
+            .await
+            .map(|v| {
+                v.into_iter()
+                    .map(|(k, r)| (String::from_utf8_lossy(&k).into_owned(), r))
+                    .collect()
+            })
     }
 
-    fn client_quotas(&self) -> CatalogResult<Vec<ClientQuotas>> {
-        read::scan(&self.db, tables::CLIENT_QUOTAS, b"", usize::MAX)
+    async fn client_quotas(&self) -> CatalogResult<Vec<ClientQuotas>> {
+        read::scan(self.kv(), tables::CLIENT_QUOTAS, b"", usize::MAX)
+            .await
             .map(|v| v.into_iter().map(|(_, q)| q).collect())
     }
 
-    fn users(&self) -> CatalogResult<Vec<UserRecord>> {
-        read::scan(&self.db, tables::USERS, b"", usize::MAX)
+    async fn users(&self) -> CatalogResult<Vec<UserRecord>> {
+        read::scan(self.kv(), tables::USERS, b"", usize::MAX)
+            .await
             .map(|v| v.into_iter().map(|(_, u)| u).collect())
     }
 
-    fn policies(&self) -> CatalogResult<Vec<PolicyRecord>> {
-        read::scan(&self.db, tables::POLICIES, b"", usize::MAX)
+    async fn policies(&self) -> CatalogResult<Vec<PolicyRecord>> {
+        read::scan(self.kv(), tables::POLICIES, b"", usize::MAX)
+            .await
             .map(|v| v.into_iter().map(|(_, p)| p).collect())
     }
 
-    fn bucket_policies(&self) -> CatalogResult<Vec<BucketPolicy>> {
-        read::scan(&self.db, tables::BUCKET_POLICIES, b"", usize::MAX)
+    async fn bucket_policies(&self) -> CatalogResult<Vec<BucketPolicy>> {
+        read::scan(self.kv(), tables::BUCKET_POLICIES, b"", usize::MAX)
+            .await
             .map(|v| v.into_iter().map(|(_, p)| p).collect())
     }
 
-    fn bucket_config(
+    async fn bucket_config(
         &self,
         bucket: &str,
         kind: BucketConfigKind,
     ) -> CatalogResult<Option<BucketConfig>> {
         read::get(
-            &self.db,
+            self.kv(),
             tables::BUCKET_CONFIGS,
             &BucketConfig::key(bucket, kind),
         )
+        .await
     }
 
-    fn bucket_configs(&self, kind: BucketConfigKind) -> CatalogResult<Vec<BucketConfig>> {
-        read::scan::<BucketConfig>(&self.db, tables::BUCKET_CONFIGS, b"", usize::MAX).map(|v| {
-            v.into_iter()
-                .map(|(_, c)| c)
-                .filter(|c| c.kind == kind)
-                .collect()
-        })
+    async fn bucket_configs(&self, kind: BucketConfigKind) -> CatalogResult<Vec<BucketConfig>> {
+        read::scan::<BucketConfig>(self.kv(), tables::BUCKET_CONFIGS, b"", usize::MAX)
+            .await
+            .map(|v| {
+                v.into_iter()
+                    .map(|(_, c)| c)
+                    .filter(|c| c.kind == kind)
+                    .collect()
+            })
     }
 
-    fn txn_partition(&self, topic_id: u128, partition: u32) -> CatalogResult<TxnPartition> {
+    async fn txn_partition(&self, topic_id: u128, partition: u32) -> CatalogResult<TxnPartition> {
         Ok(read::get(
-            &self.db,
+            self.kv(),
             tables::TXN_PARTITIONS,
             &tables::partition_key(topic_id, partition),
-        )?
+        )
+        .await?
         .unwrap_or_default())
     }
 
-    fn stable_partition(
+    async fn stable_partition(
         &self,
         topic_id: u128,
         partition: u32,
     ) -> CatalogResult<Option<(PartitionState, u64)>> {
-        read::stable_partition(&self.db, &tables::partition_key(topic_id, partition))
+        read::stable_partition(self.kv(), &tables::partition_key(topic_id, partition)).await
     }
 
-    fn aborted_txns(
+    async fn aborted_txns(
         &self,
         topic_id: u128,
         partition: u32,
@@ -929,9 +1024,12 @@ impl Catalog for EmbeddedCatalog {
     ) -> CatalogResult<Vec<AbortedTxn>> {
         // An aborted transaction with records in the range has its marker at or past
         // `from` and at most the longest span past `to`, so this range holds every one.
-        let span = self.txn_partition(topic_id, partition)?.max_aborted_span;
+        let span = self
+            .txn_partition(topic_id, partition)
+            .await?
+            .max_aborted_span;
         read::aborted_txns(
-            &self.db,
+            self.kv(),
             tables::batch_key(topic_id, partition, from),
             tables::batch_key(
                 topic_id,
@@ -939,10 +1037,11 @@ impl Catalog for EmbeddedCatalog {
                 to.saturating_add(span).saturating_add(1),
             ),
         )
+        .await
         .map(|v| v.into_iter().filter(|a| a.first_offset < to).collect())
     }
 
-    fn has_pending_txn_offset(
+    async fn has_pending_txn_offset(
         &self,
         group: &str,
         topic: &str,
@@ -950,15 +1049,15 @@ impl Catalog for EmbeddedCatalog {
     ) -> CatalogResult<bool> {
         let prefix = tables::offset_key(group, topic, partition);
         let found: Vec<(Vec<u8>, OffsetRecord)> =
-            read::scan(&self.db, tables::TXN_OFFSETS, &prefix, 1)?;
+            read::scan(self.kv(), tables::TXN_OFFSETS, &prefix, 1).await?;
         Ok(!found.is_empty())
     }
 
-    fn producers_of(
+    async fn producers_of(
         &self,
         topic_id: u128,
         partition: u32,
     ) -> CatalogResult<Vec<(i64, ProducerState)>> {
-        read::producers_of(&self.db, &tables::partition_key(topic_id, partition))
+        read::producers_of(self.kv(), &tables::partition_key(topic_id, partition)).await
     }
 }

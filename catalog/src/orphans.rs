@@ -10,11 +10,11 @@
 
 use std::collections::HashSet;
 
-use redb::Database;
 use storage::{BlobId, BlobStore};
 
 use crate::checkpoint;
 use crate::error::CatalogResult;
+use crate::kv::KvRead;
 use crate::read;
 
 /// What a collection found.
@@ -27,12 +27,12 @@ pub struct OrphanReport {
 }
 
 /// Removes every candidate the store and the checkpoint pointer do not reference.
-pub(crate) fn collect(
-    db: &Database,
+pub(crate) async fn collect(
+    kv: &dyn KvRead,
     blobs: &BlobStore,
     candidates: Vec<BlobId>,
 ) -> CatalogResult<OrphanReport> {
-    let mut referenced: HashSet<BlobId> = read::referenced_blobs(db)?;
+    let mut referenced: HashSet<BlobId> = read::referenced_blobs(kv).await?;
     // Read after the snapshot: a checkpoint written meanwhile points at a new blob and
     // removes its predecessor itself.
     if let Some(p) = checkpoint::pointer(blobs)? {

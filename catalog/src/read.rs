@@ -1,66 +1,72 @@
-//! Reads over a snapshot of the embedded store. A read transaction sees every commit
-//! the committer made visible, which it does only after the log record is durable.
+//! The catalog's reads, written once over [`KvRead`] for every backend: each read takes
+//! one snapshot of committed state, which a backend makes visible only once it is
+//! durable, so no read sees a change before it is acknowledged.
 
-use redb::{Database, ReadableDatabase, ReadableTable, TableError};
+use std::ops::Bound;
 
 use crate::apply::dec;
 use crate::error::{CatalogError, CatalogResult};
+use crate::kv::{KvRead, KvSnapshot, Range};
 use crate::model::{
     AbortedTxn, BatchInfo, ObjectVersion, OffsetRecord, PartRecord, PartitionState, ProducerState,
     StoredBatch, TxnPartition, UploadRecord,
 };
 use crate::tables::{self, Table, prefix_end};
 
-fn open(
-    r: &redb::ReadTransaction,
-    def: Table,
-) -> CatalogResult<Option<redb::ReadOnlyTable<&'static [u8], &'static [u8]>>> {
-    match r.open_table(def) {
-        Ok(t) => Ok(Some(t)),
-        Err(TableError::TableDoesNotExist(_)) => Ok(None),
-        Err(e) => Err(e.into()),
+/// Index entries read per round while walking a partition's batches.
+const WALK_PAGE: usize = 256;
+
+/// Reads of a batch's bytes from wherever its backend stores them.
+pub trait BatchLog: Send + Sync {
+    /// `len` bytes at `offset` of the log record at `position`.
+    fn read(
+        &self,
+        position: &storage::wal::LogPosition,
+        offset: u64,
+        len: usize,
+    ) -> CatalogResult<Vec<u8>>;
+}
+
+impl BatchLog for storage::wal::WalReader {
+    fn read(
+        &self,
+        position: &storage::wal::LogPosition,
+        offset: u64,
+        len: usize,
+    ) -> CatalogResult<Vec<u8>> {
+        Ok(storage::wal::WalReader::read(self, position, offset, len)?)
     }
 }
 
 /// One raw value.
-pub fn get_raw(db: &Database, def: Table, key: &[u8]) -> CatalogResult<Option<Vec<u8>>> {
-    let r = db.begin_read()?;
-    let Some(t) = open(&r, def)? else {
-        return Ok(None);
-    };
-    Ok(t.get(key)?.map(|v| v.value().to_vec()))
+pub async fn get_raw(kv: &dyn KvRead, def: Table, key: &[u8]) -> CatalogResult<Option<Vec<u8>>> {
+    kv.snapshot().await?.get(def, key).await
 }
 
 /// One decoded value.
-pub fn get<T: crate::format::Stored>(
-    db: &Database,
+pub async fn get<T: crate::format::Stored>(
+    kv: &dyn KvRead,
     def: Table,
     key: &[u8],
 ) -> CatalogResult<Option<T>> {
-    get_raw(db, def, key)?.map(|v| dec(&v)).transpose()
+    get_raw(kv, def, key).await?.map(|v| dec(&v)).transpose()
 }
 
 /// Up to `limit` decoded entries whose keys start with `prefix`.
-pub fn scan<T: crate::format::Stored>(
-    db: &Database,
+pub async fn scan<T: crate::format::Stored>(
+    kv: &dyn KvRead,
     def: Table,
     prefix: &[u8],
     limit: usize,
 ) -> CatalogResult<Vec<(Vec<u8>, T)>> {
-    let r = db.begin_read()?;
-    let Some(t) = open(&r, def)? else {
-        return Ok(Vec::new());
-    };
-    let range = match prefix_end(prefix) {
-        Some(end) => t.range(prefix..end.as_slice())?,
-        None => t.range(prefix..)?,
-    };
-    let mut out = Vec::new();
-    for e in range.take(limit) {
-        let (k, v) = e?;
-        out.push((k.value().to_vec(), dec(v.value())?));
-    }
-    Ok(out)
+    let end = prefix_end(prefix);
+    kv.snapshot()
+        .await?
+        .range(def, Range::prefix(prefix, &end).take(limit))
+        .await?
+        .into_iter()
+        .map(|(k, v)| Ok((k, dec(&v)?)))
+        .collect()
 }
 
 fn key_of(bucket: &str, table_key: &[u8]) -> CatalogResult<String> {
@@ -70,101 +76,111 @@ fn key_of(bucket: &str, table_key: &[u8]) -> CatalogResult<String> {
 }
 
 /// Current objects in byte order after `start_after`, within `prefix`.
-pub fn list_objects(
-    db: &Database,
+pub async fn list_objects(
+    kv: &dyn KvRead,
     bucket: &str,
     prefix: &str,
     start_after: Option<&str>,
     limit: usize,
 ) -> CatalogResult<Vec<(String, ObjectVersion)>> {
-    let r = db.begin_read()?;
-    let Some(t) = open(&r, tables::OBJECTS)? else {
-        return Ok(Vec::new());
-    };
     let lo = tables::object_key(bucket, prefix);
-    let hi = prefix_end(&lo).unwrap_or_default();
-    let mut out = Vec::new();
+    let hi = prefix_end(&lo);
     let after = start_after.map(|s| tables::object_key(bucket, s));
-    let range = match &after {
-        Some(a) if a.as_slice() >= lo.as_slice() => t.range::<&[u8]>((
-            std::ops::Bound::Excluded(a.as_slice()),
-            std::ops::Bound::Excluded(hi.as_slice()),
-        ))?,
-        _ => t.range(lo.as_slice()..hi.as_slice())?,
-    };
-    for e in range.take(limit) {
-        let (k, v) = e?;
-        out.push((key_of(bucket, k.value())?, dec(v.value())?));
+    let mut range = Range::prefix(&lo, &hi).take(limit);
+    if let Some(a) = after.as_deref().filter(|a| *a >= lo.as_slice()) {
+        range.from = Bound::Excluded(a);
     }
-    Ok(out)
+    kv.snapshot()
+        .await?
+        .range(tables::OBJECTS, range)
+        .await?
+        .into_iter()
+        .map(|(k, v)| Ok((key_of(bucket, &k)?, dec(&v)?)))
+        .collect()
 }
 
 /// Versions in key order (newest first within a key) from `start_key` on.
-pub fn list_versions(
-    db: &Database,
+pub async fn list_versions(
+    kv: &dyn KvRead,
     bucket: &str,
     prefix: &str,
     start_key: Option<&str>,
     limit: usize,
 ) -> CatalogResult<Vec<(String, ObjectVersion)>> {
-    let r = db.begin_read()?;
-    let Some(t) = open(&r, tables::VERSIONS)? else {
-        return Ok(Vec::new());
-    };
     let lo = tables::object_key(bucket, prefix);
-    let hi = prefix_end(&lo).unwrap_or_default();
+    let hi = prefix_end(&lo);
     let from = match start_key {
         Some(k) if tables::object_key(bucket, k) > lo => tables::object_key(bucket, k),
         _ => lo,
     };
-    let mut out = Vec::new();
-    for e in t.range(from.as_slice()..hi.as_slice())?.take(limit) {
-        let (k, v) = e?;
-        let full = k.value();
-        // Strip the NUL separator and the 8-byte sequence.
-        let key_part = &full[..full.len().saturating_sub(9)];
-        out.push((key_of(bucket, key_part)?, dec(v.value())?));
-    }
-    Ok(out)
+    kv.snapshot()
+        .await?
+        .range(tables::VERSIONS, Range::prefix(&from, &hi).take(limit))
+        .await?
+        .into_iter()
+        .map(|(k, v)| {
+            // Strip the NUL separator and the 8-byte sequence.
+            let key_part = &k[..k.len().saturating_sub(9)];
+            Ok((key_of(bucket, key_part)?, dec(&v)?))
+        })
+        .collect()
 }
 
 /// Calls `each` on the index entries of one partition from the batch holding
 /// `from_offset` on (it may start before that offset), in offset order, while it
-/// returns `true`.
-fn walk_batches(
-    db: &Database,
+/// returns `true`. One snapshot for the whole walk.
+async fn walk_batches(
+    kv: &dyn KvRead,
     topic_id: u128,
     partition: u32,
     from_offset: u64,
     mut each: impl FnMut(u64, tables::BatchEntry) -> CatalogResult<bool>,
 ) -> CatalogResult<()> {
-    let r = db.begin_read()?;
-    let Some(t) = open(&r, tables::BATCHES)? else {
-        return Ok(());
-    };
+    let snap = kv.snapshot().await?;
     let lo = tables::batch_key(topic_id, partition, 0);
     let at = tables::batch_key(topic_id, partition, from_offset);
     let hi = tables::batch_key(topic_id, partition, u64::MAX);
-    let start = match t.range(lo.as_slice()..=at.as_slice())?.next_back() {
-        Some(e) => e?.0.value().to_vec(),
+    // The batch holding `from_offset` starts at or before it.
+    let before = Range {
+        from: Bound::Included(lo.as_slice()),
+        to: Bound::Included(at.as_slice()),
+        reverse: true,
+        limit: 1,
+    };
+    let mut start = match snap.range(tables::BATCHES, before).await?.pop() {
+        Some((k, _)) => k,
         None => at.to_vec(),
     };
-    for e in t.range(start.as_slice()..=hi.as_slice())? {
-        let (k, v) = e?;
-        let base = u64::from_be_bytes(k.value()[20..28].try_into().unwrap_or_default());
-        let entry = tables::BatchEntry::decode(v.value())
-            .ok_or_else(|| CatalogError::Corrupt("batch index entry".into()))?;
-        if entry.last_offset >= from_offset && !each(base, entry)? {
-            break;
+    let mut from = Bound::Included(start.as_slice());
+    loop {
+        let page = Range {
+            from,
+            to: Bound::Included(hi.as_slice()),
+            reverse: false,
+            limit: WALK_PAGE,
+        };
+        let entries = snap.range(tables::BATCHES, page).await?;
+        let full = entries.len() == WALK_PAGE;
+        for (k, v) in &entries {
+            let base = u64::from_be_bytes(k[20..28].try_into().unwrap_or_default());
+            let entry = tables::BatchEntry::decode(v)
+                .ok_or_else(|| CatalogError::Corrupt("batch index entry".into()))?;
+            if entry.last_offset >= from_offset && !each(base, entry)? {
+                return Ok(());
+            }
         }
+        match entries.into_iter().next_back() {
+            Some((k, _)) if full => start = k,
+            _ => return Ok(()),
+        }
+        from = Bound::Excluded(start.as_slice());
     }
-    Ok(())
 }
 
 /// Batches from the one containing `from_offset`, up to `max_bytes` (at least one).
-pub fn read_batches(
-    db: &Database,
-    log: &storage::wal::WalReader,
+pub async fn read_batches(
+    kv: &dyn KvRead,
+    log: &dyn BatchLog,
     topic_id: u128,
     partition: u32,
     from_offset: u64,
@@ -172,7 +188,7 @@ pub fn read_batches(
 ) -> CatalogResult<Vec<StoredBatch>> {
     let mut out = Vec::new();
     let mut total = 0usize;
-    walk_batches(db, topic_id, partition, from_offset, |base, e| {
+    walk_batches(kv, topic_id, partition, from_offset, |base, e| {
         let len = e.len as usize;
         if !out.is_empty() && total + len > max_bytes {
             return Ok(false);
@@ -185,13 +201,14 @@ pub fn read_batches(
             bytes: log.read(&e.position, e.data_offset, len)?.into(),
         });
         Ok(total < max_bytes)
-    })?;
+    })
+    .await?;
     Ok(out)
 }
 
 /// Index entries from the batch holding `from_offset` on.
-pub fn batch_index(
-    db: &Database,
+pub async fn batch_index(
+    kv: &dyn KvRead,
     topic_id: u128,
     partition: u32,
     from_offset: u64,
@@ -201,7 +218,7 @@ pub fn batch_index(
     if limit == 0 {
         return Ok(out);
     }
-    walk_batches(db, topic_id, partition, from_offset, |base, e| {
+    walk_batches(kv, topic_id, partition, from_offset, |base, e| {
         out.push(BatchInfo {
             base_offset: base,
             last_offset: e.last_offset,
@@ -209,78 +226,80 @@ pub fn batch_index(
             len: e.len,
         });
         Ok(out.len() < limit)
-    })?;
+    })
+    .await?;
     Ok(out)
 }
 
-/// A partition's state and last stable offset, from one read transaction (the fetch path
-/// needs both for every partition it reads).
-pub fn stable_partition(
-    db: &Database,
+/// A partition's state and last stable offset, from one snapshot (the fetch path needs
+/// both for every partition it reads).
+pub async fn stable_partition(
+    kv: &dyn KvRead,
     key: &[u8; 20],
 ) -> CatalogResult<Option<(PartitionState, u64)>> {
-    let r = db.begin_read()?;
-    let Some(parts) = open(&r, tables::PARTITIONS)? else {
-        return Ok(None);
-    };
-    let Some(state) = parts
-        .get(key.as_slice())?
-        .map(|v| dec::<PartitionState>(v.value()))
+    let snap = kv.snapshot().await?;
+    let Some(state) = snap
+        .get(tables::PARTITIONS, key)
+        .await?
+        .map(|v| dec::<PartitionState>(&v))
         .transpose()?
     else {
         return Ok(None);
     };
-    let txns: TxnPartition = match open(&r, tables::TXN_PARTITIONS)? {
-        Some(t) => t
-            .get(key.as_slice())?
-            .map(|v| dec(v.value()))
-            .transpose()?
-            .unwrap_or_default(),
-        None => TxnPartition::default(),
-    };
+    let txns: TxnPartition = snap
+        .get(tables::TXN_PARTITIONS, key)
+        .await?
+        .map(|v| dec(&v))
+        .transpose()?
+        .unwrap_or_default();
     let lso = txns.last_stable_offset(state.next_offset);
     Ok(Some((state, lso)))
 }
 
 /// The aborted transactions whose markers' keys are in `from..to`, in marker order.
-pub fn aborted_txns(db: &Database, from: [u8; 28], to: [u8; 28]) -> CatalogResult<Vec<AbortedTxn>> {
-    let r = db.begin_read()?;
-    let Some(t) = open(&r, tables::ABORTED_TXNS)? else {
-        return Ok(Vec::new());
-    };
-    let mut out = Vec::new();
-    for e in t.range(from.as_slice()..to.as_slice())? {
-        out.push(dec(e?.1.value())?);
-    }
-    Ok(out)
+pub async fn aborted_txns(
+    kv: &dyn KvRead,
+    from: [u8; 28],
+    to: [u8; 28],
+) -> CatalogResult<Vec<AbortedTxn>> {
+    kv.snapshot()
+        .await?
+        .range(tables::ABORTED_TXNS, Range::between(&from, Some(&to)))
+        .await?
+        .iter()
+        .map(|(_, v)| dec(v))
+        .collect()
 }
 
 /// Every producer's state on the partition with key `partition`: a scan of the whole
 /// table (its keys lead with the producer id), for admin requests only.
-pub fn producers_of(
-    db: &Database,
+pub async fn producers_of(
+    kv: &dyn KvRead,
     partition: &[u8; 20],
 ) -> CatalogResult<Vec<(i64, ProducerState)>> {
-    let r = db.begin_read()?;
-    let Some(t) = open(&r, tables::PRODUCERS)? else {
-        return Ok(Vec::new());
-    };
+    let all = kv
+        .snapshot()
+        .await?
+        .range(tables::PRODUCERS, Range::between(&[], None))
+        .await?;
     let mut out = Vec::new();
-    for e in t.iter()? {
-        let (k, v) = e?;
-        let k = k.value();
+    for (k, v) in all {
         if k.len() == 28 && k[8..] == partition[..] {
             let id = i64::from_be_bytes(k[..8].try_into().unwrap_or_default());
-            out.push((id, dec(v.value())?));
+            out.push((id, dec(&v)?));
         }
     }
     Ok(out)
 }
 
 /// Every committed offset of a group.
-pub fn offsets(db: &Database, group: &str) -> CatalogResult<Vec<(String, u32, OffsetRecord)>> {
+pub async fn offsets(
+    kv: &dyn KvRead,
+    group: &str,
+) -> CatalogResult<Vec<(String, u32, OffsetRecord)>> {
     let prefix = tables::group_prefix(group);
-    let entries: Vec<(Vec<u8>, OffsetRecord)> = scan(db, tables::OFFSETS, &prefix, usize::MAX)?;
+    let entries: Vec<(Vec<u8>, OffsetRecord)> =
+        scan(kv, tables::OFFSETS, &prefix, usize::MAX).await?;
     entries
         .into_iter()
         .map(|(k, v)| {
@@ -295,19 +314,15 @@ pub fn offsets(db: &Database, group: &str) -> CatalogResult<Vec<(String, u32, Of
 
 /// Uploads of a bucket whose keys start with `prefix`, in (key, upload id) order,
 /// strictly after `after` (a key and optionally an upload id of that key).
-pub fn list_uploads(
-    db: &Database,
+pub async fn list_uploads(
+    kv: &dyn KvRead,
     bucket: &str,
     prefix: &str,
     after: Option<(&str, Option<&str>)>,
     limit: usize,
 ) -> CatalogResult<Vec<UploadRecord>> {
-    let r = db.begin_read()?;
-    let Some(t) = open(&r, tables::UPLOADS)? else {
-        return Ok(Vec::new());
-    };
     let lo = tables::object_key(bucket, prefix);
-    let hi = prefix_end(&lo).unwrap_or_default();
+    let hi = prefix_end(&lo);
     let start = match after {
         // Every upload of a key sorts before `key` + 0x01.
         Some((key, None)) => {
@@ -326,61 +341,81 @@ pub fn list_uploads(
         Some(s) if s > lo => s,
         _ => lo,
     };
-    let mut out = Vec::new();
-    if from >= hi {
-        return Ok(out);
-    }
-    for e in t.range(from.as_slice()..hi.as_slice())?.take(limit) {
-        out.push(dec(e?.1.value())?);
-    }
-    Ok(out)
+    kv.snapshot()
+        .await?
+        .range(tables::UPLOADS, Range::prefix(&from, &hi).take(limit))
+        .await?
+        .iter()
+        .map(|(_, v)| dec(v))
+        .collect()
 }
 
 /// Parts of an upload with numbers above `after`, in order.
-pub fn parts(
-    db: &Database,
+pub async fn parts(
+    kv: &dyn KvRead,
     upload_id: &str,
     after: u32,
     limit: usize,
 ) -> CatalogResult<Vec<PartRecord>> {
-    let r = db.begin_read()?;
-    let Some(t) = open(&r, tables::PARTS)? else {
+    let prefix = tables::parts_prefix(upload_id);
+    let hi = prefix_end(&prefix);
+    let Some(from) = after.checked_add(1).map(|n| tables::part_key(upload_id, n)) else {
         return Ok(Vec::new());
     };
-    let prefix = tables::parts_prefix(upload_id);
-    let hi = prefix_end(&prefix).unwrap_or_default();
-    let from = match after.checked_add(1) {
-        Some(n) => tables::part_key(upload_id, n),
-        None => return Ok(Vec::new()),
-    };
-    let mut out = Vec::new();
-    for e in t.range(from.as_slice()..hi.as_slice())?.take(limit) {
-        out.push(dec(e?.1.value())?);
+    kv.snapshot()
+        .await?
+        .range(tables::PARTS, Range::prefix(&from, &hi).take(limit))
+        .await?
+        .iter()
+        .map(|(_, v)| dec(v))
+        .collect()
+}
+
+/// Calls `each` on every entry of a table, a page at a time, from one snapshot.
+async fn for_each(
+    snap: &dyn KvSnapshot,
+    table: Table,
+    mut each: impl FnMut(&[u8]) -> CatalogResult<()>,
+) -> CatalogResult<()> {
+    let mut after: Option<Vec<u8>> = None;
+    loop {
+        let range = Range {
+            from: after.as_deref().map_or(Bound::Unbounded, Bound::Excluded),
+            to: Bound::Unbounded,
+            reverse: false,
+            limit: WALK_PAGE * 16,
+        };
+        let page = snap.range(table, range).await?;
+        let full = page.len() == range.limit;
+        for (_, v) in &page {
+            each(v)?;
+        }
+        match page.into_iter().next_back() {
+            Some((k, _)) if full => after = Some(k),
+            _ => return Ok(()),
+        }
     }
-    Ok(out)
 }
 
 /// Every blob the store references (object versions and multipart parts), read in one
 /// snapshot so a part becoming an object's data is seen in one place or the other.
 /// `OBJECTS` is not read: it only ever holds copies of the newest entries of `VERSIONS`.
-pub fn referenced_blobs(
-    db: &Database,
+pub async fn referenced_blobs(
+    kv: &dyn KvRead,
 ) -> CatalogResult<std::collections::HashSet<storage::BlobId>> {
-    let r = db.begin_read()?;
+    let snap = kv.snapshot().await?;
     let mut out = std::collections::HashSet::new();
-    if let Some(t) = open(&r, tables::VERSIONS)? {
-        for e in t.iter()? {
-            let (_, v) = e?;
-            let version: ObjectVersion = dec(v.value())?;
-            out.extend(version.data.blobs().iter().map(|b| b.id));
-        }
-    }
-    if let Some(t) = open(&r, tables::PARTS)? {
-        for e in t.iter()? {
-            let (_, v) = e?;
-            let part: PartRecord = dec(v.value())?;
-            out.insert(part.blob.id);
-        }
-    }
+    for_each(snap.as_ref(), tables::VERSIONS, |v| {
+        let version: ObjectVersion = dec(v)?;
+        out.extend(version.data.blobs().iter().map(|b| b.id));
+        Ok(())
+    })
+    .await?;
+    for_each(snap.as_ref(), tables::PARTS, |v| {
+        let part: PartRecord = dec(v)?;
+        out.insert(part.blob.id);
+        Ok(())
+    })
+    .await?;
     Ok(out)
 }

@@ -277,6 +277,7 @@ fn error_out(prefix: &str, e: CatalogError) -> CatalogError {
     }
 }
 
+#[async_trait::async_trait]
 impl Catalog for ViewCatalog {
     fn commit(&self, txn: Transaction) -> CommitFuture {
         let ops: CatalogResult<Vec<Op>> = txn.ops.into_iter().map(|op| self.op_in(op)).collect();
@@ -298,133 +299,161 @@ impl Catalog for ViewCatalog {
         self.inner.blobs()
     }
 
-    fn bucket(&self, name: &str) -> CatalogResult<Option<BucketRecord>> {
-        self.inner.bucket(name)
+    async fn bucket(&self, name: &str) -> CatalogResult<Option<BucketRecord>> {
+        self.inner.bucket(name).await
     }
 
-    fn buckets(&self) -> CatalogResult<Vec<BucketRecord>> {
-        self.inner.buckets()
+    async fn buckets(&self) -> CatalogResult<Vec<BucketRecord>> {
+        self.inner.buckets().await
     }
 
-    fn object(&self, bucket: &str, key: &str) -> CatalogResult<Option<ObjectVersion>> {
-        self.inner.object(bucket, key)
+    async fn object(&self, bucket: &str, key: &str) -> CatalogResult<Option<ObjectVersion>> {
+        self.inner.object(bucket, key).await
     }
 
-    fn object_version(
+    async fn object_version(
         &self,
         bucket: &str,
         key: &str,
         version_id: &str,
     ) -> CatalogResult<Option<ObjectVersion>> {
-        self.inner.object_version(bucket, key, version_id)
+        self.inner.object_version(bucket, key, version_id).await
     }
 
-    fn list_objects(
+    async fn list_objects(
         &self,
         bucket: &str,
         prefix: &str,
         start_after: Option<&str>,
         limit: usize,
     ) -> CatalogResult<Vec<(String, ObjectVersion)>> {
-        self.inner.list_objects(bucket, prefix, start_after, limit)
+        self.inner
+            .list_objects(bucket, prefix, start_after, limit)
+            .await
     }
 
-    fn list_versions(
+    async fn list_versions(
         &self,
         bucket: &str,
         prefix: &str,
         start_key: Option<&str>,
         limit: usize,
     ) -> CatalogResult<Vec<(String, ObjectVersion)>> {
-        self.inner.list_versions(bucket, prefix, start_key, limit)
+        self.inner
+            .list_versions(bucket, prefix, start_key, limit)
+            .await
     }
 
-    fn upload(
+    async fn upload(
         &self,
         bucket: &str,
         key: &str,
         upload_id: &str,
     ) -> CatalogResult<Option<UploadRecord>> {
-        self.inner.upload(bucket, key, upload_id)
+        self.inner.upload(bucket, key, upload_id).await
     }
 
-    fn list_uploads(
+    async fn list_uploads(
         &self,
         bucket: &str,
         prefix: &str,
         after: Option<(&str, Option<&str>)>,
         limit: usize,
     ) -> CatalogResult<Vec<UploadRecord>> {
-        self.inner.list_uploads(bucket, prefix, after, limit)
+        self.inner.list_uploads(bucket, prefix, after, limit).await
     }
 
-    fn parts(&self, upload_id: &str, after: u32, limit: usize) -> CatalogResult<Vec<PartRecord>> {
-        self.inner.parts(upload_id, after, limit)
+    async fn parts(
+        &self,
+        upload_id: &str,
+        after: u32,
+        limit: usize,
+    ) -> CatalogResult<Vec<PartRecord>> {
+        self.inner.parts(upload_id, after, limit).await
     }
 
-    fn topic(&self, name: &str) -> CatalogResult<Option<TopicRecord>> {
+    async fn topic(&self, name: &str) -> CatalogResult<Option<TopicRecord>> {
         let Some(stored) = self.wrap(name) else {
             return Ok(None);
         };
-        Ok(self.inner.topic(&stored)?.and_then(|t| self.topic_out(t)))
-    }
-
-    fn topic_by_id(&self, id: u128) -> CatalogResult<Option<TopicRecord>> {
-        Ok(self.inner.topic_by_id(id)?.and_then(|t| self.topic_out(t)))
-    }
-
-    fn topics(&self) -> CatalogResult<Vec<TopicRecord>> {
         Ok(self
             .inner
-            .topics()?
+            .topic(&stored)
+            .await?
+            .and_then(|t| self.topic_out(t)))
+    }
+
+    async fn topic_by_id(&self, id: u128) -> CatalogResult<Option<TopicRecord>> {
+        Ok(self
+            .inner
+            .topic_by_id(id)
+            .await?
+            .and_then(|t| self.topic_out(t)))
+    }
+
+    async fn topics(&self) -> CatalogResult<Vec<TopicRecord>> {
+        Ok(self
+            .inner
+            .topics()
+            .await?
             .into_iter()
             .filter_map(|t| self.topic_out(t))
             .collect())
     }
 
-    fn partition(&self, topic_id: u128, partition: u32) -> CatalogResult<Option<PartitionState>> {
-        self.inner.partition(topic_id, partition)
+    async fn partition(
+        &self,
+        topic_id: u128,
+        partition: u32,
+    ) -> CatalogResult<Option<PartitionState>> {
+        self.inner.partition(topic_id, partition).await
     }
 
-    fn topic_table(&self, topic: &str) -> CatalogResult<Option<TopicTable>> {
+    async fn topic_table(&self, topic: &str) -> CatalogResult<Option<TopicTable>> {
         match self.wrap(topic) {
-            Some(t) => self.inner.topic_table(&t),
+            Some(t) => self.inner.topic_table(&t).await,
             None => Ok(None),
         }
     }
 
-    fn compaction(&self, topic_id: u128, partition: u32) -> CatalogResult<Option<CompactionState>> {
-        self.inner.compaction(topic_id, partition)
+    async fn compaction(
+        &self,
+        topic_id: u128,
+        partition: u32,
+    ) -> CatalogResult<Option<CompactionState>> {
+        self.inner.compaction(topic_id, partition).await
     }
 
-    fn expansions(&self, topic: &str) -> CatalogResult<Vec<(String, Expansion)>> {
+    async fn expansions(&self, topic: &str) -> CatalogResult<Vec<(String, Expansion)>> {
         let Some(t) = self.wrap(topic) else {
             return Ok(Vec::new());
         };
         self.inner
-            .expansions(&t)?
+            .expansions(&t)
+            .await?
             .into_iter()
             .map(|(source, e)| Ok((source, self.expansion(e, false)?)))
             .collect()
     }
 
-    fn other_table(&self, namespace: &str, name: &str) -> CatalogResult<Option<TableRecord>> {
+    async fn other_table(&self, namespace: &str, name: &str) -> CatalogResult<Option<TableRecord>> {
         match self.wrap(namespace) {
-            Some(ns) => self.inner.other_table(&ns, name),
+            Some(ns) => self.inner.other_table(&ns, name).await,
             None => Ok(None),
         }
     }
 
-    fn other_tables(&self) -> CatalogResult<Vec<(String, String, TableRecord)>> {
+    async fn other_tables(&self) -> CatalogResult<Vec<(String, String, TableRecord)>> {
         Ok(self
             .inner
-            .other_tables()?
+            .other_tables()
+            .await?
             .into_iter()
             .filter_map(|(ns, name, t)| Some((self.unwrap(&ns)?, name, t)))
             .collect())
     }
 
-    fn read_batches(
+    async fn read_batches(
         &self,
         topic_id: u128,
         partition: u32,
@@ -433,9 +462,10 @@ impl Catalog for ViewCatalog {
     ) -> CatalogResult<Vec<StoredBatch>> {
         self.inner
             .read_batches(topic_id, partition, from_offset, max_bytes)
+            .await
     }
 
-    fn batch_index(
+    async fn batch_index(
         &self,
         topic_id: u128,
         partition: u32,
@@ -444,146 +474,153 @@ impl Catalog for ViewCatalog {
     ) -> CatalogResult<Vec<BatchInfo>> {
         self.inner
             .batch_index(topic_id, partition, from_offset, limit)
+            .await
     }
 
-    fn producer_state(
+    async fn producer_state(
         &self,
         producer_id: i64,
         topic_id: u128,
         partition: u32,
     ) -> CatalogResult<Option<ProducerState>> {
-        self.inner.producer_state(producer_id, topic_id, partition)
+        self.inner
+            .producer_state(producer_id, topic_id, partition)
+            .await
     }
 
-    fn offset(
+    async fn offset(
         &self,
         group: &str,
         topic: &str,
         partition: u32,
     ) -> CatalogResult<Option<OffsetRecord>> {
         match (self.wrap(group), self.wrap(topic)) {
-            (Some(g), Some(t)) => self.inner.offset(&g, &t, partition),
+            (Some(g), Some(t)) => self.inner.offset(&g, &t, partition).await,
             _ => Ok(None),
         }
     }
 
-    fn offsets(&self, group: &str) -> CatalogResult<Vec<(String, u32, OffsetRecord)>> {
+    async fn offsets(&self, group: &str) -> CatalogResult<Vec<(String, u32, OffsetRecord)>> {
         let Some(g) = self.wrap(group) else {
             return Ok(Vec::new());
         };
         Ok(self
             .inner
-            .offsets(&g)?
+            .offsets(&g)
+            .await?
             .into_iter()
             .filter_map(|(t, p, o)| Some((self.unwrap(&t)?, p, o)))
             .collect())
     }
 
-    fn group(&self, name: &str) -> CatalogResult<Option<GroupRecord>> {
+    async fn group(&self, name: &str) -> CatalogResult<Option<GroupRecord>> {
         let Some(g) = self.wrap(name) else {
             return Ok(None);
         };
-        Ok(self.inner.group(&g)?.and_then(|g| self.group_out(g)))
+        Ok(self.inner.group(&g).await?.and_then(|g| self.group_out(g)))
     }
 
-    fn groups(&self) -> CatalogResult<Vec<GroupRecord>> {
+    async fn groups(&self) -> CatalogResult<Vec<GroupRecord>> {
         Ok(self
             .inner
-            .groups()?
+            .groups()
+            .await?
             .into_iter()
             .filter_map(|g| self.group_out(g))
             .collect())
     }
 
-    fn txn(&self, id: &str) -> CatalogResult<Option<TxnRecord>> {
+    async fn txn(&self, id: &str) -> CatalogResult<Option<TxnRecord>> {
         let Some(stored) = self.wrap(id) else {
             return Ok(None);
         };
         self.inner
-            .txn(&stored)?
+            .txn(&stored)
+            .await?
             .map(|r| self.txn_record(r, false))
             .transpose()
     }
 
-    fn txns(&self) -> CatalogResult<Vec<(String, TxnRecord)>> {
+    async fn txns(&self) -> CatalogResult<Vec<(String, TxnRecord)>> {
         self.inner
-            .txns()?
+            .txns()
+            .await?
             .into_iter()
             .filter_map(|(id, r)| self.unwrap(&id).map(|id| (id, r)))
             .map(|(id, r)| Ok((id, self.txn_record(r, false)?)))
             .collect()
     }
 
-    fn client_quotas(&self) -> CatalogResult<Vec<ClientQuotas>> {
-        self.inner.client_quotas()
+    async fn client_quotas(&self) -> CatalogResult<Vec<ClientQuotas>> {
+        self.inner.client_quotas().await
     }
 
-    fn users(&self) -> CatalogResult<Vec<UserRecord>> {
-        self.inner.users()
+    async fn users(&self) -> CatalogResult<Vec<UserRecord>> {
+        self.inner.users().await
     }
 
-    fn policies(&self) -> CatalogResult<Vec<PolicyRecord>> {
-        self.inner.policies()
+    async fn policies(&self) -> CatalogResult<Vec<PolicyRecord>> {
+        self.inner.policies().await
     }
 
-    fn bucket_policies(&self) -> CatalogResult<Vec<crate::BucketPolicy>> {
-        self.inner.bucket_policies()
+    async fn bucket_policies(&self) -> CatalogResult<Vec<crate::BucketPolicy>> {
+        self.inner.bucket_policies().await
     }
 
-    fn bucket_config(
+    async fn bucket_config(
         &self,
         bucket: &str,
         kind: crate::BucketConfigKind,
     ) -> CatalogResult<Option<crate::BucketConfig>> {
-        self.inner.bucket_config(bucket, kind)
+        self.inner.bucket_config(bucket, kind).await
     }
 
-    fn bucket_configs(
+    async fn bucket_configs(
         &self,
         kind: crate::BucketConfigKind,
     ) -> CatalogResult<Vec<crate::BucketConfig>> {
-        self.inner.bucket_configs(kind)
+        self.inner.bucket_configs(kind).await
     }
 
-    fn txn_partition(&self, topic_id: u128, partition: u32) -> CatalogResult<TxnPartition> {
-        self.inner.txn_partition(topic_id, partition)
+    async fn txn_partition(&self, topic_id: u128, partition: u32) -> CatalogResult<TxnPartition> {
+        self.inner.txn_partition(topic_id, partition).await
     }
 
-    fn stable_partition(
+    async fn stable_partition(
         &self,
         topic_id: u128,
         partition: u32,
     ) -> CatalogResult<Option<(PartitionState, u64)>> {
-        self.inner.stable_partition(topic_id, partition)
+        self.inner.stable_partition(topic_id, partition).await
     }
 
-    fn aborted_txns(
+    async fn aborted_txns(
         &self,
         topic_id: u128,
         partition: u32,
         from: u64,
         to: u64,
     ) -> CatalogResult<Vec<AbortedTxn>> {
-        self.inner.aborted_txns(topic_id, partition, from, to)
+        self.inner.aborted_txns(topic_id, partition, from, to).await
     }
 
-    fn has_pending_txn_offset(
+    async fn has_pending_txn_offset(
         &self,
         group: &str,
         topic: &str,
         partition: u32,
     ) -> CatalogResult<bool> {
         match (self.wrap(group), self.wrap(topic)) {
-            (Some(g), Some(t)) => self.inner.has_pending_txn_offset(&g, &t, partition),
+            (Some(g), Some(t)) => self.inner.has_pending_txn_offset(&g, &t, partition).await,
             _ => Ok(false),
         }
     }
 
-    fn producers_of(
+    async fn producers_of(
         &self,
         topic_id: u128,
         partition: u32,
     ) -> CatalogResult<Vec<(i64, ProducerState)>> {
-        self.inner.producers_of(topic_id, partition)
+        self.inner.producers_of(topic_id, partition).await
     }
 }

@@ -129,12 +129,12 @@ async fn transactions_commit_whole_or_not_at_all() {
         matches!(err, CatalogError::UnknownPartition { partition: 9, .. }),
         "{err}"
     );
-    assert_eq!(c.partition(7, 1).unwrap().unwrap().next_offset, 0);
-    assert!(c.object("b", "x").unwrap().is_none());
+    assert_eq!(c.partition(7, 1).await.unwrap().unwrap().next_offset, 0);
+    assert!(c.object("b", "x").await.unwrap().is_none());
 
     let out = commit(&c, vec![append(7, 0, 3, 4)]).await.unwrap();
     assert_eq!(out.ops, vec![OpOutcome::Appended { base_offset: 2 }]);
-    let batches = c.read_batches(7, 0, 3, 1 << 20).unwrap();
+    let batches = c.read_batches(7, 0, 3, 1 << 20).await.unwrap();
     assert_eq!(batches.len(), 1, "offset 3 lies inside the second batch");
     assert_eq!((batches[0].base_offset, batches[0].last_offset), (2, 4));
     assert_eq!(
@@ -143,11 +143,11 @@ async fn transactions_commit_whole_or_not_at_all() {
         "base offset rewritten"
     );
     assert_eq!(
-        c.read_batches(7, 0, 0, 1).unwrap().len(),
+        c.read_batches(7, 0, 0, 1).await.unwrap().len(),
         1,
         "at least one batch"
     );
-    assert_eq!(c.read_batches(7, 0, 0, 1 << 20).unwrap().len(), 2);
+    assert_eq!(c.read_batches(7, 0, 0, 1 << 20).await.unwrap().len(), 2);
 
     assert!(matches!(
         commit(&c, vec![Op::DeleteBucket { name: "b".into() }]).await,
@@ -228,8 +228,8 @@ async fn fill(c: &EmbeddedCatalog, from: u32, to: u32) {
     }
 }
 
-fn check_state(c: &EmbeddedCatalog, n: u32) {
-    let objects = c.list_objects("b", "key-", None, usize::MAX).unwrap();
+async fn check_state(c: &EmbeddedCatalog, n: u32) {
+    let objects = c.list_objects("b", "key-", None, usize::MAX).await.unwrap();
     assert_eq!(objects.len(), n as usize);
     for (i, (key, v)) in objects.iter().enumerate() {
         assert_eq!(key, &format!("key-{i:04}"));
@@ -238,11 +238,12 @@ fn check_state(c: &EmbeddedCatalog, n: u32) {
             ObjectData::Inline((i as u32).to_le_bytes().to_vec())
         );
     }
-    let total: u64 = (0..2)
-        .map(|p| c.partition(5, p).unwrap().unwrap().next_offset)
-        .sum();
+    let mut total = 0u64;
+    for p in 0..2 {
+        total += c.partition(5, p).await.unwrap().unwrap().next_offset;
+    }
     assert_eq!(total, u64::from(n));
-    let last = c.offset("g", "t", (n - 1) % 2).unwrap().unwrap();
+    let last = c.offset("g", "t", (n - 1) % 2).await.unwrap().unwrap();
     assert_eq!(last.offset, i64::from(n - 1));
     assert_eq!(last.metadata, Some(format!("m{}", n - 1)));
 }
@@ -259,7 +260,7 @@ async fn restart_replays_the_log_and_checkpoints_rebuild_a_lost_store() {
     drop(c);
 
     let c = open(dir.path());
-    check_state(&c, 50);
+    check_state(&c, 50).await;
     c.checkpoint().unwrap();
     fill(&c, 50, 80).await;
     drop(c);
@@ -269,11 +270,11 @@ async fn restart_replays_the_log_and_checkpoints_rebuild_a_lost_store() {
     std::fs::remove_dir_all(dir.path().join("drive-0")).unwrap();
     let c = open(dir.path());
     assert_eq!(c.drives().offline_count(), 1);
-    check_state(&c, 80);
+    check_state(&c, 80).await;
     fill(&c, 80, 90).await;
     drop(c);
     let c = open(dir.path());
-    check_state(&c, 90);
+    check_state(&c, 90).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -291,20 +292,20 @@ async fn listing_pages_in_byte_order() {
         .unwrap();
     let keys = |v: Vec<(String, ObjectVersion)>| v.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
     assert_eq!(
-        keys(c.list_objects("b", "", None, 100).unwrap()),
+        keys(c.list_objects("b", "", None, 100).await.unwrap()),
         vec!["Z", "a", "a/1", "a/2", "a/3", "b", "é"]
     );
     assert_eq!(
-        keys(c.list_objects("b", "a/", Some("a/1"), 1).unwrap()),
+        keys(c.list_objects("b", "a/", Some("a/1"), 1).await.unwrap()),
         vec!["a/2"]
     );
     assert_eq!(
-        keys(c.list_objects("b", "a/", Some("a/3"), 10).unwrap()),
+        keys(c.list_objects("b", "a/", Some("a/3"), 10).await.unwrap()),
         Vec::<String>::new()
     );
     // Overwriting an unversioned key keeps one version.
     commit(&c, vec![object("b", "a", b"again")]).await.unwrap();
-    assert_eq!(c.list_versions("b", "a", None, 10).unwrap().len(), 4);
+    assert_eq!(c.list_versions("b", "a", None, 10).await.unwrap().len(), 4);
 }
 
 fn segment_files(dir: &Path) -> usize {
@@ -332,7 +333,7 @@ async fn log_segments_live_as_long_as_their_batches() {
         "segments holding batches are kept"
     );
     // Batches still read back from the log after the checkpoint.
-    let all = c.read_batches(9, 0, 0, usize::MAX).unwrap();
+    let all = c.read_batches(9, 0, 0, usize::MAX).await.unwrap();
     assert_eq!(all.len(), 20);
     assert!(
         all.iter()
@@ -426,12 +427,12 @@ async fn multipart_uploads_are_durable_and_free_their_blobs() {
         .unwrap();
     settle(&c).await;
     assert!(c.blobs().open(p1.blob.id).is_err(), "replaced part freed");
-    let parts = c.parts("u1", 0, 10).unwrap();
+    let parts = c.parts("u1", 0, 10).await.unwrap();
     assert_eq!(
         parts.iter().map(|p| p.part_number).collect::<Vec<_>>(),
         [1, 2]
     );
-    assert_eq!(c.parts("u1", 1, 10).unwrap().len(), 1);
+    assert_eq!(c.parts("u1", 1, 10).await.unwrap().len(), 1);
     // A part for an unknown upload is refused.
     let stray = part(&c, 1, b"x");
     assert!(matches!(
@@ -442,21 +443,25 @@ async fn multipart_uploads_are_durable_and_free_their_blobs() {
     let ids =
         |v: Vec<catalog::UploadRecord>| v.into_iter().map(|u| u.upload_id).collect::<Vec<_>>();
     assert_eq!(
-        ids(c.list_uploads("b", "", None, 10).unwrap()),
+        ids(c.list_uploads("b", "", None, 10).await.unwrap()),
         ["u3", "u1", "u2"]
     );
     assert_eq!(
-        ids(c.list_uploads("b", "", Some(("j", None)), 10).unwrap()),
+        ids(c
+            .list_uploads("b", "", Some(("j", None)), 10)
+            .await
+            .unwrap()),
         ["u1", "u2"]
     );
     assert_eq!(
         ids(c
             .list_uploads("b", "", Some(("k", Some("u1"))), 10)
+            .await
             .unwrap()),
         ["u2"]
     );
     assert_eq!(
-        ids(c.list_uploads("b", "k", None, 10).unwrap()),
+        ids(c.list_uploads("b", "k", None, 10).await.unwrap()),
         ["u1", "u2"]
     );
 
@@ -467,8 +472,8 @@ async fn multipart_uploads_are_durable_and_free_their_blobs() {
     std::fs::remove_dir_all(dir.path().join("drive-0")).unwrap();
     let c = open(dir.path());
     assert_eq!(c.drives().offline_count(), 1);
-    assert!(c.upload("b", "k", "u1").unwrap().is_some());
-    assert_eq!(c.parts("u1", 0, 10).unwrap().len(), 2);
+    assert!(c.upload("b", "k", "u1").await.unwrap().is_some());
+    assert_eq!(c.parts("u1", 0, 10).await.unwrap().len(), 2);
     // Complete keeps part 2 only: part 1's blob is freed, part 2's lives on.
     commit(
         &c,
@@ -482,8 +487,8 @@ async fn multipart_uploads_are_durable_and_free_their_blobs() {
     .await
     .unwrap();
     settle(&c).await;
-    assert!(c.upload("b", "k", "u1").unwrap().is_none());
-    assert!(c.parts("u1", 0, 10).unwrap().is_empty());
+    assert!(c.upload("b", "k", "u1").await.unwrap().is_none());
+    assert!(c.parts("u1", 0, 10).await.unwrap().is_empty());
     assert!(c.blobs().open(p1b.blob.id).is_err());
     assert!(c.blobs().open(p2.blob.id).is_ok());
     // Keeping a blob that is not a part fails the whole transaction.
@@ -504,7 +509,7 @@ async fn multipart_uploads_are_durable_and_free_their_blobs() {
         .await,
         Err(CatalogError::InvalidPart(_))
     ));
-    assert!(c.upload("b", "k", "u2").unwrap().is_some());
+    assert!(c.upload("b", "k", "u2").await.unwrap().is_some());
     // Abort frees everything.
     commit(
         &c,
@@ -599,7 +604,7 @@ async fn expansions_hold_their_topic_and_its_unread_records() {
     commit(&c, vec![put(0, Some(expansion(7, 1, vec![0], true)))])
         .await
         .unwrap();
-    assert_eq!(c.expansions("t").unwrap().len(), 1);
+    assert_eq!(c.expansions("t").await.unwrap().len(), 1);
     let truncate = |offset| Op::TruncateBefore {
         topic_id: 7,
         partition: 0,
@@ -621,7 +626,9 @@ async fn expansions_hold_their_topic_and_its_unread_records() {
     .await
     .unwrap();
     assert_eq!(
-        c.expanded_to(&c.topic("t").unwrap().unwrap(), 0).unwrap(),
+        c.expanded_to(&c.topic("t").await.unwrap().unwrap(), 0)
+            .await
+            .unwrap(),
         Some(6)
     );
     commit(&c, vec![truncate(6)]).await.unwrap();
@@ -643,7 +650,7 @@ async fn expansions_hold_their_topic_and_its_unread_records() {
         .insert(0, expansion(7, 1, vec![0], true).versions[0].clone());
     commit(&c, vec![put(1, Some(dropped))]).await.unwrap();
     commit(&c, vec![delete()]).await.unwrap();
-    assert!(c.expansions("t").unwrap().is_empty());
+    assert!(c.expansions("t").await.unwrap().is_empty());
 
     let table = |generation| catalog::TableRecord {
         generation,
@@ -671,20 +678,21 @@ async fn expansions_hold_their_topic_and_its_unread_records() {
         commit(&c, vec![put_table(0, Some(table(1)))]).await,
         Err(CatalogError::PreconditionFailed(_))
     ));
-    assert_eq!(c.other_tables().unwrap().len(), 1);
+    assert_eq!(c.other_tables().await.unwrap().len(), 1);
     commit(&c, vec![put_table(1, None)]).await.unwrap();
-    assert!(c.other_table("expanded", "rows").unwrap().is_none());
+    assert!(c.other_table("expanded", "rows").await.unwrap().is_none());
     assert!(
         c.object("kafka", "expanded/rows/metadata/1.json")
+            .await
             .unwrap()
             .is_none()
     );
-    assert!(c.object("kafka", "expanded/rowsx").unwrap().is_some());
+    assert!(c.object("kafka", "expanded/rowsx").await.unwrap().is_some());
     // All of it survives a restart (replayed from the log).
     drop(c);
     let c = open(dir.path());
-    assert!(c.other_tables().unwrap().is_empty());
-    assert!(c.topic("t").unwrap().is_none());
+    assert!(c.other_tables().await.unwrap().is_empty());
+    assert!(c.topic("t").await.unwrap().is_none());
 }
 
 /// A topic table moves one generation at a time, and deleting its topic takes the table
@@ -710,7 +718,10 @@ async fn topic_tables_follow_their_topic() {
     )
     .await
     .unwrap();
-    assert_eq!(c.topic_table("t").unwrap().unwrap().tabled, vec![3, 0]);
+    assert_eq!(
+        c.topic_table("t").await.unwrap().unwrap().tabled,
+        vec![3, 0]
+    );
     // Built on a stale generation, or for another topic id: refused, nothing applied.
     let stale = commit(
         &c,
@@ -726,6 +737,7 @@ async fn topic_tables_follow_their_topic() {
     );
     assert!(
         c.object("kafka", "kafka_topics/t/metadata/x.json")
+            .await
             .unwrap()
             .is_none()
     );
@@ -744,14 +756,15 @@ async fn topic_tables_follow_their_topic() {
     )
     .await
     .unwrap();
-    assert_eq!(c.topic_table("t").unwrap().unwrap().generation, 2);
+    assert_eq!(c.topic_table("t").await.unwrap().unwrap().generation, 2);
 
     commit(&c, vec![Op::DeleteTopic { name: "t".into() }])
         .await
         .unwrap();
-    assert!(c.topic_table("t").unwrap().is_none());
+    assert!(c.topic_table("t").await.unwrap().is_none());
     let left: Vec<String> = c
         .list_objects("kafka", "", None, 100)
+        .await
         .unwrap()
         .into_iter()
         .map(|(k, _)| k)
@@ -759,6 +772,7 @@ async fn topic_tables_follow_their_topic() {
     assert_eq!(left, vec!["kafka_topics/tt/keep".to_string()]);
     let versions = c
         .list_versions("kafka", "kafka_topics/t/", None, 100)
+        .await
         .unwrap();
     assert!(versions.is_empty(), "{versions:?}");
 }
@@ -789,7 +803,7 @@ async fn blobs_a_crash_left_unreferenced_are_removed_at_the_next_start() {
 
     let c = open(dir.path());
     let checkpoint = catalog::checkpoint::pointer(c.blobs()).unwrap().unwrap();
-    let report = c.collect_orphans().unwrap();
+    let report = c.collect_orphans().await.unwrap();
     // The half-written blob counts when it was not made from a spare; a spare's files
     // are already gone with the spare leftovers.
     assert!((1..=2).contains(&report.removed), "{report:?}");
@@ -800,7 +814,7 @@ async fn blobs_a_crash_left_unreferenced_are_removed_at_the_next_start() {
     assert!(c.blobs().open(checkpoint.blob.id).is_ok());
     // Only the first call collects: later blobs are never candidates.
     let fresh = c.blobs().put(b"written after the start").unwrap();
-    assert_eq!(c.collect_orphans().unwrap().removed, 0);
+    assert_eq!(c.collect_orphans().await.unwrap().removed, 0);
     assert!(c.blobs().open(fresh.id).is_ok());
 }
 
@@ -828,12 +842,12 @@ async fn bucket_replacements_apply_only_to_the_record_they_were_built_on() {
         commit(&c, vec![replace(&original, &versioned)]).await,
         Err(CatalogError::PreconditionFailed(_))
     ));
-    assert_eq!(c.bucket("b").unwrap(), Some(tagged.clone()));
+    assert_eq!(c.bucket("b").await.unwrap(), Some(tagged.clone()));
     // Built on the current record: applied.
     let mut both = tagged.clone();
     both.versioning = Versioning::Enabled;
     commit(&c, vec![replace(&tagged, &both)]).await.unwrap();
-    assert_eq!(c.bucket("b").unwrap(), Some(both.clone()));
+    assert_eq!(c.bucket("b").await.unwrap(), Some(both.clone()));
     // A deleted bucket is not brought back, and a record cannot rename its bucket.
     let mut renamed = both.clone();
     renamed.name = "other".into();
@@ -848,7 +862,7 @@ async fn bucket_replacements_apply_only_to_the_record_they_were_built_on() {
         commit(&c, vec![replace(&both, &both)]).await,
         Err(CatalogError::NoSuchBucket(_))
     ));
-    assert_eq!(c.bucket("b").unwrap(), None);
+    assert_eq!(c.bucket("b").await.unwrap(), None);
 }
 
 /// Every file under `dir` (but the drives' lock files) with its bytes.
@@ -1079,17 +1093,18 @@ async fn transactions_hold_the_stable_offset_and_end_everywhere_at_once() {
     .unwrap();
     // A later plain record does not move the stable offset past the open transaction.
     commit(&c, vec![append(7, 0, 1, 2)]).await.unwrap();
-    let lso = |c: &EmbeddedCatalog, p: u32| {
-        let st = c.partition(7, p).unwrap().unwrap();
+    let lso = async |c: &EmbeddedCatalog, p: u32| {
+        let st = c.partition(7, p).await.unwrap().unwrap();
         (
             c.txn_partition(7, p)
+                .await
                 .unwrap()
                 .last_stable_offset(st.next_offset),
             st.next_offset,
         )
     };
-    assert_eq!(lso(&c, 0), (1, 4));
-    assert_eq!(lso(&c, 1), (0, 2));
+    assert_eq!(lso(&c, 0).await, (1, 4));
+    assert_eq!(lso(&c, 1).await, (0, 2));
     // A wrong epoch, a partition outside the transaction, a group outside it: refused.
     assert!(matches!(
         commit(&c, vec![txn_append(7, 0, "tx", 3, 1, 0)]).await,
@@ -1119,8 +1134,8 @@ async fn transactions_hold_the_stable_offset_and_end_everywhere_at_once() {
         Err(CatalogError::InvalidTxnState(_))
     ));
     commit(&c, vec![held("g", 42)]).await.unwrap();
-    assert!(c.has_pending_txn_offset("g", "src", 0).unwrap());
-    assert_eq!(c.offset("g", "src", 0).unwrap(), None);
+    assert!(c.has_pending_txn_offset("g", "src", 0).await.unwrap());
+    assert_eq!(c.offset("g", "src", 0).await.unwrap(), None);
 
     // Commit: both markers, the offset, the state, at once; the stable offset reaches
     // the end and nothing is recorded as aborted.
@@ -1128,13 +1143,13 @@ async fn transactions_hold_the_stable_offset_and_end_everywhere_at_once() {
         .await
         .unwrap();
     assert_eq!(out.ops, vec![OpOutcome::Done]);
-    assert_eq!(lso(&c, 0), (5, 5));
-    assert_eq!(lso(&c, 1), (3, 3));
-    assert!(c.aborted_txns(7, 0, 0, 5).unwrap().is_empty());
-    assert_eq!(c.offset("g", "src", 0).unwrap().unwrap().offset, 42);
-    assert!(!c.has_pending_txn_offset("g", "src", 0).unwrap());
+    assert_eq!(lso(&c, 0).await, (5, 5));
+    assert_eq!(lso(&c, 1).await, (3, 3));
+    assert!(c.aborted_txns(7, 0, 0, 5).await.unwrap().is_empty());
+    assert_eq!(c.offset("g", "src", 0).await.unwrap().unwrap().offset, 42);
+    assert!(!c.has_pending_txn_offset("g", "src", 0).await.unwrap());
     assert_eq!(
-        c.txn("tx").unwrap().unwrap().phase,
+        c.txn("tx").await.unwrap().unwrap().phase,
         catalog::TxnPhase::CompleteCommit
     );
     // Ending it again is refused: it is no longer open.
@@ -1149,12 +1164,12 @@ async fn transactions_hold_the_stable_offset_and_end_everywhere_at_once() {
     commit(&c, vec![txn_append(7, 0, "tx", 3, 0, 2), held("g", 99)])
         .await
         .unwrap();
-    assert_eq!(lso(&c, 0), (5, 7));
+    assert_eq!(lso(&c, 0).await, (5, 7));
     commit(&c, vec![end_txn(7, &[0, 1], 3, 1, false)])
         .await
         .unwrap();
-    assert_eq!(lso(&c, 0), (8, 8));
-    let aborted = c.aborted_txns(7, 0, 0, 8).unwrap();
+    assert_eq!(lso(&c, 0).await, (8, 8));
+    let aborted = c.aborted_txns(7, 0, 0, 8).await.unwrap();
     assert_eq!(
         aborted,
         vec![catalog::AbortedTxn {
@@ -1164,12 +1179,12 @@ async fn transactions_hold_the_stable_offset_and_end_everywhere_at_once() {
         }]
     );
     // A fetch of a range before the transaction, or after its marker, is not told.
-    assert!(c.aborted_txns(7, 0, 0, 5).unwrap().is_empty());
-    assert!(c.aborted_txns(7, 0, 8, 9).unwrap().is_empty());
-    assert_eq!(c.offset("g", "src", 0).unwrap().unwrap().offset, 42);
-    assert_eq!(c.producer_state(3, 7, 0).unwrap().unwrap().epoch, 1);
+    assert!(c.aborted_txns(7, 0, 0, 5).await.unwrap().is_empty());
+    assert!(c.aborted_txns(7, 0, 8, 9).await.unwrap().is_empty());
+    assert_eq!(c.offset("g", "src", 0).await.unwrap().unwrap().offset, 42);
+    assert_eq!(c.producer_state(3, 7, 0).await.unwrap().unwrap().epoch, 1);
     // Partition 1 saw no data in it: a marker, nothing recorded.
-    assert!(c.aborted_txns(7, 1, 0, 10).unwrap().is_empty());
+    assert!(c.aborted_txns(7, 1, 0, 10).await.unwrap().is_empty());
 
     // Durable: after a restart, and rebuilt from a checkpoint with the store lost.
     c.checkpoint().unwrap();
@@ -1177,13 +1192,13 @@ async fn transactions_hold_the_stable_offset_and_end_everywhere_at_once() {
     drop(c);
     std::fs::remove_dir_all(dir.path().join("drive-0")).unwrap();
     let c = open(dir.path());
-    assert_eq!(lso(&c, 0), (8, 8));
-    assert_eq!(c.aborted_txns(7, 0, 0, 8).unwrap(), aborted);
+    assert_eq!(lso(&c, 0).await, (8, 8));
+    assert_eq!(c.aborted_txns(7, 0, 0, 8).await.unwrap(), aborted);
     assert_eq!(
-        c.txn("tx").unwrap().unwrap().phase,
+        c.txn("tx").await.unwrap().unwrap().phase,
         catalog::TxnPhase::CompleteAbort
     );
-    assert_eq!(c.txns().unwrap().len(), 1);
+    assert_eq!(c.txns().await.unwrap().len(), 1);
 
     // Retention past the marker forgets the abort.
     commit(
@@ -1196,7 +1211,7 @@ async fn transactions_hold_the_stable_offset_and_end_everywhere_at_once() {
     )
     .await
     .unwrap();
-    assert!(c.aborted_txns(7, 0, 0, 8).unwrap().is_empty());
+    assert!(c.aborted_txns(7, 0, 0, 8).await.unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -1226,25 +1241,37 @@ async fn views_keep_topics_and_group_offsets_apart() {
             .await
             .unwrap();
     }
-    assert_eq!(default.topic("orders").unwrap().unwrap().id, 1);
-    assert_eq!(team.topic("orders").unwrap().unwrap().id, 2);
-    assert_eq!(team.topic_by_id(1).unwrap(), None);
-    assert_eq!(team.topic_by_id(2).unwrap().unwrap().name, "orders");
-    let names = |v: &ViewCatalog| {
+    assert_eq!(default.topic("orders").await.unwrap().unwrap().id, 1);
+    assert_eq!(team.topic("orders").await.unwrap().unwrap().id, 2);
+    assert_eq!(team.topic_by_id(1).await.unwrap(), None);
+    assert_eq!(team.topic_by_id(2).await.unwrap().unwrap().name, "orders");
+    let names = async |v: &ViewCatalog| {
         v.topics()
+            .await
             .unwrap()
             .into_iter()
             .map(|t| t.name)
             .collect::<Vec<_>>()
     };
-    assert_eq!(names(&default), ["orders"]);
-    assert_eq!(names(&team), ["orders"]);
-    assert_eq!(c.topics().unwrap().len(), 2);
-    assert_eq!(default.offset("g", "orders", 0).unwrap().unwrap().offset, 5);
-    assert_eq!(team.offset("g", "orders", 0).unwrap().unwrap().offset, 9);
-    assert_eq!(team.offsets("g").unwrap()[0].0, "orders");
+    assert_eq!(names(&default).await, ["orders"]);
+    assert_eq!(names(&team).await, ["orders"]);
+    assert_eq!(c.topics().await.unwrap().len(), 2);
+    assert_eq!(
+        default
+            .offset("g", "orders", 0)
+            .await
+            .unwrap()
+            .unwrap()
+            .offset,
+        5
+    );
+    assert_eq!(
+        team.offset("g", "orders", 0).await.unwrap().unwrap().offset,
+        9
+    );
+    assert_eq!(team.offsets("g").await.unwrap()[0].0, "orders");
     // No client name reaches another view's.
-    assert_eq!(default.topic("\0team\0orders").unwrap(), None);
+    assert_eq!(default.topic("\0team\0orders").await.unwrap(), None);
     assert!(
         default
             .commit(Transaction::new(vec![topic("\0team\0x", 3, 1)]))
@@ -1297,12 +1324,13 @@ async fn bucket_configurations_need_their_bucket_survive_checkpoints_and_go_with
     // Rebuilt from the checkpoint and the log, the store says the same.
     std::fs::remove_dir_all(dir.path().join("drive-0")).unwrap();
     let c = open(dir.path());
-    let doc = |b: &str, k| c.bucket_config(b, k).unwrap().map(|c| c.document);
-    assert_eq!(doc("a", Lifecycle).as_deref(), Some("<L>a</L>"));
-    assert_eq!(doc("a", Cors), None);
-    assert_eq!(doc("ab", Lifecycle).as_deref(), Some("<L>ab2</L>"));
+    let doc = async |b: &str, k| c.bucket_config(b, k).await.unwrap().map(|c| c.document);
+    assert_eq!(doc("a", Lifecycle).await.as_deref(), Some("<L>a</L>"));
+    assert_eq!(doc("a", Cors).await, None);
+    assert_eq!(doc("ab", Lifecycle).await.as_deref(), Some("<L>ab2</L>"));
     let all: Vec<String> = c
         .bucket_configs(Lifecycle)
+        .await
         .unwrap()
         .into_iter()
         .map(|c| c.bucket)
@@ -1313,8 +1341,8 @@ async fn bucket_configurations_need_their_bucket_survive_checkpoints_and_go_with
         .await
         .unwrap();
     commit(&c, vec![bucket("a")]).await.unwrap();
-    assert_eq!(doc("a", Lifecycle), None);
-    assert_eq!(doc("ab", Lifecycle).as_deref(), Some("<L>ab2</L>"));
+    assert_eq!(doc("a", Lifecycle).await, None);
+    assert_eq!(doc("ab", Lifecycle).await.as_deref(), Some("<L>ab2</L>"));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -1415,7 +1443,11 @@ async fn locked_versions_survive_every_removal_until_their_lock_ends() {
     drop(c);
     std::fs::remove_dir_all(dir.path().join("drive-0")).unwrap();
     let c = open(dir.path());
-    let v = c.object_version("b", "comp", "v-comp").unwrap().unwrap();
+    let v = c
+        .object_version("b", "comp", "v-comp")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         v.lock.retention,
         Some(Retention {
@@ -1427,11 +1459,16 @@ async fn locked_versions_survive_every_removal_until_their_lock_ends() {
         commit(&c, remove("comp", NOW + 1999, true)).await
     ));
     assert!(is_locked(commit(&c, remove("gov", NOW + 5, false)).await));
-    assert!(c.object_version("b", "held", "v-held").unwrap().is_none());
+    assert!(
+        c.object_version("b", "held", "v-held")
+            .await
+            .unwrap()
+            .is_none()
+    );
     // Once their time is past, both go.
     commit(&c, remove("comp", NOW + 2000, false)).await.unwrap();
     commit(&c, remove("gov", NOW + 10, false)).await.unwrap();
-    assert!(c.list_versions("b", "", None, 10).unwrap().is_empty());
+    assert!(c.list_versions("b", "", None, 10).await.unwrap().is_empty());
 
     // A write that replaces a locked `null` version is refused while the lock holds.
     let Op::PutObject { mut version, .. } = locked("n", LockMode::Governance, NOW + 50, false)
@@ -1454,5 +1491,5 @@ async fn locked_versions_survive_every_removal_until_their_lock_ends() {
     plain.lock = ObjectLock::default();
     assert!(is_locked(commit(&c, put_null(NOW + 49, &plain)).await));
     commit(&c, put_null(NOW + 50, &plain)).await.unwrap();
-    assert_eq!(c.list_versions("b", "n", None, 10).unwrap().len(), 1);
+    assert_eq!(c.list_versions("b", "n", None, 10).await.unwrap().len(), 1);
 }

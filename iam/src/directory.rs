@@ -164,7 +164,7 @@ impl Directory {
     /// Opens the directory kept in `catalog`, making the config file's users as the
     /// config says (the first is the administrator).
     pub async fn open(catalog: Arc<dyn Catalog>, config: &[ConfigUser]) -> Result<Self, IamError> {
-        let stored = catalog.users()?;
+        let stored = catalog.users().await?;
         let mut ops = Vec::new();
         for c in config {
             let old = stored.iter().find(|u| u.name == c.name);
@@ -205,7 +205,7 @@ impl Directory {
             snapshot: RwLock::new(Arc::default()),
             edits: tokio::sync::Mutex::new(()),
         };
-        d.reload()?;
+        d.reload().await?;
         Ok(d)
     }
 
@@ -230,11 +230,15 @@ impl Directory {
     }
 
     /// Reads everything again from the catalog.
-    pub fn reload(&self) -> Result<(), IamError> {
+    pub async fn reload(&self) -> Result<(), IamError> {
         let Some(c) = &self.catalog else {
             return Ok(());
         };
-        let s = Snapshot::build(c.users()?, c.policies()?, c.bucket_policies()?);
+        let s = Snapshot::build(
+            c.users().await?,
+            c.policies().await?,
+            c.bucket_policies().await?,
+        );
         *self.snapshot.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(s);
         Ok(())
     }
@@ -352,7 +356,7 @@ impl Directory {
         match &self.catalog {
             Some(c) => {
                 c.commit(Transaction::new(ops)).await?;
-                self.reload()
+                self.reload().await
             }
             None => {
                 // In memory: apply the few ops this module makes by hand.

@@ -21,5 +21,5 @@ pub use config::{Destination, NotificationConfig, Rule, RuleSpec};
 pub use error::{ConfigError, RecordError};
 pub use event::EventKind;
 pub use metrics::NotifyMetrics;
-pub use notifier::{DEFAULT_CE_TYPE_PREFIX, Notifier, NotifySettings, Rows};
+pub use notifier::{DEFAULT_CE_TYPE_PREFIX, Notifier, NotifySettings, Rows, Targets};
 pub use record::{ObjectChange, Requester};

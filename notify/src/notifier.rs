@@ -48,6 +48,14 @@ pub struct Notifier {
     order: Mutex<()>,
 }
 
+/// What [`Notifier::targets`] read: the bucket's configuration (none without one) and
+/// each topic its matching rules name (`None`: the topic does not exist).
+#[derive(Debug, Default)]
+pub struct Targets {
+    config: Option<NotificationConfig>,
+    topics: BTreeMap<String, Option<TopicRecord>>,
+}
+
 impl Notifier {
     /// A notifier with these settings.
     pub fn new(settings: NotifySettings) -> Self {
@@ -85,37 +93,54 @@ impl Notifier {
         now.max(prev + 1)
     }
 
-    /// The rows for `changes` (all in `bucket`, whose region is `region`) under the
-    /// bucket's notification configuration. A configuration whose topic no longer exists loses its events
-    /// (counted in `eddy_notify_dropped_events` and logged); the change itself goes on.
-    pub fn rows(
+    /// The bucket's notification configuration and the topics its rules name for
+    /// `changes`, read from the catalog: the first half of [`Notifier::rows`], done before
+    /// the caller takes the ordering lock ([`Notifier::ordered`]), since catalog reads
+    /// may wait on the network.
+    pub async fn targets(
         &self,
         catalog: &dyn Catalog,
+        bucket: &BucketRecord,
+        changes: &[ObjectChange],
+    ) -> Result<Targets, CatalogError> {
+        let config = NotificationConfig::load(&bucket.settings)
+            .map_err(|e| CatalogError::Corrupt(format!("bucket {}: {e}", bucket.name)))?;
+        let mut topics = BTreeMap::new();
+        if let Some(config) = &config {
+            for change in changes {
+                for rule in config.matching(change.kind, &change.key) {
+                    if !topics.contains_key(&rule.topic) {
+                        let t = catalog.topic(&rule.topic).await?;
+                        topics.insert(rule.topic.clone(), t);
+                    }
+                }
+            }
+        }
+        Ok(Targets { config, topics })
+    }
+
+    /// The rows for `changes` (all in `bucket`, whose region is `region`) under the
+    /// bucket's notification configuration, as `targets` read it for the same changes.
+    /// Takes a sequencer per change. A configuration whose topic no longer exists loses
+    /// its events (counted in `eddy_notify_dropped_events` and logged); the change
+    /// itself goes on.
+    pub fn rows(
+        &self,
+        targets: &Targets,
         bucket: &BucketRecord,
         region: &str,
         changes: &[ObjectChange],
         requester: &Requester,
     ) -> Result<Rows, CatalogError> {
-        let Some(config) = NotificationConfig::load(&bucket.settings)
-            .map_err(|e| CatalogError::Corrupt(format!("bucket {}: {e}", bucket.name)))?
-        else {
+        let Some(config) = &targets.config else {
             return Ok(Rows::default());
         };
-        let mut topics: BTreeMap<&str, Option<TopicRecord>> = BTreeMap::new();
         let mut batches: BTreeMap<(u128, u32), (bool, Vec<EventRecord>)> = BTreeMap::new();
         let time_ms = now_ms();
         for change in changes {
             let sequencer = self.next_sequencer();
             for rule in config.matching(change.kind, &change.key) {
-                let topic = match topics.get(rule.topic.as_str()) {
-                    Some(t) => t.clone(),
-                    None => {
-                        let t = catalog.topic(&rule.topic)?;
-                        topics.insert(rule.topic.as_str(), t.clone());
-                        t
-                    }
-                };
-                let Some(topic) = topic else {
+                let Some(Some(topic)) = targets.topics.get(&rule.topic) else {
                     self.metrics.dropped.inc();
                     tracing::warn!(
                         bucket = %bucket.name,

@@ -80,7 +80,7 @@ pub async fn put_bucket_acl(
     req: S3Request<PutBucketAclInput>,
 ) -> S3Result<S3Response<PutBucketAclOutput>> {
     let i = &req.input;
-    gw.bucket_for(&req, &i.bucket)?;
+    gw.bucket_for(&req, &i.bucket).await?;
     let grants = i.access_control_policy.is_some()
         || i.grant_full_control.is_some()
         || i.grant_read.is_some()
@@ -113,7 +113,7 @@ pub async fn get_bucket_acl(
     gw: &Gateway,
     req: S3Request<GetBucketAclInput>,
 ) -> S3Result<S3Response<GetBucketAclOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let mut grants = vec![Grant {
         grantee: Some(Grantee {
             display_name: Some(b.owner.clone()),

@@ -17,7 +17,7 @@ pub async fn get_object_attributes(
     gw: &Gateway,
     req: S3Request<GetObjectAttributesInput>,
 ) -> S3Result<S3Response<GetObjectAttributesOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let i = &req.input;
     let wanted: Vec<String> = i
         .object_attributes
@@ -48,7 +48,7 @@ pub async fn get_object_attributes(
         }
     }
     let wants = |name: &str| wanted.iter().any(|a| a == name);
-    let v = find_version(gw, &b, &i.key, i.version_id.as_deref())?;
+    let v = find_version(gw, &b, &i.key, i.version_id.as_deref()).await?;
     // An SSE-C object's attributes need its key, as its data does.
     crate::sse::for_read(
         gw,

@@ -109,7 +109,7 @@ impl Gateway {
     /// policy denies it, or when nothing allows it and the requester is neither the
     /// bucket's owner nor the administrator. A bucket that does not exist is left to the
     /// operation (it answers `NoSuchBucket`), except for anonymous requests.
-    pub fn authorize(
+    pub async fn authorize(
         &self,
         who: &AuthzContext,
         action: &str,
@@ -142,7 +142,7 @@ impl Gateway {
                 // (making one that exists answers BucketAlreadyExists, as AWS does).
                 (Some(_), None) => true,
                 (Some(_), Some(_)) if action == "s3:CreateBucket" => true,
-                (Some(p), Some(b)) => match self.catalog().bucket(b) {
+                (Some(p), Some(b)) => match self.catalog().bucket(b).await {
                     Ok(Some(record)) => record.owner == p,
                     Ok(None) => true,
                     Err(e) => return Err(crate::error::catalog_error(e)),

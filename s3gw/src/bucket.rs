@@ -93,7 +93,7 @@ pub async fn create_bucket(
             }))
         }
         Err(CatalogError::BucketExists(_)) => {
-            let existing = gw.catalog().bucket(&name).or_s3()?;
+            let existing = gw.catalog().bucket(&name).await.or_s3()?;
             let owner = existing.as_ref().map(|b| b.owner.as_str());
             let us_east_1 =
                 |loc: Option<&[u8]>| loc.is_none_or(|l| l.is_empty() || l == b"us-east-1");
@@ -129,10 +129,11 @@ pub async fn delete_bucket(
     gw: &Gateway,
     req: S3Request<DeleteBucketInput>,
 ) -> S3Result<S3Response<DeleteBucketOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let mut ops: Vec<Op> = gw
         .catalog()
         .list_uploads(&b.name, "", None, 100_000)
+        .await
         .or_s3()?
         .into_iter()
         .map(|u| Op::DeleteUpload {
@@ -146,7 +147,10 @@ pub async fn delete_bucket(
     gw.catalog().commit(Transaction::new(ops)).await.or_s3()?;
     // The bucket's policy went with it: forget it now, or a bucket made again under the
     // same name would be open to what the old one granted.
-    gw.directory().reload().map_err(crate::error::iam_error)?;
+    gw.directory()
+        .reload()
+        .await
+        .map_err(crate::error::iam_error)?;
     Ok(S3Response::new(DeleteBucketOutput {}))
 }
 
@@ -155,7 +159,7 @@ pub async fn head_bucket(
     gw: &Gateway,
     req: S3Request<HeadBucketInput>,
 ) -> S3Result<S3Response<HeadBucketOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     Ok(S3Response::new(HeadBucketOutput {
         bucket_region: location(&b),
         ..Default::default()
@@ -180,7 +184,7 @@ pub async fn get_bucket_location(
     gw: &Gateway,
     req: S3Request<GetBucketLocationInput>,
 ) -> S3Result<S3Response<GetBucketLocationOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     Ok(S3Response::new(GetBucketLocationOutput {
         location_constraint: location(&b).map(BucketLocationConstraint::from),
     }))
@@ -209,6 +213,7 @@ pub async fn list_buckets(
     let mut records: Vec<BucketRecord> = gw
         .catalog()
         .buckets()
+        .await
         .or_s3()?
         .into_iter()
         .filter(|b| (b.owner == user || gw.is_admin(&user)) && b.name.starts_with(&prefix))
@@ -255,7 +260,7 @@ pub(crate) async fn update_bucket<T: Sync>(
     mut change: impl FnMut(&mut BucketRecord) -> S3Result<()> + Send,
 ) -> S3Result<()> {
     for _ in 0..UPDATE_ATTEMPTS {
-        let expected = gw.bucket_for(req, name)?;
+        let expected = gw.bucket_for(req, name).await?;
         let mut record = expected.clone();
         change(&mut record)?;
         let op = Op::ReplaceBucket { expected, record };
@@ -290,7 +295,7 @@ pub async fn get_bucket_tagging(
     gw: &Gateway,
     req: S3Request<GetBucketTaggingInput>,
 ) -> S3Result<S3Response<GetBucketTaggingOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     if b.tags.is_empty() {
         return Err(s3_error!(NoSuchTagSet, "The TagSet does not exist"));
     }

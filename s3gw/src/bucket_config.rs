@@ -48,12 +48,12 @@ pub async fn put(
 }
 
 /// One of a bucket's configurations, parsed; `None` when it has none.
-pub fn get<T: for<'x> Deserialize<'x>>(
+pub async fn get<T: for<'x> Deserialize<'x>>(
     gw: &Gateway,
     bucket: &str,
     kind: BucketConfigKind,
 ) -> S3Result<Option<T>> {
-    let Some(c) = gw.catalog().bucket_config(bucket, kind).or_s3()? else {
+    let Some(c) = gw.catalog().bucket_config(bucket, kind).await.or_s3()? else {
         return Ok(None);
     };
     from_xml(&c.document).map(Some).map_err(|e| {

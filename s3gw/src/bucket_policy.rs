@@ -14,7 +14,7 @@ pub async fn put_bucket_policy(
     gw: &Gateway,
     req: S3Request<PutBucketPolicyInput>,
 ) -> S3Result<S3Response<PutBucketPolicyOutput>> {
-    gw.bucket_for(&req, &req.input.bucket)?;
+    gw.bucket_for(&req, &req.input.bucket).await?;
     gw.directory()
         .put_bucket_policy(&req.input.bucket, Some(&req.input.policy))
         .await
@@ -30,7 +30,7 @@ pub async fn get_bucket_policy(
     gw: &Gateway,
     req: S3Request<GetBucketPolicyInput>,
 ) -> S3Result<S3Response<GetBucketPolicyOutput>> {
-    gw.bucket_for(&req, &req.input.bucket)?;
+    gw.bucket_for(&req, &req.input.bucket).await?;
     let policy = gw
         .directory()
         .bucket_policy_text(&req.input.bucket)
@@ -45,7 +45,7 @@ pub async fn delete_bucket_policy(
     gw: &Gateway,
     req: S3Request<DeleteBucketPolicyInput>,
 ) -> S3Result<S3Response<DeleteBucketPolicyOutput>> {
-    gw.bucket_for(&req, &req.input.bucket)?;
+    gw.bucket_for(&req, &req.input.bucket).await?;
     gw.directory()
         .put_bucket_policy(&req.input.bucket, None)
         .await

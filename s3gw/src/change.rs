@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use catalog::{BucketRecord, CatalogError, CommitOutcome, ObjectVersion, Op, Transaction};
-use notify::{ObjectChange, Requester, Rows};
+use notify::{ObjectChange, Requester, Rows, Targets};
 use s3s::S3Result;
 use storage::BlobMeta;
 
@@ -197,12 +197,12 @@ impl<'a> Change<'a> {
 
     /// The notification rows of this change's events, under the configuration of the
     /// bucket as the request loaded it.
-    fn rows(&self, gw: &Gateway) -> S3Result<Rows> {
+    /// The change's events as the notifier sees them.
+    fn changes(&self) -> Vec<ObjectChange> {
         let Some(b) = self.bucket else {
-            return Ok(Rows::default());
+            return Vec::new();
         };
-        let changes: Vec<ObjectChange> = self
-            .events
+        self.events
             .iter()
             .map(|p| ObjectChange {
                 kind: p.event,
@@ -212,15 +212,27 @@ impl<'a> Change<'a> {
                 etag: p.etag.clone(),
                 version_id: versioning::reported_version(b, &p.version_id),
             })
-            .collect();
+            .collect()
+    }
+
+    /// The notification targets of the change, read from the catalog.
+    async fn targets(&self, gw: &Gateway, changes: &[ObjectChange]) -> S3Result<Targets> {
+        let Some(b) = self.bucket else {
+            return Ok(Targets::default());
+        };
         gw.notifier()
-            .rows(
-                gw.catalog(),
-                b,
-                &bucket::region(b),
-                &changes,
-                &self.requester,
-            )
+            .targets(gw.catalog(), b, changes)
+            .await
+            .or_s3()
+    }
+
+    /// The notification rows of the change (taking their sequencers).
+    fn rows(&self, gw: &Gateway, targets: &Targets, changes: &[ObjectChange]) -> S3Result<Rows> {
+        let Some(b) = self.bucket else {
+            return Ok(Rows::default());
+        };
+        gw.notifier()
+            .rows(targets, b, &bucket::region(b), changes, &self.requester)
             .or_s3()
     }
 
@@ -232,9 +244,14 @@ impl<'a> Change<'a> {
             // Sequencers are handed out and the transaction queued for the committer
             // under one lock, so the committer (which takes transactions in queue order)
             // commits a key's changes in the order of their sequencers.
+            let changes = self.changes();
+            let targets = match self.targets(gw, &changes).await {
+                Ok(t) => t,
+                Err(e) => break Err(e),
+            };
             let (rows, committed) = {
                 let _in_order = gw.notifier().ordered();
-                let rows = match self.rows(gw) {
+                let rows = match self.rows(gw, &targets, &changes) {
                     Ok(r) => r,
                     Err(e) => break Err(e),
                 };

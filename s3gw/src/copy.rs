@@ -83,7 +83,7 @@ pub async fn copy_data(
 }
 
 /// The copy source, after checking the user may read it.
-fn source<T>(
+async fn source<T>(
     gw: &Gateway,
     req: &S3Request<T>,
     cs: &CopySource,
@@ -105,9 +105,10 @@ fn source<T>(
     } else {
         "s3:GetObject"
     };
-    gw.authorize(&gw.authz_context(req), action, Some(bucket), Some(key))?;
-    let b = gw.bucket_for(req, bucket)?;
-    let v = find_version(gw, &b, key, version_id.as_deref())?;
+    gw.authorize(&gw.authz_context(req), action, Some(bucket), Some(key))
+        .await?;
+    let b = gw.bucket_for(req, bucket).await?;
+    let v = find_version(gw, &b, key, version_id.as_deref()).await?;
     Ok((b, key.to_string(), v))
 }
 
@@ -150,8 +151,8 @@ pub async fn copy_object(
     gw: &Gateway,
     req: S3Request<CopyObjectInput>,
 ) -> S3Result<S3Response<CopyObjectOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
-    let (src_b, src_key, src) = source(gw, &req, &req.input.copy_source)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
+    let (src_b, src_key, src) = source(gw, &req, &req.input.copy_source).await?;
     let requester = gw.requester(&req);
     let i = req.input;
     check_key(&i.key)?;
@@ -313,8 +314,8 @@ pub async fn upload_part_copy(
     gw: &Gateway,
     req: S3Request<UploadPartCopyInput>,
 ) -> S3Result<S3Response<UploadPartCopyOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
-    let (src_b, _, src) = source(gw, &req, &req.input.copy_source)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
+    let (src_b, _, src) = source(gw, &req, &req.input.copy_source).await?;
     let i = req.input;
     let n = check_part_number(i.part_number)?;
     let source_key = sse::for_read(
@@ -327,7 +328,7 @@ pub async fn upload_part_copy(
             copy_source_sse_customer_key_md5
         ),
     )?;
-    let upload = upload_of(gw, &b.name, &i.key, &i.upload_id)?;
+    let upload = upload_of(gw, &b.name, &i.key, &i.upload_id).await?;
     // The part is encrypted as its upload is, with the upload's SSE-C key when it has one.
     let seal = sse::for_read(
         gw,

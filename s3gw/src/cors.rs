@@ -20,7 +20,7 @@ pub async fn put_bucket_cors(
     gw: &Gateway,
     req: S3Request<PutBucketCorsInput>,
 ) -> S3Result<S3Response<PutBucketCorsOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let config = req.input.cors_configuration;
     validate(&config)?;
     let document = bucket_config::to_xml(&config)?;
@@ -33,8 +33,9 @@ pub async fn get_bucket_cors(
     gw: &Gateway,
     req: S3Request<GetBucketCorsInput>,
 ) -> S3Result<S3Response<GetBucketCorsOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
-    let config: CORSConfiguration = bucket_config::get(gw, &b.name, BucketConfigKind::Cors)?
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
+    let config: CORSConfiguration = bucket_config::get(gw, &b.name, BucketConfigKind::Cors)
+        .await?
         .ok_or_else(|| {
             s3_error!(
                 NoSuchCORSConfiguration,
@@ -51,7 +52,7 @@ pub async fn delete_bucket_cors(
     gw: &Gateway,
     req: S3Request<DeleteBucketCorsInput>,
 ) -> S3Result<S3Response<DeleteBucketCorsOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     bucket_config::put(gw, &b.name, BucketConfigKind::Cors, None).await?;
     Ok(S3Response::with_status(
         DeleteBucketCorsOutput::default(),
@@ -235,14 +236,15 @@ impl Cors {
     }
 
     /// The configuration of a bucket, if any (an unreadable one counts as none).
-    fn config(&self, bucket: &str) -> Option<CORSConfiguration> {
+    async fn config(&self, bucket: &str) -> Option<CORSConfiguration> {
         bucket_config::get(&self.gw, bucket, BucketConfigKind::Cors)
+            .await
             .ok()
             .flatten()
     }
 
     /// The answer to a preflight `OPTIONS` request.
-    pub fn preflight<B>(&self, req: &http::Request<B>) -> http::Response<s3s::Body> {
+    pub async fn preflight<B>(&self, req: &http::Request<B>) -> http::Response<s3s::Body> {
         let h = req.headers();
         let text = |name: &str| h.get(name).and_then(|v| v.to_str().ok());
         let (Some(origin), Some(method)) = (text("origin"), text("access-control-request-method"))
@@ -260,14 +262,14 @@ impl Cors {
                 "CORSResponse: Bucket not found",
             );
         };
-        if !matches!(self.gw.catalog().bucket(&bucket), Ok(Some(_))) {
+        if !matches!(self.gw.catalog().bucket(&bucket).await, Ok(Some(_))) {
             return error(
                 StatusCode::NOT_FOUND,
                 "NoSuchBucket",
                 "The specified bucket does not exist",
             );
         }
-        let Some(config) = self.config(&bucket) else {
+        let Some(config) = self.config(&bucket).await else {
             return error(
                 StatusCode::FORBIDDEN,
                 "AccessForbidden",
@@ -301,8 +303,14 @@ impl Cors {
 
     /// Adds the `Access-Control-*` headers to the response of an actual request from
     /// `origin` with `method`, when a rule of `bucket` allows it.
-    pub fn decorate(&self, bucket: &str, origin: &str, method: &Method, headers: &mut HeaderMap) {
-        let Some(config) = self.config(bucket) else {
+    pub async fn decorate(
+        &self,
+        bucket: &str,
+        origin: &str,
+        method: &Method,
+        headers: &mut HeaderMap,
+    ) {
+        let Some(config) = self.config(bucket).await else {
             return;
         };
         if let Some(rule) = rule_for(&config, origin, method.as_str(), &[]) {

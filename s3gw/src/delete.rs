@@ -132,8 +132,12 @@ async fn delete_one(
         .bypass_governance(bypass_governance);
     if conditions.any() {
         let target = match version_id {
-            Some(vid) => gw.catalog().object_version(&b.name, key, vid).or_s3()?,
-            None => gw.catalog().object(&b.name, key).or_s3()?,
+            Some(vid) => gw
+                .catalog()
+                .object_version(&b.name, key, vid)
+                .await
+                .or_s3()?,
+            None => gw.catalog().object(&b.name, key).await.or_s3()?,
         };
         conditions.check(target.as_ref())?;
         // The current version could be replaced between the check and the commit: the
@@ -144,7 +148,12 @@ async fn delete_one(
         }
     }
     if let Some(vid) = version_id {
-        let Some(v) = gw.catalog().object_version(&b.name, key, vid).or_s3()? else {
+        let Some(v) = gw
+            .catalog()
+            .object_version(&b.name, key, vid)
+            .await
+            .or_s3()?
+        else {
             return Ok(Deleted {
                 version_id: Some(vid.to_owned()),
                 delete_marker: false,
@@ -160,6 +169,7 @@ async fn delete_one(
         && gw
             .catalog()
             .object_version(&b.name, key, "null")
+            .await
             .or_s3()?
             .is_none()
     {
@@ -187,7 +197,7 @@ pub async fn delete_object(
     gw: &Gateway,
     req: S3Request<DeleteObjectInput>,
 ) -> S3Result<S3Response<DeleteObjectOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let i = &req.input;
     let conditions = Conditions {
         etag: i.if_match.as_ref(),
@@ -200,7 +210,8 @@ pub async fn delete_object(
         &b.name,
         Some(&i.key),
         i.bypass_governance_retention,
-    )?;
+    )
+    .await?;
     let d = delete_one(
         gw,
         &b,
@@ -226,7 +237,7 @@ pub async fn delete_objects(
     gw: &Gateway,
     req: S3Request<DeleteObjectsInput>,
 ) -> S3Result<S3Response<DeleteObjectsOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let del = &req.input.delete;
     if del.objects.len() > 1000 {
         return Err(s3_error!(
@@ -258,19 +269,21 @@ pub async fn delete_objects(
                     last_modified: o.last_modified_time.as_ref(),
                     size: o.size,
                 };
-                let allowed = gw
-                    .authorize(who, action, Some(&b.name), Some(&o.key))
-                    .and_then(|()| {
-                        if bypass_asked {
-                            gw.authorize(
-                                who,
-                                "s3:BypassGovernanceRetention",
-                                Some(&b.name),
-                                Some(&o.key),
-                            )?;
-                        }
-                        Ok(bypass_asked)
-                    });
+                let allowed = async {
+                    gw.authorize(who, action, Some(&b.name), Some(&o.key))
+                        .await?;
+                    if bypass_asked {
+                        gw.authorize(
+                            who,
+                            "s3:BypassGovernanceRetention",
+                            Some(&b.name),
+                            Some(&o.key),
+                        )
+                        .await?;
+                    }
+                    Ok(bypass_asked)
+                }
+                .await;
                 let r = match allowed {
                     Ok(bypass) => {
                         let vid = o.version_id.as_deref();

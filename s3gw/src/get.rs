@@ -81,14 +81,19 @@ pub fn failed_error(f: Failed) -> S3Error {
 }
 
 /// The version a read addresses: the current one, or `version_id`.
-pub fn find_version(
+pub async fn find_version(
     gw: &Gateway,
     b: &BucketRecord,
     key: &str,
     version_id: Option<&str>,
 ) -> S3Result<ObjectVersion> {
     match version_id {
-        Some(id) => match gw.catalog().object_version(&b.name, key, id).or_s3()? {
+        Some(id) => match gw
+            .catalog()
+            .object_version(&b.name, key, id)
+            .await
+            .or_s3()?
+        {
             Some(v) if v.delete_marker => {
                 // As AWS: the marker's headers say what the client addressed.
                 let mut err = s3_error!(
@@ -104,20 +109,21 @@ pub fn find_version(
                 "The specified version does not exist"
             )),
         },
-        None => match gw.catalog().object(&b.name, key).or_s3()? {
+        None => match gw.catalog().object(&b.name, key).await.or_s3()? {
             Some(v) => Ok(v),
-            None => Err(no_current_version(gw, b, key)),
+            None => Err(no_current_version(gw, b, key).await),
         },
     }
 }
 
 /// `NoSuchKey`, with `x-amz-delete-marker: true` and the marker's version id when the
 /// key's newest version is a delete marker.
-fn no_current_version(gw: &Gateway, b: &BucketRecord, key: &str) -> S3Error {
+async fn no_current_version(gw: &Gateway, b: &BucketRecord, key: &str) -> S3Error {
     let mut err = s3_error!(NoSuchKey, "The specified key does not exist");
     let newest = gw
         .catalog()
         .list_versions(&b.name, key, Some(key), 1)
+        .await
         .ok()
         .and_then(|v| v.into_iter().next())
         .filter(|(k, v)| k == key && v.delete_marker);
@@ -243,7 +249,7 @@ struct Selected {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn read_selection(
+async fn read_selection(
     gw: &Gateway,
     b: &BucketRecord,
     key: &str,
@@ -253,7 +259,7 @@ fn read_selection(
     part_number: Option<i32>,
     mode: Option<&ChecksumMode>,
 ) -> S3Result<Selected> {
-    let v = find_version(gw, b, key, version_id)?;
+    let v = find_version(gw, b, key, version_id).await?;
     conditions.check(&v).map_err(|f| {
         let not_modified = f == Failed::NotModified;
         let mut e = failed_error(f);
@@ -303,7 +309,7 @@ macro_rules! select {
 
 /// The `x-amz-expiration` of a GET or HEAD: when a lifecycle rule expires the version
 /// read, the current one (no `versionId` asked for) or the one named.
-fn current_expiration(
+async fn current_expiration(
     gw: &Gateway,
     bucket: &str,
     current: bool,
@@ -311,9 +317,9 @@ fn current_expiration(
     v: &ObjectVersion,
 ) -> Option<String> {
     if current {
-        crate::lifecycle::expiration(gw, bucket, key, v.size, &v.tags, v.last_modified_ms)
+        crate::lifecycle::expiration(gw, bucket, key, v.size, &v.tags, v.last_modified_ms).await
     } else {
-        crate::lifecycle::noncurrent_expiration(gw, bucket, key, &v.version_id)
+        crate::lifecycle::noncurrent_expiration(gw, bucket, key, &v.version_id).await
     }
 }
 
@@ -322,7 +328,7 @@ pub async fn get_object(
     gw: &Gateway,
     req: S3Request<GetObjectInput>,
 ) -> S3Result<S3Response<GetObjectOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let i = &req.input;
     let Selected {
         v,
@@ -331,7 +337,7 @@ pub async fn get_object(
         content_range,
         h,
         f,
-    } = select!(gw, &b, i)?;
+    } = select!(gw, &b, i).await?;
     let key = sse::for_read(
         gw,
         v.encryption.as_ref(),
@@ -343,8 +349,9 @@ pub async fn get_object(
         ),
     )?;
     let body = response_body(gw.catalog().blobs(), &v.data, start, end, key.as_ref()).await?;
-    let expiration = current_expiration(gw, &b.name, i.version_id.is_none(), i.key.as_str(), &v);
-    let lock = crate::object_lock::headers(gw, &req, &b.name, &i.key, &v.lock);
+    let expiration =
+        current_expiration(gw, &b.name, i.version_id.is_none(), i.key.as_str(), &v).await;
+    let lock = crate::object_lock::headers(gw, &req, &b.name, &i.key, &v.lock).await;
     let r = sse::reported(v.encryption.as_ref());
     Ok(S3Response::new(GetObjectOutput {
         expiration,
@@ -385,7 +392,7 @@ pub async fn head_object(
     gw: &Gateway,
     req: S3Request<HeadObjectInput>,
 ) -> S3Result<S3Response<HeadObjectOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let i = &req.input;
     let Selected {
         v,
@@ -394,7 +401,7 @@ pub async fn head_object(
         content_range,
         h,
         f,
-    } = select!(gw, &b, i)?;
+    } = select!(gw, &b, i).await?;
     sse::for_read(
         gw,
         v.encryption.as_ref(),
@@ -405,8 +412,9 @@ pub async fn head_object(
             sse_customer_key_md5
         ),
     )?;
-    let expiration = current_expiration(gw, &b.name, i.version_id.is_none(), i.key.as_str(), &v);
-    let lock = crate::object_lock::headers(gw, &req, &b.name, &i.key, &v.lock);
+    let expiration =
+        current_expiration(gw, &b.name, i.version_id.is_none(), i.key.as_str(), &v).await;
+    let lock = crate::object_lock::headers(gw, &req, &b.name, &i.key, &v.lock).await;
     let r = sse::reported(v.encryption.as_ref());
     Ok(S3Response::new(HeadObjectOutput {
         expiration,

@@ -202,9 +202,10 @@ impl Gateway {
 
     /// The bucket a request names (`NoSuchBucket` when it does not exist); the access
     /// hook has already checked that the requester may use it ([`authz`]).
-    pub fn bucket_for<T>(&self, _req: &S3Request<T>, name: &str) -> S3Result<BucketRecord> {
+    pub async fn bucket_for<T>(&self, _req: &S3Request<T>, name: &str) -> S3Result<BucketRecord> {
         self.catalog
             .bucket(name)
+            .await
             .or_s3()?
             .ok_or_else(|| s3_error!(NoSuchBucket, "The specified bucket does not exist"))
     }
@@ -339,12 +340,14 @@ impl s3s::access::S3Access for Access {
         };
         // Each key of a multi-object delete is checked as a DeleteObject of its own.
         if op != "DeleteObjects" {
-            self.0.authorize(
-                &who,
-                &authz::action(op, versioned),
-                bucket.as_deref(),
-                key.as_deref(),
-            )?;
+            self.0
+                .authorize(
+                    &who,
+                    &authz::action(op, versioned),
+                    bucket.as_deref(),
+                    key.as_deref(),
+                )
+                .await?;
         }
         cx.extensions_mut().insert(who);
         Ok(())

@@ -73,7 +73,7 @@ pub struct Page {
 }
 
 /// Lists up to `max` entries (objects and common prefixes) after `after`.
-pub fn list_page(
+pub async fn list_page(
     gw: &Gateway,
     bucket: &str,
     prefix: &str,
@@ -97,6 +97,7 @@ pub fn list_page(
         let batch = gw
             .catalog()
             .list_objects(bucket, prefix, cursor.as_deref(), want)
+            .await
             .or_s3()?;
         let n = batch.len();
         let mut restart = false;
@@ -206,7 +207,7 @@ pub async fn list_objects(
     gw: &Gateway,
     req: S3Request<ListObjectsInput>,
 ) -> S3Result<S3Response<ListObjectsOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let i = req.input;
     let url = url_mode(i.encoding_type.as_ref())?;
     let prefix = i.prefix.clone().unwrap_or_default();
@@ -217,7 +218,7 @@ pub async fn list_objects(
         .as_deref()
         .filter(|m| !m.is_empty())
         .map(|m| resume_after(m, &prefix, &delimiter));
-    let page = list_page(gw, &b.name, &prefix, &delimiter, after, max)?;
+    let page = list_page(gw, &b.name, &prefix, &delimiter, after, max).await?;
     let contents: Vec<Object> = page
         .objects
         .iter()
@@ -264,7 +265,7 @@ pub async fn list_objects_v2(
     gw: &Gateway,
     req: S3Request<ListObjectsV2Input>,
 ) -> S3Result<S3Response<ListObjectsV2Output>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let i = req.input;
     let url = url_mode(i.encoding_type.as_ref())?;
     let prefix = i.prefix.clone().unwrap_or_default();
@@ -275,7 +276,7 @@ pub async fn list_objects_v2(
         (None, Some(s)) if !s.is_empty() => Some(resume_after(s, &prefix, &delimiter)),
         _ => None,
     };
-    let page = list_page(gw, &b.name, &prefix, &delimiter, after, max)?;
+    let page = list_page(gw, &b.name, &prefix, &delimiter, after, max).await?;
     let fetch_owner = i.fetch_owner.unwrap_or(false);
     let contents: Vec<Object> = page
         .objects
@@ -309,7 +310,7 @@ pub async fn list_object_versions(
     gw: &Gateway,
     req: S3Request<ListObjectVersionsInput>,
 ) -> S3Result<S3Response<ListObjectVersionsOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let i = req.input;
     let url = url_mode(i.encoding_type.as_ref())?;
     let prefix = i.prefix.clone().unwrap_or_default();
@@ -356,6 +357,7 @@ pub async fn list_object_versions(
         let batch = gw
             .catalog()
             .list_versions(&b.name, &prefix, start.as_deref(), fetch)
+            .await
             .or_s3()?;
         let n = batch.len();
         let mut restart = false;

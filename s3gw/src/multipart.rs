@@ -27,7 +27,7 @@ pub async fn create_multipart_upload(
     gw: &Gateway,
     req: S3Request<CreateMultipartUploadInput>,
 ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     // An anonymous upload (a bucket policy allows it) is listed as AWS lists one.
     let user = gw.user(&req).unwrap_or_else(|_| "anonymous".to_owned());
     let i = req.input;
@@ -126,7 +126,7 @@ pub async fn create_multipart_upload(
     }))
 }
 
-pub(crate) fn upload_of(
+pub(crate) async fn upload_of(
     gw: &Gateway,
     bucket: &str,
     key: &str,
@@ -134,6 +134,7 @@ pub(crate) fn upload_of(
 ) -> S3Result<UploadRecord> {
     gw.catalog()
         .upload(bucket, key, upload_id)
+        .await
         .or_s3()?
         .ok_or_else(|| {
             s3_error!(
@@ -181,7 +182,7 @@ pub async fn upload_part(
     gw: &Gateway,
     req: S3Request<UploadPartInput>,
 ) -> S3Result<S3Response<UploadPartOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let S3Request {
         input,
         headers,
@@ -189,7 +190,7 @@ pub async fn upload_part(
         ..
     } = req;
     let n = check_part_number(input.part_number)?;
-    let upload = upload_of(gw, &b.name, &input.key, &input.upload_id)?;
+    let upload = upload_of(gw, &b.name, &input.key, &input.upload_id).await?;
     // A part is encrypted as its upload is, an SSE-C part with the upload's key only.
     let seal = sse::for_read(
         gw,
@@ -267,12 +268,12 @@ pub async fn complete_multipart_upload(
     gw: &Gateway,
     req: S3Request<CompleteMultipartUploadInput>,
 ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let requester = gw.requester(&req);
     let i = req.input;
-    let upload = match upload_of(gw, &b.name, &i.key, &i.upload_id) {
+    let upload = match upload_of(gw, &b.name, &i.key, &i.upload_id).await {
         Ok(u) => u,
-        Err(e) => return already_completed(gw, &b, &i).ok_or(e),
+        Err(e) => return already_completed(gw, &b, &i).await.ok_or(e),
     };
     let requested = i
         .multipart_upload
@@ -291,6 +292,7 @@ pub async fn complete_multipart_upload(
     let stored = gw
         .catalog()
         .parts(&i.upload_id, 0, MAX_PARTS as usize)
+        .await
         .or_s3()?;
     let mut chosen: Vec<&PartRecord> = Vec::with_capacity(requested.len());
     let mut prev = 0i32;
@@ -459,7 +461,7 @@ fn multipart_etag<'a>(part_etags: impl ExactSizeIterator<Item = &'a str>) -> Str
 /// object it made is recognized by its ETag, which the request's part ETags determine;
 /// `None` (the caller answers `NoSuchUpload`) unless the key's current object is exactly
 /// that one.
-fn already_completed(
+async fn already_completed(
     gw: &Gateway,
     b: &catalog::BucketRecord,
     i: &CompleteMultipartUploadInput,
@@ -473,7 +475,7 @@ fn already_completed(
         return None;
     }
     let want = multipart_etag(etags.iter().map(String::as_str));
-    let v = gw.catalog().object(&b.name, &i.key).ok()??;
+    let v = gw.catalog().object(&b.name, &i.key).await.ok()??;
     if v.etag != want || v.parts.len() != etags.len() {
         return None;
     }
@@ -501,7 +503,7 @@ pub async fn abort_multipart_upload(
     gw: &Gateway,
     req: S3Request<AbortMultipartUploadInput>,
 ) -> S3Result<S3Response<AbortMultipartUploadOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let i = req.input;
     Change::new()
         .op(Op::DeleteUpload {
@@ -523,15 +525,19 @@ pub async fn list_parts(
     gw: &Gateway,
     req: S3Request<ListPartsInput>,
 ) -> S3Result<S3Response<ListPartsOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let i = req.input;
-    let upload = upload_of(gw, &b.name, &i.key, &i.upload_id)?;
+    let upload = upload_of(gw, &b.name, &i.key, &i.upload_id).await?;
     let max = i.max_parts.unwrap_or(1000).clamp(0, 1000) as usize;
     let marker = i
         .part_number_marker
         .and_then(|m| u32::try_from(m).ok())
         .unwrap_or(0);
-    let mut parts = gw.catalog().parts(&i.upload_id, marker, max + 1).or_s3()?;
+    let mut parts = gw
+        .catalog()
+        .parts(&i.upload_id, marker, max + 1)
+        .await
+        .or_s3()?;
     let truncated = parts.len() > max;
     parts.truncate(max);
     let next = parts.last().map(|p| p.part_number as i32);
@@ -577,7 +583,7 @@ pub async fn list_multipart_uploads(
     gw: &Gateway,
     req: S3Request<ListMultipartUploadsInput>,
 ) -> S3Result<S3Response<ListMultipartUploadsOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let i = req.input;
     let prefix = i.prefix.clone().unwrap_or_default();
     let delimiter = i.delimiter.clone().unwrap_or_default();
@@ -603,6 +609,7 @@ pub async fn list_multipart_uploads(
                 after.as_ref().map(|(k, u)| (k.as_str(), u.as_deref())),
                 1000,
             )
+            .await
             .or_s3()?;
         let n = batch.len();
         let mut restart = false;

@@ -43,7 +43,7 @@ pub async fn put_bucket_notification_configuration(
 ) -> S3Result<S3Response<PutBucketNotificationConfigurationOutput>> {
     // Access first, so a caller without it learns nothing about the topics from the
     // validation errors below.
-    gw.bucket_for(&req, &req.input.bucket)?;
+    gw.bucket_for(&req, &req.input.bucket).await?;
     let c = std::mem::take(&mut req.input.notification_configuration);
     if c.lambda_function_configurations
         .as_ref()
@@ -77,10 +77,17 @@ pub async fn put_bucket_notification_configuration(
             filter_rules: filter_rules(q.filter.as_ref()),
         });
     }
-    let config = NotificationConfig::validate(specs, |topic| {
-        matches!(gw.catalog().topic(topic), Ok(Some(_)))
-    })
-    .map_err(notify_config_error)?;
+    // The validator's check is synchronous: the topics it may name are read first.
+    let topics: std::collections::HashSet<String> = gw
+        .catalog()
+        .topics()
+        .await
+        .map_err(crate::error::catalog_error)?
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    let config = NotificationConfig::validate(specs, |topic| topics.contains(topic))
+        .map_err(notify_config_error)?;
     update_bucket(gw, &req, &req.input.bucket, |b| {
         config.store(&mut b.settings);
         Ok(())
@@ -119,7 +126,7 @@ pub async fn get_bucket_notification_configuration(
     gw: &Gateway,
     req: S3Request<GetBucketNotificationConfigurationInput>,
 ) -> S3Result<S3Response<GetBucketNotificationConfigurationOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let config = NotificationConfig::load(&b.settings)
         .map_err(notify_config_error)?
         .unwrap_or_default();

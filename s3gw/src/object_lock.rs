@@ -222,7 +222,7 @@ pub struct Headers {
 /// The lock headers a GET or HEAD of `key` reports for a version's lock: as AWS sends
 /// them, the retention only to a requester allowed `s3:GetObjectRetention` and the legal
 /// hold only to one allowed `s3:GetObjectLegalHold`.
-pub fn headers<T>(
+pub async fn headers<T>(
     gw: &Gateway,
     req: &S3Request<T>,
     bucket: &str,
@@ -237,19 +237,26 @@ pub fn headers<T>(
         };
     }
     let who = gw.authz_context(req);
-    let may = |action| gw.authorize(&who, action, Some(bucket), Some(key)).is_ok();
-    let retention = lock.retention.filter(|_| may("s3:GetObjectRetention"));
+    let may = async |action| {
+        gw.authorize(&who, action, Some(bucket), Some(key))
+            .await
+            .is_ok()
+    };
+    let retention = match lock.retention {
+        Some(r) if may("s3:GetObjectRetention").await => Some(r),
+        _ => None,
+    };
     Headers {
         mode: retention.map(|r| ObjectLockMode::from(mode_name(r.mode).to_owned())),
         until: retention.map(|r| timestamp(r.until_ms)),
-        legal_hold: (lock.legal_hold && may("s3:GetObjectLegalHold"))
+        legal_hold: (lock.legal_hold && may("s3:GetObjectLegalHold").await)
             .then(|| ObjectLockLegalHoldStatus::from_static(ObjectLockLegalHoldStatus::ON)),
     }
 }
 
 /// Checks that the requester may bypass governance retention when it asks to
 /// (`s3:BypassGovernanceRetention`); the flag to put in the change.
-pub fn bypass<T>(
+pub async fn bypass<T>(
     gw: &Gateway,
     req: &S3Request<T>,
     bucket: &str,
@@ -264,7 +271,8 @@ pub fn bypass<T>(
         "s3:BypassGovernanceRetention",
         Some(bucket),
         key,
-    )?;
+    )
+    .await?;
     Ok(true)
 }
 
@@ -333,7 +341,7 @@ pub async fn get_object_lock_configuration(
     gw: &Gateway,
     req: S3Request<GetObjectLockConfigurationInput>,
 ) -> S3Result<S3Response<GetObjectLockConfigurationOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let Some(c) = config(&b) else {
         return Err(s3_error!(
             ObjectLockConfigurationNotFoundError,
@@ -359,7 +367,7 @@ pub async fn get_object_lock_configuration(
 
 /// The version a retention or legal hold request names (or the current one), on a bucket
 /// with object lock.
-fn locked_version(
+async fn locked_version(
     gw: &Gateway,
     b: &BucketRecord,
     key: &str,
@@ -369,8 +377,12 @@ fn locked_version(
         return Err(missing_configuration());
     }
     let v = match version_id {
-        Some(id) => gw.catalog().object_version(&b.name, key, id).or_s3()?,
-        None => gw.catalog().object(&b.name, key).or_s3()?,
+        Some(id) => gw
+            .catalog()
+            .object_version(&b.name, key, id)
+            .await
+            .or_s3()?,
+        None => gw.catalog().object(&b.name, key).await.or_s3()?,
     };
     match v {
         Some(v) if v.delete_marker => Err(s3_error!(
@@ -392,9 +404,9 @@ pub async fn put_object_retention(
     gw: &Gateway,
     req: S3Request<PutObjectRetentionInput>,
 ) -> S3Result<S3Response<PutObjectRetentionOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let i = &req.input;
-    let v = locked_version(gw, &b, &i.key, i.version_id.as_deref())?;
+    let v = locked_version(gw, &b, &i.key, i.version_id.as_deref()).await?;
     let now = now_ms();
     let retention = match i
         .retention
@@ -428,7 +440,8 @@ pub async fn put_object_retention(
         &b.name,
         Some(&i.key),
         i.bypass_governance_retention,
-    )?;
+    )
+    .await?;
     Change::new()
         .by(gw.requester(&req))
         .op(Op::SetObjectRetention {
@@ -449,8 +462,8 @@ pub async fn get_object_retention(
     gw: &Gateway,
     req: S3Request<GetObjectRetentionInput>,
 ) -> S3Result<S3Response<GetObjectRetentionOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
-    let v = locked_version(gw, &b, &req.input.key, req.input.version_id.as_deref())?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
+    let v = locked_version(gw, &b, &req.input.key, req.input.version_id.as_deref()).await?;
     let Some(r) = v.lock.retention else {
         return Err(s3_error!(
             NoSuchObjectLockConfiguration,
@@ -470,13 +483,13 @@ pub async fn put_object_legal_hold(
     gw: &Gateway,
     req: S3Request<PutObjectLegalHoldInput>,
 ) -> S3Result<S3Response<PutObjectLegalHoldOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let i = &req.input;
     let on = match i.legal_hold.as_ref().and_then(|h| h.status.as_ref()) {
         Some(s) => parse_hold(s.as_str())?,
         None => return Err(s3_error!(MalformedXML, "LegalHold needs a Status")),
     };
-    let v = locked_version(gw, &b, &i.key, i.version_id.as_deref())?;
+    let v = locked_version(gw, &b, &i.key, i.version_id.as_deref()).await?;
     Change::new()
         .by(gw.requester(&req))
         .op(Op::SetObjectLegalHold {
@@ -495,8 +508,8 @@ pub async fn get_object_legal_hold(
     gw: &Gateway,
     req: S3Request<GetObjectLegalHoldInput>,
 ) -> S3Result<S3Response<GetObjectLegalHoldOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
-    let v = locked_version(gw, &b, &req.input.key, req.input.version_id.as_deref())?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
+    let v = locked_version(gw, &b, &req.input.key, req.input.version_id.as_deref()).await?;
     let status = if v.lock.legal_hold {
         ObjectLockLegalHoldStatus::ON
     } else {

@@ -31,7 +31,7 @@ pub async fn put_object(
     gw: &Gateway,
     req: S3Request<PutObjectInput>,
 ) -> S3Result<S3Response<PutObjectOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let requester = gw.requester(&req);
     // s3s hands browser-form uploads (PostObject) to put_object as well.
     let event = if req.method == http::Method::POST {
@@ -58,7 +58,7 @@ pub async fn put_object(
     };
     let lock = asked_lock.lock(&b, now_ms())?;
     if input.if_match.is_some() || input.if_none_match.is_some() {
-        let current = gw.catalog().object(&b.name, &key).or_s3()?;
+        let current = gw.catalog().object(&b.name, &key).await.or_s3()?;
         // AWS answers If-Match on a key with no current object with 404, not 412.
         if input.if_match.is_some() && current.is_none() {
             return Err(s3_error!(NoSuchKey, "The specified key does not exist"));
@@ -148,7 +148,8 @@ pub async fn put_object(
         version.size,
         &version.tags,
         version.last_modified_ms,
-    );
+    )
+    .await;
     let mut change = Change::new().by(requester);
     if let Some(c) = &input.if_none_match
         && c.is_any()

@@ -529,7 +529,7 @@ pub async fn get_bucket_encryption(
     gw: &Gateway,
     req: S3Request<GetBucketEncryptionInput>,
 ) -> S3Result<S3Response<GetBucketEncryptionOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let Some(d) = bucket_default(&b) else {
         let mut e = s3_error!(
             ServerSideEncryptionConfigurationNotFoundError,

@@ -113,15 +113,15 @@ pub fn tag_set(m: &BTreeMap<String, String>) -> TagSet {
 }
 
 /// The version a tagging request addresses.
-fn target(
+async fn target(
     gw: &Gateway,
     bucket: &str,
     key: &str,
     version_id: Option<&str>,
 ) -> S3Result<ObjectVersion> {
     let v = match version_id {
-        Some(id) => gw.catalog().object_version(bucket, key, id).or_s3()?,
-        None => gw.catalog().object(bucket, key).or_s3()?,
+        Some(id) => gw.catalog().object_version(bucket, key, id).await.or_s3()?,
+        None => gw.catalog().object(bucket, key).await.or_s3()?,
     };
     match v {
         Some(v) if !v.delete_marker => Ok(v),
@@ -142,10 +142,10 @@ pub async fn put_object_tagging(
     gw: &Gateway,
     req: S3Request<PutObjectTaggingInput>,
 ) -> S3Result<S3Response<PutObjectTaggingOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let key = &req.input.key;
     let tags = validate_tags(&req.input.tagging.tag_set, 10)?;
-    let v = target(gw, &b.name, key, req.input.version_id.as_deref())?;
+    let v = target(gw, &b.name, key, req.input.version_id.as_deref()).await?;
     Change::new()
         .by(gw.requester(&req))
         .set_tags(Event::TaggingPut, &b, key, &v, tags)
@@ -161,8 +161,8 @@ pub async fn get_object_tagging(
     gw: &Gateway,
     req: S3Request<GetObjectTaggingInput>,
 ) -> S3Result<S3Response<GetObjectTaggingOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
-    let v = target(gw, &b.name, &req.input.key, req.input.version_id.as_deref())?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
+    let v = target(gw, &b.name, &req.input.key, req.input.version_id.as_deref()).await?;
     Ok(S3Response::new(GetObjectTaggingOutput {
         tag_set: tag_set(&v.tags),
         version_id: versioning::reported_version(&b, &v.version_id),
@@ -174,9 +174,9 @@ pub async fn delete_object_tagging(
     gw: &Gateway,
     req: S3Request<DeleteObjectTaggingInput>,
 ) -> S3Result<S3Response<DeleteObjectTaggingOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let key = &req.input.key;
-    let v = target(gw, &b.name, key, req.input.version_id.as_deref())?;
+    let v = target(gw, &b.name, key, req.input.version_id.as_deref()).await?;
     Change::new()
         .by(gw.requester(&req))
         .set_tags(Event::TaggingDelete, &b, key, &v, BTreeMap::new())

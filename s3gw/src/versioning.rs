@@ -79,7 +79,7 @@ pub async fn get_bucket_versioning(
     gw: &Gateway,
     req: S3Request<GetBucketVersioningInput>,
 ) -> S3Result<S3Response<GetBucketVersioningOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let status = match b.versioning {
         Versioning::Unversioned => None,
         Versioning::Enabled => Some(BucketVersioningStatus::from_static(

@@ -31,7 +31,7 @@ async fn failed_commit_deletes_the_new_blobs() {
         cat.clone() as Arc<dyn Catalog>,
         Arc::new(iam::Directory::in_memory(&[])),
     );
-    let b = cat.bucket("b").unwrap().unwrap();
+    let b = cat.bucket("b").await.unwrap().unwrap();
     let blob = cat.blobs().put(&[7u8; 100_000]).unwrap();
     let version = ObjectVersion {
         version_id: "null".into(),
@@ -58,7 +58,7 @@ async fn failed_commit_deletes_the_new_blobs() {
         .unwrap_err();
     assert_eq!(err.code().as_str(), "PreconditionFailed");
     assert!(cat.blobs().open(blob.id).is_err(), "the blob was deleted");
-    assert!(cat.object("b", "k").unwrap().is_none());
+    assert!(cat.object("b", "k").await.unwrap().is_none());
 
     // The same change without the failing condition commits and keeps its blob.
     let blob2 = cat.blobs().put(&[8u8; 100_000]).unwrap();
@@ -115,7 +115,7 @@ async fn event_rows_commit_with_the_change_or_not_at_all() {
         cat.clone() as Arc<dyn Catalog>,
         Arc::new(iam::Directory::in_memory(&[])),
     );
-    let b = cat.bucket("b").unwrap().unwrap();
+    let b = cat.bucket("b").await.unwrap().unwrap();
     let version = ObjectVersion {
         version_id: "null".into(),
         delete_marker: false,
@@ -132,10 +132,17 @@ async fn event_rows_commit_with_the_change_or_not_at_all() {
         encryption: None,
         part_checksums: Vec::new(),
     };
-    let appended = || {
-        (0..3)
-            .map(|p| cat.partition(topic.id, p).unwrap().unwrap().next_offset)
-            .sum::<u64>()
+    let appended = async || {
+        let mut n = 0u64;
+        for p in 0..3 {
+            n += cat
+                .partition(topic.id, p)
+                .await
+                .unwrap()
+                .unwrap()
+                .next_offset;
+        }
+        n
     };
     let err = Change::new()
         .expect_etag("b", "k", Some("not-there".into()))
@@ -144,16 +151,16 @@ async fn event_rows_commit_with_the_change_or_not_at_all() {
         .await
         .unwrap_err();
     assert_eq!(err.code().as_str(), "PreconditionFailed");
-    assert_eq!(appended(), 0, "a failed change appended its event");
+    assert_eq!(appended().await, 0, "a failed change appended its event");
 
     Change::new()
         .put_version(Event::Put, &b, "k", version, true)
         .commit(&gw)
         .await
         .unwrap();
-    assert_eq!(appended(), 1);
+    assert_eq!(appended().await, 1);
     let p = notify::partition::partition_for(b"b/k", 3);
-    let batches = cat.read_batches(topic.id, p, 0, 1 << 20).unwrap();
+    let batches = cat.read_batches(topic.id, p, 0, 1 << 20).await.unwrap();
     assert_eq!(batches.len(), 1);
     let mut bytes = batches[0].bytes.clone();
     let decoded = kafka_protocol::records::RecordBatchDecoder::decode(&mut bytes).unwrap();

@@ -48,7 +48,7 @@ pub async fn run(tabler: Arc<Tabler>, limits: Thresholds, mut stop: watch::Recei
             _ = tokio::time::sleep(limits.check_every) => {}
             _ = stop.changed() => return,
         }
-        let topics = match tabler.catalog().topics() {
+        let topics = match tabler.catalog().topics().await {
             Ok(t) => t,
             Err(e) => {
                 tracing::warn!(error = %e, "background tabler: listing topics failed");
@@ -57,12 +57,14 @@ pub async fn run(tabler: Arc<Tabler>, limits: Thresholds, mut stop: watch::Recei
         };
         seen.retain(|id, _| topics.iter().any(|t| t.id == *id));
         for topic in topics {
-            let stored: u64 = (0..topic.partitions)
-                .filter_map(|p| tabler.catalog().partition(topic.id, p).ok().flatten())
-                .map(|st| st.bytes)
-                .sum();
+            let mut stored = 0u64;
+            for p in 0..topic.partitions {
+                if let Ok(Some(st)) = tabler.catalog().partition(topic.id, p).await {
+                    stored += st.bytes;
+                }
+            }
             let s = seen.entry(topic.id).or_default();
-            match tabler.behind(&topic) {
+            match tabler.behind(&topic).await {
                 Ok(true) => {}
                 Ok(false) => {
                     s.behind_since = None;

@@ -29,9 +29,10 @@ pub fn key_of<'a>(bucket: &str, location: &'a str) -> Option<&'a str> {
 
 /// Reads a whole object. An object encrypted at rest (SSE-S3 or SSE-C, which only the S3
 /// gateway holds the keys to) is refused rather than read as its ciphertext.
-pub fn read(catalog: &dyn Catalog, bucket: &str, key: &str) -> TableResult<Vec<u8>> {
+pub async fn read(catalog: &dyn Catalog, bucket: &str, key: &str) -> TableResult<Vec<u8>> {
     let v = catalog
-        .object(bucket, key)?
+        .object(bucket, key)
+        .await?
         .ok_or_else(|| TableError::MissingFile(location(bucket, key)))?;
     if v.encryption.is_some() {
         return Err(TableError::BadRequest(format!(

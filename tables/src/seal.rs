@@ -176,18 +176,19 @@ impl Tabler {
     }
 
     /// The table's current state without sealing (none before its first snapshot).
-    pub fn current(&self, topic: &TopicRecord) -> TableResult<Option<TopicTable>> {
+    pub async fn current(&self, topic: &TopicRecord) -> TableResult<Option<TopicTable>> {
         Ok(self
             .catalog
-            .topic_table(&topic.name)?
+            .topic_table(&topic.name)
+            .await?
             .filter(|t| t.topic_id == topic.id))
     }
 
     /// Whether the topic has committed data its table does not hold yet, compaction
     /// removed records the table still holds, or an expansion has a backfill to run.
-    pub fn behind(&self, topic: &TopicRecord) -> TableResult<bool> {
-        let table = self.current(topic)?;
-        let passes = compaction_passes(self.catalog.as_ref(), topic)?;
+    pub async fn behind(&self, topic: &TopicRecord) -> TableResult<bool> {
+        let table = self.current(topic).await?;
+        let passes = compaction_passes(self.catalog.as_ref(), topic).await?;
         let reflected = {
             let r = self.reflected.lock().unwrap_or_else(|p| p.into_inner());
             r.get(&topic.id).cloned()
@@ -201,21 +202,26 @@ impl Tabler {
             return Ok(true);
         }
         // A backfill still to run is work for the background too.
-        let backfilling = self.catalog.expansions(&topic.name)?.iter().any(|(_, e)| {
-            e.topic_id == topic.id
-                && e.versions.iter().any(|v| {
-                    v.spec.is_some()
-                        && v.backfill
-                            .iter()
-                            .enumerate()
-                            .any(|(p, b)| *b < v.from(p as u32))
-                })
-        });
+        let backfilling = self
+            .catalog
+            .expansions(&topic.name)
+            .await?
+            .iter()
+            .any(|(_, e)| {
+                e.topic_id == topic.id
+                    && e.versions.iter().any(|v| {
+                        v.spec.is_some()
+                            && v.backfill
+                                .iter()
+                                .enumerate()
+                                .any(|(p, b)| *b < v.from(p as u32))
+                    })
+            });
         if backfilling {
             return Ok(true);
         }
         for p in 0..topic.partitions {
-            let Some((st, end)) = self.catalog.stable_partition(topic.id, p)? else {
+            let Some((st, end)) = self.catalog.stable_partition(topic.id, p).await? else {
                 continue;
             };
             let tabled = table
@@ -237,7 +243,7 @@ impl Tabler {
             .to_owned();
         let catalog = self.catalog.clone();
         let bucket = self.bucket.clone();
-        blocking(move || objects::read(catalog.as_ref(), &bucket, &key)).await
+        blocking(move || wait(objects::read(catalog.as_ref(), &bucket, &key))).await
     }
 
     pub(crate) async fn read_metadata(&self, location: &str) -> TableResult<TableMetadata> {
@@ -254,15 +260,12 @@ impl Tabler {
     ) -> TableResult<(TopicTable, bool)> {
         let t = self
             .catalog
-            .topic(topic)?
+            .topic(topic)
+            .await?
             .ok_or_else(|| TableError::NoSuchTable(format!("{NAMESPACE}.{topic}")))?;
-        let current = self.current(&t)?;
+        let current = self.current(&t).await?;
         // Read before the log, so a pass committed meanwhile is seen again next step.
-        let passes_now = {
-            let catalog = self.catalog.clone();
-            let t = t.clone();
-            blocking(move || compaction_passes(catalog.as_ref(), &t)).await?
-        };
+        let passes_now = compaction_passes(self.catalog.as_ref(), &t).await?;
         let table_location =
             objects::location(&self.bucket, Self::prefix(topic).trim_end_matches('/'));
         let (metadata, previous_location) = match &current {
@@ -287,7 +290,8 @@ impl Tabler {
             let before = old_start.get(p as usize).copied().unwrap_or(0);
             let log_start = self
                 .catalog
-                .partition(t.id, p)?
+                .partition(t.id, p)
+                .await?
                 .map_or(0, |st| st.log_start_offset);
             start[p as usize] = before.max(log_start);
             if log_start > before {
@@ -619,7 +623,7 @@ impl Tabler {
                 continue;
             };
             // Only what is there: a missing file would fail the whole snapshot.
-            if self.catalog.object(&self.bucket, key)?.is_some() {
+            if self.catalog.object(&self.bucket, key).await?.is_some() {
                 ops.push(Op::DeleteObjectVersion {
                     bucket: self.bucket.clone(),
                     key: key.to_owned(),
@@ -1189,10 +1193,17 @@ impl Fate {
 const COMPACTION_PASSES: &str = "eddy.compaction-passes";
 
 /// The compaction passes of each of a topic's partitions, as the catalog has them now.
-fn compaction_passes(catalog: &dyn Catalog, topic: &TopicRecord) -> TableResult<Vec<u64>> {
-    (0..topic.partitions)
-        .map(|p| Ok(catalog.compaction(topic.id, p)?.map_or(0, |c| c.passes)))
-        .collect()
+async fn compaction_passes(catalog: &dyn Catalog, topic: &TopicRecord) -> TableResult<Vec<u64>> {
+    let mut out = Vec::with_capacity(topic.partitions as usize);
+    for p in 0..topic.partitions {
+        out.push(
+            catalog
+                .compaction(topic.id, p)
+                .await?
+                .map_or(0, |c| c.passes),
+        );
+    }
+    Ok(out)
 }
 
 /// The compaction passes a table's files reflect (zeros when it never recorded any).
@@ -1224,7 +1235,7 @@ fn log_count(
     let mut count = 0u64;
     let mut pos = first;
     while pos < next {
-        let batches = catalog.read_batches(topic_id, partition, pos, 4 << 20)?;
+        let batches = wait(catalog.read_batches(topic_id, partition, pos, 4 << 20))?;
         if batches.is_empty() {
             break;
         }
@@ -1286,9 +1297,9 @@ fn add_log_range(
 ) -> TableResult<u64> {
     let mut pos = from;
     // A table holds what a read_committed consumer sees: aborted batches stay out.
-    let aborted = catalog.aborted_txns(topic.id, partition, from, to)?;
+    let aborted = wait(catalog.aborted_txns(topic.id, partition, from, to))?;
     while pos < to && rows.bytes < budget {
-        let batches = catalog.read_batches(topic.id, partition, pos, 4 << 20)?;
+        let batches = wait(catalog.read_batches(topic.id, partition, pos, 4 << 20))?;
         if batches.is_empty() {
             return Ok(to);
         }
@@ -1438,7 +1449,7 @@ fn collect(
         out.tabled[p as usize] = before;
         // Sealing stops at the last stable offset: an open transaction's rows appear
         // once it commits.
-        let Some((st, end)) = catalog.stable_partition(topic.id, p)? else {
+        let Some((st, end)) = wait(catalog.stable_partition(topic.id, p))? else {
             continue;
         };
         let first = before.max(st.log_start_offset);
@@ -1480,6 +1491,13 @@ fn collect(
     out.more |= more;
     out.expansions = expansions;
     Ok(out)
+}
+
+/// Waits on the current runtime for a future (a catalog read) from inside blocking work
+/// ([`blocking`]): such threads belong to the runtime but are not its workers, so this
+/// parks only the one thread.
+pub fn wait<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Handle::current().block_on(f)
 }
 
 /// Runs blocking catalog or storage work off the async threads.

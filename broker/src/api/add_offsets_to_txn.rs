@@ -7,7 +7,7 @@ use super::{Ctx, Reply};
 use crate::error::fenced_for;
 
 /// Handles AddOffsetsToTxn.
-pub fn handle(ctx: Ctx, req: AddOffsetsToTxnRequest) -> Reply {
+pub async fn handle(ctx: Ctx, req: AddOffsetsToTxnRequest) -> Reply {
     let id = req.transactional_id.to_string();
     let outcome = if !ctx.coordinates(&id) {
         Err(kafka_protocol::error::ResponseError::NotCoordinator)
@@ -17,7 +17,8 @@ pub fn handle(ctx: Ctx, req: AddOffsetsToTxnRequest) -> Reply {
         Ok(ctx
             .broker
             .txns
-            .add_offsets(&id, req.producer_id.0, req.producer_epoch, &req.group_id))
+            .add_offsets(&id, req.producer_id.0, req.producer_epoch, &req.group_id)
+            .await)
     };
     let knows_fenced = ctx.version >= 2;
     Box::pin(async move {

@@ -14,13 +14,13 @@ use super::{Ctx, Reply};
 use crate::error::fenced_for;
 
 /// Handles AddPartitionsToTxn.
-pub fn handle(ctx: Ctx, req: AddPartitionsToTxnRequest) -> Reply {
+pub async fn handle(ctx: Ctx, req: AddPartitionsToTxnRequest) -> Reply {
     let id = req.v3_and_below_transactional_id.to_string();
     let catalog = &ctx.broker.catalog;
     // (topic, partition, error if it cannot be added)
     let mut asked: Vec<(String, i32, Option<ResponseError>)> = Vec::new();
     for t in &req.v3_and_below_topics {
-        let (topic, unreadable) = super::found(catalog.topic(&t.name));
+        let (topic, unreadable) = super::found(catalog.topic(&t.name).await);
         for &p in &t.partitions {
             let error = match (&topic, unreadable) {
                 (_, Some(e)) => Some(e),
@@ -36,12 +36,16 @@ pub fn handle(ctx: Ctx, req: AddPartitionsToTxnRequest) -> Reply {
     } else if refused {
         Err(ResponseError::OperationNotAttempted)
     } else {
-        Ok(ctx.broker.txns.add_partitions(
-            &id,
-            req.v3_and_below_producer_id.0,
-            req.v3_and_below_producer_epoch,
-            asked.iter().map(|(t, p, _)| (t.clone(), *p)).collect(),
-        ))
+        Ok(ctx
+            .broker
+            .txns
+            .add_partitions(
+                &id,
+                req.v3_and_below_producer_id.0,
+                req.v3_and_below_producer_epoch,
+                asked.iter().map(|(t, p, _)| (t.clone(), *p)).collect(),
+            )
+            .await)
     };
     let knows_fenced = ctx.version >= 2;
     Box::pin(async move {

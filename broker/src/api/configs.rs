@@ -118,54 +118,56 @@ fn entry(
 }
 
 /// DescribeConfigs.
-pub fn describe(ctx: &Ctx, req: DescribeConfigsRequest) -> DescribeConfigsResponse {
-    let results = req
-        .resources
-        .into_iter()
-        .map(|r| {
-            let keys: Option<Vec<String>> = r
-                .configuration_keys
-                .as_ref()
-                .map(|k| k.iter().map(|s| s.to_string()).collect());
-            let wanted = |n: &str| keys.as_ref().is_none_or(|k| k.iter().any(|x| x == n));
-            let mut out = DescribeConfigsResult::default()
-                .with_resource_type(r.resource_type)
-                .with_resource_name(r.resource_name.clone());
-            match r.resource_type {
-                TOPIC => match ctx.broker.catalog.topic(&r.resource_name) {
-                    Ok(Some(t)) => {
-                        out.configs = configs::TOPIC_CONFIGS
-                            .iter()
-                            .filter(|d| wanted(d.name))
-                            .map(|d| match t.configs.get(d.name) {
-                                Some(v) => entry(d.name, v, DYNAMIC_TOPIC, false, d.kind),
-                                None => entry(d.name, d.default, DEFAULT, false, d.kind),
-                            })
+pub async fn describe(ctx: &Ctx, req: DescribeConfigsRequest) -> DescribeConfigsResponse {
+    let results = {
+        let mut out = Vec::new();
+        for r in req.resources.into_iter() {
+            out.push({
+                let keys: Option<Vec<String>> = r
+                    .configuration_keys
+                    .as_ref()
+                    .map(|k| k.iter().map(|s| s.to_string()).collect());
+                let wanted = |n: &str| keys.as_ref().is_none_or(|k| k.iter().any(|x| x == n));
+                let mut out = DescribeConfigsResult::default()
+                    .with_resource_type(r.resource_type)
+                    .with_resource_name(r.resource_name.clone());
+                match r.resource_type {
+                    TOPIC => match ctx.broker.catalog.topic(&r.resource_name).await {
+                        Ok(Some(t)) => {
+                            out.configs = configs::TOPIC_CONFIGS
+                                .iter()
+                                .filter(|d| wanted(d.name))
+                                .map(|d| match t.configs.get(d.name) {
+                                    Some(v) => entry(d.name, v, DYNAMIC_TOPIC, false, d.kind),
+                                    None => entry(d.name, d.default, DEFAULT, false, d.kind),
+                                })
+                                .collect();
+                        }
+                        Ok(None) => {
+                            out.error_code = ResponseError::UnknownTopicOrPartition.code();
+                            out.error_message =
+                                Some(sb(&format!("unknown topic {}", &*r.resource_name)));
+                        }
+                        Err(e) => out.error_code = from_catalog(&e).code(),
+                    },
+                    BROKER => {
+                        out.configs = broker_configs(ctx)
+                            .into_iter()
+                            .filter(|(n, _, _)| wanted(n))
+                            .map(|(n, v, k)| entry(n, &v, STATIC_BROKER, true, k))
                             .collect();
                     }
-                    Ok(None) => {
-                        out.error_code = ResponseError::UnknownTopicOrPartition.code();
+                    other => {
+                        out.error_code = ResponseError::InvalidRequest.code();
                         out.error_message =
-                            Some(sb(&format!("unknown topic {}", &*r.resource_name)));
+                            Some(sb(&format!("resource type {other} has no configs here")));
                     }
-                    Err(e) => out.error_code = from_catalog(&e).code(),
-                },
-                BROKER => {
-                    out.configs = broker_configs(ctx)
-                        .into_iter()
-                        .filter(|(n, _, _)| wanted(n))
-                        .map(|(n, v, k)| entry(n, &v, STATIC_BROKER, true, k))
-                        .collect();
                 }
-                other => {
-                    out.error_code = ResponseError::InvalidRequest.code();
-                    out.error_message =
-                        Some(sb(&format!("resource type {other} has no configs here")));
-                }
-            }
-            out
-        })
-        .collect();
+                out
+            });
+        }
+        out
+    };
     DescribeConfigsResponse::default().with_results(results)
 }
 
@@ -173,7 +175,7 @@ pub fn describe(ctx: &Ctx, req: DescribeConfigsRequest) -> DescribeConfigsRespon
 type Outcome = (i16, Option<String>);
 
 /// Validates and commits new configs for one topic resource.
-fn change_topic(
+async fn change_topic(
     ctx: &Ctx,
     resource_type: i8,
     name: &str,
@@ -192,7 +194,7 @@ fn change_topic(
             Some("unsupported resource type".into()),
         ));
     }
-    let mut topic: TopicRecord = match ctx.broker.catalog.topic(name) {
+    let mut topic: TopicRecord = match ctx.broker.catalog.topic(name).await {
         Ok(Some(t)) => t,
         Ok(None) => {
             return Err((
@@ -249,33 +251,36 @@ async fn settle_all(
 }
 
 /// AlterConfigs: replaces a topic's whole set of configs.
-pub fn alter(ctx: Ctx, req: AlterConfigsRequest) -> Reply {
-    let pending: Vec<Pending> = req
-        .resources
-        .into_iter()
-        .map(|r| {
-            let new: BTreeMap<String, String> = r
-                .configs
-                .iter()
-                .filter_map(|c| {
-                    c.value
-                        .as_ref()
-                        .map(|v| (c.name.to_string(), v.to_string()))
-                })
-                .collect();
-            let p = change_topic(
-                &ctx,
-                r.resource_type,
-                &r.resource_name,
-                req.validate_only,
-                |c| {
-                    *c = new;
-                    Ok(())
-                },
-            );
-            (r.resource_type, r.resource_name, p)
-        })
-        .collect();
+pub async fn alter(ctx: Ctx, req: AlterConfigsRequest) -> Reply {
+    let pending: Vec<Pending> = {
+        let mut out = Vec::new();
+        for r in req.resources.into_iter() {
+            out.push({
+                let new: BTreeMap<String, String> = r
+                    .configs
+                    .iter()
+                    .filter_map(|c| {
+                        c.value
+                            .as_ref()
+                            .map(|v| (c.name.to_string(), v.to_string()))
+                    })
+                    .collect();
+                let p = change_topic(
+                    &ctx,
+                    r.resource_type,
+                    &r.resource_name,
+                    req.validate_only,
+                    |c| {
+                        *c = new;
+                        Ok(())
+                    },
+                )
+                .await;
+                (r.resource_type, r.resource_name, p)
+            });
+        }
+        out
+    };
     Box::pin(async move {
         let responses = settle_all(&ctx.broker, pending)
             .await
@@ -295,69 +300,75 @@ pub fn alter(ctx: Ctx, req: AlterConfigsRequest) -> Reply {
 }
 
 /// IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT on single configs.
-pub fn incremental_alter(ctx: Ctx, req: IncrementalAlterConfigsRequest) -> Reply {
-    let pending: Vec<Pending> = req
-        .resources
-        .into_iter()
-        .map(|r| {
-            let ops: Vec<(String, i8, Option<String>)> = r
-                .configs
-                .iter()
-                .map(|c| {
-                    (
-                        c.name.to_string(),
-                        c.config_operation,
-                        c.value.as_ref().map(|v| v.to_string()),
+pub async fn incremental_alter(ctx: Ctx, req: IncrementalAlterConfigsRequest) -> Reply {
+    let pending: Vec<Pending> = {
+        let mut out = Vec::new();
+        for r in req.resources.into_iter() {
+            out.push(
+                async {
+                    let ops: Vec<(String, i8, Option<String>)> = r
+                        .configs
+                        .iter()
+                        .map(|c| {
+                            (
+                                c.name.to_string(),
+                                c.config_operation,
+                                c.value.as_ref().map(|v| v.to_string()),
+                            )
+                        })
+                        .collect();
+                    let p = change_topic(
+                        &ctx,
+                        r.resource_type,
+                        &r.resource_name,
+                        req.validate_only,
+                        |c| {
+                            for (name, op, value) in ops {
+                                let list = |c: &BTreeMap<String, String>| -> Vec<String> {
+                                    configs::value(c, &name)
+                                        .split(',')
+                                        .filter(|s| !s.is_empty())
+                                        .map(String::from)
+                                        .collect()
+                                };
+                                match (op, value) {
+                                    (0, Some(v)) => {
+                                        c.insert(name, v);
+                                    }
+                                    (1, _) => {
+                                        c.remove(&name);
+                                    }
+                                    (2, Some(v)) => {
+                                        let mut items = list(c);
+                                        items.extend(v.split(',').map(String::from));
+                                        c.insert(name, items.join(","));
+                                    }
+                                    (3, Some(v)) => {
+                                        let gone: Vec<&str> = v.split(',').collect();
+                                        let items: Vec<String> = list(c)
+                                            .into_iter()
+                                            .filter(|i| !gone.contains(&i.as_str()))
+                                            .collect();
+                                        c.insert(name, items.join(","));
+                                    }
+                                    (op, _) => {
+                                        return Err(format!(
+                                            "config operation {op} on {name} needs a value"
+                                        ));
+                                    }
+                                }
+                            }
+                            Ok(())
+                        },
                     )
-                })
-                .collect();
-            let p = change_topic(
-                &ctx,
-                r.resource_type,
-                &r.resource_name,
-                req.validate_only,
-                |c| {
-                    for (name, op, value) in ops {
-                        let list = |c: &BTreeMap<String, String>| -> Vec<String> {
-                            configs::value(c, &name)
-                                .split(',')
-                                .filter(|s| !s.is_empty())
-                                .map(String::from)
-                                .collect()
-                        };
-                        match (op, value) {
-                            (0, Some(v)) => {
-                                c.insert(name, v);
-                            }
-                            (1, _) => {
-                                c.remove(&name);
-                            }
-                            (2, Some(v)) => {
-                                let mut items = list(c);
-                                items.extend(v.split(',').map(String::from));
-                                c.insert(name, items.join(","));
-                            }
-                            (3, Some(v)) => {
-                                let gone: Vec<&str> = v.split(',').collect();
-                                let items: Vec<String> = list(c)
-                                    .into_iter()
-                                    .filter(|i| !gone.contains(&i.as_str()))
-                                    .collect();
-                                c.insert(name, items.join(","));
-                            }
-                            (op, _) => {
-                                return Err(format!(
-                                    "config operation {op} on {name} needs a value"
-                                ));
-                            }
-                        }
-                    }
-                    Ok(())
-                },
+                    .await;
+                    (r.resource_type, r.resource_name, p)
+                }
+                .await,
             );
-            (r.resource_type, r.resource_name, p)
-        })
-        .collect();
+        }
+        out
+    };
     Box::pin(async move {
         let responses = settle_all(&ctx.broker, pending)
             .await

@@ -69,29 +69,34 @@ fn described(id: GroupId, g: &ConsumerGroup) -> DescribedGroup {
 }
 
 /// Handles ConsumerGroupDescribe.
-pub fn handle(ctx: &Ctx, req: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse {
-    let groups = req
-        .group_ids
-        .into_iter()
-        .map(|id| {
-            let refused = |e: ResponseError, message: String| {
-                DescribedGroup::default()
-                    .with_group_id(id.clone())
-                    .with_error_code(e.code())
-                    .with_error_message((!message.is_empty()).then(|| sb(&message)))
-                    .with_group_state(sb("Dead"))
-            };
-            if id.is_empty() {
-                return refused(ResponseError::InvalidGroupId, String::new());
-            }
-            if !ctx.coordinates(&id) {
-                return refused(ResponseError::NotCoordinator, String::new());
-            }
-            match ctx.broker.groups.describe_consumer(&id) {
-                Err((e, message)) => refused(e, message),
-                Ok(g) => described(id.clone(), &g),
-            }
-        })
-        .collect();
+pub async fn handle(ctx: &Ctx, req: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse {
+    let groups = {
+        let mut out = Vec::new();
+        for id in req.group_ids.into_iter() {
+            out.push(
+                async {
+                    let refused = |e: ResponseError, message: String| {
+                        DescribedGroup::default()
+                            .with_group_id(id.clone())
+                            .with_error_code(e.code())
+                            .with_error_message((!message.is_empty()).then(|| sb(&message)))
+                            .with_group_state(sb("Dead"))
+                    };
+                    if id.is_empty() {
+                        return refused(ResponseError::InvalidGroupId, String::new());
+                    }
+                    if !ctx.coordinates(&id) {
+                        return refused(ResponseError::NotCoordinator, String::new());
+                    }
+                    match ctx.broker.groups.describe_consumer(&id).await {
+                        Err((e, message)) => refused(e, message),
+                        Ok(g) => described(id.clone(), &g),
+                    }
+                }
+                .await,
+            );
+        }
+        out
+    };
     ConsumerGroupDescribeResponse::default().with_groups(groups)
 }

@@ -24,7 +24,7 @@ fn refused(e: ResponseError, message: &str) -> ResponseKind {
 }
 
 /// Handles ConsumerGroupHeartbeat.
-pub fn handle(ctx: Ctx, req: ConsumerGroupHeartbeatRequest) -> Reply {
+pub async fn handle(ctx: Ctx, req: ConsumerGroupHeartbeatRequest) -> Reply {
     let group = req.group_id.to_string();
     if group.is_empty() {
         return ready(refused(
@@ -64,7 +64,7 @@ pub fn handle(ctx: Ctx, req: ConsumerGroupHeartbeatRequest) -> Reply {
         client_id: ctx.client_id.clone().unwrap_or_default(),
         client_host: format!("/{}", ctx.peer.ip()),
     };
-    let answer = ctx.broker.groups.consumer_heartbeat(&group, beat);
+    let answer = ctx.broker.groups.consumer_heartbeat(&group, beat).await;
     Box::pin(async move {
         Some(match answer.await {
             Err((e, message)) => refused(e, &message),

@@ -8,7 +8,7 @@ use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse, GroupI
 use super::{Ctx, Reply, sb};
 
 /// Handles DeleteGroups.
-pub fn handle(ctx: Ctx, req: DeleteGroupsRequest) -> Reply {
+pub async fn handle(ctx: Ctx, req: DeleteGroupsRequest) -> Reply {
     let mut refused = Vec::new();
     let mut ours = Vec::new();
     for g in req.groups_names {
@@ -20,7 +20,7 @@ pub fn handle(ctx: Ctx, req: DeleteGroupsRequest) -> Reply {
             ours.push(g.to_string());
         }
     }
-    let deleted = ctx.broker.groups.delete(ours);
+    let deleted = ctx.broker.groups.delete(ours).await;
     Box::pin(async move {
         let results = deleted
             .await

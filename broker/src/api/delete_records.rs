@@ -19,16 +19,16 @@ pub fn handle(ctx: Ctx, req: DeleteRecordsRequest) -> Reply {
         for t in &req.topics {
             ctx.broker.seal_expanded(&t.name).await;
         }
-        truncate(ctx, req).await
+        truncate(ctx, req).await.await
     })
 }
 
-fn truncate(ctx: Ctx, req: DeleteRecordsRequest) -> Reply {
+async fn truncate(ctx: Ctx, req: DeleteRecordsRequest) -> Reply {
     let catalog = ctx.broker.catalog.clone();
     let mut ops = Vec::new();
     let mut plan = Vec::new();
     for t in req.topics {
-        let (topic, unreadable) = super::found(catalog.topic(&t.name));
+        let (topic, unreadable) = super::found(catalog.topic(&t.name).await);
         let mut parts = Vec::new();
         for p in t.partitions {
             let result = match (&topic, unreadable) {
@@ -37,7 +37,7 @@ fn truncate(ctx: Ctx, req: DeleteRecordsRequest) -> Reply {
                     if !ctx.leads(&topic.name, p.partition_index) {
                         Err(ResponseError::NotLeaderOrFollower)
                     } else {
-                        match catalog.partition(topic.id, p.partition_index as u32) {
+                        match catalog.partition(topic.id, p.partition_index as u32).await {
                             Ok(Some(st)) => {
                                 let target = if p.offset == -1 {
                                     st.next_offset as i64

@@ -11,14 +11,14 @@ use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
 use super::{Ctx, sb, topic_name};
 
 /// Answers DescribeLogDirs (every topic when none is named).
-pub fn handle(ctx: &Ctx, req: DescribeLogDirsRequest) -> DescribeLogDirsResponse {
+pub async fn handle(ctx: &Ctx, req: DescribeLogDirsRequest) -> DescribeLogDirsResponse {
     let catalog = &ctx.broker.catalog;
     let wanted: Vec<(String, Option<Vec<i32>>)> = match req.topics {
         Some(ts) => ts
             .into_iter()
             .map(|t| (t.topic.to_string(), Some(t.partitions)))
             .collect(),
-        None => match catalog.topics() {
+        None => match catalog.topics().await {
             Ok(ts) => ts.into_iter().map(|t| (t.name, None)).collect(),
             Err(e) => {
                 return DescribeLogDirsResponse::default()
@@ -28,26 +28,32 @@ pub fn handle(ctx: &Ctx, req: DescribeLogDirsRequest) -> DescribeLogDirsResponse
     };
     let mut topics = Vec::new();
     for (name, parts) in wanted {
-        let Ok(Some(t)) = catalog.topic(&name) else {
+        let Ok(Some(t)) = catalog.topic(&name).await else {
             continue;
         };
         let indexes = parts.unwrap_or_else(|| (0..t.partitions as i32).collect());
-        let partitions: Vec<_> = indexes
-            .into_iter()
-            .filter(|p| t.has_partition(*p) && ctx.leads(&t.name, *p))
-            .map(|p| {
-                let size = catalog
-                    .partition(t.id, p as u32)
-                    .ok()
-                    .flatten()
-                    .map_or(0, |s| s.bytes as i64);
-                DescribeLogDirsPartition::default()
-                    .with_partition_index(p)
-                    .with_partition_size(size)
-                    .with_offset_lag(0)
-                    .with_is_future_key(false)
-            })
-            .collect();
+        let partitions: Vec<_> = {
+            let mut out = Vec::new();
+            for p in indexes
+                .into_iter()
+                .filter(|p| t.has_partition(*p) && ctx.leads(&t.name, *p))
+            {
+                out.push({
+                    let size = catalog
+                        .partition(t.id, p as u32)
+                        .await
+                        .ok()
+                        .flatten()
+                        .map_or(0, |s| s.bytes as i64);
+                    DescribeLogDirsPartition::default()
+                        .with_partition_index(p)
+                        .with_partition_size(size)
+                        .with_offset_lag(0)
+                        .with_is_future_key(false)
+                });
+            }
+            out
+        };
         if !partitions.is_empty() {
             topics.push(
                 DescribeLogDirsTopic::default()

@@ -10,7 +10,7 @@ use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersRespon
 use super::{Ctx, topic_name};
 use crate::error::from_catalog;
 
-fn producers(
+async fn producers(
     ctx: &Ctx,
     topic: &catalog::TopicRecord,
     p: i32,
@@ -24,10 +24,12 @@ fn producers(
     let catalog = &ctx.broker.catalog;
     let open = catalog
         .txn_partition(topic.id, p as u32)
+        .await
         .map_err(|e| from_catalog(&e))?
         .open;
     let states = catalog
         .producers_of(topic.id, p as u32)
+        .await
         .map_err(|e| from_catalog(&e))?;
     Ok(states
         .into_iter()
@@ -49,32 +51,36 @@ fn producers(
 }
 
 /// Handles DescribeProducers.
-pub fn handle(ctx: &Ctx, req: DescribeProducersRequest) -> DescribeProducersResponse {
-    let topics = req
-        .topics
-        .into_iter()
-        .map(|t| {
-            let (topic, unreadable) = super::found(ctx.broker.catalog.topic(&t.name));
-            let partitions = t
-                .partition_indexes
-                .into_iter()
-                .map(|p| {
-                    let r = PartitionResponse::default().with_partition_index(p);
-                    let found = match (&topic, unreadable) {
-                        (_, Some(e)) => Err(e),
-                        (None, None) => Err(ResponseError::UnknownTopicOrPartition),
-                        (Some(topic), None) => producers(ctx, topic, p),
-                    };
-                    match found {
-                        Ok(active) => r.with_active_producers(active),
-                        Err(e) => r.with_error_code(e.code()),
+pub async fn handle(ctx: &Ctx, req: DescribeProducersRequest) -> DescribeProducersResponse {
+    let topics = {
+        let mut out = Vec::new();
+        for t in req.topics.into_iter() {
+            out.push({
+                let (topic, unreadable) = super::found(ctx.broker.catalog.topic(&t.name).await);
+                let partitions = {
+                    let mut out = Vec::new();
+                    for p in t.partition_indexes.into_iter() {
+                        out.push({
+                            let r = PartitionResponse::default().with_partition_index(p);
+                            let found = match (&topic, unreadable) {
+                                (_, Some(e)) => Err(e),
+                                (None, None) => Err(ResponseError::UnknownTopicOrPartition),
+                                (Some(topic), None) => producers(ctx, topic, p).await,
+                            };
+                            match found {
+                                Ok(active) => r.with_active_producers(active),
+                                Err(e) => r.with_error_code(e.code()),
+                            }
+                        });
                     }
-                })
-                .collect();
-            TopicResponse::default()
-                .with_name(topic_name(&t.name))
-                .with_partitions(partitions)
-        })
-        .collect();
+                    out
+                };
+                TopicResponse::default()
+                    .with_name(topic_name(&t.name))
+                    .with_partitions(partitions)
+            });
+        }
+        out
+    };
     DescribeProducersResponse::default().with_topics(topics)
 }

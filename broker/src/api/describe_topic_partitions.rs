@@ -19,10 +19,13 @@ use crate::error::from_catalog;
 const MAX_PARTITIONS: i32 = 2000;
 
 /// Answers DescribeTopicPartitions.
-pub fn handle(ctx: &Ctx, req: DescribeTopicPartitionsRequest) -> DescribeTopicPartitionsResponse {
+pub async fn handle(
+    ctx: &Ctx,
+    req: DescribeTopicPartitionsRequest,
+) -> DescribeTopicPartitionsResponse {
     let catalog = &ctx.broker.catalog;
     let mut names: Vec<String> = if req.topics.is_empty() {
-        match catalog.topics() {
+        match catalog.topics().await {
             Ok(ts) => ts.into_iter().map(|t| t.name).collect(),
             Err(e) => {
                 tracing::warn!(error = %e, "listing topics failed");
@@ -45,7 +48,7 @@ pub fn handle(ctx: &Ctx, req: DescribeTopicPartitionsRequest) -> DescribeTopicPa
     let mut topics = Vec::new();
     let mut next = None;
     for name in names.into_iter().filter(|n| *n >= from_topic) {
-        let record = match catalog.topic(&name) {
+        let record = match catalog.topic(&name).await {
             Ok(Some(t)) => t,
             found => {
                 let error = match found {

@@ -13,50 +13,58 @@ use kafka_protocol::messages::{
 use super::{Ctx, now_ms, sb, topic_name};
 
 /// Handles DescribeTransactions.
-pub fn handle(ctx: &Ctx, req: DescribeTransactionsRequest) -> DescribeTransactionsResponse {
-    let states = req
-        .transactional_ids
-        .into_iter()
-        .map(|id| {
-            let r = TransactionState::default()
-                .with_transactional_id(id.clone())
-                .with_transaction_state(sb(""))
-                .with_transaction_start_time_ms(-1)
-                .with_producer_id(ProducerId(-1))
-                .with_producer_epoch(-1);
-            if !ctx.coordinates(&id) {
-                return r.with_error_code(ResponseError::NotCoordinator.code());
-            }
-            let s = match ctx.broker.txns.describe(&id) {
-                Ok(Some(s)) if s.producer_id >= 0 => s,
-                Ok(_) => return r.with_error_code(ResponseError::TransactionalIdNotFound.code()),
-                Err(e) => return r.with_error_code(e.code()),
-            };
-            let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
-            for (t, p) in &s.partitions {
-                topics.entry(t).or_default().push(*p);
-            }
-            let started = s.started.map_or(-1, |t| {
-                now_ms() - Instant::now().saturating_duration_since(t).as_millis() as i64
-            });
-            r.with_transaction_state(sb(s.phase.name()))
-                .with_transaction_timeout_ms(
-                    i32::try_from(s.timeout.as_millis()).unwrap_or(i32::MAX),
-                )
-                .with_transaction_start_time_ms(started)
-                .with_producer_id(ProducerId(s.producer_id))
-                .with_producer_epoch(s.epoch)
-                .with_topics(
-                    topics
-                        .into_iter()
-                        .map(|(t, ps)| {
-                            TopicData::default()
-                                .with_topic(topic_name(t))
-                                .with_partitions(ps)
-                        })
-                        .collect(),
-                )
-        })
-        .collect();
+pub async fn handle(ctx: &Ctx, req: DescribeTransactionsRequest) -> DescribeTransactionsResponse {
+    let states = {
+        let mut out = Vec::new();
+        for id in req.transactional_ids.into_iter() {
+            out.push(
+                async {
+                    let r = TransactionState::default()
+                        .with_transactional_id(id.clone())
+                        .with_transaction_state(sb(""))
+                        .with_transaction_start_time_ms(-1)
+                        .with_producer_id(ProducerId(-1))
+                        .with_producer_epoch(-1);
+                    if !ctx.coordinates(&id) {
+                        return r.with_error_code(ResponseError::NotCoordinator.code());
+                    }
+                    let s = match ctx.broker.txns.describe(&id).await {
+                        Ok(Some(s)) if s.producer_id >= 0 => s,
+                        Ok(_) => {
+                            return r
+                                .with_error_code(ResponseError::TransactionalIdNotFound.code());
+                        }
+                        Err(e) => return r.with_error_code(e.code()),
+                    };
+                    let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+                    for (t, p) in &s.partitions {
+                        topics.entry(t).or_default().push(*p);
+                    }
+                    let started = s.started.map_or(-1, |t| {
+                        now_ms() - Instant::now().saturating_duration_since(t).as_millis() as i64
+                    });
+                    r.with_transaction_state(sb(s.phase.name()))
+                        .with_transaction_timeout_ms(
+                            i32::try_from(s.timeout.as_millis()).unwrap_or(i32::MAX),
+                        )
+                        .with_transaction_start_time_ms(started)
+                        .with_producer_id(ProducerId(s.producer_id))
+                        .with_producer_epoch(s.epoch)
+                        .with_topics(
+                            topics
+                                .into_iter()
+                                .map(|(t, ps)| {
+                                    TopicData::default()
+                                        .with_topic(topic_name(t))
+                                        .with_partitions(ps)
+                                })
+                                .collect(),
+                        )
+                }
+                .await,
+            );
+        }
+        out
+    };
     DescribeTransactionsResponse::default().with_transaction_states(states)
 }

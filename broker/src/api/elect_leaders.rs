@@ -10,7 +10,7 @@ use kafka_protocol::messages::{ElectLeadersRequest, ElectLeadersResponse};
 use super::{Ctx, sb, topic_name};
 
 /// Answers ElectLeaders (every partition when none is named).
-pub fn handle(ctx: &Ctx, req: ElectLeadersRequest) -> ElectLeadersResponse {
+pub async fn handle(ctx: &Ctx, req: ElectLeadersRequest) -> ElectLeadersResponse {
     let catalog = &ctx.broker.catalog;
     let wanted: Vec<(String, Vec<i32>)> = match req.topic_partitions {
         Some(tps) => tps
@@ -19,6 +19,7 @@ pub fn handle(ctx: &Ctx, req: ElectLeadersRequest) -> ElectLeadersResponse {
             .collect(),
         None => catalog
             .topics()
+            .await
             .unwrap_or_default()
             .into_iter()
             .map(|t| {
@@ -27,10 +28,10 @@ pub fn handle(ctx: &Ctx, req: ElectLeadersRequest) -> ElectLeadersResponse {
             })
             .collect(),
     };
-    let results = wanted
-        .into_iter()
-        .map(|(name, parts)| {
-            let topic = catalog.topic(&name).ok().flatten();
+    let mut results = Vec::new();
+    for (name, parts) in wanted {
+        results.push({
+            let topic = catalog.topic(&name).await.ok().flatten();
             let partition_result = parts
                 .into_iter()
                 .map(|p| {
@@ -55,7 +56,7 @@ pub fn handle(ctx: &Ctx, req: ElectLeadersRequest) -> ElectLeadersResponse {
             ReplicaElectionResult::default()
                 .with_topic(topic_name(&name))
                 .with_partition_result(partition_result)
-        })
-        .collect();
+        });
+    }
     ElectLeadersResponse::default().with_replica_election_results(results)
 }

@@ -8,13 +8,14 @@ use super::{Ctx, Reply};
 use crate::error::fenced_for;
 
 /// Handles EndTxn.
-pub fn handle(ctx: Ctx, req: EndTxnRequest) -> Reply {
+pub async fn handle(ctx: Ctx, req: EndTxnRequest) -> Reply {
     let id = req.transactional_id.to_string();
     let outcome = if ctx.coordinates(&id) {
         Ok(ctx
             .broker
             .txns
-            .end(&id, req.producer_id.0, req.producer_epoch, req.committed))
+            .end(&id, req.producer_id.0, req.producer_epoch, req.committed)
+            .await)
     } else {
         Err(kafka_protocol::error::ResponseError::NotCoordinator)
     };

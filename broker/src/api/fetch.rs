@@ -35,7 +35,7 @@ struct Read {
 }
 
 /// Reads every requested partition once.
-fn read_once(ctx: &Ctx, req: &FetchRequest) -> Read {
+async fn read_once(ctx: &Ctx, req: &FetchRequest) -> Read {
     let catalog = &ctx.broker.catalog;
     let mut remaining = req.max_bytes.max(0) as usize;
     let mut total = 0usize;
@@ -51,7 +51,7 @@ fn read_once(ctx: &Ctx, req: &FetchRequest) -> Read {
         } else {
             catalog.topic(&t.topic)
         };
-        let (topic, unreadable) = super::found(found);
+        let (topic, unreadable) = super::found(found.await);
         let mut partitions = Vec::with_capacity(t.partitions.len());
         for p in &t.partitions {
             let mut data = PartitionData::default()
@@ -62,7 +62,7 @@ fn read_once(ctx: &Ctx, req: &FetchRequest) -> Read {
                 .with_preferred_read_replica(BrokerId(-1))
                 .with_aborted_transactions(read_committed.then(Vec::new))
                 .with_records(Some(Bytes::new()));
-            let error = (|| {
+            let error = async {
                 if let Some(e) = unreadable {
                     return Some(e);
                 }
@@ -79,11 +79,12 @@ fn read_once(ctx: &Ctx, req: &FetchRequest) -> Read {
                 if !ctx.leads(&topic.name, p.partition) {
                     return Some(ResponseError::NotLeaderOrFollower);
                 }
-                let (state, lso) = match catalog.stable_partition(topic.id, p.partition as u32) {
-                    Ok(Some((s, lso))) => (s, lso as i64),
-                    Ok(None) => return Some(ResponseError::UnknownTopicOrPartition),
-                    Err(e) => return Some(from_catalog(&e)),
-                };
+                let (state, lso) =
+                    match catalog.stable_partition(topic.id, p.partition as u32).await {
+                        Ok(Some((s, lso))) => (s, lso as i64),
+                        Ok(None) => return Some(ResponseError::UnknownTopicOrPartition),
+                        Err(e) => return Some(from_catalog(&e)),
+                    };
                 let hw = state.next_offset as i64;
                 data.high_watermark = hw;
                 data.last_stable_offset = lso;
@@ -112,7 +113,9 @@ fn read_once(ctx: &Ctx, req: &FetchRequest) -> Read {
                         end,
                         limit,
                         magic,
-                    ) {
+                    )
+                    .await
+                    {
                         Ok(records) => {
                             total += records.len();
                             remaining = remaining.saturating_sub(records.len());
@@ -122,23 +125,24 @@ fn read_once(ctx: &Ctx, req: &FetchRequest) -> Read {
                         Err(e) => Some(from_catalog(&e)),
                     };
                 }
-                match catalog.read_batches(
-                    topic.id,
-                    p.partition as u32,
-                    p.fetch_offset as u64,
-                    limit,
-                ) {
+                match catalog
+                    .read_batches(topic.id, p.partition as u32, p.fetch_offset as u64, limit)
+                    .await
+                {
                     Ok(mut batches) => {
                         // Batches are whole transactions' pieces: the last stable offset
                         // is a batch boundary.
                         batches.retain(|b| (b.base_offset as i64) < end);
                         if read_committed && let Some(last) = batches.last() {
-                            match catalog.aborted_txns(
-                                topic.id,
-                                p.partition as u32,
-                                p.fetch_offset as u64,
-                                last.last_offset + 1,
-                            ) {
+                            match catalog
+                                .aborted_txns(
+                                    topic.id,
+                                    p.partition as u32,
+                                    p.fetch_offset as u64,
+                                    last.last_offset + 1,
+                                )
+                                .await
+                            {
                                 Ok(aborted) => {
                                     data.aborted_transactions = Some(
                                         aborted
@@ -166,7 +170,8 @@ fn read_once(ctx: &Ctx, req: &FetchRequest) -> Read {
                     }
                     Err(e) => Some(from_catalog(&e)),
                 }
-            })();
+            }
+            .await;
             if let Some(e) = error {
                 errors = true;
                 data.error_code = e.code();
@@ -205,7 +210,7 @@ fn legacy_magic(wire_version: i16) -> Option<i8> {
 /// records of aborted transactions: its clients cannot drop them (`crate::legacy`).
 /// Batches that leave nothing (an aborted transaction, markers) are read past, since
 /// such a client can only move past offsets it is given a message at.
-fn message_sets(
+async fn message_sets(
     catalog: &dyn catalog::Catalog,
     (topic, partition): (u128, u32),
     fetch_offset: i64,
@@ -215,13 +220,14 @@ fn message_sets(
 ) -> Result<Bytes, catalog::CatalogError> {
     let mut from = fetch_offset as u64;
     while (from as i64) < end {
-        let mut batches = catalog.read_batches(topic, partition, from, limit)?;
+        let mut batches = catalog.read_batches(topic, partition, from, limit).await?;
         batches.retain(|b| (b.base_offset as i64) < end);
         let Some(last) = batches.last().map(|b| b.last_offset) else {
             break;
         };
         let aborted: Vec<Aborted> = catalog
-            .aborted_txns(topic, partition, from, last + 1)?
+            .aborted_txns(topic, partition, from, last + 1)
+            .await?
             .into_iter()
             .map(|a| Aborted {
                 producer_id: a.producer_id,
@@ -268,7 +274,12 @@ pub fn handle(ctx: Ctx, req: FetchRequest) -> Reply {
         let mut waiter = None;
         loop {
             let (c, r) = (ctx.clone(), req.clone());
-            let Ok(read) = tokio::task::spawn_blocking(move || read_once(&c, &r)).await else {
+            // The embedded catalog reads batches from the drives synchronously: off the
+            // async threads, waiting there for the catalog's reads.
+            let runtime = tokio::runtime::Handle::current();
+            let Ok(read) =
+                tokio::task::spawn_blocking(move || runtime.block_on(read_once(&c, &r))).await
+            else {
                 return Some(ResponseKind::Fetch(
                     FetchResponse::default()
                         .with_error_code(ResponseError::UnknownServerError.code()),

@@ -12,7 +12,7 @@ use super::{Ctx, Reply};
 use crate::error::from_catalog;
 
 /// Handles InitProducerId.
-pub fn handle(ctx: Ctx, req: InitProducerIdRequest) -> Reply {
+pub async fn handle(ctx: Ctx, req: InitProducerIdRequest) -> Reply {
     let refused = |e: ResponseError| {
         Some(ResponseKind::InitProducerId(
             InitProducerIdResponse::default()
@@ -28,7 +28,7 @@ pub fn handle(ctx: Ctx, req: InitProducerIdRequest) -> Reply {
         if !ctx.coordinates(&id) {
             return Box::pin(std::future::ready(refused(ResponseError::NotCoordinator)));
         }
-        let init = ctx.broker.txns.init(id, req.transaction_timeout_ms);
+        let init = ctx.broker.txns.init(id, req.transaction_timeout_ms).await;
         return Box::pin(async move {
             match init.await {
                 Ok((producer_id, epoch)) => Some(ResponseKind::InitProducerId(

@@ -13,7 +13,7 @@ use super::{Ctx, Reply, ready, sb};
 use crate::group::member::{JoinAnswer, JoinRequest};
 
 /// Handles JoinGroup.
-pub fn handle(ctx: Ctx, req: JoinGroupRequest) -> Reply {
+pub async fn handle(ctx: Ctx, req: JoinGroupRequest) -> Reply {
     let version = ctx.version;
     let group = req.group_id.to_string();
     let refuse = |e: ResponseError| {
@@ -49,7 +49,7 @@ pub fn handle(ctx: Ctx, req: JoinGroupRequest) -> Reply {
             .collect(),
         require_known_member_id: version >= 4,
     };
-    let answer = ctx.broker.groups.join(&group, join);
+    let answer = ctx.broker.groups.join(&group, join).await;
     Box::pin(async move { Some(ResponseKind::JoinGroup(response(answer.await, version))) })
 }
 

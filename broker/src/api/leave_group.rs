@@ -8,7 +8,7 @@ use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse, ResponseKi
 use super::{Ctx, Reply, ready, sb};
 
 /// Handles LeaveGroup.
-pub fn handle(ctx: Ctx, req: LeaveGroupRequest) -> Reply {
+pub async fn handle(ctx: Ctx, req: LeaveGroupRequest) -> Reply {
     let version = ctx.version;
     let group = req.group_id.to_string();
     let refuse = |e: ResponseError| {
@@ -35,7 +35,7 @@ pub fn handle(ctx: Ctx, req: LeaveGroupRequest) -> Reply {
     } else {
         vec![(req.member_id.to_string(), None)]
     };
-    let left = ctx.broker.groups.leave(&group, members.clone());
+    let left = ctx.broker.groups.leave(&group, members.clone()).await;
     Box::pin(async move {
         let response = match left.await {
             Err(e) => LeaveGroupResponse::default().with_error_code(e.code()),

@@ -7,10 +7,10 @@ use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
 use super::{Ctx, sb};
 
 /// Handles ListGroups.
-pub fn handle(ctx: &Ctx, req: ListGroupsRequest) -> ListGroupsResponse {
+pub async fn handle(ctx: &Ctx, req: ListGroupsRequest) -> ListGroupsResponse {
     let states: Vec<String> = req.states_filter.iter().map(|s| s.to_lowercase()).collect();
     let types: Vec<String> = req.types_filter.iter().map(|s| s.to_lowercase()).collect();
-    match ctx.broker.groups.list(|g| ctx.coordinates(g)) {
+    match ctx.broker.groups.list(|g| ctx.coordinates(g)).await {
         Err(e) => ListGroupsResponse::default().with_error_code(e.code()),
         Ok(groups) => ListGroupsResponse::default().with_groups(
             groups

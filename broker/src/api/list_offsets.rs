@@ -17,7 +17,7 @@ const EARLIEST: i64 = -2;
 const MAX_TIMESTAMP: i64 = -3;
 
 /// (offset, timestamp) for one partition.
-fn lookup(
+async fn lookup(
     ctx: &Ctx,
     topic: &catalog::TopicRecord,
     partition: u32,
@@ -27,6 +27,7 @@ fn lookup(
     let catalog = &ctx.broker.catalog;
     let (state, lso) = catalog
         .stable_partition(topic.id, partition)
+        .await
         .map_err(|e| from_catalog(&e))?
         .ok_or(ResponseError::UnknownTopicOrPartition)?;
     match ts {
@@ -36,23 +37,28 @@ fn lookup(
         MAX_TIMESTAMP => {
             let index = catalog
                 .batch_index(topic.id, partition, state.log_start_offset, usize::MAX)
+                .await
                 .map_err(|e| from_catalog(&e))?;
             let best = index
                 .iter()
                 .max_by_key(|b| (b.max_timestamp, std::cmp::Reverse(b.base_offset)));
             match best {
-                Some(b) => exact(ctx, topic, partition, b.base_offset, |t| {
-                    t == b.max_timestamp
-                }),
+                Some(b) => {
+                    exact(ctx, topic, partition, b.base_offset, |t| {
+                        t == b.max_timestamp
+                    })
+                    .await
+                }
                 None => Ok((-1, -1)),
             }
         }
         ts if ts >= 0 => {
             let index = catalog
                 .batch_index(topic.id, partition, state.log_start_offset, usize::MAX)
+                .await
                 .map_err(|e| from_catalog(&e))?;
             match index.iter().find(|b| b.max_timestamp >= ts) {
-                Some(b) => exact(ctx, topic, partition, b.base_offset, |t| t >= ts),
+                Some(b) => exact(ctx, topic, partition, b.base_offset, |t| t >= ts).await,
                 None => Ok((-1, -1)),
             }
         }
@@ -61,7 +67,7 @@ fn lookup(
 }
 
 /// The first record of the batch at `base` whose timestamp satisfies `hit`.
-fn exact(
+async fn exact(
     ctx: &Ctx,
     topic: &catalog::TopicRecord,
     partition: u32,
@@ -72,6 +78,7 @@ fn exact(
         .broker
         .catalog
         .read_batches(topic.id, partition, base, 1)
+        .await
         .map_err(|e| from_catalog(&e))?;
     let Some(b) = batches.first() else {
         return Ok((-1, -1));
@@ -88,57 +95,53 @@ fn exact(
 }
 
 /// Handles ListOffsets.
-pub fn handle(ctx: Ctx, req: ListOffsetsRequest) -> Reply {
+pub async fn handle(ctx: Ctx, req: ListOffsetsRequest) -> Reply {
     Box::pin(async move {
-        let c = ctx.clone();
+        let c = ctx;
         let read_committed = req.isolation_level == 1;
-        let topics = tokio::task::spawn_blocking(move || {
-            req.topics
-                .iter()
-                .map(|t| {
-                    let (topic, unreadable) = super::found(c.broker.catalog.topic(&t.name));
-                    let partitions = t
-                        .partitions
-                        .iter()
-                        .map(|p| {
-                            let r = ListOffsetsPartitionResponse::default()
-                                .with_partition_index(p.partition_index)
-                                .with_offset(-1)
-                                .with_timestamp(-1);
-                            let found = match (&topic, unreadable) {
-                                (_, Some(e)) => Err(e),
-                                (None, None) => Err(ResponseError::UnknownTopicOrPartition),
-                                (Some(topic), None)
-                                    if p.partition_index < 0
-                                        || p.partition_index as u32 >= topic.partitions =>
-                                {
-                                    Err(ResponseError::UnknownTopicOrPartition)
-                                }
-                                (Some(topic), None) if !c.leads(&topic.name, p.partition_index) => {
-                                    Err(ResponseError::NotLeaderOrFollower)
-                                }
-                                (Some(topic), None) => lookup(
-                                    &c,
-                                    topic,
-                                    p.partition_index as u32,
-                                    p.timestamp,
-                                    read_committed,
-                                ),
-                            };
-                            match found {
-                                Ok((offset, ts)) => r.with_offset(offset).with_timestamp(ts),
-                                Err(e) => r.with_error_code(e.code()),
-                            }
-                        })
-                        .collect();
-                    ListOffsetsTopicResponse::default()
-                        .with_name(topic_name(&t.name))
-                        .with_partitions(partitions)
-                })
-                .collect::<Vec<_>>()
-        })
-        .await
-        .unwrap_or_default();
+        let mut topics = Vec::with_capacity(req.topics.len());
+        for t in &req.topics {
+            let (topic, unreadable) = super::found(c.broker.catalog.topic(&t.name).await);
+            let mut partitions = Vec::with_capacity(t.partitions.len());
+            for p in &t.partitions {
+                let r = ListOffsetsPartitionResponse::default()
+                    .with_partition_index(p.partition_index)
+                    .with_offset(-1)
+                    .with_timestamp(-1);
+                let found = match (&topic, unreadable) {
+                    (_, Some(e)) => Err(e),
+                    (None, None) => Err(ResponseError::UnknownTopicOrPartition),
+                    (Some(topic), None)
+                        if p.partition_index < 0
+                            || p.partition_index as u32 >= topic.partitions =>
+                    {
+                        Err(ResponseError::UnknownTopicOrPartition)
+                    }
+                    (Some(topic), None) if !c.leads(&topic.name, p.partition_index) => {
+                        Err(ResponseError::NotLeaderOrFollower)
+                    }
+                    (Some(topic), None) => {
+                        lookup(
+                            &c,
+                            topic,
+                            p.partition_index as u32,
+                            p.timestamp,
+                            read_committed,
+                        )
+                        .await
+                    }
+                };
+                partitions.push(match found {
+                    Ok((offset, ts)) => r.with_offset(offset).with_timestamp(ts),
+                    Err(e) => r.with_error_code(e.code()),
+                });
+            }
+            topics.push(
+                ListOffsetsTopicResponse::default()
+                    .with_name(topic_name(&t.name))
+                    .with_partitions(partitions),
+            );
+        }
         Some(ResponseKind::ListOffsets(
             ListOffsetsResponse::default().with_topics(topics),
         ))

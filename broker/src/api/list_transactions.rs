@@ -22,14 +22,14 @@ const STATES: [Phase; 6] = [
 ];
 
 /// Handles ListTransactions.
-pub fn handle(ctx: &Ctx, req: ListTransactionsRequest) -> ListTransactionsResponse {
+pub async fn handle(ctx: &Ctx, req: ListTransactionsRequest) -> ListTransactionsResponse {
     let unknown: Vec<_> = req
         .state_filters
         .iter()
         .filter(|f| !STATES.iter().any(|s| s.name() == f.as_str()))
         .cloned()
         .collect();
-    let all = match ctx.broker.txns.list() {
+    let all = match ctx.broker.txns.list().await {
         Ok(all) => all,
         Err(e) => return ListTransactionsResponse::default().with_error_code(e.code()),
     };

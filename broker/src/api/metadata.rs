@@ -54,7 +54,7 @@ fn missing(name: Option<&str>, id: uuid::Uuid, error: ResponseError) -> Metadata
 }
 
 /// Answers Metadata; creates unknown topics first when auto-create is on and asked for.
-pub fn handle(ctx: Ctx, req: MetadataRequest) -> Reply {
+pub async fn handle(ctx: Ctx, req: MetadataRequest) -> Reply {
     let catalog = ctx.broker.catalog.clone();
     let auto =
         ctx.broker.config.auto_create_topics && (ctx.version < 4 || req.allow_auto_topic_creation);
@@ -63,7 +63,7 @@ pub fn handle(ctx: Ctx, req: MetadataRequest) -> Reply {
         for t in topics {
             if let Some(name) = &t.name
                 && super::topics::valid_name(name).is_ok()
-                && matches!(catalog.topic(name), Ok(None))
+                && matches!(catalog.topic(name).await, Ok(None))
             {
                 let record = TopicRecord {
                     name: name.to_string(),
@@ -86,44 +86,48 @@ pub fn handle(ctx: Ctx, req: MetadataRequest) -> Reply {
         let every = req.topics.is_none()
             || (ctx.version == 0 && req.topics.as_ref().is_some_and(|t| t.is_empty()));
         let topics = match req.topics.as_ref().filter(|_| !every) {
-            None => match catalog.topics() {
+            None => match catalog.topics().await {
                 Ok(all) => all.iter().map(|t| describe(&ctx, t)).collect(),
                 Err(e) => {
                     tracing::error!(error = %e, "metadata: listing topics failed");
                     Vec::new()
                 }
             },
-            Some(wanted) => wanted
-                .iter()
-                .map(|w| {
-                    let found = match &w.name {
-                        Some(name) => catalog.topic(name),
-                        None => catalog.topic_by_id(w.topic_id.as_u128()),
-                    };
-                    match found {
-                        Ok(Some(t)) => describe(&ctx, &t),
-                        Ok(None) if w.name.is_none() => {
-                            missing(None, w.topic_id, ResponseError::UnknownTopicId)
-                        }
-                        Ok(None) => {
-                            let name = w.name.as_ref().map(|n| n.0.as_str());
-                            // Not retriable, unlike an unknown topic: it can never exist.
-                            let error =
-                                if name.is_some_and(|n| super::topics::valid_name(n).is_err()) {
+            Some(wanted) => {
+                let mut out = Vec::new();
+                for w in wanted.iter() {
+                    out.push({
+                        let found = match &w.name {
+                            Some(name) => catalog.topic(name).await,
+                            None => catalog.topic_by_id(w.topic_id.as_u128()).await,
+                        };
+                        match found {
+                            Ok(Some(t)) => describe(&ctx, &t),
+                            Ok(None) if w.name.is_none() => {
+                                missing(None, w.topic_id, ResponseError::UnknownTopicId)
+                            }
+                            Ok(None) => {
+                                let name = w.name.as_ref().map(|n| n.0.as_str());
+                                // Not retriable, unlike an unknown topic: it can never exist.
+                                let error = if name
+                                    .is_some_and(|n| super::topics::valid_name(n).is_err())
+                                {
                                     ResponseError::InvalidTopicException
                                 } else {
                                     ResponseError::UnknownTopicOrPartition
                                 };
-                            missing(name, w.topic_id, error)
+                                missing(name, w.topic_id, error)
+                            }
+                            Err(e) => missing(
+                                w.name.as_ref().map(|n| n.0.as_str()),
+                                w.topic_id,
+                                from_catalog(&e),
+                            ),
                         }
-                        Err(e) => missing(
-                            w.name.as_ref().map(|n| n.0.as_str()),
-                            w.topic_id,
-                            from_catalog(&e),
-                        ),
-                    }
-                })
-                .collect(),
+                    });
+                }
+                out
+            }
         };
         Some(ResponseKind::Metadata(
             MetadataResponse::default()

@@ -218,16 +218,21 @@ pub const SERVED: &[ApiKey] = &[
 ];
 
 /// Authorizes a decoded request ([`crate::authz`]) and dispatches what is allowed.
-pub fn handle(ctx: Ctx, request: RequestKind) -> Reply {
-    let (request, refused) = match crate::authz::check(&ctx, request) {
+///
+/// Two phases: awaiting this runs the request up to its commit, which it queues
+/// ([`catalog::Catalog::commit`]); the returned reply then waits for the outcome. A
+/// connection awaits the first phase before it reads its next request, so pipelined
+/// requests commit in the order they were sent.
+pub async fn handle(ctx: Ctx, request: RequestKind) -> Reply {
+    let (request, refused) = match crate::authz::check(&ctx, request).await {
         Ok(r) => r,
         Err(answer) => return answer,
     };
     if refused.is_empty() {
-        return dispatch(ctx, request);
+        return dispatch(ctx, request).await;
     }
     let check = ctx.clone();
-    let reply = dispatch(ctx, request);
+    let reply = dispatch(ctx, request).await;
     Box::pin(async move {
         reply
             .await
@@ -236,24 +241,24 @@ pub fn handle(ctx: Ctx, request: RequestKind) -> Reply {
 }
 
 /// Dispatches a request to its handler.
-fn dispatch(ctx: Ctx, request: RequestKind) -> Reply {
+async fn dispatch(ctx: Ctx, request: RequestKind) -> Reply {
     match request {
         RequestKind::ApiVersions(r) => {
             ready(ResponseKind::ApiVersions(api_versions::handle(&ctx, r)))
         }
-        RequestKind::Metadata(r) => metadata::handle(ctx, r),
-        RequestKind::CreateTopics(r) => topics::create(ctx, r),
-        RequestKind::DeleteTopics(r) => topics::delete(ctx, r),
-        RequestKind::CreatePartitions(r) => topics::create_partitions(ctx, r),
-        RequestKind::DescribeConfigs(r) => {
-            ready(ResponseKind::DescribeConfigs(configs::describe(&ctx, r)))
-        }
-        RequestKind::AlterConfigs(r) => configs::alter(ctx, r),
-        RequestKind::IncrementalAlterConfigs(r) => configs::incremental_alter(ctx, r),
-        RequestKind::Produce(r) => produce::handle(ctx, r),
+        RequestKind::Metadata(r) => metadata::handle(ctx, r).await,
+        RequestKind::CreateTopics(r) => topics::create(ctx, r).await,
+        RequestKind::DeleteTopics(r) => topics::delete(ctx, r).await,
+        RequestKind::CreatePartitions(r) => topics::create_partitions(ctx, r).await,
+        RequestKind::DescribeConfigs(r) => ready(ResponseKind::DescribeConfigs(
+            configs::describe(&ctx, r).await,
+        )),
+        RequestKind::AlterConfigs(r) => configs::alter(ctx, r).await,
+        RequestKind::IncrementalAlterConfigs(r) => configs::incremental_alter(ctx, r).await,
+        RequestKind::Produce(r) => produce::handle(ctx, r).await,
         RequestKind::Fetch(r) => fetch::handle(ctx, r),
-        RequestKind::ListOffsets(r) => list_offsets::handle(ctx, r),
-        RequestKind::InitProducerId(r) => init_producer_id::handle(ctx, r),
+        RequestKind::ListOffsets(r) => list_offsets::handle(ctx, r).await,
+        RequestKind::InitProducerId(r) => init_producer_id::handle(ctx, r).await,
         RequestKind::DescribeCluster(r) => ready(ResponseKind::DescribeCluster(
             describe_cluster::handle(&ctx, r),
         )),
@@ -261,22 +266,26 @@ fn dispatch(ctx: Ctx, request: RequestKind) -> Reply {
         RequestKind::FindCoordinator(r) => ready(ResponseKind::FindCoordinator(
             find_coordinator::handle(&ctx, r),
         )),
-        RequestKind::JoinGroup(r) => join_group::handle(ctx, r),
-        RequestKind::SyncGroup(r) => sync_group::handle(ctx, r),
-        RequestKind::Heartbeat(r) => ready(ResponseKind::Heartbeat(heartbeat::handle(&ctx, r))),
-        RequestKind::LeaveGroup(r) => leave_group::handle(ctx, r),
-        RequestKind::OffsetCommit(r) => offset_commit::handle(ctx, r),
-        RequestKind::OffsetFetch(r) => {
-            ready(ResponseKind::OffsetFetch(offset_fetch::handle(&ctx, r)))
+        RequestKind::JoinGroup(r) => join_group::handle(ctx, r).await,
+        RequestKind::SyncGroup(r) => sync_group::handle(ctx, r).await,
+        RequestKind::Heartbeat(r) => {
+            ready(ResponseKind::Heartbeat(heartbeat::handle(&ctx, r).await))
         }
-        RequestKind::DescribeGroups(r) => ready(ResponseKind::DescribeGroups(
-            describe_groups::handle(&ctx, r),
+        RequestKind::LeaveGroup(r) => leave_group::handle(ctx, r).await,
+        RequestKind::OffsetCommit(r) => offset_commit::handle(ctx, r).await,
+        RequestKind::OffsetFetch(r) => ready(ResponseKind::OffsetFetch(
+            offset_fetch::handle(&ctx, r).await,
         )),
-        RequestKind::ListGroups(r) => ready(ResponseKind::ListGroups(list_groups::handle(&ctx, r))),
-        RequestKind::DeleteGroups(r) => delete_groups::handle(ctx, r),
-        RequestKind::OffsetDelete(r) => offset_delete::handle(ctx, r),
+        RequestKind::DescribeGroups(r) => ready(ResponseKind::DescribeGroups(
+            describe_groups::handle(&ctx, r).await,
+        )),
+        RequestKind::ListGroups(r) => {
+            ready(ResponseKind::ListGroups(list_groups::handle(&ctx, r).await))
+        }
+        RequestKind::DeleteGroups(r) => delete_groups::handle(ctx, r).await,
+        RequestKind::OffsetDelete(r) => offset_delete::handle(ctx, r).await,
         RequestKind::DescribeTopicPartitions(r) => ready(ResponseKind::DescribeTopicPartitions(
-            describe_topic_partitions::handle(&ctx, r),
+            describe_topic_partitions::handle(&ctx, r).await,
         )),
         RequestKind::GetTelemetrySubscriptions(r) => ready(
             ResponseKind::GetTelemetrySubscriptions(telemetry::subscriptions(r)),
@@ -294,33 +303,33 @@ fn dispatch(ctx: Ctx, request: RequestKind) -> Reply {
                 .with_error_message(Some(sb("this listener does not use SASL"))),
         )),
         RequestKind::DescribeLogDirs(r) => ready(ResponseKind::DescribeLogDirs(
-            describe_log_dirs::handle(&ctx, r),
+            describe_log_dirs::handle(&ctx, r).await,
         )),
-        RequestKind::ElectLeaders(r) => {
-            ready(ResponseKind::ElectLeaders(elect_leaders::handle(&ctx, r)))
-        }
+        RequestKind::ElectLeaders(r) => ready(ResponseKind::ElectLeaders(
+            elect_leaders::handle(&ctx, r).await,
+        )),
         RequestKind::ListPartitionReassignments(r) => ready(
             ResponseKind::ListPartitionReassignments(reassignments::list(r)),
         ),
         RequestKind::AlterPartitionReassignments(r) => ready(
-            ResponseKind::AlterPartitionReassignments(reassignments::alter(&ctx, r)),
+            ResponseKind::AlterPartitionReassignments(reassignments::alter(&ctx, r).await),
         ),
-        RequestKind::AddPartitionsToTxn(r) => add_partitions_to_txn::handle(ctx, r),
-        RequestKind::AddOffsetsToTxn(r) => add_offsets_to_txn::handle(ctx, r),
-        RequestKind::EndTxn(r) => end_txn::handle(ctx, r),
-        RequestKind::TxnOffsetCommit(r) => txn_offset_commit::handle(ctx, r),
+        RequestKind::AddPartitionsToTxn(r) => add_partitions_to_txn::handle(ctx, r).await,
+        RequestKind::AddOffsetsToTxn(r) => add_offsets_to_txn::handle(ctx, r).await,
+        RequestKind::EndTxn(r) => end_txn::handle(ctx, r).await,
+        RequestKind::TxnOffsetCommit(r) => txn_offset_commit::handle(ctx, r).await,
         RequestKind::DescribeProducers(r) => ready(ResponseKind::DescribeProducers(
-            describe_producers::handle(&ctx, r),
+            describe_producers::handle(&ctx, r).await,
         )),
         RequestKind::DescribeTransactions(r) => ready(ResponseKind::DescribeTransactions(
-            describe_transactions::handle(&ctx, r),
+            describe_transactions::handle(&ctx, r).await,
         )),
         RequestKind::ListTransactions(r) => ready(ResponseKind::ListTransactions(
-            list_transactions::handle(&ctx, r),
+            list_transactions::handle(&ctx, r).await,
         )),
-        RequestKind::ConsumerGroupHeartbeat(r) => consumer_group_heartbeat::handle(ctx, r),
+        RequestKind::ConsumerGroupHeartbeat(r) => consumer_group_heartbeat::handle(ctx, r).await,
         RequestKind::ConsumerGroupDescribe(r) => ready(ResponseKind::ConsumerGroupDescribe(
-            consumer_group_describe::handle(&ctx, r),
+            consumer_group_describe::handle(&ctx, r).await,
         )),
         RequestKind::DescribeClientQuotas(r) => ready(ResponseKind::DescribeClientQuotas(
             client_quotas::describe(&ctx, r),

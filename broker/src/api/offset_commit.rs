@@ -49,8 +49,8 @@ pub(crate) fn offset_record(
 
 /// Appends the commits among `ops` to `__consumer_offsets`, in the same transaction
 /// (a catalog that cannot say whether the topic exists mirrors nothing).
-pub(crate) fn mirror_to_offsets_topic(catalog: &dyn catalog::Catalog, ops: &mut Vec<Op>) {
-    let Ok(Some(topic)) = catalog.topic(crate::offsets_topic::NAME) else {
+pub(crate) async fn mirror_to_offsets_topic(catalog: &dyn catalog::Catalog, ops: &mut Vec<Op>) {
+    let Ok(Some(topic)) = catalog.topic(crate::offsets_topic::NAME).await else {
         return;
     };
     let commits: Vec<_> = ops
@@ -74,7 +74,7 @@ pub(crate) fn mirror_to_offsets_topic(catalog: &dyn catalog::Catalog, ops: &mut 
 }
 
 /// Handles OffsetCommit.
-pub fn handle(ctx: Ctx, req: OffsetCommitRequest) -> Reply {
+pub async fn handle(ctx: Ctx, req: OffsetCommitRequest) -> Reply {
     let group = req.group_id.to_string();
     let broker = &ctx.broker;
     let checked = if group.is_empty() {
@@ -82,19 +82,22 @@ pub fn handle(ctx: Ctx, req: OffsetCommitRequest) -> Reply {
     } else if !ctx.coordinates(&group) {
         Err(ResponseError::NotCoordinator)
     } else {
-        broker.groups.check_commit(
-            &group,
-            req.generation_id_or_member_epoch,
-            &req.member_id,
-            req.group_instance_id.as_deref(),
-        )
+        broker
+            .groups
+            .check_commit(
+                &group,
+                req.generation_id_or_member_epoch,
+                &req.member_id,
+                req.group_instance_id.as_deref(),
+            )
+            .await
     };
     let mut ops: Vec<Op> = creates_group(&checked, &group).into_iter().collect();
     let max_metadata = broker.groups.config().max_metadata_bytes;
     let now = now_ms();
     let mut plan: Vec<(OffsetCommitResponseTopic, Vec<Result<(), ResponseError>>)> = Vec::new();
     for t in req.topics {
-        let (topic, unreadable) = super::found(broker.catalog.topic(&t.name));
+        let (topic, unreadable) = super::found(broker.catalog.topic(&t.name).await);
         let mut results = Vec::new();
         let mut out = OffsetCommitResponseTopic::default()
             .with_name(t.name.clone())
@@ -134,7 +137,7 @@ pub fn handle(ctx: Ctx, req: OffsetCommitRequest) -> Reply {
         .filter(|o| matches!(o, Op::CommitOffset { .. }))
         .count() as u64;
     if broker.config.offsets_topic && commits > 0 {
-        mirror_to_offsets_topic(broker.catalog.as_ref(), &mut ops);
+        mirror_to_offsets_topic(broker.catalog.as_ref(), &mut ops).await;
     }
     let commit = (commits > 0).then(|| broker.catalog.commit(Transaction::new(ops)));
     let metrics = broker.metrics.clone();

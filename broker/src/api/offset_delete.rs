@@ -11,7 +11,7 @@ use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse, Respon
 use super::{Ctx, Reply, commit_ops, ready, unless_failed};
 
 /// Handles OffsetDelete.
-pub fn handle(ctx: Ctx, req: OffsetDeleteRequest) -> Reply {
+pub async fn handle(ctx: Ctx, req: OffsetDeleteRequest) -> Reply {
     let group = req.group_id.to_string();
     let refuse = |e: ResponseError| {
         ready(ResponseKind::OffsetDelete(
@@ -24,7 +24,7 @@ pub fn handle(ctx: Ctx, req: OffsetDeleteRequest) -> Reply {
     if !ctx.coordinates(&group) {
         return refuse(ResponseError::NotCoordinator);
     }
-    let subscribed = match ctx.broker.groups.subscriptions(&group) {
+    let subscribed = match ctx.broker.groups.subscriptions(&group).await {
         Ok(Some(s)) => s,
         Ok(None) => return refuse(ResponseError::GroupIdNotFound),
         Err(e) => return refuse(e),
@@ -33,7 +33,7 @@ pub fn handle(ctx: Ctx, req: OffsetDeleteRequest) -> Reply {
     let mut ops = Vec::new();
     let mut plan = Vec::new();
     for t in req.topics {
-        let (topic, unreadable) = super::found(catalog.topic(&t.name));
+        let (topic, unreadable) = super::found(catalog.topic(&t.name).await);
         let mut parts = Vec::new();
         for p in t.partitions {
             let r = match (&topic, unreadable) {

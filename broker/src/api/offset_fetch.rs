@@ -23,30 +23,37 @@ use crate::error::from_catalog;
 type Fetched = BTreeMap<String, Vec<(i32, Option<OffsetRecord>, i16)>>;
 
 /// Handles OffsetFetch.
-pub fn handle(ctx: &Ctx, req: OffsetFetchRequest) -> OffsetFetchResponse {
+pub async fn handle(ctx: &Ctx, req: OffsetFetchRequest) -> OffsetFetchResponse {
     if ctx.version >= 8 {
-        let groups = req
-            .groups
-            .into_iter()
-            .map(|g| {
-                let asked = g.topics.map(|ts| {
-                    ts.into_iter()
-                        .map(|t| (t.name, t.partition_indexes))
-                        .collect()
+        let groups = {
+            let mut out = Vec::new();
+            for g in req.groups.into_iter() {
+                out.push({
+                    let asked = g.topics.map(|ts| {
+                        ts.into_iter()
+                            .map(|t| (t.name, t.partition_indexes))
+                            .collect()
+                    });
+                    // v9: a consumer-protocol member fetches under its member epoch.
+                    let member = g.member_id.as_deref().filter(|m| !m.is_empty());
+                    let checked = match member {
+                        Some(m) => {
+                            ctx.broker
+                                .groups
+                                .check_member_fetch(&g.group_id, m, g.member_epoch)
+                                .await
+                        }
+                        None => Ok(()),
+                    };
+                    let fetched = match checked {
+                        Err(e) => Err((e, Vec::new())),
+                        Ok(()) => fetch(ctx, &g.group_id, asked, req.require_stable).await,
+                    };
+                    group_response(g.group_id, fetched)
                 });
-                // v9: a consumer-protocol member fetches under its member epoch.
-                let member = g.member_id.as_deref().filter(|m| !m.is_empty());
-                let fetched = match member.map(|m| {
-                    ctx.broker
-                        .groups
-                        .check_member_fetch(&g.group_id, m, g.member_epoch)
-                }) {
-                    Some(Err(e)) => Err((e, Vec::new())),
-                    _ => fetch(ctx, &g.group_id, asked, req.require_stable),
-                };
-                group_response(g.group_id, fetched)
-            })
-            .collect();
+            }
+            out
+        };
         return OffsetFetchResponse::default().with_groups(groups);
     }
     let asked = req.topics.map(|ts| {
@@ -54,7 +61,7 @@ pub fn handle(ctx: &Ctx, req: OffsetFetchRequest) -> OffsetFetchResponse {
             .map(|t| (t.name, t.partition_indexes))
             .collect()
     });
-    match fetch(ctx, &req.group_id, asked, req.require_stable) {
+    match fetch(ctx, &req.group_id, asked, req.require_stable).await {
         Ok(f) => OffsetFetchResponse::default().with_topics(
             f.into_iter()
                 .map(|(name, parts)| {
@@ -119,7 +126,7 @@ fn fields(o: Option<OffsetRecord>) -> (i64, i32, Option<kafka_protocol::protocol
     }
 }
 
-fn fetch(
+async fn fetch(
     ctx: &Ctx,
     group: &GroupId,
     asked: Option<Asked>,
@@ -135,7 +142,7 @@ fn fetch(
     let catalog = &ctx.broker.catalog;
     let mut out = Fetched::new();
     match asked {
-        None => match catalog.offsets(group) {
+        None => match catalog.offsets(group).await {
             Ok(all) => {
                 for (topic, p, o) in all {
                     out.entry(topic).or_default().push((p as i32, Some(o), 0));
@@ -150,7 +157,7 @@ fn fetch(
                     let o = if *p < 0 {
                         Ok(None)
                     } else {
-                        catalog.offset(group, topic, *p as u32)
+                        catalog.offset(group, topic, *p as u32).await
                     };
                     match o {
                         Ok(o) => got.push((*p, o, 0)),
@@ -164,16 +171,16 @@ fn fetch(
     if require_stable {
         for (topic, parts) in out.iter_mut() {
             for (p, o, code) in parts.iter_mut() {
-                let held = u32::try_from(*p)
-                    .ok()
-                    .map(|p| catalog.has_pending_txn_offset(group, topic, p));
-                match held {
-                    Some(Ok(true)) => {
+                let Ok(p) = u32::try_from(*p) else {
+                    continue;
+                };
+                match catalog.has_pending_txn_offset(group, topic, p).await {
+                    Ok(true) => {
                         *o = None;
                         *code = ResponseError::UnstableOffsetCommit.code();
                     }
-                    Some(Err(e)) => *code = from_catalog(&e).code(),
-                    _ => {}
+                    Err(e) => *code = from_catalog(&e).code(),
+                    Ok(false) => {}
                 }
             }
         }

@@ -48,7 +48,7 @@ fn producer_fields(b: &Batch) -> Option<ProducerBatch> {
 }
 
 /// Checks one partition's batches and adds their appends to `ops`.
-fn plan_partition(
+async fn plan_partition(
     ctx: &Ctx,
     topic: &catalog::TopicRecord,
     index: i32,
@@ -87,12 +87,17 @@ fn plan_partition(
             if !b.is_idempotent() {
                 return refuse("a transactional batch without a producer id and sequence");
             }
-            if let Err(e) = ctx.broker.txns.check_produce(
-                id,
-                b.producer_id,
-                b.producer_epoch,
-                &(topic.name.clone(), index),
-            ) {
+            if let Err(e) = ctx
+                .broker
+                .txns
+                .check_produce(
+                    id,
+                    b.producer_id,
+                    b.producer_epoch,
+                    &(topic.name.clone(), index),
+                )
+                .await
+            {
                 return Plan::Refused(crate::error::fenced_for(e, false), None);
             }
         }
@@ -119,6 +124,7 @@ fn plan_partition(
                     .broker
                     .catalog
                     .producer_state(p.producer_id, topic.id, index as u32)
+                    .await
                     .ok()
                     .flatten();
                 states.push((p.producer_id, stored));
@@ -164,7 +170,7 @@ fn plan_partition(
 }
 
 /// Handles a produce request.
-pub fn handle(ctx: Ctx, req: ProduceRequest) -> Reply {
+pub async fn handle(ctx: Ctx, req: ProduceRequest) -> Reply {
     let catalog = ctx.broker.catalog.clone();
     let mut ops = Vec::new();
     let mut topics = Vec::new();
@@ -175,7 +181,7 @@ pub fn handle(ctx: Ctx, req: ProduceRequest) -> Reply {
         } else {
             catalog.topic(&t.name)
         };
-        let (record, unreadable) = super::found(found);
+        let (record, unreadable) = super::found(found.await);
         let unknown = if ctx.version >= 13 {
             ResponseError::UnknownTopicId
         } else if super::topics::valid_name(&t.name).is_err() {
@@ -184,10 +190,9 @@ pub fn handle(ctx: Ctx, req: ProduceRequest) -> Reply {
         } else {
             ResponseError::UnknownTopicOrPartition
         };
-        let partitions = t
-            .partition_data
-            .into_iter()
-            .map(|p| Partition {
+        let mut partitions = Vec::with_capacity(t.partition_data.len());
+        for p in t.partition_data {
+            partitions.push(Partition {
                 index: p.index,
                 plan: match (&record, unreadable) {
                     (_, Some(e)) => Plan::Refused(e, None),
@@ -200,11 +205,12 @@ pub fn handle(ctx: Ctx, req: ProduceRequest) -> Reply {
                     }
                     (Some(topic), None) => {
                         plan_partition(&ctx, topic, p.index, p.records, txn.as_deref(), &mut ops)
+                            .await
                     }
                     (None, None) => Plan::Refused(unknown, None),
                 },
-            })
-            .collect();
+            });
+        }
         topics.push(Topic {
             name: record
                 .as_ref()
@@ -245,61 +251,69 @@ pub fn handle(ctx: Ctx, req: ProduceRequest) -> Reply {
         if acks == 0 {
             return None;
         }
-        let responses = topics
-            .into_iter()
-            .map(|t| {
-                let partitions = t
-                    .partitions
-                    .into_iter()
-                    .map(|p| {
-                        let r = PartitionProduceResponse::default()
-                            .with_index(p.index)
-                            .with_base_offset(-1)
-                            .with_log_append_time_ms(-1)
-                            .with_log_start_offset(-1);
-                        match p.plan {
-                            Plan::Refused(e, message) => r
-                                .with_error_code(e.code())
-                                .with_error_message(message.as_deref().map(sb)),
-                            Plan::Duplicate(base) => r
-                                .with_error_code(ResponseError::DuplicateSequenceNumber.code())
-                                .with_base_offset(base as i64),
-                            Plan::Appending {
-                                first,
-                                log_append_time,
-                            } => match &outcome {
-                                Some(Ok(out)) => {
-                                    let base = match out.ops.get(first) {
-                                        Some(catalog::OpOutcome::Appended { base_offset }) => {
-                                            *base_offset as i64
+        let responses = {
+            let mut out = Vec::new();
+            for t in topics.into_iter() {
+                out.push({
+                    let partitions = {
+                        let mut out = Vec::new();
+                        for p in t.partitions.into_iter() {
+                            out.push({
+                                let r = PartitionProduceResponse::default()
+                                    .with_index(p.index)
+                                    .with_base_offset(-1)
+                                    .with_log_append_time_ms(-1)
+                                    .with_log_start_offset(-1);
+                                match p.plan {
+                                    Plan::Refused(e, message) => r
+                                        .with_error_code(e.code())
+                                        .with_error_message(message.as_deref().map(sb)),
+                                    Plan::Duplicate(base) => r
+                                        .with_error_code(
+                                            ResponseError::DuplicateSequenceNumber.code(),
+                                        )
+                                        .with_base_offset(base as i64),
+                                    Plan::Appending {
+                                        first,
+                                        log_append_time,
+                                    } => match &outcome {
+                                        Some(Ok(out)) => {
+                                            let base = match out.ops.get(first) {
+                                                Some(catalog::OpOutcome::Appended {
+                                                    base_offset,
+                                                }) => *base_offset as i64,
+                                                _ => -1,
+                                            };
+                                            let start = ctx
+                                                .broker
+                                                .catalog
+                                                .partition(t.id.as_u128(), p.index as u32)
+                                                .await
+                                                .ok()
+                                                .flatten()
+                                                .map_or(-1, |s| s.log_start_offset as i64);
+                                            r.with_base_offset(base)
+                                                .with_log_append_time_ms(log_append_time)
+                                                .with_log_start_offset(start)
                                         }
-                                        _ => -1,
-                                    };
-                                    let start = ctx
-                                        .broker
-                                        .catalog
-                                        .partition(t.id.as_u128(), p.index as u32)
-                                        .ok()
-                                        .flatten()
-                                        .map_or(-1, |s| s.log_start_offset as i64);
-                                    r.with_base_offset(base)
-                                        .with_log_append_time_ms(log_append_time)
-                                        .with_log_start_offset(start)
+                                        Some(Err(e)) => r
+                                            .with_error_code(from_catalog(e).code())
+                                            .with_error_message(Some(sb(&e.to_string()))),
+                                        None => r,
+                                    },
                                 }
-                                Some(Err(e)) => r
-                                    .with_error_code(from_catalog(e).code())
-                                    .with_error_message(Some(sb(&e.to_string()))),
-                                None => r,
-                            },
+                            });
                         }
-                    })
-                    .collect();
-                TopicProduceResponse::default()
-                    .with_name(topic_name(&t.name))
-                    .with_topic_id(t.id)
-                    .with_partition_responses(partitions)
-            })
-            .collect();
+                        out
+                    };
+                    TopicProduceResponse::default()
+                        .with_name(topic_name(&t.name))
+                        .with_topic_id(t.id)
+                        .with_partition_responses(partitions)
+                });
+            }
+            out
+        };
         Some(ResponseKind::Produce(
             ProduceResponse::default().with_responses(responses),
         ))

@@ -22,17 +22,17 @@ pub fn list(req: ListPartitionReassignmentsRequest) -> ListPartitionReassignment
 }
 
 /// Answers AlterPartitionReassignments.
-pub fn alter(
+pub async fn alter(
     ctx: &Ctx,
     req: AlterPartitionReassignmentsRequest,
 ) -> AlterPartitionReassignmentsResponse {
     let catalog = &ctx.broker.catalog;
-    let responses = req
-        .topics
-        .into_iter()
-        .map(|t| {
+    let responses = {
+        let mut out = Vec::new();
+        for t in req.topics.into_iter() {
+            out.push({
             let name = t.name.to_string();
-            let topic = catalog.topic(&name).ok().flatten();
+            let topic = catalog.topic(&name).await.ok().flatten();
             let partitions = t
                 .partitions
                 .into_iter()
@@ -63,7 +63,9 @@ pub fn alter(
             ReassignableTopicResponse::default()
                 .with_name(topic_name(&name))
                 .with_partitions(partitions)
-        })
-        .collect();
+        });
+        }
+        out
+    };
     AlterPartitionReassignmentsResponse::default().with_responses(responses)
 }

@@ -7,7 +7,7 @@ use kafka_protocol::messages::{ResponseKind, SyncGroupRequest, SyncGroupResponse
 use super::{Ctx, Reply, ready, sb};
 
 /// Handles SyncGroup.
-pub fn handle(ctx: Ctx, req: SyncGroupRequest) -> Reply {
+pub async fn handle(ctx: Ctx, req: SyncGroupRequest) -> Reply {
     let group = req.group_id.to_string();
     let refuse = |e: ResponseError| {
         ready(ResponseKind::SyncGroup(
@@ -25,15 +25,19 @@ pub fn handle(ctx: Ctx, req: SyncGroupRequest) -> Reply {
         .into_iter()
         .map(|a| (a.member_id.to_string(), a.assignment))
         .collect();
-    let answer = ctx.broker.groups.sync(
-        &group,
-        &req.member_id,
-        req.group_instance_id.as_deref(),
-        req.generation_id,
-        req.protocol_type.as_deref(),
-        req.protocol_name.as_deref(),
-        assignments,
-    );
+    let answer = ctx
+        .broker
+        .groups
+        .sync(
+            &group,
+            &req.member_id,
+            req.group_instance_id.as_deref(),
+            req.generation_id,
+            req.protocol_type.as_deref(),
+            req.protocol_name.as_deref(),
+            assignments,
+        )
+        .await;
     Box::pin(async move {
         let response = match answer.await {
             Ok(a) => SyncGroupResponse::default()

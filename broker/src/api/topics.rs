@@ -46,7 +46,7 @@ fn failure(e: ResponseError, message: impl Into<String>) -> (i16, Option<String>
 }
 
 /// CreateTopics.
-pub fn create(ctx: Ctx, req: CreateTopicsRequest) -> Reply {
+pub async fn create(ctx: Ctx, req: CreateTopicsRequest) -> Reply {
     let catalog = ctx.broker.catalog.clone();
     let default_partitions = ctx.broker.config.default_partitions as i32;
     let mut pending = Vec::new();
@@ -82,7 +82,7 @@ pub fn create(ctx: Ctx, req: CreateTopicsRequest) -> Reply {
             ))
         } else if let Err(m) = configs::validate_all(&configs) {
             Err(failure(ResponseError::InvalidConfig, m))
-        } else if matches!(catalog.topic(&name), Ok(Some(_))) {
+        } else if matches!(catalog.topic(&name).await, Ok(Some(_))) {
             Err(failure(
                 ResponseError::TopicAlreadyExists,
                 format!("topic {name} already exists"),
@@ -155,7 +155,7 @@ pub fn create(ctx: Ctx, req: CreateTopicsRequest) -> Reply {
 }
 
 /// DeleteTopics.
-pub fn delete(ctx: Ctx, req: DeleteTopicsRequest) -> Reply {
+pub async fn delete(ctx: Ctx, req: DeleteTopicsRequest) -> Reply {
     let catalog = ctx.broker.catalog.clone();
     let mut wanted: Vec<(Option<String>, uuid::Uuid)> = req
         .topic_names
@@ -170,8 +170,8 @@ pub fn delete(ctx: Ctx, req: DeleteTopicsRequest) -> Reply {
     let mut pending = Vec::new();
     for (name, id) in wanted {
         let found = match &name {
-            Some(n) => catalog.topic(n),
-            None => catalog.topic_by_id(id.as_u128()),
+            Some(n) => catalog.topic(n).await,
+            None => catalog.topic_by_id(id.as_u128()).await,
         };
         let doomed = match &found {
             Ok(Some(t)) => Ok(t.name.clone()),
@@ -217,12 +217,12 @@ pub fn delete(ctx: Ctx, req: DeleteTopicsRequest) -> Reply {
 }
 
 /// CreatePartitions: grows a topic (never shrinks it).
-pub fn create_partitions(ctx: Ctx, req: CreatePartitionsRequest) -> Reply {
+pub async fn create_partitions(ctx: Ctx, req: CreatePartitionsRequest) -> Reply {
     let catalog = ctx.broker.catalog.clone();
     let mut pending = Vec::new();
     for t in req.topics {
         let name = t.name.to_string();
-        let commit = match catalog.topic(&name) {
+        let commit = match catalog.topic(&name).await {
             Ok(Some(mut record)) => {
                 if t.count <= record.partitions as i32 || t.count > MAX_PARTITIONS {
                     Err(failure(

@@ -15,7 +15,7 @@ use super::{Ctx, Reply, now_ms, unless_failed};
 use crate::error::{fenced_for, from_catalog};
 
 /// Handles TxnOffsetCommit.
-pub fn handle(ctx: Ctx, req: TxnOffsetCommitRequest) -> Reply {
+pub async fn handle(ctx: Ctx, req: TxnOffsetCommitRequest) -> Reply {
     let id = req.transactional_id.to_string();
     let group = req.group_id.to_string();
     let broker = &ctx.broker;
@@ -25,30 +25,37 @@ pub fn handle(ctx: Ctx, req: TxnOffsetCommitRequest) -> Reply {
     } else if !ctx.coordinates(&group) {
         Err(ResponseError::NotCoordinator)
     } else {
-        broker
+        match broker
             .txns
             .check_offset_commit(&id, producer_id, epoch, &group)
-            .and_then(|()| {
+            .await
+        {
+            Err(e) => Err(e),
+            Ok(()) => {
                 // Before v3 the request names no generation: nothing to fence.
                 let generation = if ctx.version < 3 {
                     -1
                 } else {
                     req.generation_id
                 };
-                broker.groups.check_commit(
-                    &group,
-                    generation,
-                    &req.member_id,
-                    req.group_instance_id.as_deref(),
-                )
-            })
+                broker
+                    .groups
+                    .check_commit(
+                        &group,
+                        generation,
+                        &req.member_id,
+                        req.group_instance_id.as_deref(),
+                    )
+                    .await
+            }
+        }
     };
     let mut ops: Vec<Op> = creates_group(&checked, &group).into_iter().collect();
     let max_metadata = broker.groups.config().max_metadata_bytes;
     let now = now_ms();
     let mut plan = Vec::new();
     for t in req.topics {
-        let (topic, unreadable) = super::found(broker.catalog.topic(&t.name));
+        let (topic, unreadable) = super::found(broker.catalog.topic(&t.name).await);
         let mut results = Vec::new();
         for p in t.partitions {
             let r = match (&checked, &topic, unreadable) {

@@ -66,7 +66,7 @@ pub struct Examined {
 }
 
 /// Looks at one partition and plans a pass if one is due at `now_ms`.
-pub fn examine(
+pub async fn examine(
     catalog: &dyn Catalog,
     topic: &catalog::TopicRecord,
     partition: u32,
@@ -75,26 +75,31 @@ pub fn examine(
     limits: Limits,
 ) -> CatalogResult<Examined> {
     let topic_id = topic.id;
-    let Some((st, lso)) = catalog.stable_partition(topic_id, partition)? else {
+    let Some((st, lso)) = catalog.stable_partition(topic_id, partition).await? else {
         return Ok(Examined {
             ratio: 0.0,
             pass: None,
         });
     };
-    let state = catalog.compaction(topic_id, partition)?.unwrap_or_default();
+    let state = catalog
+        .compaction(topic_id, partition)
+        .await?
+        .unwrap_or_default();
     let first_dirty = state.cleaned_to.max(st.log_start_offset);
     // Records a topic's expansion has not read stay as they are until its table holds
     // them.
     // Nor does anything at or past the last stable offset: an open transaction may
     // still abort, and its records must not hide older values of their keys.
-    let limit = match catalog.expanded_to(topic, partition)? {
+    let limit = match catalog.expanded_to(topic, partition).await? {
         Some(l) => Some(l.min(lso)),
         None => (lso < st.next_offset).then_some(lso),
     };
     let mut walk = Walk::new(*policy, now_ms, first_dirty).keeping_from(limit);
     let mut from = first_dirty;
     loop {
-        let page = catalog.batch_index(topic_id, partition, from, INDEX_PAGE)?;
+        let page = catalog
+            .batch_index(topic_id, partition, from, INDEX_PAGE)
+            .await?;
         for b in page.iter().filter(|b| b.base_offset >= first_dirty) {
             walk.step(b);
         }
@@ -113,12 +118,14 @@ pub fn examine(
     if !dirty.due(policy, now_ms) && !tombstones_due {
         return Ok(Examined { ratio, pass: None });
     }
-    let aborted = catalog.aborted_txns(
-        topic_id,
-        partition,
-        st.log_start_offset,
-        dirty.cleanable_end,
-    )?;
+    let aborted = catalog
+        .aborted_txns(
+            topic_id,
+            partition,
+            st.log_start_offset,
+            dirty.cleanable_end,
+        )
+        .await?;
     let cleaner = Cleaner {
         catalog,
         topic_id,
@@ -132,7 +139,7 @@ pub fn examine(
     };
     Ok(Examined {
         ratio,
-        pass: cleaner.run(&dirty)?,
+        pass: cleaner.run(&dirty).await?,
     })
 }
 
@@ -166,7 +173,7 @@ struct Filtered {
 impl Cleaner<'_> {
     /// Calls `each` on the stored batches from `from` until `end` (exclusive), while it
     /// returns `true`.
-    fn batches(
+    async fn batches(
         &self,
         from: u64,
         end: u64,
@@ -176,7 +183,8 @@ impl Cleaner<'_> {
         while pos < end {
             let page = self
                 .catalog
-                .read_batches(self.topic_id, self.partition, pos, READ_PAGE)?;
+                .read_batches(self.topic_id, self.partition, pos, READ_PAGE)
+                .await?;
             if page.is_empty() {
                 break;
             }
@@ -196,7 +204,7 @@ impl Cleaner<'_> {
         Ok(())
     }
 
-    fn run(self, dirty: &Dirty) -> CatalogResult<Option<Pass>> {
+    async fn run(self, dirty: &Dirty) -> CatalogResult<Option<Pass>> {
         let log_start = self.st.log_start_offset;
         let first_dirty = dirty.first_dirty;
         // 1. The key map over as much of the cleanable dirty range as it holds.
@@ -217,7 +225,8 @@ impl Cleaner<'_> {
                 }
                 map_end = b.last_offset + 1;
                 !map.full()
-            })?;
+            })
+            .await?;
         }
         // 2. Filter everything before the map's end.
         let horizons = self
@@ -239,7 +248,8 @@ impl Cleaner<'_> {
                 clean_end = b.last_offset + 1;
             }
             more
-        })?;
+        })
+        .await?;
         // 3. The new state.
         let cleaned_to = if clean_end > first_dirty {
             clean_end.min(map_end)

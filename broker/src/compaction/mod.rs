@@ -42,29 +42,27 @@ pub async fn round(broker: &Arc<Broker>) -> Result<Round, CatalogError> {
     let catalog = broker.catalog.clone();
     let limits = broker.config.compaction;
     let mut out = Round::default();
-    let topics = tokio::task::spawn_blocking({
-        let catalog = catalog.clone();
-        move || catalog.topics()
-    })
-    .await
-    .map_err(|e| CatalogError::Store(format!("compaction planning failed: {e}")))??;
+    let topics = catalog.topics().await?;
     for topic in topics {
         let Some(policy) = Policy::of(&topic.configs) else {
             continue;
         };
         for partition in 0..topic.partitions {
+            // Examining decodes every dirty batch: on a blocking thread, which waits
+            // there for the catalog's reads.
             let examined = tokio::task::spawn_blocking({
                 let catalog = catalog.clone();
                 let topic = topic.clone();
+                let runtime = tokio::runtime::Handle::current();
                 move || {
-                    clean::examine(
+                    runtime.block_on(clean::examine(
                         catalog.as_ref(),
                         &topic,
                         partition,
                         &policy,
                         now_ms(),
                         limits,
-                    )
+                    ))
                 }
             })
             .await

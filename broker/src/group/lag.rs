@@ -15,17 +15,15 @@ use crate::metrics::LagLabels;
 /// Recomputes the lag gauges every `every` until `shutdown` flips.
 pub async fn run(broker: Arc<Broker>, every: Duration, mut shutdown: watch::Receiver<bool>) {
     loop {
-        let b = broker.clone();
-        match tokio::task::spawn_blocking(move || measure(&b)).await {
-            Ok(Ok(lags)) => {
+        match measure(&broker).await {
+            Ok(lags) => {
                 let family = &broker.metrics.consumer_lag;
                 family.clear();
                 for (labels, lag) in lags {
                     family.get_or_create(&labels).set(lag);
                 }
             }
-            Ok(Err(e)) => tracing::warn!(error = %e, "measuring consumer lag failed"),
-            Err(e) => tracing::warn!(error = %e, "measuring consumer lag panicked"),
+            Err(e) => tracing::warn!(error = %e, "measuring consumer lag failed"),
         }
         tokio::select! {
             _ = tokio::time::sleep(every) => {}
@@ -34,19 +32,19 @@ pub async fn run(broker: Arc<Broker>, every: Duration, mut shutdown: watch::Rece
     }
 }
 
-fn measure(broker: &Broker) -> catalog::CatalogResult<BTreeMap<LagLabels, i64>> {
+async fn measure(broker: &Broker) -> catalog::CatalogResult<BTreeMap<LagLabels, i64>> {
     let catalog = &broker.catalog;
     let mut out = BTreeMap::new();
     let mut topics = BTreeMap::new();
-    for group in catalog.groups()? {
-        for (topic, partition, committed) in catalog.offsets(&group.name)? {
+    for group in catalog.groups().await? {
+        for (topic, partition, committed) in catalog.offsets(&group.name).await? {
             if !topics.contains_key(&topic) {
-                topics.insert(topic.clone(), catalog.topic(&topic)?);
+                topics.insert(topic.clone(), catalog.topic(&topic).await?);
             }
             let Some(Some(t)) = topics.get(&topic) else {
                 continue;
             };
-            let Some(state) = catalog.partition(t.id, partition)? else {
+            let Some(state) = catalog.partition(t.id, partition).await? else {
                 continue;
             };
             let lag = (state.next_offset as i64 - committed.offset.max(0)).max(0);

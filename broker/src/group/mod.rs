@@ -124,10 +124,10 @@ impl GroupCoordinator {
     /// Brings the groups (of both protocols) that had members when the server stopped
     /// back into memory, so their members can go on heartbeating and the silent ones
     /// expire. Call once, inside the runtime.
-    pub fn restore(self: &Arc<Self>) -> Result<usize, ResponseError> {
+    pub async fn restore(self: &Arc<Self>) -> Result<usize, ResponseError> {
         let now = Instant::now();
-        let mut n = self.restore_consumers()?;
-        for record in self.catalog.groups().map_err(|e| from_catalog(&e))? {
+        let mut n = self.restore_consumers().await?;
+        for record in self.catalog.groups().await.map_err(|e| from_catalog(&e))? {
             let Ok(StoredKind::Classic(stored)) = StoredKind::of(&record) else {
                 continue;
             };
@@ -147,7 +147,7 @@ impl GroupCoordinator {
     }
 
     /// A group in memory, loaded from the catalog or (with `create`) new.
-    fn slot(
+    async fn slot(
         self: &Arc<Self>,
         name: &str,
         create: bool,
@@ -155,6 +155,16 @@ impl GroupCoordinator {
         if self.closed.load(Ordering::Acquire) {
             return Err(ResponseError::NotCoordinator);
         }
+        if let Some(s) = self.slots().get(name) {
+            return Ok(Some(s.clone()));
+        }
+        // Read before the maps are locked (a catalog read may wait on the network); a
+        // group that another request brought into memory meanwhile wins.
+        let record = self
+            .catalog
+            .group(name)
+            .await
+            .map_err(|e| from_catalog(&e))?;
         let mut slots = self.slots();
         if let Some(s) = slots.get(name) {
             return Ok(Some(s.clone()));
@@ -162,7 +172,6 @@ impl GroupCoordinator {
         if self.consumer_group_in_use(name) {
             return Err(ResponseError::InconsistentGroupProtocol);
         }
-        let record = self.catalog.group(name).map_err(|e| from_catalog(&e))?;
         let group = match record.map(|r| StoredKind::of(&r)).transpose()? {
             Some(StoredKind::Classic(stored)) => Group::restore(name, stored, Instant::now()),
             Some(StoredKind::Consumer(stored)) if !stored.members.is_empty() => {
@@ -293,8 +302,8 @@ impl GroupCoordinator {
     }
 
     /// Handles a JoinGroup.
-    pub fn join(self: &Arc<Self>, name: &str, req: JoinRequest) -> Pending<JoinAnswer> {
-        let slot = match self.slot(name, true) {
+    pub async fn join(self: &Arc<Self>, name: &str, req: JoinRequest) -> Pending<JoinAnswer> {
+        let slot = match self.slot(name, true).await {
             Ok(Some(s)) => s,
             Ok(None) => return unreachable_join(&req),
             Err(e) => return ready(JoinAnswer::refused(e, &req.member_id)),
@@ -337,7 +346,7 @@ impl GroupCoordinator {
 
     /// Handles a SyncGroup.
     #[allow(clippy::too_many_arguments)]
-    pub fn sync(
+    pub async fn sync(
         self: &Arc<Self>,
         name: &str,
         member_id: &str,
@@ -347,7 +356,7 @@ impl GroupCoordinator {
         protocol_name: Option<&str>,
         assignments: Vec<(String, bytes::Bytes)>,
     ) -> Pending<SyncResult> {
-        let slot = match self.slot(name, false) {
+        let slot = match self.slot(name, false).await {
             Ok(Some(s)) => s,
             Ok(None) => return ready(Err(ResponseError::UnknownMemberId)),
             Err(e) => return ready(Err(e)),
@@ -381,7 +390,7 @@ impl GroupCoordinator {
     }
 
     /// Handles a Heartbeat.
-    pub fn heartbeat(
+    pub async fn heartbeat(
         self: &Arc<Self>,
         name: &str,
         member_id: &str,
@@ -389,7 +398,8 @@ impl GroupCoordinator {
         generation: i32,
     ) -> Result<(), ResponseError> {
         let slot = self
-            .slot(name, false)?
+            .slot(name, false)
+            .await?
             .ok_or(ResponseError::UnknownMemberId)?;
         slot.lock()
             .heartbeat(member_id, instance_id, generation, Instant::now())
@@ -397,12 +407,12 @@ impl GroupCoordinator {
 
     /// Handles a LeaveGroup: one result per member, answered once the group's new
     /// state is durable.
-    pub fn leave(
+    pub async fn leave(
         self: &Arc<Self>,
         name: &str,
         members: Vec<(String, Option<String>)>,
     ) -> Pending<Result<Vec<Result<(), ResponseError>>, ResponseError>> {
-        let slot = match self.slot(name, false) {
+        let slot = match self.slot(name, false).await {
             Ok(Some(s)) => s,
             Ok(None) => return ready(Err(ResponseError::UnknownMemberId)),
             Err(e) => return ready(Err(e)),
@@ -427,14 +437,14 @@ impl GroupCoordinator {
 
     /// Checks an offset commit against the group: a member of the current generation,
     /// or (generation < 0) a group with no members.
-    pub fn check_commit(
+    pub async fn check_commit(
         self: &Arc<Self>,
         name: &str,
         generation: i32,
         member_id: &str,
         instance_id: Option<&str>,
     ) -> Result<CommitCheck, ResponseError> {
-        if let Some(g) = self.consumer_group(name)? {
+        if let Some(g) = self.consumer_group(name).await? {
             // Consumer-protocol members commit with their member epoch; a standalone
             // commit needs a group without members.
             if generation < 0 && member_id.is_empty() {
@@ -453,6 +463,7 @@ impl GroupCoordinator {
             let exists = self
                 .catalog
                 .group(name)
+                .await
                 .map_err(|e| from_catalog(&e))?
                 .is_some();
             return match (exists, generation < 0) {
@@ -483,14 +494,22 @@ impl GroupCoordinator {
     }
 
     /// A group's view; `None` when it does not exist.
-    pub fn describe(self: &Arc<Self>, name: &str) -> Result<Option<GroupView>, ResponseError> {
+    pub async fn describe(
+        self: &Arc<Self>,
+        name: &str,
+    ) -> Result<Option<GroupView>, ResponseError> {
         if let Some(slot) = self.slots().get(name).cloned() {
             return Ok(Some(view(&slot.lock())));
         }
         if self.consumer_slots().contains_key(name) {
             return Err(ResponseError::GroupIdNotFound);
         }
-        match self.catalog.group(name).map_err(|e| from_catalog(&e))? {
+        match self
+            .catalog
+            .group(name)
+            .await
+            .map_err(|e| from_catalog(&e))?
+        {
             Some(record) => match StoredKind::of(&record)? {
                 StoredKind::Classic(stored) => {
                     Ok(Some(view(&Group::restore(name, stored, Instant::now()))))
@@ -503,12 +522,12 @@ impl GroupCoordinator {
     }
 
     /// Every group coordinated by `node` (of `brokers`), with its state.
-    pub fn list(
+    pub async fn list(
         self: &Arc<Self>,
         coordinates: impl Fn(&str) -> bool,
     ) -> Result<Vec<GroupView>, ResponseError> {
         let mut out: HashMap<String, GroupView> = HashMap::new();
-        for record in self.catalog.groups().map_err(|e| from_catalog(&e))? {
+        for record in self.catalog.groups().await.map_err(|e| from_catalog(&e))? {
             if !coordinates(&record.name) {
                 continue;
             }
@@ -547,7 +566,7 @@ impl GroupCoordinator {
     /// Deletes groups with no members, with their committed offsets, in one
     /// transaction: GROUP_ID_NOT_FOUND for unknown groups, NON_EMPTY_GROUP for groups
     /// with members.
-    pub fn delete(
+    pub async fn delete(
         self: &Arc<Self>,
         names: Vec<String>,
     ) -> Pending<Vec<(String, Result<(), ResponseError>)>> {
@@ -556,7 +575,7 @@ impl GroupCoordinator {
         let mut killed = Vec::new();
         let mut killed_consumers = Vec::new();
         for name in names {
-            let r = self.deletable(&name);
+            let r = self.deletable(&name).await;
             if r.is_ok() {
                 ops.push(Op::DeleteGroup { name: name.clone() });
                 if let Some(slot) = self.slots().get(&name).cloned() {
@@ -589,8 +608,8 @@ impl GroupCoordinator {
         })
     }
 
-    fn deletable(self: &Arc<Self>, name: &str) -> Result<(), ResponseError> {
-        if let Some(g) = self.consumer_group(name)? {
+    async fn deletable(self: &Arc<Self>, name: &str) -> Result<(), ResponseError> {
+        if let Some(g) = self.consumer_group(name).await? {
             return if g.members.is_empty() {
                 Ok(())
             } else {
@@ -605,11 +624,17 @@ impl GroupCoordinator {
                 _ => Err(ResponseError::NonEmptyGroup),
             };
         }
-        match self.catalog.group(name).map_err(|e| from_catalog(&e))? {
+        match self
+            .catalog
+            .group(name)
+            .await
+            .map_err(|e| from_catalog(&e))?
+        {
             Some(_) => Ok(()),
             None if !self
                 .catalog
                 .offsets(name)
+                .await
                 .map_err(|e| from_catalog(&e))?
                 .is_empty() =>
             {
@@ -621,11 +646,11 @@ impl GroupCoordinator {
 
     /// Topics the group's members subscribe to, if it has members; `None` when the
     /// group does not exist.
-    pub fn subscriptions(
+    pub async fn subscriptions(
         self: &Arc<Self>,
         name: &str,
     ) -> Result<Option<Vec<String>>, ResponseError> {
-        if let Some(g) = self.consumer_group(name)? {
+        if let Some(g) = self.consumer_group(name).await? {
             return Ok(Some(g.subscribed_topic_names()));
         }
         if let Some(slot) = self.slots().get(name).cloned() {
@@ -642,11 +667,13 @@ impl GroupCoordinator {
         let exists = self
             .catalog
             .group(name)
+            .await
             .map_err(|e| from_catalog(&e))?
             .is_some()
             || !self
                 .catalog
                 .offsets(name)
+                .await
                 .map_err(|e| from_catalog(&e))?
                 .is_empty();
         Ok(exists.then(Vec::new))

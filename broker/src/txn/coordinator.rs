@@ -7,12 +7,12 @@
 //! InitProducerId and EndTxn answer once theirs is durable, AddPartitionsToTxn and
 //! AddOffsetsToTxn at once (see [`TxnCoordinator::put_in_background`]).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use catalog::{Catalog, Op, OpOutcome, Transaction, TxnMarker, TxnPhase, TxnRecord};
+use catalog::{Catalog, Op, OpOutcome, TopicRecord, Transaction, TxnMarker, TxnPhase, TxnRecord};
 use kafka_protocol::error::ResponseError;
 
 use super::state::{Effect, Init, MAX_EPOCH, Phase, TopicPartition, TxnState};
@@ -119,6 +119,15 @@ fn is_open(s: &TxnState) -> bool {
 /// A commit the coordinator waits for, and what to do with the id's state after it.
 type Pending = Option<catalog::CommitFuture>;
 
+/// Topic records by name, as [`Coordinator::topics_of`] read them (`None`: no such topic).
+type Topics = HashMap<String, Option<TopicRecord>>;
+
+/// Whether `topics` holds every topic of `s`'s partitions; when not, partitions were added
+/// since they were read, and the caller reads them again.
+fn covers(topics: &Topics, s: &TxnState) -> bool {
+    s.partitions.iter().all(|(t, _)| topics.contains_key(t))
+}
+
 impl TxnCoordinator {
     /// A coordinator over `catalog`.
     pub fn new(catalog: Arc<dyn Catalog>, config: TxnConfig, metrics: BrokerMetrics) -> Self {
@@ -137,10 +146,11 @@ impl TxnCoordinator {
 
     /// Loads every stored transactional id; returns how many have a transaction open
     /// (they run on toward their timeouts, as before the restart).
-    pub fn restore(&self) -> catalog::CatalogResult<usize> {
+    pub async fn restore(&self) -> catalog::CatalogResult<usize> {
         let (now, ms) = (Instant::now(), now_ms());
+        let stored = self.catalog.txns().await?;
         let mut ids = self.lock();
-        for (id, r) in self.catalog.txns()? {
+        for (id, r) in stored {
             ids.insert(id, state_of(&r, now, ms));
         }
         let open = ids.values().filter(|s| is_open(s)).count();
@@ -153,15 +163,23 @@ impl TxnCoordinator {
     }
 
     /// Runs `f` on `id`'s state (loaded from the catalog, or new), under the lock.
-    fn with<R>(&self, id: &str, f: impl FnOnce(&mut TxnState) -> R) -> Result<R, ResponseError> {
-        let mut ids = self.lock();
-        if !ids.contains_key(id) {
-            let stored = self.catalog.txn(id).map_err(|e| from_catalog(&e))?;
+    async fn with<R>(
+        &self,
+        id: &str,
+        f: impl FnOnce(&mut TxnState) -> R,
+    ) -> Result<R, ResponseError> {
+        if !self.lock().contains_key(id) {
+            // Read outside the lock (a catalog read may wait on the network); a state
+            // another request loaded meanwhile wins, being at least as new.
+            let stored = self.catalog.txn(id).await.map_err(|e| from_catalog(&e))?;
             let (now, ms) = (Instant::now(), now_ms());
             let s = stored.map_or_else(|| TxnState::new(now), |r| state_of(&r, now, ms));
-            self.metrics.txn_open.inc_by(i64::from(is_open(&s)));
-            ids.insert(id.to_owned(), s);
+            if let std::collections::hash_map::Entry::Vacant(v) = self.lock().entry(id.to_owned()) {
+                self.metrics.txn_open.inc_by(i64::from(is_open(&s)));
+                v.insert(s);
+            }
         }
+        let mut ids = self.lock();
         let s = ids.get_mut(id).ok_or(ResponseError::UnknownServerError)?;
         let was = is_open(s);
         let out = f(s);
@@ -190,8 +208,43 @@ impl TxnCoordinator {
         }]))
     }
 
-    /// Submits the `EndTxn` of an effect; `s` is the state in its `Prepare*` phase.
-    fn submit_end(&self, id: &str, s: &TxnState, effect: &Effect) -> catalog::CommitFuture {
+    /// The topics of the partitions of `id`'s transaction (of every id's, with `None`),
+    /// read before the state is locked: an `EndTxn` is submitted under the lock, so its
+    /// commit is queued in order with the id's other writes, and needs their ids.
+    async fn topics_of(&self, id: Option<&str>) -> Result<Topics, ResponseError> {
+        let names: BTreeSet<String> = {
+            let ids = self.lock();
+            let states: Vec<&TxnState> = match id {
+                Some(id) => ids.get(id).into_iter().collect(),
+                None => ids.values().collect(),
+            };
+            states
+                .into_iter()
+                .flat_map(|s| s.partitions.iter().map(|(t, _)| t.clone()))
+                .collect()
+        };
+        let mut topics = Topics::new();
+        for name in names {
+            let t = self
+                .catalog
+                .topic(&name)
+                .await
+                .map_err(|e| from_catalog(&e))?;
+            topics.insert(name, t);
+        }
+        Ok(topics)
+    }
+
+    /// Submits the `EndTxn` of an effect; `s` is the state in its `Prepare*` phase and
+    /// `topics` holds every topic of its partitions ([`covers`]). A partition whose topic
+    /// is gone gets no marker.
+    fn submit_end(
+        &self,
+        id: &str,
+        s: &TxnState,
+        effect: &Effect,
+        topics: &Topics,
+    ) -> catalog::CommitFuture {
         let Effect::End {
             commit,
             producer_id,
@@ -203,7 +256,7 @@ impl TxnCoordinator {
         let markers = partitions
             .iter()
             .filter_map(|(topic, p)| {
-                let t = self.catalog.topic(topic).ok().flatten()?;
+                let t = topics.get(topic)?.as_ref()?;
                 t.has_partition(*p).then(|| TxnMarker {
                     topic_id: t.id,
                     partition: *p as u32,
@@ -239,7 +292,7 @@ impl TxnCoordinator {
             .observe(started.elapsed().as_secs_f64());
         match r {
             Ok(_) => {
-                self.with(id, |s| s.completed(Instant::now()))?;
+                self.with(id, |s| s.completed(Instant::now())).await?;
                 if commit {
                     self.metrics.txn_committed.inc();
                 } else {
@@ -283,7 +336,7 @@ impl TxnCoordinator {
 
     /// InitProducerId with a transactional id: the producer id and its new epoch. An open
     /// transaction of the previous producer is aborted first (which fences it).
-    pub fn init(
+    pub async fn init(
         self: &Arc<Self>,
         id: String,
         timeout_ms: i32,
@@ -299,26 +352,33 @@ impl TxnCoordinator {
             let mut fresh: Option<i64> = None;
             // Each turn either answers, allocates an id, or aborts the open transaction;
             // the last two happen at most once each.
-            for _ in 0..4 {
+            for _ in 0..8 {
                 enum Step {
                     NeedId,
                     Put((i64, i16), catalog::CommitFuture),
                     Abort(catalog::CommitFuture),
+                    Retry,
                 }
-                let step = this.with(&id, |s| {
-                    let needs_id = s.producer_id < 0 || s.epoch >= MAX_EPOCH;
-                    if s.phase != Phase::Ongoing && needs_id && fresh.is_none() {
-                        return Ok(Step::NeedId);
-                    }
-                    match s.init(timeout, || fresh.take().unwrap_or(-1), Instant::now())? {
-                        Init::Ready { producer_id, epoch } => {
-                            Ok(Step::Put((producer_id, epoch), this.put(&id, s)))
+                let topics = this.topics_of(Some(&id)).await?;
+                let step = this
+                    .with(&id, |s| {
+                        if !covers(&topics, s) {
+                            return Ok(Step::Retry);
                         }
-                        Init::AbortFirst(effect) => {
-                            Ok(Step::Abort(this.submit_end(&id, s, &effect)))
+                        let needs_id = s.producer_id < 0 || s.epoch >= MAX_EPOCH;
+                        if s.phase != Phase::Ongoing && needs_id && fresh.is_none() {
+                            return Ok(Step::NeedId);
                         }
-                    }
-                })??;
+                        match s.init(timeout, || fresh.take().unwrap_or(-1), Instant::now())? {
+                            Init::Ready { producer_id, epoch } => {
+                                Ok(Step::Put((producer_id, epoch), this.put(&id, s)))
+                            }
+                            Init::AbortFirst(effect) => {
+                                Ok(Step::Abort(this.submit_end(&id, s, &effect, &topics)))
+                            }
+                        }
+                    })
+                    .await??;
                 match step {
                     Step::NeedId => fresh = Some(this.allocate().await?),
                     Step::Put(ready, c) => {
@@ -326,6 +386,7 @@ impl TxnCoordinator {
                         return Ok(ready);
                     }
                     Step::Abort(c) => this.finish_end(&id, false, c).await?,
+                    Step::Retry => {}
                 }
             }
             Err(ResponseError::ConcurrentTransactions)
@@ -345,7 +406,7 @@ impl TxnCoordinator {
     }
 
     /// AddPartitionsToTxn.
-    pub fn add_partitions(
+    pub async fn add_partitions(
         self: &Arc<Self>,
         id: &str,
         producer_id: i64,
@@ -360,13 +421,14 @@ impl TxnCoordinator {
             Ok((was != s.phase || s.partitions.len() != before).then(|| self.put(id, s)))
         });
         let done = submitted
+            .await
             .and_then(|r| r)
             .map(|c| self.put_in_background(id, c));
         std::future::ready(done)
     }
 
     /// AddOffsetsToTxn.
-    pub fn add_offsets(
+    pub async fn add_offsets(
         self: &Arc<Self>,
         id: &str,
         producer_id: i64,
@@ -380,61 +442,99 @@ impl TxnCoordinator {
             Ok((was != s.phase || s.groups.len() != before).then(|| self.put(id, s)))
         });
         let done = submitted
+            .await
             .and_then(|r| r)
             .map(|c| self.put_in_background(id, c));
         std::future::ready(done)
     }
 
     /// Whether a transactional produce to `partition` may go in.
-    pub fn check_produce(
+    pub async fn check_produce(
         &self,
         id: &str,
         producer_id: i64,
         epoch: i16,
         partition: &TopicPartition,
     ) -> Result<(), ResponseError> {
-        self.with(id, |s| s.check_produce(producer_id, epoch, partition))?
+        self.with(id, |s| s.check_produce(producer_id, epoch, partition))
+            .await?
     }
 
     /// Whether a TxnOffsetCommit for `group` may go in.
-    pub fn check_offset_commit(
+    pub async fn check_offset_commit(
         &self,
         id: &str,
         producer_id: i64,
         epoch: i16,
         group: &str,
     ) -> Result<(), ResponseError> {
-        self.with(id, |s| s.check_offset_commit(producer_id, epoch, group))?
+        self.with(id, |s| s.check_offset_commit(producer_id, epoch, group))
+            .await?
     }
 
     /// EndTxn.
-    pub fn end(
+    /// Awaiting this submits the `EndTxn` (two phases, as [`Coordinator::add_partitions`]).
+    pub async fn end(
         self: &Arc<Self>,
         id: &str,
         producer_id: i64,
         epoch: i16,
         commit: bool,
     ) -> impl Future<Output = Result<(), ResponseError>> + Send + use<> {
-        let submitted = self.with(id, |s| {
-            Ok(s.end(producer_id, epoch, commit, Instant::now())?
-                .map(|effect| self.submit_end(id, s, &effect)))
-        });
+        let submitted = self.submit_end_of(id, producer_id, epoch, commit).await;
         let (this, id) = (self.clone(), id.to_owned());
         async move {
-            match submitted?? {
+            match submitted? {
                 Some(c) => this.finish_end(&id, commit, c).await,
                 None => Ok(()),
             }
         }
     }
 
+    /// EndTxn's state change and its commit, if it needs one.
+    async fn submit_end_of(
+        &self,
+        id: &str,
+        producer_id: i64,
+        epoch: i16,
+        commit: bool,
+    ) -> Result<Pending, ResponseError> {
+        for _ in 0..8 {
+            let topics = self.topics_of(Some(id)).await?;
+            let step = self
+                .with(id, |s| {
+                    if !covers(&topics, s) {
+                        return Ok(None);
+                    }
+                    Ok(Some(
+                        s.end(producer_id, epoch, commit, Instant::now())?
+                            .map(|effect| self.submit_end(id, s, &effect, &topics)),
+                    ))
+                })
+                .await??;
+            if let Some(pending) = step {
+                return Ok(pending);
+            }
+        }
+        Err(ResponseError::ConcurrentTransactions)
+    }
+
     /// Aborts every transaction past its timeout (bumping its epoch, which fences its
     /// producer); returns how many.
     pub async fn abort_timed_out(&self) -> usize {
+        let topics = match self.topics_of(None).await {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::warn!(error = ?e, "reading the topics of open transactions failed");
+                return 0;
+            }
+        };
         let now = Instant::now();
         let due: Vec<(String, catalog::CommitFuture)> = {
             let mut ids = self.lock();
             ids.iter_mut()
+                // One whose partitions grew since is aborted on the next pass.
+                .filter(|(_, s)| covers(&topics, s))
                 .filter_map(|(id, s)| {
                     let effect = s.expire(now)?;
                     tracing::info!(
@@ -442,7 +542,7 @@ impl TxnCoordinator {
                         producer_id = s.producer_id,
                         "transaction timed out: aborting"
                     );
-                    Some((id.clone(), self.submit_end(id, s, &effect)))
+                    Some((id.clone(), self.submit_end(id, s, &effect, &topics)))
                 })
                 .collect()
         };
@@ -497,24 +597,26 @@ impl TxnCoordinator {
     }
 
     /// One id's state, for DescribeTransactions.
-    pub fn describe(&self, id: &str) -> Result<Option<TxnState>, ResponseError> {
+    pub async fn describe(&self, id: &str) -> Result<Option<TxnState>, ResponseError> {
         let known = self.lock().get(id).cloned();
         match known {
             Some(s) => Ok(Some(s)),
             None => Ok(self
                 .catalog
                 .txn(id)
+                .await
                 .map_err(|e| from_catalog(&e))?
                 .map(|r| state_of(&r, Instant::now(), now_ms()))),
         }
     }
 
     /// Every id's state, for ListTransactions.
-    pub fn list(&self) -> Result<Vec<(String, TxnState)>, ResponseError> {
+    pub async fn list(&self) -> Result<Vec<(String, TxnState)>, ResponseError> {
         let (now, ms) = (Instant::now(), now_ms());
         let mut all: HashMap<String, TxnState> = self
             .catalog
             .txns()
+            .await
             .map_err(|e| from_catalog(&e))?
             .into_iter()
             .map(|(id, r)| (id, state_of(&r, now, ms)))

@@ -20,7 +20,7 @@ pub async fn put_bucket_lifecycle_configuration(
     gw: &Gateway,
     req: S3Request<PutBucketLifecycleConfigurationInput>,
 ) -> S3Result<S3Response<PutBucketLifecycleConfigurationOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let config = req
         .input
         .lifecycle_configuration
@@ -39,14 +39,16 @@ pub async fn get_bucket_lifecycle_configuration(
     gw: &Gateway,
     req: S3Request<GetBucketLifecycleConfigurationInput>,
 ) -> S3Result<S3Response<GetBucketLifecycleConfigurationOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let config: BucketLifecycleConfiguration =
-        bucket_config::get(gw, &b.name, BucketConfigKind::Lifecycle)?.ok_or_else(|| {
-            s3_error!(
-                NoSuchLifecycleConfiguration,
-                "The lifecycle configuration does not exist"
-            )
-        })?;
+        bucket_config::get(gw, &b.name, BucketConfigKind::Lifecycle)
+            .await?
+            .ok_or_else(|| {
+                s3_error!(
+                    NoSuchLifecycleConfiguration,
+                    "The lifecycle configuration does not exist"
+                )
+            })?;
     Ok(S3Response::new(GetBucketLifecycleConfigurationOutput {
         rules: Some(config.rules),
         transition_default_minimum_object_size: None,
@@ -58,7 +60,7 @@ pub async fn delete_bucket_lifecycle(
     gw: &Gateway,
     req: S3Request<DeleteBucketLifecycleInput>,
 ) -> S3Result<S3Response<DeleteBucketLifecycleOutput>> {
-    let b = gw.bucket_for(&req, &req.input.bucket)?;
+    let b = gw.bucket_for(&req, &req.input.bucket).await?;
     bucket_config::put(gw, &b.name, BucketConfigKind::Lifecycle, None).await?;
     Ok(S3Response::with_status(
         DeleteBucketLifecycleOutput::default(),
@@ -67,7 +69,7 @@ pub async fn delete_bucket_lifecycle(
 }
 
 /// The `x-amz-expiration` value for a current version of `bucket`, when a rule expires it.
-pub fn expiration(
+pub async fn expiration(
     gw: &Gateway,
     bucket: &str,
     key: &str,
@@ -76,7 +78,9 @@ pub fn expiration(
     last_modified_ms: i64,
 ) -> Option<String> {
     let config: BucketLifecycleConfiguration =
-        bucket_config::get(gw, bucket, BucketConfigKind::Lifecycle).ok()??;
+        bucket_config::get(gw, bucket, BucketConfigKind::Lifecycle)
+            .await
+            .ok()??;
     let rules = Rules::from_stored(config).ok()?;
     let (at, id) =
         rules.current_expiry(key, size, tags, last_modified_ms, gw.lifecycle_day_ms())?;
@@ -87,18 +91,21 @@ pub fn expiration(
 /// when a `NoncurrentVersionExpiration` rule removes it (counted from when the next newer
 /// version was written, keeping `NewerNoncurrentVersions`), as AWS reports it; for the
 /// current version, its [`expiration`]; `None` for delete markers or when no rule applies.
-pub fn noncurrent_expiration(
+pub async fn noncurrent_expiration(
     gw: &Gateway,
     bucket: &str,
     key: &str,
     version_id: &str,
 ) -> Option<String> {
     let config: BucketLifecycleConfiguration =
-        bucket_config::get(gw, bucket, BucketConfigKind::Lifecycle).ok()??;
+        bucket_config::get(gw, bucket, BucketConfigKind::Lifecycle)
+            .await
+            .ok()??;
     let rules = Rules::from_stored(config).ok()?;
     let versions: Vec<catalog::ObjectVersion> = gw
         .catalog()
         .list_versions(bucket, key, Some(key), NONCURRENT_LOOKUP)
+        .await
         .ok()?
         .into_iter()
         .filter(|(k, _)| k == key)
@@ -110,7 +117,7 @@ pub fn noncurrent_expiration(
         return None;
     }
     let Some(newer) = at.checked_sub(1).and_then(|n| versions.get(n)) else {
-        return expiration(gw, bucket, key, v.size, &v.tags, v.last_modified_ms);
+        return expiration(gw, bucket, key, v.size, &v.tags, v.last_modified_ms).await;
     };
     let newer_noncurrent = u32::try_from(at - 1).ok()?;
     let (when, id) = rules.noncurrent_expiry(

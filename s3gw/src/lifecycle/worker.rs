@@ -166,12 +166,13 @@ pub async fn pass(
     for config in gw
         .catalog()
         .bucket_configs(BucketConfigKind::Lifecycle)
+        .await
         .or_s3()?
     {
         if done >= settings.max_actions {
             break;
         }
-        let Some(b) = gw.catalog().bucket(&config.bucket).or_s3()? else {
+        let Some(b) = gw.catalog().bucket(&config.bucket).await.or_s3()? else {
             continue;
         };
         let rules = match bucket_config::from_xml::<BucketLifecycleConfiguration>(&config.document)
@@ -188,14 +189,14 @@ pub async fn pass(
             continue;
         }
         let budget = settings.max_actions - done;
-        let actions = plan(gw, &b, &rules, settings.day_ms, now_ms, budget, metrics)?;
+        let actions = plan(gw, &b, &rules, settings.day_ms, now_ms, budget, metrics).await?;
         done += apply(gw, &b, actions, metrics).await;
     }
     Ok(done)
 }
 
 /// The expirations due in one bucket, at most `budget` of them.
-fn plan(
+async fn plan(
     gw: &Gateway,
     b: &BucketRecord,
     rules: &Rules,
@@ -211,6 +212,7 @@ fn plan(
         let page = gw
             .catalog()
             .list_versions(&b.name, "", start.as_deref(), limit)
+            .await
             .or_s3()?;
         let full = page.len() >= limit;
         let mut keys = by_key(page);
@@ -247,6 +249,7 @@ fn plan(
                 after.as_ref().map(|(k, u)| (k.as_str(), Some(u.as_str()))),
                 PAGE,
             )
+            .await
             .or_s3()?;
         metrics.scanned.inc_by(page.len() as u64);
         for u in &page {

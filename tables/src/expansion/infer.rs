@@ -129,14 +129,15 @@ pub async fn infer(
 ) -> TableResult<Value> {
     let t: TopicRecord = tabler
         .catalog()
-        .topic(topic)?
+        .topic(topic)
+        .await?
         .ok_or_else(|| TableError::NotFound(format!("unknown topic: {topic}")))?;
     let catalog = tabler.catalog().clone();
     let (shape, read, not_json) = crate::seal::blocking(move || {
         let mut shape = Shape::Null;
         let (mut read, mut not_json) = (0u64, 0u64);
         for p in 0..t.partitions {
-            let Some(st) = catalog.partition(t.id, p)? else {
+            let Some(st) = crate::seal::wait(catalog.partition(t.id, p))? else {
                 continue;
             };
             let from = st
@@ -145,7 +146,7 @@ pub async fn infer(
                 .max(st.log_start_offset);
             let mut pos = from;
             while pos < st.next_offset {
-                let batches = catalog.read_batches(t.id, p, pos, 4 << 20)?;
+                let batches = crate::seal::wait(catalog.read_batches(t.id, p, pos, 4 << 20))?;
                 if batches.is_empty() {
                     break;
                 }

@@ -26,42 +26,57 @@ fn no_expansion(topic: &str, source: Source) -> TableError {
 }
 
 /// The topic, or 404.
-fn topic_of(tabler: &Tabler, topic: &str) -> TableResult<TopicRecord> {
+async fn topic_of(tabler: &Tabler, topic: &str) -> TableResult<TopicRecord> {
     tabler
         .catalog()
-        .topic(topic)?
+        .topic(topic)
+        .await?
         .ok_or_else(|| unknown_topic(topic))
 }
 
 /// Per partition, one offset of its state (`next_offset`, `log_start_offset`).
-fn offsets(
+async fn offsets(
     tabler: &Tabler,
     t: &TopicRecord,
     of: fn(&catalog::PartitionState) -> u64,
 ) -> TableResult<Vec<u64>> {
-    (0..t.partitions)
-        .map(|p| Ok(tabler.catalog().partition(t.id, p)?.as_ref().map_or(0, of)))
-        .collect()
+    let mut out = Vec::with_capacity(t.partitions as usize);
+    for p in 0..t.partitions {
+        out.push(
+            tabler
+                .catalog()
+                .partition(t.id, p)
+                .await?
+                .as_ref()
+                .map_or(0, of),
+        );
+    }
+    Ok(out)
 }
 
 /// The topic's expansion of `source` (its topic id checked).
-fn stored(tabler: &Tabler, t: &TopicRecord, source: Source) -> TableResult<Option<Expansion>> {
+async fn stored(
+    tabler: &Tabler,
+    t: &TopicRecord,
+    source: Source,
+) -> TableResult<Option<Expansion>> {
     Ok(tabler
         .catalog()
-        .expansions(&t.name)?
+        .expansions(&t.name)
+        .await?
         .into_iter()
         .find(|(s, e)| s == source.name() && e.topic_id == t.id)
         .map(|(_, e)| e))
 }
 
 /// Which live expansion writes into `namespace.table`, as (topic, source column).
-pub fn writer_of(
+pub async fn writer_of(
     tabler: &Tabler,
     namespace: &str,
     table: &str,
 ) -> TableResult<Option<(String, String)>> {
-    for t in tabler.catalog().topics()? {
-        for (source, e) in tabler.catalog().expansions(&t.name)? {
+    for t in tabler.catalog().topics().await? {
+        for (source, e) in tabler.catalog().expansions(&t.name).await? {
             if e.current()
                 .is_some_and(|s| s.namespace == namespace && s.table == table)
             {
@@ -74,16 +89,21 @@ pub fn writer_of(
 
 /// Every topic an expansion (any version still in use) writes into `namespace.table`
 /// from.
-pub fn sources_of(tabler: &Tabler, namespace: &str, table: &str) -> TableResult<Vec<String>> {
+pub async fn sources_of(tabler: &Tabler, namespace: &str, table: &str) -> TableResult<Vec<String>> {
     let mut out = Vec::new();
-    for t in tabler.catalog().topics()? {
-        let writes = tabler.catalog().expansions(&t.name)?.iter().any(|(_, e)| {
-            e.versions.iter().any(|v| {
-                v.spec
-                    .as_ref()
-                    .is_some_and(|s| s.namespace == namespace && s.table == table)
-            })
-        });
+    for t in tabler.catalog().topics().await? {
+        let writes = tabler
+            .catalog()
+            .expansions(&t.name)
+            .await?
+            .iter()
+            .any(|(_, e)| {
+                e.versions.iter().any(|v| {
+                    v.spec
+                        .as_ref()
+                        .is_some_and(|s| s.namespace == namespace && s.table == table)
+                })
+            });
         if writes {
             out.push(t.name);
         }
@@ -103,7 +123,10 @@ async fn target_change(
     let columns = spec::layout_of(spec, source)?.columns().to_vec();
     let prefix = format!("{}/{}/", spec.namespace, spec.table);
     let location = objects::location(tabler.bucket(), prefix.trim_end_matches('/'));
-    let existing = tabler.catalog().other_table(&spec.namespace, &spec.table)?;
+    let existing = tabler
+        .catalog()
+        .other_table(&spec.namespace, &spec.table)
+        .await?;
     let (builder, generation) = match &existing {
         None => {
             let metadata: TableMetadata = target::new_metadata(&location, &columns)?;
@@ -155,10 +178,10 @@ async fn commit_version(
         written.push((location, "application/json"));
         removed = expired;
     }
-    let from = offsets(tabler, t, |s| s.next_offset)?;
+    let from = offsets(tabler, t, |s| s.next_offset).await?;
     let backfill = if backfill {
         // From what the log still holds; the log keeps it until the backfill read it.
-        offsets(tabler, t, |s| s.log_start_offset)?
+        offsets(tabler, t, |s| s.log_start_offset).await?
     } else {
         Vec::new()
     };
@@ -187,13 +210,13 @@ async fn commit_version(
 /// the expansion's columns). Putting the same expansion again changes nothing.
 pub async fn put(tabler: &Tabler, topic: &str, body: PutBody) -> TableResult<View> {
     let (source, spec) = spec::spec_of(&body)?;
-    let t = topic_of(tabler, topic)?;
+    let t = topic_of(tabler, topic).await?;
     let lock = tabler.lock_for(topic);
     let _one = lock.lock().await;
-    let old = stored(tabler, &t, source)?;
+    let old = stored(tabler, &t, source).await?;
     if let Some(current) = old.as_ref().and_then(|e| e.current()) {
         if *current == spec {
-            return get(tabler, topic, source);
+            return get(tabler, topic, source).await;
         }
         return Err(TableError::Conflict(format!(
             "topic {topic} already has an expansion of its {} column into {}.{}: change its columns, or drop it first",
@@ -202,7 +225,7 @@ pub async fn put(tabler: &Tabler, topic: &str, body: PutBody) -> TableResult<Vie
             current.table
         )));
     }
-    if let Some((other, other_source)) = writer_of(tabler, &spec.namespace, &spec.table)? {
+    if let Some((other, other_source)) = writer_of(tabler, &spec.namespace, &spec.table).await? {
         return Err(TableError::Conflict(format!(
             "{}.{} is the target of the expansion of {other}'s {other_source} column; a table has one writer",
             spec.namespace, spec.table
@@ -217,13 +240,17 @@ pub async fn put(tabler: &Tabler, topic: &str, body: PutBody) -> TableResult<Vie
     }
     let since = commit_version(tabler, &t, source, old, Some(spec.clone()), body.backfill).await?;
     tracing::info!(topic, source = source.name(), target = %body.target, backfill = body.backfill, "expansion attached");
-    Ok(get(tabler, topic, source).unwrap_or_else(|_| View::of(topic, source, &spec, since)))
+    Ok(get(tabler, topic, source)
+        .await
+        .unwrap_or_else(|_| View::of(topic, source, &spec, since)))
 }
 
 /// `GET`: the current expansion of `source`.
-pub fn get(tabler: &Tabler, topic: &str, source: Source) -> TableResult<View> {
-    let t = topic_of(tabler, topic)?;
-    let e = stored(tabler, &t, source)?.ok_or_else(|| no_expansion(topic, source))?;
+pub async fn get(tabler: &Tabler, topic: &str, source: Source) -> TableResult<View> {
+    let t = topic_of(tabler, topic).await?;
+    let e = stored(tabler, &t, source)
+        .await?
+        .ok_or_else(|| no_expansion(topic, source))?;
     let (Some(spec), Some(v)) = (e.current(), e.versions.last()) else {
         return Err(no_expansion(topic, source));
     };
@@ -239,12 +266,12 @@ pub fn get(tabler: &Tabler, topic: &str, source: Source) -> TableResult<View> {
 /// `DELETE`: records from now on are not expanded (those committed before still are);
 /// the target table stays.
 pub async fn drop(tabler: &Tabler, topic: &str, source: Source) -> TableResult<()> {
-    let t = topic_of(tabler, topic)?;
+    let t = topic_of(tabler, topic).await?;
     // What is committed now is expanded now, so little is left to drain.
     tabler.seal(topic).await?;
     let lock = tabler.lock_for(topic);
     let _one = lock.lock().await;
-    let old = stored(tabler, &t, source)?;
+    let old = stored(tabler, &t, source).await?;
     if old.as_ref().and_then(|e| e.current()).is_none() {
         return Err(no_expansion(topic, source));
     }
@@ -263,10 +290,10 @@ pub async fn columns(tabler: &Tabler, topic: &str, body: ColumnsBody) -> TableRe
         .iter()
         .map(spec::parse_field)
         .collect::<TableResult<Vec<_>>>()?;
-    let t = topic_of(tabler, topic)?;
+    let t = topic_of(tabler, topic).await?;
     let lock = tabler.lock_for(topic);
     let _one = lock.lock().await;
-    let old = stored(tabler, &t, source)?;
+    let old = stored(tabler, &t, source).await?;
     let Some(current) = old.as_ref().and_then(|e| e.current()).cloned() else {
         return Err(no_expansion(topic, source));
     };
@@ -305,7 +332,11 @@ pub async fn columns(tabler: &Tabler, topic: &str, body: ColumnsBody) -> TableRe
 
 /// Every top-level column name any schema of the target table ever had.
 async fn ever_had(tabler: &Tabler, spec: &ExpansionSpec) -> TableResult<Vec<String>> {
-    let Some(rec) = tabler.catalog().other_table(&spec.namespace, &spec.table)? else {
+    let Some(rec) = tabler
+        .catalog()
+        .other_table(&spec.namespace, &spec.table)
+        .await?
+    else {
         return Ok(Vec::new());
     };
     let metadata = tabler.read_metadata(&rec.metadata_location).await?;
@@ -323,14 +354,15 @@ async fn ever_had(tabler: &Tabler, spec: &ExpansionSpec) -> TableResult<Vec<Stri
 
 /// Drops a target table no live expansion writes into, with all its files.
 pub async fn drop_table(tabler: &Tabler, namespace: &str, table: &str) -> TableResult<()> {
-    if let Some((topic, source)) = writer_of(tabler, namespace, table)? {
+    if let Some((topic, source)) = writer_of(tabler, namespace, table).await? {
         return Err(TableError::Conflict(format!(
             "{namespace}.{table} is the target of the expansion of {topic}'s {source} column: drop the expansion first"
         )));
     }
     let rec = tabler
         .catalog()
-        .other_table(namespace, table)?
+        .other_table(namespace, table)
+        .await?
         .ok_or_else(|| TableError::NoSuchTable(format!("{namespace}.{table}")))?;
     let op = Op::PutTable {
         namespace: namespace.to_owned(),

@@ -59,9 +59,10 @@ impl RestCatalog {
                 let body: spec::PutBody = body_json(req)?;
                 json(StatusCode::OK, &manage::put(tabler, topic, body).await?)
             }
-            ["v1", "topics", topic, "expansion"] if m == Method::GET => {
-                json(StatusCode::OK, &manage::get(tabler, topic, source()?)?)
-            }
+            ["v1", "topics", topic, "expansion"] if m == Method::GET => json(
+                StatusCode::OK,
+                &manage::get(tabler, topic, source()?).await?,
+            ),
             ["v1", "topics", topic, "expansion"] if m == Method::DELETE => {
                 manage::drop(tabler, topic, source()?).await?;
                 Ok(no_content())

@@ -149,12 +149,16 @@ impl RestCatalog {
                 let namespaces = if parent.is_some_and(|p| !p.is_empty()) {
                     Vec::new()
                 } else {
-                    self.namespaces()?.into_iter().map(|n| vec![n]).collect()
+                    self.namespaces()
+                        .await?
+                        .into_iter()
+                        .map(|n| vec![n])
+                        .collect()
                 };
                 json(StatusCode::OK, &ListNamespaces { namespaces })
             }
             ["v1", "namespaces", ns] if m == Method::GET => {
-                self.check_namespace(ns)?;
+                self.check_namespace(ns).await?;
                 json(
                     StatusCode::OK,
                     &GetNamespace {
@@ -164,15 +168,16 @@ impl RestCatalog {
                 )
             }
             ["v1", "namespaces", ns] if m == Method::HEAD => {
-                self.check_namespace(ns)?;
+                self.check_namespace(ns).await?;
                 Ok(no_content())
             }
             ["v1", "namespaces", ns, "tables"] if m == Method::GET => {
-                self.check_namespace(ns)?;
+                self.check_namespace(ns).await?;
                 let names: Vec<String> = if *ns == NAMESPACE {
                     self.tabler
                         .catalog()
-                        .topics()?
+                        .topics()
+                        .await?
                         .into_iter()
                         .map(|t| t.name)
                         .filter(|t| self.may(user, "KafkaDescribe", t))
@@ -180,7 +185,8 @@ impl RestCatalog {
                 } else {
                     self.tabler
                         .catalog()
-                        .other_tables()?
+                        .other_tables()
+                        .await?
                         .into_iter()
                         .filter(|(n, _, _)| n == ns)
                         .map(|(_, name, _)| name)
@@ -196,7 +202,7 @@ impl RestCatalog {
                 json(StatusCode::OK, &ListTables { identifiers })
             }
             ["v1", "namespaces", ns, "tables", table] if m == Method::GET => {
-                self.check_namespace(ns)?;
+                self.check_namespace(ns).await?;
                 if *ns == NAMESPACE {
                     self.must(user, "KafkaRead", table)?;
                     self.load_table(req, user, table).await
@@ -205,12 +211,16 @@ impl RestCatalog {
                 }
             }
             ["v1", "namespaces", ns, "tables", table] if m == Method::HEAD => {
-                self.check_namespace(ns)?;
+                self.check_namespace(ns).await?;
                 let exists = if *ns == NAMESPACE {
                     self.must(user, "KafkaDescribe", table)?;
-                    self.tabler.catalog().topic(table)?.is_some()
+                    self.tabler.catalog().topic(table).await?.is_some()
                 } else {
-                    self.tabler.catalog().other_table(ns, table)?.is_some()
+                    self.tabler
+                        .catalog()
+                        .other_table(ns, table)
+                        .await?
+                        .is_some()
                 };
                 if exists {
                     Ok(no_content())
@@ -226,7 +236,7 @@ impl RestCatalog {
             }
             ["v1", "namespaces", ns, "tables", table, "metrics"] if m == Method::POST => {
                 // Engines report scan metrics after reading; nothing to keep.
-                self.check_namespace(ns)?;
+                self.check_namespace(ns).await?;
                 let _ = table;
                 Ok(no_content())
             }
@@ -246,9 +256,9 @@ impl RestCatalog {
     }
 
     /// Every namespace: `kafka_topics` and those of the expansions' target tables.
-    fn namespaces(&self) -> TableResult<Vec<String>> {
+    async fn namespaces(&self) -> TableResult<Vec<String>> {
         let mut out = vec![NAMESPACE.to_owned()];
-        for (ns, _, _) in self.tabler.catalog().other_tables()? {
+        for (ns, _, _) in self.tabler.catalog().other_tables().await? {
             if !out.contains(&ns) {
                 out.push(ns);
             }
@@ -256,8 +266,8 @@ impl RestCatalog {
         Ok(out)
     }
 
-    fn check_namespace(&self, ns: &str) -> TableResult<()> {
-        if ns == NAMESPACE || self.namespaces()?.iter().any(|n| n == ns) {
+    async fn check_namespace(&self, ns: &str) -> TableResult<()> {
+        if ns == NAMESPACE || self.namespaces().await?.iter().any(|n| n == ns) {
             Ok(())
         } else {
             Err(TableError::NoSuchNamespace(ns.replace('\u{1f}', ".")))
@@ -273,7 +283,7 @@ impl RestCatalog {
         ns: &str,
         table: &str,
     ) -> TableResult<Response> {
-        for topic in crate::expansion::manage::sources_of(&self.tabler, ns, table)? {
+        for topic in crate::expansion::manage::sources_of(&self.tabler, ns, table).await? {
             match self.tabler.seal(&topic).await {
                 Ok(_) | Err(TableError::NoSuchTable(_)) => {}
                 Err(e) => return Err(e),
@@ -282,7 +292,8 @@ impl RestCatalog {
         let rec = self
             .tabler
             .catalog()
-            .other_table(ns, table)?
+            .other_table(ns, table)
+            .await?
             .ok_or_else(|| TableError::NoSuchTable(format!("{ns}.{table}")))?;
         let bytes = self.tabler.read_file(&rec.metadata_location).await?;
         let metadata: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {

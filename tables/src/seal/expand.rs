@@ -18,7 +18,7 @@ use iceberg::io::FileIO;
 use iceberg::spec::{TableMetadata, TableMetadataBuilder};
 use kafka_protocol::records::Record;
 
-use super::{PartitionRows, Tabler};
+use super::{PartitionRows, Tabler, wait};
 use crate::expansion::{Counters, Expander, Layout, Source, spec};
 use crate::{TableResult, objects};
 
@@ -88,11 +88,7 @@ impl StepExpansions {
     /// still in use writes into (a target dropped meanwhile is left out: its rows go
     /// nowhere).
     pub async fn load(tabler: &Tabler, topic: &TopicRecord) -> TableResult<Self> {
-        let found = {
-            let catalog = tabler.catalog.clone();
-            let name = topic.name.clone();
-            super::blocking(move || Ok(catalog.expansions(&name)?)).await?
-        };
+        let found = tabler.catalog.expansions(&topic.name).await?;
         let mut out = Self::default();
         for (source, expansion) in found {
             if expansion.topic_id != topic.id {
@@ -110,7 +106,7 @@ impl StepExpansions {
                 };
                 let key = (s.namespace.clone(), s.table.clone());
                 if !out.targets.contains_key(&key) {
-                    let Some(record) = tabler.catalog.other_table(&key.0, &key.1)? else {
+                    let Some(record) = tabler.catalog.other_table(&key.0, &key.1).await? else {
                         tracing::warn!(topic = %topic.name, target = %format!("{}.{}", key.0, key.1), "expansion target dropped; its rows are skipped");
                         layouts.push(None);
                         continue;
@@ -394,9 +390,9 @@ fn read_records(
     each: &mut dyn FnMut(&Record),
 ) -> TableResult<(u64, usize)> {
     let (mut pos, mut bytes) = (from, 0usize);
-    let aborted = catalog.aborted_txns(topic.id, partition, from, to)?;
+    let aborted = wait(catalog.aborted_txns(topic.id, partition, from, to))?;
     while pos < to && bytes < budget {
-        let batches = catalog.read_batches(topic.id, partition, pos, 4 << 20)?;
+        let batches = wait(catalog.read_batches(topic.id, partition, pos, 4 << 20))?;
         if batches.is_empty() {
             return Ok((to, bytes));
         }

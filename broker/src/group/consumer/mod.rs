@@ -93,10 +93,11 @@ impl GroupCoordinator {
     }
 
     /// Every topic but the internal one, as the assignors see them.
-    fn topic_metas(&self) -> Result<Vec<TopicMeta>, ResponseError> {
+    async fn topic_metas(&self) -> Result<Vec<TopicMeta>, ResponseError> {
         Ok(self
             .catalog
             .topics()
+            .await
             .map_err(|e| from_catalog(&e))?
             .into_iter()
             .filter(|t| !crate::offsets_topic::is_internal(&t.name))
@@ -110,11 +111,11 @@ impl GroupCoordinator {
 
     /// Brings the consumer groups that had members when the server stopped back into
     /// memory. Call once, inside the runtime.
-    pub(crate) fn restore_consumers(self: &Arc<Self>) -> Result<usize, ResponseError> {
+    pub(crate) async fn restore_consumers(self: &Arc<Self>) -> Result<usize, ResponseError> {
         let now = Instant::now();
         let cfg = &self.config.consumer;
         let mut n = 0;
-        for record in self.catalog.groups().map_err(|e| from_catalog(&e))? {
+        for record in self.catalog.groups().await.map_err(|e| from_catalog(&e))? {
             let Ok(StoredKind::Consumer(stored)) = StoredKind::of(&record) else {
                 continue;
             };
@@ -135,7 +136,7 @@ impl GroupCoordinator {
 
     /// A consumer group in memory: loaded from the catalog, converted from an empty
     /// classic group, or (with `create`) new.
-    fn consumer_slot(
+    async fn consumer_slot(
         self: &Arc<Self>,
         name: &str,
         create: bool,
@@ -143,6 +144,16 @@ impl GroupCoordinator {
         if self.closed.load(Ordering::Acquire) {
             return Err((ResponseError::NotCoordinator, String::new()));
         }
+        if let Some(s) = self.consumer_slots().get(name) {
+            return Ok(Some(s.clone()));
+        }
+        // Read before the maps are locked (a catalog read may wait on the network); a
+        // group that another request brought into memory meanwhile wins.
+        let record = self
+            .catalog
+            .group(name)
+            .await
+            .map_err(|e| (from_catalog(&e), String::new()))?;
         let mut classic = self.slots();
         let mut slots = self.consumer_slots();
         if let Some(s) = slots.get(name) {
@@ -163,10 +174,6 @@ impl GroupCoordinator {
             classic.remove(name);
             c.wake.notify_one();
         }
-        let record = self
-            .catalog
-            .group(name)
-            .map_err(|e| (from_catalog(&e), String::new()))?;
         let cfg = &self.config.consumer;
         let group = match record.map(|r| StoredKind::of(&r)).transpose() {
             Err(e) => return Err((e, String::new())),
@@ -239,7 +246,7 @@ impl GroupCoordinator {
             if self.closed.load(Ordering::Acquire) {
                 return;
             }
-            let topics = self.topic_metas().unwrap_or_default();
+            let topics = self.topic_metas().await.unwrap_or_default();
             let persist = {
                 let mut g = slot.lock();
                 if g.expire(Instant::now(), &topics) {
@@ -288,13 +295,13 @@ impl GroupCoordinator {
 
     /// Handles a ConsumerGroupHeartbeat: the answer and the heartbeat interval to give
     /// the member, once what the answer says is durable.
-    pub fn consumer_heartbeat(
+    pub async fn consumer_heartbeat(
         self: &Arc<Self>,
         name: &str,
         beat: Beat,
     ) -> Pending<Result<(BeatAnswer, std::time::Duration), Refusal>> {
         let joining = beat.epoch == 0;
-        let slot = match self.consumer_slot(name, joining) {
+        let slot = match self.consumer_slot(name, joining).await {
             Ok(Some(s)) => s,
             Ok(None) => {
                 return ready(Err((
@@ -304,7 +311,7 @@ impl GroupCoordinator {
             }
             Err(e) => return ready(Err(e)),
         };
-        let topics = match self.topic_metas() {
+        let topics = match self.topic_metas().await {
             Ok(t) => t,
             Err(e) => return ready(Err((e, String::new()))),
         };
@@ -334,7 +341,7 @@ impl GroupCoordinator {
 
     /// What `name` is: a consumer group (in memory, or as stored), a classic group, or
     /// nothing (a group being deleted counts as nothing).
-    fn lookup(self: &Arc<Self>, name: &str) -> Result<Lookup, ResponseError> {
+    async fn lookup(self: &Arc<Self>, name: &str) -> Result<Lookup, ResponseError> {
         if let Some(slot) = self.consumer_slots().get(name).cloned() {
             let g = slot.lock();
             return Ok(if g.dead {
@@ -347,7 +354,12 @@ impl GroupCoordinator {
             return Ok(Lookup::Classic);
         }
         Ok(
-            match self.catalog.group(name).map_err(|e| from_catalog(&e))? {
+            match self
+                .catalog
+                .group(name)
+                .await
+                .map_err(|e| from_catalog(&e))?
+            {
                 None => Lookup::Missing,
                 Some(record) => match StoredKind::of(&record)? {
                     StoredKind::Consumer(stored) => Lookup::Consumer(ConsumerGroup::restore(
@@ -364,8 +376,8 @@ impl GroupCoordinator {
 
     /// A consumer group's state, for ConsumerGroupDescribe: `Err` GROUP_ID_NOT_FOUND
     /// for an unknown or classic group.
-    pub fn describe_consumer(self: &Arc<Self>, name: &str) -> Result<ConsumerGroup, Refusal> {
-        match self.lookup(name).map_err(|e| (e, String::new()))? {
+    pub async fn describe_consumer(self: &Arc<Self>, name: &str) -> Result<ConsumerGroup, Refusal> {
+        match self.lookup(name).await.map_err(|e| (e, String::new()))? {
             Lookup::Consumer(g) => Ok(g),
             Lookup::Classic => Err(not_consumer(name)),
             Lookup::Missing => Err((
@@ -377,11 +389,11 @@ impl GroupCoordinator {
 
     /// The consumer group of `name` if it is one (in memory or stored), for the
     /// checks of offset commits and fetches and for listings.
-    pub(crate) fn consumer_group(
+    pub(crate) async fn consumer_group(
         self: &Arc<Self>,
         name: &str,
     ) -> Result<Option<ConsumerGroup>, ResponseError> {
-        Ok(match self.lookup(name)? {
+        Ok(match self.lookup(name).await? {
             Lookup::Consumer(g) => Some(g),
             Lookup::Classic | Lookup::Missing => None,
         })
@@ -389,13 +401,13 @@ impl GroupCoordinator {
 
     /// Checks an OffsetFetch (v9) of a consumer-protocol member at `epoch`; a fetch
     /// naming a member of a group that is not a consumer group is not checked.
-    pub fn check_member_fetch(
+    pub async fn check_member_fetch(
         self: &Arc<Self>,
         name: &str,
         member_id: &str,
         epoch: i32,
     ) -> Result<(), ResponseError> {
-        match self.consumer_group(name)? {
+        match self.consumer_group(name).await? {
             Some(g) => g.check_member_epoch(member_id, epoch),
             None => Ok(()),
         }
