@@ -23,7 +23,9 @@ pub fn from_catalog(e: &CatalogError) -> ResponseError {
         CatalogError::Storage(_)
         | CatalogError::Store(_)
         | CatalogError::Corrupt(_)
-        | CatalogError::Closed => ResponseError::KafkaStorageError,
+        | CatalogError::Closed
+        // Retriable for the client, as a storage error is in Kafka.
+        | CatalogError::Conflict(_) => ResponseError::KafkaStorageError,
         // S3-side and table-side refusals: no Kafka request makes them.
         CatalogError::PreconditionFailed(_)
         | CatalogError::ObjectLocked(_)

@@ -104,6 +104,10 @@ pub enum CatalogError {
     /// A stored record does not decode.
     #[error("corrupt catalog record: {0}")]
     Corrupt(String),
+    /// Another node's transaction touched the same records at the same time
+    /// (PostgreSQL's serialization failure) more often than the committer retries.
+    #[error("concurrent update: {0}")]
+    Conflict(String),
     /// The catalog is shutting down or its log failed; the process must restart.
     #[error("catalog is closed")]
     Closed,
@@ -127,6 +131,32 @@ store_error!(
     redb::CommitError,
     redb::SetDurabilityError
 );
+
+impl From<tokio_postgres::Error> for CatalogError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        use tokio_postgres::error::SqlState;
+        // The server's own message: the client's Display says only "db error".
+        let why = match e.as_db_error() {
+            Some(db) => format!("{} ({})", db.message(), db.code().code()),
+            None => e.to_string(),
+        };
+        match e.code() {
+            Some(c)
+                if *c == SqlState::T_R_SERIALIZATION_FAILURE
+                    || *c == SqlState::T_R_DEADLOCK_DETECTED =>
+            {
+                Self::Conflict(why)
+            }
+            _ => Self::Store(format!("postgresql: {why}")),
+        }
+    }
+}
+
+impl From<deadpool_postgres::PoolError> for CatalogError {
+    fn from(e: deadpool_postgres::PoolError) -> Self {
+        Self::Store(format!("postgresql pool: {e}"))
+    }
+}
 
 impl From<postcard::Error> for CatalogError {
     fn from(e: postcard::Error) -> Self {

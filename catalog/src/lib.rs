@@ -15,6 +15,7 @@ pub mod kv;
 pub mod metrics;
 pub mod model;
 pub mod orphans;
+pub mod pg;
 pub mod read;
 mod reaper;
 mod record;

@@ -35,6 +35,9 @@ pub struct CatalogMetrics {
     pub checkpoints: Counter,
     /// Blobs removed because nothing referenced them (crash leftovers).
     pub orphan_blobs_removed: Counter,
+    /// Group commits run again because another node's transaction touched the same
+    /// records (PostgreSQL catalog only).
+    pub conflicts: Counter,
     /// Blobs freed by durable commits and not deleted yet.
     pub blob_deletes_pending: Gauge,
     /// Transaction bytes (`Transaction::approx_bytes`) queued for the committer and not
@@ -89,6 +92,7 @@ impl Default for CatalogMetrics {
             transaction_seconds: Histogram::new(exponential_buckets(0.0001, 2.0, 16)),
             checkpoints: Counter::default(),
             orphan_blobs_removed: Counter::default(),
+            conflicts: Counter::default(),
             blob_deletes_pending: Gauge::default(),
             commit_queue_bytes: Gauge::default(),
             commit_queue_peak_bytes: Gauge::default(),
@@ -150,6 +154,11 @@ impl CatalogMetrics {
             "orphan_blobs_removed",
             "Blobs removed at start-up because no catalog record referenced them",
             self.orphan_blobs_removed.clone(),
+        );
+        registry.register(
+            "conflicts",
+            "Group commits run again after a serialization failure (PostgreSQL catalog)",
+            self.conflicts.clone(),
         );
         registry.register(
             "blob_deletes_pending",

@@ -41,6 +41,11 @@ pub fn catalog_error(e: CatalogError) -> S3Error {
         CatalogError::Invalid(m) => S3Error::with_message(S3ErrorCode::InvalidArgument, m),
         CatalogError::Storage(e) => storage_error(e),
         CatalogError::Closed => s3_error!(ServiceUnavailable, "The server is shutting down"),
+        // Clients retry a 503.
+        CatalogError::Conflict(m) => S3Error::with_message(
+            S3ErrorCode::ServiceUnavailable,
+            format!("a concurrent update of the same records; retry ({m})"),
+        ),
         // Kafka-side refusals reach S3 only through a notification append: the server's
         // fault, not the request's.
         e @ (CatalogError::UnknownTopic(_)

@@ -84,8 +84,12 @@ fn segment_name(start: u64) -> String {
     format!("{start:020}.wal")
 }
 
-fn wal_dir(root: &Path) -> PathBuf {
-    root.join("wal")
+/// The catalog's log, under every drive (a node's batch log in a cluster lives in a
+/// directory of its own: [`Wal::open_in`]).
+pub const DEFAULT_DIR: &str = "wal";
+
+fn wal_dir(root: &Path, dir: &Path) -> PathBuf {
+    root.join(dir)
 }
 
 fn frame_header(shard_index: usize, lsn: u64, payload_len: u32, format: u16) -> [u8; FRAME_HEADER] {
@@ -306,6 +310,8 @@ fn open_segment(path: &Path) -> std::io::Result<File> {
 /// The log's writer. One per process: the catalog's committer owns it.
 pub struct Wal {
     set: Arc<DriveSet>,
+    /// Its directory under every drive.
+    dir: Arc<Path>,
     config: WalConfig,
     /// The current segment's file on each drive (`None` where it could not be opened).
     files: Vec<Option<File>>,
@@ -337,9 +343,21 @@ impl Wal {
         set: Arc<DriveSet>,
         config: WalConfig,
         from: u64,
+        replay: impl FnMut(Record) -> StorageResult<()>,
+    ) -> StorageResult<Self> {
+        Self::open_in(set, Path::new(DEFAULT_DIR), config, from, replay)
+    }
+
+    /// [`Wal::open`] for the log in directory `dir` (relative) of every drive.
+    pub fn open_in(
+        set: Arc<DriveSet>,
+        dir: &Path,
+        config: WalConfig,
+        from: u64,
         mut replay: impl FnMut(Record) -> StorageResult<()>,
     ) -> StorageResult<Self> {
-        let segments = list_segments(&set);
+        let dir: Arc<Path> = Arc::from(dir);
+        let segments = list_segments(&set, &dir);
         let mut next = from;
         let mut tail: Option<u64> = None;
         // Per drive: the end offset of its last frame at or below the recovered end.
@@ -351,7 +369,7 @@ impl Wal {
                 continue;
             }
             scanned.insert(start);
-            let frames = read_segment_frames(&set, start)?;
+            let frames = read_segment_frames(&set, &dir, start)?;
             let mut by_lsn: BTreeMap<u64, Vec<(usize, &FrameInfo)>> = BTreeMap::new();
             for (drive, fs) in frames.iter().enumerate() {
                 for f in fs {
@@ -406,12 +424,13 @@ impl Wal {
         if let Some(t) = tail {
             tracing::warn!(lsn = t, "dropped a torn log tail");
         }
-        truncate_tail(&set, &scanned, next, &keep)?;
+        truncate_tail(&set, &dir, &scanned, next, &keep)?;
         let mut segments: Vec<u64> = segments.into_iter().filter(|s| *s < next).collect();
         segments.push(next);
         let files = set.drives().iter().map(|_| None).collect();
         let mut wal = Self {
             set,
+            dir,
             config,
             files,
             segments,
@@ -440,7 +459,7 @@ impl Wal {
         self.files.iter_mut().for_each(|f| *f = None);
         let mut results = Vec::new();
         for i in self.online_drives() {
-            let path = wal_dir(&self.set.drives()[i].path).join(segment_name(start));
+            let path = wal_dir(&self.set.drives()[i].path, &self.dir).join(segment_name(start));
             match open_segment(&path) {
                 Ok(f) => {
                     self.files[i] = Some(f);
@@ -475,6 +494,7 @@ impl Wal {
     pub fn reader(&self) -> WalReader {
         WalReader {
             set: self.set.clone(),
+            dir: self.dir.clone(),
         }
     }
 
@@ -590,7 +610,7 @@ impl Wal {
         for start in doomed {
             self.segments.retain(|s| *s != start);
             for d in self.set.drives() {
-                let path = wal_dir(&d.path).join(segment_name(start));
+                let path = wal_dir(&d.path, &self.dir).join(segment_name(start));
                 match fs::remove_file(&path) {
                     Ok(()) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -609,11 +629,22 @@ impl Wal {
 #[derive(Clone)]
 pub struct WalReader {
     set: Arc<DriveSet>,
+    dir: Arc<Path>,
 }
 
 impl WalReader {
+    /// A reader of the log in directory `dir` (relative) of every drive of `set`, which
+    /// another process may be writing: only records that writer reported appended are
+    /// read.
+    pub fn new_in(set: Arc<DriveSet>, dir: &Path) -> Self {
+        Self {
+            set,
+            dir: Arc::from(dir),
+        }
+    }
+
     fn segment_path(&self, drive: usize, segment: u64) -> PathBuf {
-        wal_dir(&self.set.drives()[drive].path).join(segment_name(segment))
+        wal_dir(&self.set.drives()[drive].path, &self.dir).join(segment_name(segment))
     }
 
     /// The record's payload length, from the first drive with a valid frame header.
@@ -723,10 +754,10 @@ fn read_frame_header(f: &File, shard_index: usize, pos: &LogPosition) -> Option<
 }
 
 /// Segment starts found on any drive, oldest first.
-fn list_segments(set: &DriveSet) -> Vec<u64> {
+fn list_segments(set: &DriveSet, dir: &Path) -> Vec<u64> {
     let mut starts = BTreeSet::new();
     for d in set.drives() {
-        let Ok(entries) = fs::read_dir(wal_dir(&d.path)) else {
+        let Ok(entries) = fs::read_dir(wal_dir(&d.path, dir)) else {
             continue;
         };
         for e in entries.flatten() {
@@ -745,11 +776,15 @@ fn list_segments(set: &DriveSet) -> Vec<u64> {
 
 /// Every drive's frames of one segment; fails when any drive's copy holds a frame of a
 /// newer layout.
-fn read_segment_frames(set: &DriveSet, start: u64) -> StorageResult<Vec<Vec<FrameInfo>>> {
+fn read_segment_frames(
+    set: &DriveSet,
+    dir: &Path,
+    start: u64,
+) -> StorageResult<Vec<Vec<FrameInfo>>> {
     set.drives()
         .iter()
         .map(|d| {
-            let path = wal_dir(&d.path).join(segment_name(start));
+            let path = wal_dir(&d.path, dir).join(segment_name(start));
             let mut bytes = Vec::new();
             match File::open(&path).and_then(|mut f| f.read_to_end(&mut bytes)) {
                 Ok(_) => {
@@ -794,12 +829,13 @@ fn decode_record(set: &DriveSet, shards: &[(usize, &FrameInfo)]) -> Option<(Vec<
 /// before the replay start were not scanned and are left alone.
 fn truncate_tail(
     set: &DriveSet,
+    log_dir: &Path,
     segments: &BTreeSet<u64>,
     next: u64,
     keep: &BTreeMap<(usize, u64), u64>,
 ) -> StorageResult<()> {
     for d in set.drives().iter().filter(|d| d.is_online()) {
-        let dir = wal_dir(&d.path);
+        let dir = wal_dir(&d.path, log_dir);
         for &start in segments {
             let path = dir.join(segment_name(start));
             if start >= next {
@@ -844,9 +880,14 @@ pub struct WalHealReport {
 /// writer may be appending to) and rewrites a drive's segment file when any of its frames
 /// is missing or corrupt. `include_last` also heals the newest one (no writer running).
 pub fn heal(set: &DriveSet, include_last: bool) -> StorageResult<WalHealReport> {
+    heal_in(set, Path::new(DEFAULT_DIR), include_last)
+}
+
+/// [`heal`] for the log in directory `dir` of every drive.
+pub fn heal_in(set: &DriveSet, dir: &Path, include_last: bool) -> StorageResult<WalHealReport> {
     let k = set.k();
     let mut report = WalHealReport::default();
-    let segments = list_segments(set);
+    let segments = list_segments(set, dir);
     let sealed = if include_last {
         segments.len()
     } else {
@@ -854,7 +895,7 @@ pub fn heal(set: &DriveSet, include_last: bool) -> StorageResult<WalHealReport> 
     };
     for &start in &segments[..sealed] {
         report.segments += 1;
-        let frames = read_segment_frames(set, start)?;
+        let frames = read_segment_frames(set, dir, start)?;
         let mut by_lsn: BTreeMap<u64, Vec<(usize, &FrameInfo)>> = BTreeMap::new();
         for (drive, fs) in frames.iter().enumerate() {
             for f in fs {
@@ -890,7 +931,7 @@ pub fn heal(set: &DriveSet, include_last: bool) -> StorageResult<WalHealReport> 
                     .map_err(|_| StorageError::Log(format!("record {lsn} is over 4 GiB")))?;
                 bytes.extend_from_slice(&frame(d.index, *lsn, len, *format, &shard));
             }
-            crate::drives::write_durable(&wal_dir(&d.path).join(segment_name(start)), &bytes)?;
+            crate::drives::write_durable(&wal_dir(&d.path, dir).join(segment_name(start)), &bytes)?;
             report.rewritten += 1;
         }
     }
@@ -992,7 +1033,10 @@ mod tests {
         bytes[FRAME_HEADER + 1000] ^= 1;
         fs::write(&victim, bytes).unwrap();
         let set = Arc::new(DriveSet::open(&DriveSetConfig::under(dir.path(), 4, 2)).unwrap());
-        let r = WalReader { set };
+        let r = WalReader {
+            set,
+            dir: Arc::from(Path::new(DEFAULT_DIR)),
+        };
         for (off, len) in [(0, 10), (70_000, 200_000), (350_000, 20)] {
             assert_eq!(r.read(&pos, off as u64, len).unwrap(), &big[off..off + len]);
         }
@@ -1083,8 +1127,12 @@ mod tests {
                 };
                 bytes.extend(v1_frame(d.index, lsn, p.len() as u64, shard));
             }
-            fs::create_dir_all(wal_dir(&d.path)).unwrap();
-            fs::write(wal_dir(&d.path).join(segment_name(1)), bytes).unwrap();
+            fs::create_dir_all(wal_dir(&d.path, Path::new(DEFAULT_DIR))).unwrap();
+            fs::write(
+                wal_dir(&d.path, Path::new(DEFAULT_DIR)).join(segment_name(1)),
+                bytes,
+            )
+            .unwrap();
         }
     }
 

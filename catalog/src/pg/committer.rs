@@ -1,0 +1,233 @@
+//! The PostgreSQL catalog's group committer: one thread per node. Transactions that
+//! arrive while a commit is in flight go into the next one together, as in the embedded
+//! committer, but the group is one PostgreSQL transaction (`SERIALIZABLE`), and the
+//! batches it appends go to this node's log on the shared drives first.
+//!
+//! Order within a group: check and apply every transaction through [`PgWrite`], send the
+//! writes, append the batch bytes to the node's log (fsync'd), then `COMMIT`. A batch is
+//! visible only once PostgreSQL has the index entry pointing at it, and that entry is
+//! only committed once the bytes are durable. A serialization failure (another node
+//! touched the same records) runs the whole group again, against the new state.
+
+use std::sync::Arc;
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use storage::Wal;
+use tokio::runtime::Runtime;
+use tokio::sync::oneshot;
+use tokio_postgres::{Client, IsolationLevel};
+
+use super::logs::position_of;
+use super::statements::Statements;
+use super::write::PgWrite;
+use crate::apply::{Effects, LogCursor, Tables};
+use crate::error::{CatalogError, CatalogResult};
+use crate::txn::{CommitOutcome, OpOutcome, Transaction};
+
+/// Times a group is run again after serialization failures before its transactions
+/// fail with [`CatalogError::Conflict`].
+const ATTEMPTS: u32 = 8;
+
+/// A request to the committer thread.
+pub(crate) enum Msg {
+    Commit {
+        txn: Transaction,
+        reply: oneshot::Sender<CatalogResult<CommitOutcome>>,
+    },
+    Shutdown,
+}
+
+type Pending = (Transaction, oneshot::Sender<CatalogResult<CommitOutcome>>);
+
+/// What one attempt at a group decided for each transaction.
+type Decided = Vec<CatalogResult<Vec<OpOutcome>>>;
+
+pub(crate) struct PgCommitter {
+    pub rt: Runtime,
+    pub client: Client,
+    pub statements: Statements,
+    /// This node's batch log.
+    pub log: Wal,
+    /// This node's number: the top 16 bits of its log positions.
+    pub node: u16,
+    pub rx: Receiver<Msg>,
+    /// Where freed blobs go to be deleted.
+    pub reaper: std::sync::mpsc::Sender<crate::reaper::Job>,
+    pub shared: Arc<super::Shared>,
+}
+
+/// Whether an error is the backend's (the group is not decided) rather than a refusal
+/// of one transaction.
+fn infrastructure(e: &CatalogError) -> bool {
+    matches!(
+        e,
+        CatalogError::Store(_)
+            | CatalogError::Storage(_)
+            | CatalogError::Conflict(_)
+            | CatalogError::Closed
+    )
+}
+
+impl PgCommitter {
+    pub fn run(mut self) {
+        loop {
+            let Ok(first) = self.rx.recv() else { break };
+            let mut group = Vec::new();
+            let mut stop = false;
+            let mut next = Some(first);
+            while let Some(m) = next.take() {
+                match m {
+                    Msg::Commit { txn, reply } => group.push((txn, reply)),
+                    Msg::Shutdown => stop = true,
+                }
+                if group.len() < 4096 {
+                    next = self.rx.try_recv().ok();
+                }
+            }
+            if !group.is_empty() {
+                self.commit_group(group);
+            }
+            if stop {
+                break;
+            }
+        }
+    }
+
+    fn commit_group(&mut self, group: Vec<Pending>) {
+        let started = Instant::now();
+        let txns: Vec<&Transaction> = group.iter().map(|(t, _)| t).collect();
+        let mut attempt = 0;
+        let result = loop {
+            attempt += 1;
+            match self.attempt(&txns) {
+                Err(CatalogError::Conflict(why)) if attempt < ATTEMPTS => {
+                    self.shared.metrics.conflicts.inc();
+                    tracing::debug!(attempt, why, "catalog group conflicted; running it again");
+                    // Back off a little, growing, so the other node's group gets through.
+                    std::thread::sleep(Duration::from_millis(1 << attempt.min(6)));
+                }
+                other => break other,
+            }
+        };
+        let (decided, lsn, effects) = match result {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(error = %e, "catalog group commit failed");
+                for (_, reply) in group {
+                    let _ = reply.send(Err(clone_error(&e)));
+                }
+                return;
+            }
+        };
+        self.wake_fetches(&txns, &decided);
+        let m = &self.shared.metrics;
+        m.group_commits.inc();
+        m.group_size.observe(group.len() as f64);
+        m.commit_seconds.observe(started.elapsed().as_secs_f64());
+        for ((_, reply), d) in group.into_iter().zip(decided) {
+            if d.is_ok() {
+                m.transactions.inc();
+            }
+            let _ = reply.send(d.map(|ops| CommitOutcome { lsn, ops }));
+        }
+        if !effects.freed_blobs.is_empty() {
+            let freed = effects.freed_blobs;
+            m.blob_deletes_pending.inc_by(freed.len() as i64);
+            let _ = self.reaper.send(crate::reaper::Job::Delete(freed));
+        }
+    }
+
+    /// One run of a group: what each transaction got, and the LSN of the log record.
+    fn attempt(&mut self, txns: &[&Transaction]) -> CatalogResult<(Decided, u64, Effects)> {
+        let position = self.log.next_position()?;
+        let mut log = LogCursor::new(position_of(self.node, position), true);
+        let mut effects = Effects::default();
+        let mut decided: Decided = Vec::with_capacity(txns.len());
+        let pg = self.rt.block_on(
+            self.client
+                .build_transaction()
+                .isolation_level(IsolationLevel::Serializable)
+                .start(),
+        )?;
+        let mut kv = PgWrite::new(&self.rt, &pg, &mut self.statements);
+        {
+            let mut t = Tables::new(&mut kv);
+            for txn in txns {
+                match txn.ops.iter().try_for_each(|op| t.check(op)) {
+                    Err(e) if infrastructure(&e) => return Err(e),
+                    Err(e) => decided.push(Err(e)),
+                    Ok(()) => {
+                        let mut outcomes = Vec::with_capacity(txn.ops.len());
+                        for op in &txn.ops {
+                            outcomes.push(t.apply(op, &mut effects, &mut log)?);
+                        }
+                        decided.push(Ok(outcomes));
+                    }
+                }
+            }
+        }
+        kv.flush()?;
+        let accepted: Vec<&Transaction> = txns
+            .iter()
+            .zip(&decided)
+            .filter(|(_, d)| d.is_ok())
+            .map(|(t, _)| *t)
+            .collect();
+        if !log.data.is_empty() {
+            // The record carries the group's transactions too, as the embedded log's
+            // do: the node's log is a readable history of what it committed.
+            let payload = crate::record::encode(std::mem::take(&mut log.data), &accepted)?;
+            let at = self.log.append(payload)?;
+            if at != position {
+                return Err(CatalogError::Store(format!(
+                    "node log record landed at {at:?}, not {position:?}"
+                )));
+            }
+        }
+        self.rt.block_on(pg.commit())?;
+        Ok((decided, position.lsn, effects))
+    }
+
+    /// Wakes this node's fetches parked on the partitions the committed transactions
+    /// changed.
+    fn wake_fetches(&self, txns: &[&Transaction], decided: &Decided) {
+        use crate::txn::Op;
+        let mut changed = Vec::new();
+        for (t, _) in txns.iter().zip(decided).filter(|(_, d)| d.is_ok()) {
+            for op in &t.ops {
+                match op {
+                    Op::Append {
+                        topic_id,
+                        partition,
+                        ..
+                    }
+                    | Op::TruncateBefore {
+                        topic_id,
+                        partition,
+                        ..
+                    } => changed.push((*topic_id, *partition)),
+                    Op::EndTxn { markers, .. } => {
+                        changed.extend(markers.iter().map(|m| (m.topic_id, m.partition)))
+                    }
+                    Op::DeleteTopic { .. } => return self.shared.wakeups.wake_all(),
+                    _ => {}
+                }
+            }
+        }
+        if !changed.is_empty() {
+            changed.sort_unstable();
+            changed.dedup();
+            self.shared.wakeups.wake(changed);
+        }
+    }
+}
+
+/// The same error for every transaction of a failed group.
+fn clone_error(e: &CatalogError) -> CatalogError {
+    match e {
+        CatalogError::Conflict(m) => CatalogError::Conflict(m.clone()),
+        CatalogError::Closed => CatalogError::Closed,
+        e => CatalogError::Store(e.to_string()),
+    }
+}

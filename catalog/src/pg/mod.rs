@@ -1,0 +1,323 @@
+//! The PostgreSQL catalog: the same tables, rules and reads as the embedded one
+//! ([`crate::kv`]), kept in one PostgreSQL table, so several Eddy nodes can share one
+//! catalog over shared drives (issue 19). What it needs from PostgreSQL:
+//!
+//! - `SERIALIZABLE` transactions: a group commit checks and applies its transactions in
+//!   one, so two nodes' conflicting changes (one bucket created twice, one offset
+//!   assigned twice) cannot both commit; the loser runs again ([`committer`]);
+//! - `REPEATABLE READ` read-only transactions for reads that must agree;
+//! - `bytea` keys compared byte by byte (PostgreSQL's `bytea` ordering), `UNNEST` of
+//!   arrays and `INSERT .. ON CONFLICT`.
+//!
+//! Every row is `(t text, k bytea, v bytea)`: table name, key and value exactly as the
+//! embedded store holds them, in the catalog's record format (`eddy_meta.format`).
+//! Batch bytes are not in PostgreSQL: each node appends them to its own log on the
+//! shared drives ([`logs`]) before the transaction that indexes them commits.
+
+mod committer;
+pub mod logs;
+mod read;
+mod statements;
+mod write;
+
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread::JoinHandle;
+
+use storage::{BlobStore, DriveSet, DriveSetConfig, Wal, WalConfig};
+use tokio::sync::oneshot;
+use tokio_postgres::{Client, IsolationLevel, NoTls};
+
+use crate::error::{CatalogError, CatalogResult};
+use crate::metrics::CatalogMetrics;
+use crate::txn::Transaction;
+use crate::{Backend, CommitFuture, format, kv, wakeups};
+
+use committer::{Msg, PgCommitter};
+
+/// The schema, created when missing.
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS eddy_meta (name text PRIMARY KEY, value bigint NOT NULL);
+CREATE TABLE IF NOT EXISTS eddy_kv (
+    t text NOT NULL,
+    k bytea NOT NULL,
+    v bytea NOT NULL,
+    PRIMARY KEY (t, k)
+);
+CREATE TABLE IF NOT EXISTS eddy_nodes (name text PRIMARY KEY, number integer UNIQUE NOT NULL);
+";
+
+/// Connections in the read pool.
+const READ_POOL: usize = 16;
+
+/// How to open a [`PgCatalog`].
+#[derive(Debug, Clone)]
+pub struct PgConfig {
+    /// `postgres://user:password@host:port/database`.
+    pub url: String,
+    /// This node's name; its number (and log directory) is kept in PostgreSQL.
+    pub node: String,
+    /// The drives, the same on every node.
+    pub drives: DriveSetConfig,
+    /// Log tuning for this node's batch log.
+    pub wal: WalConfig,
+    /// Bytes per shard in a full blob stripe.
+    pub shard_size: usize,
+}
+
+impl PgConfig {
+    /// Defaults for this database, node and drives.
+    pub fn new(url: &str, node: &str, drives: DriveSetConfig) -> Self {
+        Self {
+            url: url.to_owned(),
+            node: node.to_owned(),
+            drives,
+            wal: WalConfig::default(),
+            shard_size: storage::blob::DEFAULT_SHARD_SIZE,
+        }
+    }
+}
+
+/// State shared between the committer and its callers.
+pub(crate) struct Shared {
+    pub metrics: CatalogMetrics,
+    pub wakeups: wakeups::Wakeups,
+}
+
+/// A catalog in PostgreSQL, one of several nodes'.
+pub struct PgCatalog {
+    read: read::PgRead,
+    logs: logs::NodeLogs,
+    blobs: BlobStore,
+    node: u16,
+    tx: Mutex<Option<mpsc::Sender<Msg>>>,
+    shared: Arc<Shared>,
+    committer: Mutex<Option<JoinHandle<()>>>,
+    reaper: Mutex<Option<crate::reaper::Reaper>>,
+}
+
+/// Connects a client whose connection runs on `rt`.
+async fn connect(url: &str) -> CatalogResult<Client> {
+    let (client, connection) = tokio_postgres::connect(url, NoTls).await?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::warn!(error = %e, "postgresql connection ended");
+        }
+    });
+    Ok(client)
+}
+
+/// Creates the schema if missing and checks the stored format; returns this node's
+/// number (registered on first start).
+async fn prepare(client: &mut Client, node: &str) -> CatalogResult<u16> {
+    client.batch_execute(SCHEMA).await?;
+    for _ in 0..16 {
+        let t = client
+            .build_transaction()
+            .isolation_level(IsolationLevel::Serializable)
+            .start()
+            .await?;
+        let outcome: CatalogResult<u16> = async {
+            t.execute(
+                "INSERT INTO eddy_meta (name, value) VALUES ('format', $1) \
+                 ON CONFLICT (name) DO NOTHING",
+                &[&i64::from(format::RECORD_FORMAT)],
+            )
+            .await?;
+            let stored: i64 = t
+                .query_one("SELECT value FROM eddy_meta WHERE name = 'format'", &[])
+                .await?
+                .get(0);
+            if stored > i64::from(format::RECORD_FORMAT) {
+                return Err(CatalogError::Invalid(format!(
+                    "the PostgreSQL catalog is format {stored}, but this build reads formats up to {}",
+                    format::RECORD_FORMAT
+                )));
+            }
+            t.execute(
+                "INSERT INTO eddy_nodes (name, number) \
+                 SELECT $1, COALESCE(MAX(number), 0) + 1 FROM eddy_nodes \
+                 ON CONFLICT (name) DO NOTHING",
+                &[&node],
+            )
+            .await?;
+            let number: i32 = t
+                .query_one("SELECT number FROM eddy_nodes WHERE name = $1", &[&node])
+                .await?
+                .get(0);
+            u16::try_from(number)
+                .map_err(|_| CatalogError::Invalid(format!("node number {number} is too large")))
+        }
+        .await;
+        match outcome {
+            Ok(n) => {
+                t.commit().await?;
+                return Ok(n);
+            }
+            // Another node registered at the same moment: again.
+            Err(CatalogError::Conflict(_)) => continue,
+            Err(CatalogError::Store(m)) if m.contains("duplicate key") => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(CatalogError::Conflict(
+        "registering this node kept conflicting".into(),
+    ))
+}
+
+impl PgCatalog {
+    /// Connects, creates the schema when missing, registers this node, opens its batch
+    /// log on the shared drives and starts the committer. Call inside a tokio runtime.
+    pub async fn open(config: PgConfig) -> CatalogResult<Arc<Self>> {
+        let set = Arc::new(DriveSet::open(&config.drives)?);
+        let blobs = BlobStore::new(set.clone(), config.shard_size)?;
+        let mut client = connect(&config.url).await?;
+        let node = prepare(&mut client, &config.node).await?;
+        drop(client);
+        let pool_config: tokio_postgres::Config = config
+            .url
+            .parse()
+            .map_err(|e| CatalogError::Invalid(format!("catalog url: {e}")))?;
+        let manager = deadpool_postgres::Manager::new(pool_config, NoTls);
+        let pool = deadpool_postgres::Pool::builder(manager)
+            .max_size(READ_POOL)
+            .build()
+            .map_err(|e| CatalogError::Store(format!("postgresql pool: {e}")))?;
+        let wal_config = storage::WalConfig {
+            payload_format: format::RECORD_FORMAT,
+            ..config.wal
+        };
+        // Nothing is replayed: PostgreSQL holds the index, and a record it does not
+        // point at (a crash between the append and the commit) is never read.
+        let log = Wal::open_in(set.clone(), &logs::dir_of(node), wal_config, 0, |_| Ok(()))?;
+        let metrics = CatalogMetrics::default();
+        let reaper =
+            crate::reaper::Reaper::start(blobs.clone(), metrics.blob_deletes_pending.clone())?;
+        let shared = Arc::new(Shared {
+            metrics,
+            wakeups: Default::default(),
+        });
+        // The committer's own sender: it goes with the thread, so the reaper ends once
+        // both are done.
+        let reaper_jobs = reaper.jobs.clone();
+        let (tx, rx) = mpsc::channel();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let url = config.url.clone();
+        let thread_shared = shared.clone();
+        let handle = std::thread::Builder::new()
+            .name("catalog-pg-committer".into())
+            .spawn(move || {
+                let rt = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(CatalogError::Store(e.to_string())));
+                        return;
+                    }
+                };
+                let client = match rt.block_on(connect(&url)) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                let _ = ready_tx.send(Ok(()));
+                PgCommitter {
+                    rt,
+                    client,
+                    statements: Default::default(),
+                    log,
+                    node,
+                    rx,
+                    reaper: reaper_jobs,
+                    shared: thread_shared,
+                }
+                .run();
+            })
+            .map_err(|e| CatalogError::Store(format!("spawn committer: {e}")))?;
+        ready_rx
+            .recv()
+            .map_err(|_| CatalogError::Store("the committer thread ended".into()))??;
+        tracing::info!(node = %config.node, number = node, "postgresql catalog open");
+        Ok(Arc::new(Self {
+            read: read::PgRead::new(pool),
+            logs: logs::NodeLogs::new(set),
+            blobs,
+            node,
+            tx: Mutex::new(Some(tx)),
+            shared,
+            committer: Mutex::new(Some(handle)),
+            reaper: Mutex::new(Some(reaper)),
+        }))
+    }
+
+    /// This node's number in the cluster.
+    pub fn node_number(&self) -> u16 {
+        self.node
+    }
+
+    /// The commit path's metrics.
+    pub fn metrics(&self) -> &CatalogMetrics {
+        &self.shared.metrics
+    }
+
+    /// Finishes the commits already queued and stops the committer.
+    pub fn shutdown(&self) {
+        if let Some(tx) = self.tx.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = tx.send(Msg::Shutdown);
+        }
+        if let Some(h) = self
+            .committer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            let _ = h.join();
+        }
+        if let Some(r) = self.reaper.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            drop(r.jobs);
+            let _ = r.thread.join();
+        }
+    }
+}
+
+impl Drop for PgCatalog {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl Backend for PgCatalog {
+    fn submit(&self, txn: Transaction) -> CommitFuture {
+        let (reply, rx) = oneshot::channel();
+        let sent = {
+            let tx = self.tx.lock().unwrap_or_else(|p| p.into_inner());
+            tx.as_ref().ok_or(CatalogError::Closed).and_then(|tx| {
+                tx.send(Msg::Commit { txn, reply })
+                    .map_err(|_| CatalogError::Closed)
+            })
+        };
+        Box::pin(async move {
+            sent?;
+            rx.await.map_err(|_| CatalogError::Closed)?
+        })
+    }
+
+    fn watch(&self, partitions: &[wakeups::PartitionId]) -> wakeups::PartitionWaiter {
+        self.shared.wakeups.watch(partitions)
+    }
+
+    fn blob_store(&self) -> &BlobStore {
+        &self.blobs
+    }
+
+    fn kv(&self) -> &dyn kv::KvRead {
+        &self.read
+    }
+
+    fn log(&self) -> &dyn crate::read::BatchLog {
+        &self.logs
+    }
+}

@@ -1,0 +1,102 @@
+//! [`KvRead`] over a pool of PostgreSQL connections. A snapshot is one `REPEATABLE READ`
+//! read-only transaction on a pooled connection, so the reads of one snapshot agree; it
+//! is rolled back when the snapshot is dropped (in the background: the connection goes
+//! back to the pool once the rollback is through).
+
+use std::ops::Bound;
+
+use deadpool_postgres::{Object, Pool};
+use redb::TableHandle;
+use tokio_postgres::types::ToSql;
+
+use super::statements::range_sql;
+use crate::error::CatalogResult;
+use crate::kv::{Entries, KvRead, KvSnapshot, Range};
+use crate::tables::Table;
+
+/// Snapshots from a pool.
+pub struct PgRead {
+    pool: Pool,
+}
+
+impl PgRead {
+    /// Reads through `pool`.
+    pub fn new(pool: Pool) -> Self {
+        Self { pool }
+    }
+}
+
+/// One read-only transaction on a pooled connection.
+struct PgSnapshot {
+    client: Option<Object>,
+}
+
+impl PgSnapshot {
+    fn client(&self) -> CatalogResult<&Object> {
+        self.client
+            .as_ref()
+            .ok_or_else(|| crate::CatalogError::Store("snapshot already closed".into()))
+    }
+}
+
+impl Drop for PgSnapshot {
+    fn drop(&mut self) {
+        if let Some(client) = self.client.take() {
+            // Outside a runtime (a test's end) the connection is simply dropped, which
+            // ends its transaction with it.
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(async move {
+                    if client.batch_execute("ROLLBACK").await.is_err() {
+                        // A connection that cannot roll back is not handed out again.
+                        let _ = Object::take(client);
+                    }
+                });
+            }
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl KvSnapshot for PgSnapshot {
+    async fn get(&self, table: Table, key: &[u8]) -> CatalogResult<Option<Vec<u8>>> {
+        let client = self.client()?;
+        let stmt = client
+            .prepare_cached("SELECT v FROM eddy_kv WHERE t = $1 AND k = $2")
+            .await?;
+        let row = client.query_opt(&stmt, &[&table.name(), &key]).await?;
+        Ok(row.map(|r| r.get(0)))
+    }
+
+    async fn range(&self, table: Table, range: Range<'_>) -> CatalogResult<Entries> {
+        if range.is_empty() {
+            return Ok(Vec::new());
+        }
+        let client = self.client()?;
+        let stmt = client.prepare_cached(&range_sql(&range)).await?;
+        let name = table.name();
+        let limit = i64::try_from(range.limit).unwrap_or(i64::MAX);
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&name];
+        if let Bound::Included(f) | Bound::Excluded(f) = &range.from {
+            params.push(f);
+        }
+        if let Bound::Included(t) | Bound::Excluded(t) = &range.to {
+            params.push(t);
+        }
+        params.push(&limit);
+        let rows = client.query(&stmt, &params).await?;
+        Ok(rows.into_iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+}
+
+#[async_trait::async_trait]
+impl KvRead for PgRead {
+    async fn snapshot(&self) -> CatalogResult<Box<dyn KvSnapshot + '_>> {
+        let client = self.pool.get().await?;
+        client
+            .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            .await?;
+        Ok(Box::new(PgSnapshot {
+            client: Some(client),
+        }))
+    }
+}
