@@ -6,201 +6,20 @@ use std::path::Path;
 use std::sync::Arc;
 
 use catalog::{
-    BucketRecord, Catalog, CatalogConfig, CatalogError, EmbeddedCatalog, ObjectData, ObjectVersion,
-    OffsetRecord, Op, OpOutcome, TopicRecord, Transaction, Versioning,
+    Catalog, CatalogConfig, CatalogError, EmbeddedCatalog, ObjectData, OffsetRecord, Op, OpOutcome,
+    Transaction,
 };
 use storage::DriveSetConfig;
+
+mod common;
+use common::ops::*;
 
 fn open(dir: &Path) -> Arc<EmbeddedCatalog> {
     EmbeddedCatalog::open(CatalogConfig::new(DriveSetConfig::under(dir, 4, 2))).unwrap()
 }
 
-fn bucket(name: &str) -> Op {
-    Op::CreateBucket(BucketRecord {
-        name: name.into(),
-        owner: "eddyadmin".into(),
-        created_ms: 1,
-        versioning: Versioning::Unversioned,
-        tags: BTreeMap::new(),
-        settings: BTreeMap::new(),
-    })
-}
-
-fn object(bucket: &str, key: &str, body: &[u8]) -> Op {
-    object_with(
-        bucket,
-        key,
-        body.len() as u64,
-        ObjectData::Inline(body.to_vec()),
-    )
-}
-
-fn object_with(bucket: &str, key: &str, size: u64, data: ObjectData) -> Op {
-    Op::PutObject {
-        bucket: bucket.into(),
-        key: key.into(),
-        version: ObjectVersion {
-            version_id: "null".into(),
-            delete_marker: false,
-            size,
-            etag: format!("etag-{size}"),
-            last_modified_ms: 2,
-            data,
-            metadata: BTreeMap::new(),
-            tags: BTreeMap::new(),
-            checksums: BTreeMap::new(),
-            parts: Vec::new(),
-            owner: String::new(),
-            lock: catalog::ObjectLock::default(),
-            encryption: None,
-            part_checksums: Vec::new(),
-        },
-        replace_null: true,
-    }
-}
-
-fn topic(name: &str, id: u128, partitions: u32) -> Op {
-    Op::CreateTopic(TopicRecord {
-        name: name.into(),
-        id,
-        partitions,
-        configs: BTreeMap::new(),
-        created_ms: 3,
-    })
-}
-
-fn append(id: u128, partition: u32, count: u32, tag: u8) -> Op {
-    let mut batch = vec![0u8; 8];
-    batch.extend_from_slice(&[tag; 32]);
-    Op::Append {
-        topic_id: id,
-        partition,
-        offset_count: count,
-        max_timestamp: 10,
-        batch: batch.into(),
-        producer: None,
-        transactional_id: None,
-    }
-}
-
 async fn commit(c: &EmbeddedCatalog, ops: Vec<Op>) -> Result<catalog::CommitOutcome, CatalogError> {
     c.commit(Transaction::new(ops)).await
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn transactions_commit_whole_or_not_at_all() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = open(dir.path());
-    commit(&c, vec![bucket("b"), topic("t", 7, 3)])
-        .await
-        .unwrap();
-
-    let out = commit(
-        &c,
-        vec![
-            append(7, 0, 2, 1),
-            append(7, 2, 5, 2),
-            object("b", "k", b"hello"),
-        ],
-    )
-    .await
-    .unwrap();
-    assert_eq!(
-        out.ops,
-        vec![
-            OpOutcome::Appended { base_offset: 0 },
-            OpOutcome::Appended { base_offset: 0 },
-            OpOutcome::Done
-        ]
-    );
-
-    // Partition 9 does not exist: nothing of this transaction may appear.
-    let err = commit(
-        &c,
-        vec![
-            append(7, 1, 1, 3),
-            append(7, 9, 1, 3),
-            object("b", "x", b"no"),
-        ],
-    )
-    .await
-    .unwrap_err();
-    assert!(
-        matches!(err, CatalogError::UnknownPartition { partition: 9, .. }),
-        "{err}"
-    );
-    assert_eq!(c.partition(7, 1).await.unwrap().unwrap().next_offset, 0);
-    assert!(c.object("b", "x").await.unwrap().is_none());
-
-    let out = commit(&c, vec![append(7, 0, 3, 4)]).await.unwrap();
-    assert_eq!(out.ops, vec![OpOutcome::Appended { base_offset: 2 }]);
-    let batches = c.read_batches(7, 0, 3, 1 << 20).await.unwrap();
-    assert_eq!(batches.len(), 1, "offset 3 lies inside the second batch");
-    assert_eq!((batches[0].base_offset, batches[0].last_offset), (2, 4));
-    assert_eq!(
-        &batches[0].bytes[..8],
-        &2i64.to_be_bytes(),
-        "base offset rewritten"
-    );
-    assert_eq!(
-        c.read_batches(7, 0, 0, 1).await.unwrap().len(),
-        1,
-        "at least one batch"
-    );
-    assert_eq!(c.read_batches(7, 0, 0, 1 << 20).await.unwrap().len(), 2);
-
-    assert!(matches!(
-        commit(&c, vec![Op::DeleteBucket { name: "b".into() }]).await,
-        Err(CatalogError::BucketNotEmpty(_))
-    ));
-    assert!(matches!(
-        commit(&c, vec![bucket("b")]).await,
-        Err(CatalogError::BucketExists(_))
-    ));
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn concurrent_transactions_share_group_commits() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = open(dir.path());
-    commit(&c, vec![topic("t", 1, 4)]).await.unwrap();
-    let mut tasks = Vec::new();
-    for w in 0..64u32 {
-        let c = c.clone();
-        tasks.push(tokio::spawn(async move {
-            let mut offsets = Vec::new();
-            for _ in 0..20 {
-                let out = commit(&c, vec![append(1, w % 4, 1, w as u8)])
-                    .await
-                    .unwrap();
-                if let OpOutcome::Appended { base_offset } = out.ops[0] {
-                    offsets.push(base_offset);
-                }
-            }
-            (w % 4, offsets)
-        }));
-    }
-    let mut per_partition: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
-    for t in tasks {
-        let (p, offsets) = t.await.unwrap();
-        assert!(offsets.windows(2).all(|w| w[0] < w[1]), "offsets increase");
-        per_partition.entry(p).or_default().extend(offsets);
-    }
-    for (p, mut offsets) in per_partition {
-        offsets.sort_unstable();
-        assert_eq!(
-            offsets,
-            (0..320).collect::<Vec<_>>(),
-            "partition {p}: no gaps or reuse"
-        );
-    }
-    let m = c.metrics();
-    assert!(
-        m.group_commits.get() < m.transactions.get(),
-        "{} group commits for {} transactions",
-        m.group_commits.get(),
-        m.transactions.get()
-    );
 }
 
 async fn fill(c: &EmbeddedCatalog, from: u32, to: u32) {
@@ -275,37 +94,6 @@ async fn restart_replays_the_log_and_checkpoints_rebuild_a_lost_store() {
     drop(c);
     let c = open(dir.path());
     check_state(&c, 90).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn listing_pages_in_byte_order() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = open(dir.path());
-    commit(&c, vec![bucket("b"), bucket("c")]).await.unwrap();
-    for k in ["a/1", "a/2", "a/3", "b", "a", "é", "Z"] {
-        commit(&c, vec![object("b", k, k.as_bytes())])
-            .await
-            .unwrap();
-    }
-    commit(&c, vec![object("c", "a/9", b"other bucket")])
-        .await
-        .unwrap();
-    let keys = |v: Vec<(String, ObjectVersion)>| v.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
-    assert_eq!(
-        keys(c.list_objects("b", "", None, 100).await.unwrap()),
-        vec!["Z", "a", "a/1", "a/2", "a/3", "b", "é"]
-    );
-    assert_eq!(
-        keys(c.list_objects("b", "a/", Some("a/1"), 1).await.unwrap()),
-        vec!["a/2"]
-    );
-    assert_eq!(
-        keys(c.list_objects("b", "a/", Some("a/3"), 10).await.unwrap()),
-        Vec::<String>::new()
-    );
-    // Overwriting an unversioned key keeps one version.
-    commit(&c, vec![object("b", "a", b"again")]).await.unwrap();
-    assert_eq!(c.list_versions("b", "a", None, 10).await.unwrap().len(), 4);
 }
 
 fn segment_files(dir: &Path) -> usize {
@@ -539,18 +327,6 @@ async fn multipart_uploads_are_durable_and_free_their_blobs() {
     ));
 }
 
-fn topic_table(id: u128, generation: u64, tabled: Vec<u64>) -> catalog::TopicTable {
-    catalog::TopicTable {
-        topic_id: id,
-        generation,
-        bucket: "kafka".into(),
-        prefix: "kafka_topics/t/".into(),
-        metadata_location: format!("s3://kafka/kafka_topics/t/metadata/{generation}.json"),
-        tabled,
-        start: Vec::new(),
-    }
-}
-
 fn expansion(id: u128, changes: u64, from: Vec<u64>, live: bool) -> catalog::Expansion {
     catalog::Expansion {
         topic_id: id,
@@ -697,86 +473,6 @@ async fn expansions_hold_their_topic_and_its_unread_records() {
 
 /// A topic table moves one generation at a time, and deleting its topic takes the table
 /// state and every object under its prefix with it (and nothing else of the bucket).
-#[tokio::test]
-async fn topic_tables_follow_their_topic() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = open(dir.path());
-    commit(&c, vec![bucket("kafka"), topic("t", 7, 2)])
-        .await
-        .unwrap();
-    let put = |expected, table| Op::PutTopicTable {
-        topic: "t".into(),
-        expected,
-        table,
-    };
-    commit(
-        &c,
-        vec![
-            object("kafka", "kafka_topics/t/metadata/1.json", b"{}"),
-            put(0, topic_table(7, 1, vec![3, 0])),
-        ],
-    )
-    .await
-    .unwrap();
-    assert_eq!(
-        c.topic_table("t").await.unwrap().unwrap().tabled,
-        vec![3, 0]
-    );
-    // Built on a stale generation, or for another topic id: refused, nothing applied.
-    let stale = commit(
-        &c,
-        vec![
-            object("kafka", "kafka_topics/t/metadata/x.json", b"{}"),
-            put(0, topic_table(7, 1, vec![9, 9])),
-        ],
-    )
-    .await;
-    assert!(
-        matches!(stale, Err(CatalogError::PreconditionFailed(_))),
-        "{stale:?}"
-    );
-    assert!(
-        c.object("kafka", "kafka_topics/t/metadata/x.json")
-            .await
-            .unwrap()
-            .is_none()
-    );
-    let other = commit(&c, vec![put(1, topic_table(8, 2, vec![1, 1]))]).await;
-    assert!(
-        matches!(other, Err(CatalogError::UnknownTopic(_))),
-        "{other:?}"
-    );
-    commit(
-        &c,
-        vec![
-            object("kafka", "kafka_topics/t/metadata/2.json", b"{}"),
-            object("kafka", "kafka_topics/tt/keep", b"other table"),
-            put(1, topic_table(7, 2, vec![5, 1])),
-        ],
-    )
-    .await
-    .unwrap();
-    assert_eq!(c.topic_table("t").await.unwrap().unwrap().generation, 2);
-
-    commit(&c, vec![Op::DeleteTopic { name: "t".into() }])
-        .await
-        .unwrap();
-    assert!(c.topic_table("t").await.unwrap().is_none());
-    let left: Vec<String> = c
-        .list_objects("kafka", "", None, 100)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|(k, _)| k)
-        .collect();
-    assert_eq!(left, vec!["kafka_topics/tt/keep".to_string()]);
-    let versions = c
-        .list_versions("kafka", "kafka_topics/t/", None, 100)
-        .await
-        .unwrap();
-    assert!(versions.is_empty(), "{versions:?}");
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn blobs_a_crash_left_unreferenced_are_removed_at_the_next_start() {
     let dir = tempfile::tempdir().unwrap();
@@ -816,53 +512,6 @@ async fn blobs_a_crash_left_unreferenced_are_removed_at_the_next_start() {
     let fresh = c.blobs().put(b"written after the start").unwrap();
     assert_eq!(c.collect_orphans().await.unwrap().removed, 0);
     assert!(c.blobs().open(fresh.id).is_ok());
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn bucket_replacements_apply_only_to_the_record_they_were_built_on() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = open(dir.path());
-    let Op::CreateBucket(original) = bucket("b") else {
-        unreachable!()
-    };
-    commit(&c, vec![Op::CreateBucket(original.clone())])
-        .await
-        .unwrap();
-    let mut tagged = original.clone();
-    tagged.tags.insert("k".into(), "v".into());
-    let replace = |expected: &BucketRecord, record: &BucketRecord| Op::ReplaceBucket {
-        expected: expected.clone(),
-        record: record.clone(),
-    };
-    commit(&c, vec![replace(&original, &tagged)]).await.unwrap();
-    // Built on the record before the tags: refused, and the tags stay.
-    let mut versioned = original.clone();
-    versioned.versioning = Versioning::Enabled;
-    assert!(matches!(
-        commit(&c, vec![replace(&original, &versioned)]).await,
-        Err(CatalogError::PreconditionFailed(_))
-    ));
-    assert_eq!(c.bucket("b").await.unwrap(), Some(tagged.clone()));
-    // Built on the current record: applied.
-    let mut both = tagged.clone();
-    both.versioning = Versioning::Enabled;
-    commit(&c, vec![replace(&tagged, &both)]).await.unwrap();
-    assert_eq!(c.bucket("b").await.unwrap(), Some(both.clone()));
-    // A deleted bucket is not brought back, and a record cannot rename its bucket.
-    let mut renamed = both.clone();
-    renamed.name = "other".into();
-    assert!(matches!(
-        commit(&c, vec![replace(&both, &renamed)]).await,
-        Err(CatalogError::Invalid(_))
-    ));
-    commit(&c, vec![Op::DeleteBucket { name: "b".into() }])
-        .await
-        .unwrap();
-    assert!(matches!(
-        commit(&c, vec![replace(&both, &both)]).await,
-        Err(CatalogError::NoSuchBucket(_))
-    ));
-    assert_eq!(c.bucket("b").await.unwrap(), None);
 }
 
 /// Every file under `dir` (but the drives' lock files) with its bytes.
@@ -1212,80 +861,6 @@ async fn transactions_hold_the_stable_offset_and_end_everywhere_at_once() {
     .await
     .unwrap();
     assert!(c.aborted_txns(7, 0, 0, 8).await.unwrap().is_empty());
-}
-
-#[tokio::test]
-async fn views_keep_topics_and_group_offsets_apart() {
-    use catalog::view::ViewCatalog;
-    let dir = tempfile::tempdir().unwrap();
-    let c = open(dir.path());
-    let inner: Arc<dyn Catalog> = c.clone();
-    let default = ViewCatalog::default_view(inner.clone());
-    let team = ViewCatalog::named(inner.clone(), "team");
-    let offset = |o: i64| Op::CommitOffset {
-        group: "g".into(),
-        topic: "orders".into(),
-        partition: 0,
-        offset: OffsetRecord {
-            offset: o,
-            leader_epoch: -1,
-            metadata: None,
-            commit_ms: 0,
-        },
-    };
-    for (view, id, o) in [(&default, 1u128, 5), (&team, 2u128, 9)] {
-        view.commit(Transaction::new(vec![topic("orders", id, 1)]))
-            .await
-            .unwrap();
-        view.commit(Transaction::new(vec![offset(o)]))
-            .await
-            .unwrap();
-    }
-    assert_eq!(default.topic("orders").await.unwrap().unwrap().id, 1);
-    assert_eq!(team.topic("orders").await.unwrap().unwrap().id, 2);
-    assert_eq!(team.topic_by_id(1).await.unwrap(), None);
-    assert_eq!(team.topic_by_id(2).await.unwrap().unwrap().name, "orders");
-    let names = async |v: &ViewCatalog| {
-        v.topics()
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|t| t.name)
-            .collect::<Vec<_>>()
-    };
-    assert_eq!(names(&default).await, ["orders"]);
-    assert_eq!(names(&team).await, ["orders"]);
-    assert_eq!(c.topics().await.unwrap().len(), 2);
-    assert_eq!(
-        default
-            .offset("g", "orders", 0)
-            .await
-            .unwrap()
-            .unwrap()
-            .offset,
-        5
-    );
-    assert_eq!(
-        team.offset("g", "orders", 0).await.unwrap().unwrap().offset,
-        9
-    );
-    assert_eq!(team.offsets("g").await.unwrap()[0].0, "orders");
-    // No client name reaches another view's.
-    assert_eq!(default.topic("\0team\0orders").await.unwrap(), None);
-    assert!(
-        default
-            .commit(Transaction::new(vec![topic("\0team\0x", 3, 1)]))
-            .await
-            .is_err()
-    );
-    // A view's errors name its topics as its clients do.
-    match team
-        .commit(Transaction::new(vec![topic("orders", 4, 1)]))
-        .await
-    {
-        Err(CatalogError::TopicExists(n)) => assert_eq!(n, "orders"),
-        other => panic!("{other:?}"),
-    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -10,8 +10,9 @@ use std::sync::Arc;
 use catalog::pg::{PgCatalog, PgConfig};
 use catalog::{
     BucketRecord, Catalog, CatalogConfig, CatalogError, CatalogMetrics, EmbeddedCatalog,
-    ObjectData, ObjectVersion, Op, OpOutcome, TopicRecord, Transaction, Versioning,
+    ObjectVersion, OffsetRecord, Op, OpOutcome, Transaction, Versioning,
 };
+use common::ops::*;
 use common::postgres::{self, Postgres};
 use storage::DriveSetConfig;
 
@@ -89,66 +90,10 @@ conformance!(
     transactions_commit_whole_or_not_at_all,
     concurrent_transactions_share_group_commits,
     listing_pages_in_byte_order,
+    topic_tables_follow_their_topic,
+    bucket_replacements_apply_only_to_the_record_they_were_built_on,
+    views_keep_topics_and_group_offsets_apart,
 );
-
-fn bucket(name: &str) -> Op {
-    Op::CreateBucket(BucketRecord {
-        name: name.into(),
-        owner: "eddyadmin".into(),
-        created_ms: 1,
-        versioning: Versioning::Unversioned,
-        tags: BTreeMap::new(),
-        settings: BTreeMap::new(),
-    })
-}
-
-fn object(bucket: &str, key: &str, body: &[u8]) -> Op {
-    Op::PutObject {
-        bucket: bucket.into(),
-        key: key.into(),
-        version: ObjectVersion {
-            version_id: "null".into(),
-            delete_marker: false,
-            size: body.len() as u64,
-            etag: format!("etag-{}", body.len()),
-            last_modified_ms: 2,
-            data: ObjectData::Inline(body.to_vec()),
-            metadata: BTreeMap::new(),
-            tags: BTreeMap::new(),
-            checksums: BTreeMap::new(),
-            parts: Vec::new(),
-            owner: String::new(),
-            lock: catalog::ObjectLock::default(),
-            encryption: None,
-            part_checksums: Vec::new(),
-        },
-        replace_null: true,
-    }
-}
-
-fn topic(name: &str, id: u128, partitions: u32) -> Op {
-    Op::CreateTopic(TopicRecord {
-        name: name.into(),
-        id,
-        partitions,
-        configs: BTreeMap::new(),
-        created_ms: 3,
-    })
-}
-
-fn append(id: u128, partition: u32, count: u32, tag: u8) -> Op {
-    let mut batch = vec![0u8; 8];
-    batch.extend_from_slice(&[tag; 32]);
-    Op::Append {
-        topic_id: id,
-        partition,
-        offset_count: count,
-        max_timestamp: 10,
-        batch: batch.into(),
-        producer: None,
-        transactional_id: None,
-    }
-}
 
 async fn commit(c: &dyn Catalog, ops: Vec<Op>) -> Result<catalog::CommitOutcome, CatalogError> {
     c.commit(Transaction::new(ops)).await
@@ -289,4 +234,199 @@ async fn listing_pages_in_byte_order(u: &Under) {
     // Overwriting an unversioned key keeps one version.
     commit(c, vec![object("b", "a", b"again")]).await.unwrap();
     assert_eq!(c.list_versions("b", "a", None, 10).await.unwrap().len(), 4);
+}
+
+async fn topic_tables_follow_their_topic(u: &Under) {
+    let c = u.catalog.as_ref();
+    commit(c, vec![bucket("kafka"), topic("t", 7, 2)])
+        .await
+        .unwrap();
+    let put = |expected, table| Op::PutTopicTable {
+        topic: "t".into(),
+        expected,
+        table,
+    };
+    commit(
+        c,
+        vec![
+            object("kafka", "kafka_topics/t/metadata/1.json", b"{}"),
+            put(0, topic_table(7, 1, vec![3, 0])),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        c.topic_table("t").await.unwrap().unwrap().tabled,
+        vec![3, 0]
+    );
+    // Built on a stale generation, or for another topic id: refused, nothing applied.
+    let stale = commit(
+        c,
+        vec![
+            object("kafka", "kafka_topics/t/metadata/x.json", b"{}"),
+            put(0, topic_table(7, 1, vec![9, 9])),
+        ],
+    )
+    .await;
+    assert!(
+        matches!(stale, Err(CatalogError::PreconditionFailed(_))),
+        "{stale:?}"
+    );
+    assert!(
+        c.object("kafka", "kafka_topics/t/metadata/x.json")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let other = commit(c, vec![put(1, topic_table(8, 2, vec![1, 1]))]).await;
+    assert!(
+        matches!(other, Err(CatalogError::UnknownTopic(_))),
+        "{other:?}"
+    );
+    commit(
+        c,
+        vec![
+            object("kafka", "kafka_topics/t/metadata/2.json", b"{}"),
+            object("kafka", "kafka_topics/tt/keep", b"other table"),
+            put(1, topic_table(7, 2, vec![5, 1])),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(c.topic_table("t").await.unwrap().unwrap().generation, 2);
+
+    commit(c, vec![Op::DeleteTopic { name: "t".into() }])
+        .await
+        .unwrap();
+    assert!(c.topic_table("t").await.unwrap().is_none());
+    let left: Vec<String> = c
+        .list_objects("kafka", "", None, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(left, vec!["kafka_topics/tt/keep".to_string()]);
+    let versions = c
+        .list_versions("kafka", "kafka_topics/t/", None, 100)
+        .await
+        .unwrap();
+    assert!(versions.is_empty(), "{versions:?}");
+}
+
+async fn bucket_replacements_apply_only_to_the_record_they_were_built_on(u: &Under) {
+    let c = u.catalog.as_ref();
+    let Op::CreateBucket(original) = bucket("b") else {
+        unreachable!()
+    };
+    commit(c, vec![Op::CreateBucket(original.clone())])
+        .await
+        .unwrap();
+    let mut tagged = original.clone();
+    tagged.tags.insert("k".into(), "v".into());
+    let replace = |expected: &BucketRecord, record: &BucketRecord| Op::ReplaceBucket {
+        expected: expected.clone(),
+        record: record.clone(),
+    };
+    commit(c, vec![replace(&original, &tagged)]).await.unwrap();
+    // Built on the record before the tags: refused, and the tags stay.
+    let mut versioned = original.clone();
+    versioned.versioning = Versioning::Enabled;
+    assert!(matches!(
+        commit(c, vec![replace(&original, &versioned)]).await,
+        Err(CatalogError::PreconditionFailed(_))
+    ));
+    assert_eq!(c.bucket("b").await.unwrap(), Some(tagged.clone()));
+    // Built on the current record: applied.
+    let mut both = tagged.clone();
+    both.versioning = Versioning::Enabled;
+    commit(c, vec![replace(&tagged, &both)]).await.unwrap();
+    assert_eq!(c.bucket("b").await.unwrap(), Some(both.clone()));
+    // A deleted bucket is not brought back, and a record cannot rename its bucket.
+    let mut renamed = both.clone();
+    renamed.name = "other".into();
+    assert!(matches!(
+        commit(c, vec![replace(&both, &renamed)]).await,
+        Err(CatalogError::Invalid(_))
+    ));
+    commit(c, vec![Op::DeleteBucket { name: "b".into() }])
+        .await
+        .unwrap();
+    assert!(matches!(
+        commit(c, vec![replace(&both, &both)]).await,
+        Err(CatalogError::NoSuchBucket(_))
+    ));
+    assert_eq!(c.bucket("b").await.unwrap(), None);
+}
+
+async fn views_keep_topics_and_group_offsets_apart(u: &Under) {
+    use catalog::view::ViewCatalog;
+    let c = u.catalog.as_ref();
+    let inner: Arc<dyn Catalog> = u.catalog.clone();
+    let default = ViewCatalog::default_view(inner.clone());
+    let team = ViewCatalog::named(inner.clone(), "team");
+    let offset = |o: i64| Op::CommitOffset {
+        group: "g".into(),
+        topic: "orders".into(),
+        partition: 0,
+        offset: OffsetRecord {
+            offset: o,
+            leader_epoch: -1,
+            metadata: None,
+            commit_ms: 0,
+        },
+    };
+    for (view, id, o) in [(&default, 1u128, 5), (&team, 2u128, 9)] {
+        view.commit(Transaction::new(vec![topic("orders", id, 1)]))
+            .await
+            .unwrap();
+        view.commit(Transaction::new(vec![offset(o)]))
+            .await
+            .unwrap();
+    }
+    assert_eq!(default.topic("orders").await.unwrap().unwrap().id, 1);
+    assert_eq!(team.topic("orders").await.unwrap().unwrap().id, 2);
+    assert_eq!(team.topic_by_id(1).await.unwrap(), None);
+    assert_eq!(team.topic_by_id(2).await.unwrap().unwrap().name, "orders");
+    let names = async |v: &ViewCatalog| {
+        v.topics()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(&default).await, ["orders"]);
+    assert_eq!(names(&team).await, ["orders"]);
+    assert_eq!(c.topics().await.unwrap().len(), 2);
+    assert_eq!(
+        default
+            .offset("g", "orders", 0)
+            .await
+            .unwrap()
+            .unwrap()
+            .offset,
+        5
+    );
+    assert_eq!(
+        team.offset("g", "orders", 0).await.unwrap().unwrap().offset,
+        9
+    );
+    assert_eq!(team.offsets("g").await.unwrap()[0].0, "orders");
+    // No client name reaches another view's.
+    assert_eq!(default.topic("\0team\0orders").await.unwrap(), None);
+    assert!(
+        default
+            .commit(Transaction::new(vec![topic("\0team\0x", 3, 1)]))
+            .await
+            .is_err()
+    );
+    // A view's errors name its topics as its clients do.
+    match team
+        .commit(Transaction::new(vec![topic("orders", 4, 1)]))
+        .await
+    {
+        Err(CatalogError::TopicExists(n)) => assert_eq!(n, "orders"),
+        other => panic!("{other:?}"),
+    }
 }

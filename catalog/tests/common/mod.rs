@@ -1,1 +1,5 @@
+//! Helpers of the catalog's integration suites (each suite uses some of them).
+#![allow(dead_code)]
+
+pub mod ops;
 pub mod postgres;
