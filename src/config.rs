@@ -171,6 +171,15 @@ pub struct ServeArgs {
     /// drive to reveal nothing.
     #[arg(long, env = "EDDY_SSE_MASTER_KEY_FILE")]
     pub sse_master_key_file: Option<PathBuf>,
+    /// The catalog: `postgres://user:password@host:port/database` keeps it in PostgreSQL,
+    /// shared by every node of a cluster over the same drives (docs/scale-out.md);
+    /// default: the embedded catalog on the drives.
+    #[arg(long, env = "EDDY_CATALOG")]
+    pub catalog: Option<String>,
+    /// This node's name in a cluster (default: the host name); its batch log on the
+    /// shared drives is kept under a number PostgreSQL assigns to the name.
+    #[arg(long, env = "EDDY_NODE_ID")]
+    pub node_id: Option<String>,
     /// Prefix of the `ce_type` of bucket notification records (default
     /// `vastdata.com:`, giving `vastdata.com:Element.ElementCreated`).
     #[arg(long, env = "EDDY_NOTIFY_CE_TYPE_PREFIX")]
@@ -224,6 +233,8 @@ pub struct FileConfig {
     s3_lifecycle_day_secs: Option<u64>,
     s3_lifecycle_max_actions: Option<usize>,
     sse_master_key_file: Option<PathBuf>,
+    catalog: Option<String>,
+    node_id: Option<String>,
     checkpoint_mb: Option<u64>,
     scrub_interval_secs: Option<u64>,
     kafka_auto_create_topics: Option<bool>,
@@ -346,6 +357,10 @@ pub struct ServeConfig {
     pub s3_lifecycle: s3gw::lifecycle::worker::Settings,
     /// The SSE-S3 master key file.
     pub sse_master_key_file: PathBuf,
+    /// The PostgreSQL catalog's URL (none: the embedded catalog).
+    pub catalog_url: Option<String>,
+    /// This node's name.
+    pub node_id: String,
     /// S3 users; the first is the administrator.
     pub users: Vec<User>,
     /// Broker views besides the default one (`[[views]]`).
@@ -685,6 +700,12 @@ impl ServeArgs {
                         .unwrap_or_else(|| PathBuf::from("eddy-data"))
                         .join("sse-master.key")
                 }),
+            catalog_url: self.catalog.clone().or(file.catalog.clone()),
+            node_id: self
+                .node_id
+                .clone()
+                .or(file.node_id.clone())
+                .unwrap_or_else(host_name),
             users,
             views,
             default_credentials,
@@ -803,6 +824,15 @@ impl ServeArgs {
                 << 20,
         })
     }
+}
+
+/// The host name (`/proc/sys/kernel/hostname`), or `eddy` when it cannot be read.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "eddy".into())
 }
 
 #[cfg(test)]

@@ -8,8 +8,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use crate::node_catalog::NodeCatalog;
 use bytes::Bytes;
-use catalog::EmbeddedCatalog;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
@@ -175,7 +175,7 @@ const MAX_REST_BODY: usize = 1 << 20;
 
 /// Routes of the HTTP endpoint.
 pub fn endpoint(
-    catalog: Arc<EmbeddedCatalog>,
+    catalog: Arc<NodeCatalog>,
     metrics: Arc<Metrics>,
     iceberg: Arc<tables::rest::RestCatalog>,
     views: Vec<(String, Arc<tables::rest::RestCatalog>)>,
@@ -260,7 +260,7 @@ async fn iceberg_request(
     reply(r.status, "application/json", r.body)
 }
 
-fn health(catalog: &EmbeddedCatalog) -> Reply {
+fn health(catalog: &NodeCatalog) -> Reply {
     let drives = catalog.drives().health();
     let offline = drives.iter().filter(|d| !d.online).count();
     let (status, code) = if catalog.is_failed() {

@@ -8,6 +8,7 @@ mod http;
 mod iam_cli;
 mod listen;
 mod metrics;
+mod node_catalog;
 mod s3;
 mod scrub;
 mod serve;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use catalog::{Catalog, EmbeddedCatalog};
+use catalog::Catalog;
 use storage::heal::{HealOptions, NoProgress};
 use tokio::sync::watch;
 
@@ -14,7 +14,7 @@ const PACE: Duration = Duration::from_millis(20);
 /// Starts the scrub loop on the background runtime; it ends when `stop` flips.
 pub fn spawn(
     background: &crate::background::Background,
-    catalog: Arc<EmbeddedCatalog>,
+    catalog: Arc<dyn Catalog>,
     interval: Duration,
     mut stop: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()> {

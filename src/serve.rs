@@ -6,9 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use catalog::{
-    BucketRecord, Catalog, CatalogConfig, CatalogError, EmbeddedCatalog, Op, Transaction,
-};
+use catalog::{BucketRecord, Catalog, CatalogConfig, CatalogError, Op, Transaction};
 use listener::tls::{Tls, TlsFiles};
 use storage::DriveSetConfig;
 use tokio::net::TcpListener;
@@ -18,6 +16,7 @@ use crate::config::{DEFAULT_CREDENTIAL, ServeConfig, StorageConfig};
 use crate::http;
 use crate::listen::SecurityProtocol;
 use crate::metrics::Metrics;
+use crate::node_catalog::NodeCatalog;
 
 /// Catalog settings from the resolved storage settings.
 pub fn catalog_config(s: &StorageConfig) -> CatalogConfig {
@@ -39,10 +38,7 @@ async fn bind(addr: std::net::SocketAddr, what: &str) -> anyhow::Result<TcpListe
 
 /// Makes the buckets of the broker views' tables (the default view's and every
 /// `[[views]]` one's), owned by the administrator, if they are not there yet.
-async fn ensure_broker_buckets(
-    catalog: &EmbeddedCatalog,
-    config: &ServeConfig,
-) -> anyhow::Result<()> {
+async fn ensure_broker_buckets(catalog: &dyn Catalog, config: &ServeConfig) -> anyhow::Result<()> {
     ensure_bucket(catalog, config, &config.broker_bucket).await?;
     for v in &config.views {
         ensure_bucket(catalog, config, &v.bucket).await?;
@@ -51,7 +47,7 @@ async fn ensure_broker_buckets(
 }
 
 async fn ensure_bucket(
-    catalog: &EmbeddedCatalog,
+    catalog: &dyn Catalog,
     config: &ServeConfig,
     name: &str,
 ) -> anyhow::Result<()> {
@@ -119,12 +115,10 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         );
         println!("S3 credentials: {DEFAULT_CREDENTIAL} / {DEFAULT_CREDENTIAL} (default)");
     }
-    let cat_config = catalog_config(&config.storage);
-    let catalog = tokio::task::spawn_blocking(move || EmbeddedCatalog::open(cat_config))
-        .await?
-        .context("opening the catalog")?;
-    ensure_broker_buckets(&catalog, &config).await?;
-    let metrics = Arc::new(Metrics::new(catalog.metrics()));
+    let node_catalog = Arc::new(NodeCatalog::open(&config).await?);
+    let catalog: Arc<dyn Catalog> = node_catalog.catalog();
+    ensure_broker_buckets(catalog.as_ref(), &config).await?;
+    let metrics = Arc::new(Metrics::new(node_catalog.metrics()));
     let catalog_dyn: Arc<dyn Catalog> = catalog.clone();
 
     let s3 = bind(config.s3_listen.addr, "S3").await?;
@@ -253,7 +247,12 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         tls.http.clone(),
         limits,
         metrics.clone(),
-        http::endpoint(catalog.clone(), metrics.clone(), iceberg, view_icebergs),
+        http::endpoint(
+            node_catalog.clone(),
+            metrics.clone(),
+            iceberg,
+            view_icebergs,
+        ),
         stop_rx.clone(),
     ));
     let principal_rules = Arc::new(match &config.tls_principal_rules {
@@ -322,7 +321,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         stop_rx.clone(),
     ));
     // Not awaited at shutdown: what a stopped collection leaves is collected next start.
-    drop(background.spawn(collect_orphans(catalog.clone())));
+    drop(background.spawn(collect_orphans(node_catalog.clone())));
     println!(
         "eddy ready: s3 {} kafka {} http {} (data on {} drives, {}+{})",
         config.s3_listen,
@@ -347,7 +346,8 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         let _ = s.await;
     }
     background.stop().await;
-    tokio::task::spawn_blocking(move || catalog.shutdown()).await?;
+    drop(catalog);
+    tokio::task::spawn_blocking(move || node_catalog.shutdown()).await?;
     tracing::info!("eddy stopped");
     Ok(())
 }
@@ -618,7 +618,7 @@ fn listener_classes(
 }
 
 /// Removes blobs a crash left without a catalog record, off the serving threads.
-async fn collect_orphans(catalog: Arc<EmbeddedCatalog>) {
+async fn collect_orphans(catalog: Arc<NodeCatalog>) {
     // The collection lists and deletes blobs on the drives: on a blocking thread, which
     // waits there for the catalog's reads.
     let runtime = tokio::runtime::Handle::current();

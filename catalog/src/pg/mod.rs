@@ -253,6 +253,11 @@ impl PgCatalog {
         }))
     }
 
+    /// The shared drives.
+    pub fn drives(&self) -> &Arc<DriveSet> {
+        self.blobs.drives()
+    }
+
     /// This node's number in the cluster.
     pub fn node_number(&self) -> u16 {
         self.node
