@@ -430,3 +430,36 @@ async fn views_keep_topics_and_group_offsets_apart(u: &Under) {
         other => panic!("{other:?}"),
     }
 }
+
+/// Two nodes on one PostgreSQL catalog and one drive set: each reads what the other
+/// commits, batch bytes included (they are in the writer's own log), and a fetch parked
+/// on one wakes for the other's append.
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_nodes_read_and_wake_for_each_others_commits() {
+    if !postgres::available() {
+        return;
+    }
+    let pg = Postgres::start().await;
+    let url = pg.database("eddy").await;
+    let dir = tempfile::tempdir().unwrap();
+    let drives = DriveSetConfig::under(dir.path(), 4, 2);
+    let a = PgCatalog::open(PgConfig::new(&url, "a", drives.clone()))
+        .await
+        .unwrap();
+    let b = PgCatalog::open(PgConfig::new(&url, "b", drives))
+        .await
+        .unwrap();
+    assert_ne!(a.node_number(), b.node_number());
+    commit(a.as_ref(), vec![topic("t", 5, 2)]).await.unwrap();
+    let parked = b.watch_partitions(&[(5, 1)]);
+    commit(a.as_ref(), vec![append(5, 1, 3, 7)]).await.unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(10), parked.changed())
+        .await
+        .expect("node b's fetch woke for node a's append");
+    commit(b.as_ref(), vec![append(5, 1, 2, 8)]).await.unwrap();
+    for node in [&a, &b] {
+        let batches = node.read_batches(5, 1, 0, 1 << 20).await.unwrap();
+        let got: Vec<(u64, u8)> = batches.iter().map(|x| (x.base_offset, x.bytes[8])).collect();
+        assert_eq!(got, vec![(0, 7), (3, 8)], "node {}", node.node_number());
+    }
+}

@@ -19,6 +19,7 @@ use tokio::sync::oneshot;
 use tokio_postgres::{Client, IsolationLevel};
 
 use super::logs::position_of;
+use super::notify::Changed;
 use super::statements::Statements;
 use super::write::PgWrite;
 use crate::apply::{Effects, LogCursor, Tables};
@@ -110,7 +111,7 @@ impl PgCommitter {
                 other => break other,
             }
         };
-        let (decided, lsn, effects) = match result {
+        let (decided, lsn, effects, changed) = match result {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!(error = %e, "catalog group commit failed");
@@ -120,7 +121,7 @@ impl PgCommitter {
                 return;
             }
         };
-        self.wake_fetches(&txns, &decided);
+        self.wake_fetches(&changed);
         let m = &self.shared.metrics;
         m.group_commits.inc();
         m.group_size.observe(group.len() as f64);
@@ -139,7 +140,10 @@ impl PgCommitter {
     }
 
     /// One run of a group: what each transaction got, and the LSN of the log record.
-    fn attempt(&mut self, txns: &[&Transaction]) -> CatalogResult<(Decided, u64, Effects)> {
+    fn attempt(
+        &mut self,
+        txns: &[&Transaction],
+    ) -> CatalogResult<(Decided, u64, Effects, Changed)> {
         let position = self.log.next_position()?;
         let mut log = LogCursor::new(position_of(self.node, position), true);
         let mut effects = Effects::default();
@@ -185,42 +189,59 @@ impl PgCommitter {
                 )));
             }
         }
+        // Other nodes' fetches parked on these partitions wake once this commits.
+        let changed = changed(txns, &decided);
+        if !matches!(&changed, Changed::Partitions(ps) if ps.is_empty()) {
+            let payload = super::notify::payload(self.node, &changed);
+            self.rt.block_on(pg.execute(
+                "SELECT pg_notify($1, $2)",
+                &[&super::notify::CHANNEL, &payload],
+            ))?;
+        }
         self.rt.block_on(pg.commit())?;
-        Ok((decided, position.lsn, effects))
+        Ok((decided, position.lsn, effects, changed))
     }
 
-    /// Wakes this node's fetches parked on the partitions the committed transactions
-    /// changed.
-    fn wake_fetches(&self, txns: &[&Transaction], decided: &Decided) {
-        use crate::txn::Op;
-        let mut changed = Vec::new();
-        for (t, _) in txns.iter().zip(decided).filter(|(_, d)| d.is_ok()) {
-            for op in &t.ops {
-                match op {
-                    Op::Append {
-                        topic_id,
-                        partition,
-                        ..
-                    }
-                    | Op::TruncateBefore {
-                        topic_id,
-                        partition,
-                        ..
-                    } => changed.push((*topic_id, *partition)),
-                    Op::EndTxn { markers, .. } => {
-                        changed.extend(markers.iter().map(|m| (m.topic_id, m.partition)))
-                    }
-                    Op::DeleteTopic { .. } => return self.shared.wakeups.wake_all(),
-                    _ => {}
-                }
-            }
-        }
-        if !changed.is_empty() {
-            changed.sort_unstable();
-            changed.dedup();
-            self.shared.wakeups.wake(changed);
+    /// Wakes this node's fetches parked on what the committed transactions changed.
+    fn wake_fetches(&self, changed: &Changed) {
+        match changed {
+            Changed::All => self.shared.wakeups.wake_all(),
+            Changed::Partitions(ps) if ps.is_empty() => {}
+            Changed::Partitions(ps) => self.shared.wakeups.wake(ps.iter().copied()),
         }
     }
+}
+
+/// The partitions the accepted transactions of a group change (appends, truncations,
+/// transaction markers), or every partition when one deletes a topic.
+fn changed(txns: &[&Transaction], decided: &Decided) -> Changed {
+    use crate::txn::Op;
+    let mut ps = Vec::new();
+    for (t, _) in txns.iter().zip(decided).filter(|(_, d)| d.is_ok()) {
+        for op in &t.ops {
+            match op {
+                Op::Append {
+                    topic_id,
+                    partition,
+                    ..
+                }
+                | Op::TruncateBefore {
+                    topic_id,
+                    partition,
+                    ..
+                } => ps.push((*topic_id, *partition)),
+                // A marker moves the last stable offset, which read_committed fetches wait on.
+                Op::EndTxn { markers, .. } => {
+                    ps.extend(markers.iter().map(|m| (m.topic_id, m.partition)))
+                }
+                Op::DeleteTopic { .. } => return Changed::All,
+                _ => {}
+            }
+        }
+    }
+    ps.sort_unstable();
+    ps.dedup();
+    Changed::Partitions(ps)
 }
 
 /// The same error for every transaction of a failed group.

@@ -16,6 +16,7 @@
 
 mod committer;
 pub mod logs;
+pub mod notify;
 mod read;
 mod statements;
 mod write;
@@ -80,7 +81,7 @@ impl PgConfig {
 /// State shared between the committer and its callers.
 pub(crate) struct Shared {
     pub metrics: CatalogMetrics,
-    pub wakeups: wakeups::Wakeups,
+    pub wakeups: Arc<wakeups::Wakeups>,
 }
 
 /// A catalog in PostgreSQL, one of several nodes'.
@@ -93,6 +94,8 @@ pub struct PgCatalog {
     shared: Arc<Shared>,
     committer: Mutex<Option<JoinHandle<()>>>,
     reaper: Mutex<Option<crate::reaper::Reaper>>,
+    /// The task listening for other nodes' commits.
+    listener: tokio::task::JoinHandle<()>,
 }
 
 /// Connects a client whose connection runs on `rt`.
@@ -240,6 +243,11 @@ impl PgCatalog {
         ready_rx
             .recv()
             .map_err(|_| CatalogError::Store("the committer thread ended".into()))??;
+        let listener = tokio::spawn(notify::listen(
+            config.url.clone(),
+            node,
+            shared.wakeups.clone(),
+        ));
         tracing::info!(node = %config.node, number = node, "postgresql catalog open");
         Ok(Arc::new(Self {
             read: read::PgRead::new(pool),
@@ -250,6 +258,7 @@ impl PgCatalog {
             shared,
             committer: Mutex::new(Some(handle)),
             reaper: Mutex::new(Some(reaper)),
+            listener,
         }))
     }
 
@@ -270,6 +279,7 @@ impl PgCatalog {
 
     /// Finishes the commits already queued and stops the committer.
     pub fn shutdown(&self) {
+        self.listener.abort();
         if let Some(tx) = self.tx.lock().unwrap_or_else(|p| p.into_inner()).take() {
             let _ = tx.send(Msg::Shutdown);
         }
