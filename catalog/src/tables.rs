@@ -26,7 +26,9 @@ pub const PARTITIONS: Table = TableDefinition::new("partitions");
 pub const BATCHES: Table = TableDefinition::new("batches");
 /// Log segment start (8 bytes, big-endian) -> number of batches stored in it (8 bytes):
 /// a segment is deleted only once nothing references it.
-pub const SEGMENT_REFS: Table = TableDefinition::new("segment_refs");
+pub const SEGMENT_REFS: Table = TableDefinition::new(SEGMENT_REFS_NAME);
+/// [`SEGMENT_REFS`]'s name (the PostgreSQL catalog's trim queries it by name).
+pub const SEGMENT_REFS_NAME: &str = "segment_refs";
 /// Group id -> `GroupRecord`.
 pub const GROUPS: Table = TableDefinition::new("groups");
 /// `offset_key` -> `OffsetRecord`.

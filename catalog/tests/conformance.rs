@@ -459,7 +459,59 @@ async fn postgres_nodes_read_and_wake_for_each_others_commits() {
     commit(b.as_ref(), vec![append(5, 1, 2, 8)]).await.unwrap();
     for node in [&a, &b] {
         let batches = node.read_batches(5, 1, 0, 1 << 20).await.unwrap();
-        let got: Vec<(u64, u8)> = batches.iter().map(|x| (x.base_offset, x.bytes[8])).collect();
+        let got: Vec<(u64, u8)> = batches
+            .iter()
+            .map(|x| (x.base_offset, x.bytes[8]))
+            .collect();
         assert_eq!(got, vec![(0, 7), (3, 8)], "node {}", node.node_number());
     }
+}
+
+/// A node's log keeps its segments as long as a batch in them is kept, and no longer.
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_node_logs_free_segments_nothing_references() {
+    if !postgres::available() {
+        return;
+    }
+    let pg = Postgres::start().await;
+    let url = pg.database("eddy").await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = PgConfig::new(&url, "a", DriveSetConfig::under(dir.path(), 4, 2));
+    config.wal.segment_bytes = 64;
+    config.trim_interval = std::time::Duration::ZERO;
+    let c = PgCatalog::open(config).await.unwrap();
+    let segments = || {
+        let log = dir
+            .path()
+            .join(format!("drive-1/nodes/{}", c.node_number()));
+        std::fs::read_dir(log).map_or(0, |d| d.count())
+    };
+    commit(c.as_ref(), vec![topic("t", 5, 1)]).await.unwrap();
+    for i in 0..20 {
+        commit(c.as_ref(), vec![append(5, 0, 1, i)]).await.unwrap();
+    }
+    let before = segments();
+    let all = c.read_batches(5, 0, 0, 1 << 20).await.unwrap();
+    assert_eq!(all.len(), 20, "every batch reads back");
+    assert!(before >= 10, "{before} segments");
+    commit(
+        c.as_ref(),
+        vec![Op::TruncateBefore {
+            topic_id: 5,
+            partition: 0,
+            offset: 18,
+        }],
+    )
+    .await
+    .unwrap();
+    // The trim runs after a group commit: this one.
+    commit(c.as_ref(), vec![append(5, 0, 1, 99)]).await.unwrap();
+    let after = segments();
+    assert!(
+        after <= 5,
+        "{before} segments, {after} after the truncation"
+    );
+    let kept = c.read_batches(5, 0, 18, 1 << 20).await.unwrap();
+    let tags: Vec<u8> = kept.iter().map(|b| b.bytes[8]).collect();
+    assert_eq!(tags, vec![18, 19, 99], "the batches kept still read");
 }

@@ -56,6 +56,10 @@ pub(crate) struct PgCommitter {
     /// Where freed blobs go to be deleted.
     pub reaper: std::sync::mpsc::Sender<crate::reaper::Job>,
     pub shared: Arc<super::Shared>,
+    /// When the node's log was last trimmed.
+    pub trimmed: Instant,
+    /// Shortest time between two trims.
+    pub trim_every: Duration,
 }
 
 /// Whether an error is the backend's (the group is not decided) rather than a refusal
@@ -88,6 +92,14 @@ impl PgCommitter {
             }
             if !group.is_empty() {
                 self.commit_group(group);
+            }
+            if self.trimmed.elapsed() >= self.trim_every {
+                self.trimmed = Instant::now();
+                match self.trim() {
+                    Ok(0) => {}
+                    Ok(n) => tracing::debug!(segments = n, "trimmed the node's log"),
+                    Err(e) => tracing::warn!(error = %e, "trimming the node's log failed"),
+                }
             }
             if stop {
                 break;
@@ -200,6 +212,57 @@ impl PgCommitter {
         }
         self.rt.block_on(pg.commit())?;
         Ok((decided, position.lsn, effects, changed))
+    }
+
+    /// Deletes this node's sealed log segments that no batch references any more. Only
+    /// this thread adds references to this node's segments (every batch it commits goes
+    /// into its own log's current segment), so one with none now never gets one again.
+    fn trim(&mut self) -> CatalogResult<usize> {
+        let sealed: Vec<u64> = match self.log.segments().split_last() {
+            Some((_, sealed)) => sealed.to_vec(),
+            None => return Ok(0),
+        };
+        if sealed.is_empty() {
+            return Ok(0);
+        }
+        let keys: Vec<Vec<u8>> = sealed
+            .iter()
+            .map(|s| {
+                let stored = position_of(
+                    self.node,
+                    storage::wal::LogPosition {
+                        lsn: 0,
+                        segment: *s,
+                        offset: 0,
+                    },
+                );
+                stored.segment.to_be_bytes().to_vec()
+            })
+            .collect();
+        let rows = self.rt.block_on(self.client.query(
+            "SELECT k FROM eddy_kv WHERE t = $1 AND k = ANY($2)",
+            &[&crate::tables::SEGMENT_REFS_NAME, &keys],
+        ))?;
+        let referenced: std::collections::HashSet<u64> = rows
+            .iter()
+            .filter_map(|r| {
+                let k: Vec<u8> = r.get(0);
+                let stored = u64::from_be_bytes(k.try_into().ok()?);
+                Some(
+                    super::logs::split(&storage::wal::LogPosition {
+                        lsn: 0,
+                        segment: stored,
+                        offset: 0,
+                    })
+                    .1
+                    .segment,
+                )
+            })
+            .collect();
+        let next = self.log.next_lsn();
+        Ok(self
+            .log
+            .remove_before(next, |segment| !referenced.contains(&segment))?)
     }
 
     /// Wakes this node's fetches parked on what the committed transactions changed.

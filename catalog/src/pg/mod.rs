@@ -63,6 +63,9 @@ pub struct PgConfig {
     pub wal: WalConfig,
     /// Bytes per shard in a full blob stripe.
     pub shard_size: usize,
+    /// Shortest time between two trims of this node's log (segments no batch
+    /// references are deleted).
+    pub trim_interval: std::time::Duration,
 }
 
 impl PgConfig {
@@ -74,6 +77,7 @@ impl PgConfig {
             drives,
             wal: WalConfig::default(),
             shard_size: storage::blob::DEFAULT_SHARD_SIZE,
+            trim_interval: std::time::Duration::from_secs(30),
         }
     }
 }
@@ -205,6 +209,7 @@ impl PgCatalog {
         let (tx, rx) = mpsc::channel();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let url = config.url.clone();
+        let trim_every = config.trim_interval;
         let thread_shared = shared.clone();
         let handle = std::thread::Builder::new()
             .name("catalog-pg-committer".into())
@@ -236,6 +241,8 @@ impl PgCatalog {
                     rx,
                     reaper: reaper_jobs,
                     shared: thread_shared,
+                    trimmed: std::time::Instant::now(),
+                    trim_every,
                 }
                 .run();
             })
