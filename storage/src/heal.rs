@@ -73,6 +73,13 @@ pub fn heal(
     let w = wal::heal(&set, options.include_active_segment)?;
     report.log_segments_checked = w.segments;
     report.log_segments_rewritten = w.rewritten;
+    // The batch logs of a cluster's nodes (`nodes/<number>`): their last segment is its
+    // node's to write, like the catalog log's.
+    for dir in wal::node_log_dirs(&set) {
+        let w = wal::heal_in(&set, &dir, options.include_active_segment)?;
+        report.log_segments_checked += w.segments;
+        report.log_segments_rewritten += w.rewritten;
+    }
     let ids = blobs.list()?;
     progress.total(ids.len() as u64);
     for id in ids {

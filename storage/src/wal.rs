@@ -883,6 +883,23 @@ pub fn heal(set: &DriveSet, include_last: bool) -> StorageResult<WalHealReport> 
     heal_in(set, Path::new(DEFAULT_DIR), include_last)
 }
 
+/// The directories (relative to a drive) of the cluster nodes' batch logs found on any
+/// drive: `nodes/<number>`.
+pub fn node_log_dirs(set: &DriveSet) -> Vec<PathBuf> {
+    let mut dirs = BTreeSet::new();
+    for d in set.drives() {
+        let Ok(entries) = fs::read_dir(d.path.join("nodes")) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if let Some(n) = e.file_name().to_str().filter(|n| n.parse::<u16>().is_ok()) {
+                dirs.insert(Path::new("nodes").join(n));
+            }
+        }
+    }
+    dirs.into_iter().collect()
+}
+
 /// [`heal`] for the log in directory `dir` of every drive.
 pub fn heal_in(set: &DriveSet, dir: &Path, include_last: bool) -> StorageResult<WalHealReport> {
     let k = set.k();
@@ -1094,6 +1111,42 @@ mod tests {
         assert_eq!(got.len(), 20);
         for (lsn, p) in &got {
             assert_eq!(p, &payload(*lsn));
+        }
+    }
+
+    #[test]
+    fn node_logs_are_found_healed_and_read_from_another_reader() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = Arc::new(DriveSet::open(&DriveSetConfig::under(dir.path(), 4, 2)).unwrap());
+        let node = Path::new("nodes/3");
+        let config = WalConfig {
+            segment_bytes: 500,
+            ..WalConfig::default()
+        };
+        let mut wal = Wal::open_in(set.clone(), node, config, 0, |_| Ok(())).unwrap();
+        let mut at = Vec::new();
+        for i in 1..=20 {
+            at.push((i, wal.append(payload(i)).unwrap()));
+        }
+        drop(wal);
+        assert!(
+            !dir.path().join("drive-0/wal").exists(),
+            "the catalog log is apart"
+        );
+        assert_eq!(node_log_dirs(&set), vec![node.to_path_buf()]);
+        fs::remove_dir_all(dir.path().join("drive-0")).unwrap();
+        fs::remove_dir_all(dir.path().join("drive-4")).unwrap();
+        set.format_missing().unwrap();
+        let report = heal_in(&set, node, true).unwrap();
+        assert!(report.rewritten >= 2, "{report:?}");
+        // Healed: two other drives can go, and another process's reader reads it all.
+        fs::remove_dir_all(dir.path().join("drive-1")).unwrap();
+        fs::remove_dir_all(dir.path().join("drive-2")).unwrap();
+        let set = Arc::new(DriveSet::open(&DriveSetConfig::under(dir.path(), 4, 2)).unwrap());
+        let reader = WalReader::new_in(set, node);
+        for (i, pos) in at {
+            let p = payload(i);
+            assert_eq!(reader.read(&pos, 0, p.len()).unwrap(), p, "record {i}");
         }
     }
 
