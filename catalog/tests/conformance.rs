@@ -515,3 +515,49 @@ async fn postgres_node_logs_free_segments_nothing_references() {
     let tags: Vec<u8> = kept.iter().map(|b| b.bytes[8]).collect();
     assert_eq!(tags, vec![18, 19, 99], "the batches kept still read");
 }
+
+/// Address leases: spread over the live nodes, handed over when a node has more than its
+/// share, taken (with a new epoch) once their holder stops renewing.
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_address_leases_spread_and_move_from_a_silent_node() {
+    if !postgres::available() {
+        return;
+    }
+    let pg = Postgres::start().await;
+    let url = pg.database("eddy").await;
+    let dir = tempfile::tempdir().unwrap();
+    let drives = DriveSetConfig::under(dir.path(), 4, 2);
+    let a = PgCatalog::open(PgConfig::new(&url, "a", drives.clone()))
+        .await
+        .unwrap();
+    let b = PgCatalog::open(PgConfig::new(&url, "b", drives))
+        .await
+        .unwrap();
+    let addresses: Vec<String> = (1..=3).map(|i| format!("127.0.0.{i}:9092")).collect();
+    let timeout = std::time::Duration::from_secs(2);
+    let held = a.lease_round(&addresses, timeout).await.unwrap();
+    assert_eq!(held.len(), 3, "alone, a takes every address: {held:?}");
+    assert!(held.values().all(|e| *e == 1));
+    // b is live now: a gives back what is beyond its share, and b takes it.
+    assert!(b.lease_round(&addresses, timeout).await.unwrap().is_empty());
+    let a_held = a.lease_round(&addresses, timeout).await.unwrap();
+    let b_held = b.lease_round(&addresses, timeout).await.unwrap();
+    assert_eq!(
+        (a_held.len(), b_held.len()),
+        (2, 1),
+        "{a_held:?} {b_held:?}"
+    );
+    assert!(a_held.keys().all(|k| !b_held.contains_key(k)));
+    // a falls silent: once its leases and heartbeat expire, b holds every address, each
+    // at a new epoch.
+    tokio::time::sleep(timeout + std::time::Duration::from_millis(500)).await;
+    let b_all = b.lease_round(&addresses, timeout).await.unwrap();
+    assert_eq!(b_all.len(), 3, "{b_all:?}");
+    for (address, epoch) in &a_held {
+        assert!(
+            b_all[address] > *epoch,
+            "{address}: epoch {} after {epoch}",
+            b_all[address]
+        );
+    }
+}

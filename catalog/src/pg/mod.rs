@@ -15,6 +15,7 @@
 //! shared drives ([`logs`]) before the transaction that indexes them commits.
 
 mod committer;
+pub mod leases;
 pub mod logs;
 pub mod notify;
 mod read;
@@ -90,6 +91,8 @@ pub(crate) struct Shared {
 
 /// A catalog in PostgreSQL, one of several nodes'.
 pub struct PgCatalog {
+    /// This node's name.
+    name: String,
     read: read::PgRead,
     logs: logs::NodeLogs,
     blobs: BlobStore,
@@ -117,6 +120,7 @@ async fn connect(url: &str) -> CatalogResult<Client> {
 /// number (registered on first start).
 async fn prepare(client: &mut Client, node: &str) -> CatalogResult<u16> {
     client.batch_execute(SCHEMA).await?;
+    client.batch_execute(leases::SCHEMA).await?;
     for _ in 0..16 {
         let t = client
             .build_transaction()
@@ -257,6 +261,7 @@ impl PgCatalog {
         ));
         tracing::info!(node = %config.node, number = node, "postgresql catalog open");
         Ok(Arc::new(Self {
+            name: config.node.clone(),
             read: read::PgRead::new(pool),
             logs: logs::NodeLogs::new(set),
             blobs,
@@ -267,6 +272,16 @@ impl PgCatalog {
             reaper: Mutex::new(Some(reaper)),
             listener,
         }))
+    }
+
+    /// One round of this node's address leases ([`leases::round`]): what it holds after.
+    pub async fn lease_round(
+        &self,
+        addresses: &[String],
+        timeout: std::time::Duration,
+    ) -> CatalogResult<leases::Held> {
+        let mut client = self.read.client().await?;
+        leases::round(&mut client, &self.name, addresses, timeout).await
     }
 
     /// The shared drives.

@@ -24,6 +24,11 @@ impl PgRead {
     pub fn new(pool: Pool) -> Self {
         Self { pool }
     }
+
+    /// A connection of the pool, for work of its own (lease rounds).
+    pub async fn client(&self) -> CatalogResult<Object> {
+        Ok(self.pool.get().await?)
+    }
 }
 
 /// One read-only transaction on a pooled connection.

@@ -1,0 +1,166 @@
+//! Address leases: which node serves which of the cluster's Kafka addresses. Every node
+//! is given the whole list; a node serves (binds) only the addresses it holds a lease on,
+//! renews them every round, and takes its fair share of the free ones: an address never
+//! leased, released, or whose holder stopped renewing (a dead or paused node). Each
+//! taking bumps the lease's epoch; a commit made for an address checks, in its own
+//! transaction, that its node still holds that address at that epoch (fencing), so a node
+//! that was paused past its lease cannot commit once it wakes.
+//!
+//! `eddy_leases (address, node, epoch, expires_at)`; `eddy_nodes.seen_at` is each node's
+//! heartbeat, which counts the live nodes the addresses are spread over.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use tokio_postgres::{Client, IsolationLevel};
+
+use crate::error::{CatalogError, CatalogResult};
+
+/// The lease tables, created when missing.
+pub const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS eddy_leases (
+    address text PRIMARY KEY,
+    node text,
+    epoch bigint NOT NULL DEFAULT 0,
+    expires_at timestamptz NOT NULL DEFAULT '-infinity'
+);
+ALTER TABLE eddy_nodes ADD COLUMN IF NOT EXISTS seen_at timestamptz NOT NULL DEFAULT '-infinity';
+";
+
+/// The addresses a node holds, with their epochs.
+pub type Held = BTreeMap<String, i64>;
+
+/// How many of `addresses` each of `live` nodes should hold: all of them spread evenly,
+/// the first ones in name order taking one more when they do not divide.
+pub fn fair_share(addresses: usize, live: &[String], me: &str) -> usize {
+    let n = live.len().max(1);
+    let base = addresses / n;
+    let extra = addresses % n;
+    let rank = live.iter().position(|l| l == me).unwrap_or(n - 1);
+    base + usize::from(rank < extra)
+}
+
+/// One round of this node's leases: heartbeat, renew what it holds, take free addresses
+/// up to its fair share and give back what it holds beyond it (the highest first).
+/// Returns what it holds afterwards.
+pub async fn round(
+    client: &mut Client,
+    me: &str,
+    addresses: &[String],
+    timeout: Duration,
+) -> CatalogResult<Held> {
+    let secs = timeout.as_secs_f64();
+    for _ in 0..8 {
+        let t = client
+            .build_transaction()
+            .isolation_level(IsolationLevel::Serializable)
+            .start()
+            .await?;
+        let outcome: CatalogResult<Held> = async {
+            t.execute(
+                "INSERT INTO eddy_leases (address) SELECT * FROM UNNEST($1::text[]) \
+                 ON CONFLICT (address) DO NOTHING",
+                &[&addresses],
+            )
+            .await?;
+            t.execute(
+                "UPDATE eddy_nodes SET seen_at = now() WHERE name = $1",
+                &[&me],
+            )
+            .await?;
+            let live: Vec<String> = t
+                .query(
+                    "SELECT name FROM eddy_nodes \
+                     WHERE seen_at > now() - make_interval(secs => $1) ORDER BY name",
+                    &[&secs],
+                )
+                .await?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            let mut held: Held = t
+                .query(
+                    "UPDATE eddy_leases SET expires_at = now() + make_interval(secs => $2) \
+                     WHERE node = $1 AND expires_at > now() AND address = ANY($3) \
+                     RETURNING address, epoch",
+                    &[&me, &secs, &addresses],
+                )
+                .await?
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect();
+            let share = fair_share(addresses.len(), &live, me);
+            if held.len() < share {
+                let free: Vec<String> = t
+                    .query(
+                        "SELECT address FROM eddy_leases \
+                         WHERE expires_at <= now() AND address = ANY($1) \
+                         ORDER BY address LIMIT $2",
+                        &[&addresses, &((share - held.len()) as i64)],
+                    )
+                    .await?
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect();
+                for r in t
+                    .query(
+                        "UPDATE eddy_leases SET node = $1, epoch = epoch + 1, \
+                         expires_at = now() + make_interval(secs => $2) \
+                         WHERE address = ANY($3) RETURNING address, epoch",
+                        &[&me, &secs, &free],
+                    )
+                    .await?
+                {
+                    held.insert(r.get(0), r.get(1));
+                }
+            } else if held.len() > share {
+                let surplus: Vec<String> = held
+                    .keys()
+                    .rev()
+                    .take(held.len() - share)
+                    .cloned()
+                    .collect();
+                t.execute(
+                    "UPDATE eddy_leases SET expires_at = '-infinity' \
+                     WHERE node = $1 AND address = ANY($2)",
+                    &[&me, &surplus],
+                )
+                .await?;
+                for a in surplus {
+                    held.remove(&a);
+                }
+            }
+            Ok(held)
+        }
+        .await;
+        match outcome {
+            Ok(held) => match t.commit().await {
+                Ok(()) => return Ok(held),
+                Err(e) => match CatalogError::from(e) {
+                    CatalogError::Conflict(_) => continue,
+                    e => return Err(e),
+                },
+            },
+            Err(CatalogError::Conflict(_)) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(CatalogError::Conflict(
+        "lease round kept conflicting".into(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fair_share;
+
+    #[test]
+    fn addresses_spread_evenly_over_live_nodes() {
+        let live: Vec<String> = ["a", "b"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(fair_share(3, &live, "a"), 2);
+        assert_eq!(fair_share(3, &live, "b"), 1);
+        assert_eq!(fair_share(3, &live[..1], "a"), 3);
+        // A node not counted live yet takes a share as the last one.
+        assert_eq!(fair_share(3, &live, "c"), 1);
+    }
+}
