@@ -26,6 +26,8 @@ pub fn from_catalog(e: &CatalogError) -> ResponseError {
         | CatalogError::Closed
         // Retriable for the client, as a storage error is in Kafka.
         | CatalogError::Conflict(_) => ResponseError::KafkaStorageError,
+        // The address moved to another node: the client refreshes its metadata.
+        CatalogError::Fenced(_) => ResponseError::NotLeaderOrFollower,
         // S3-side and table-side refusals: no Kafka request makes them.
         CatalogError::PreconditionFailed(_)
         | CatalogError::ObjectLocked(_)

@@ -104,6 +104,10 @@ pub enum CatalogError {
     /// A stored record does not decode.
     #[error("corrupt catalog record: {0}")]
     Corrupt(String),
+    /// The transaction was made under an address lease its node no longer holds (another
+    /// node took the address over): nothing of it was applied.
+    #[error("not the address's holder any more: {0}")]
+    Fenced(String),
     /// Another node's transaction touched the same records at the same time
     /// (PostgreSQL's serialization failure) more often than the committer retries.
     #[error("concurrent update: {0}")]

@@ -42,7 +42,7 @@ pub use error::{CatalogError, CatalogResult};
 pub use metrics::CatalogMetrics;
 pub use model::*;
 pub use txn::{
-    CommitOutcome, CompactedBatch, Op, OpOutcome, ProducerBatch, Transaction, TxnMarker,
+    CommitOutcome, CompactedBatch, Lease, Op, OpOutcome, ProducerBatch, Transaction, TxnMarker,
 };
 
 use committer::{Committer, Msg, Shared};

@@ -407,12 +407,30 @@ pub struct ProducerBatch {
 pub struct Transaction {
     /// In order.
     pub ops: Vec<Op>,
+    /// The address lease the transaction is made under (a cluster node's Kafka write
+    /// through one of its addresses): it commits only while its node still holds that
+    /// address at that epoch. A precondition of the commit, not stored in the log.
+    pub lease: Option<Lease>,
+}
+
+/// A cluster address held at an epoch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// The address, as the cluster's address list spells it.
+    pub address: String,
+    /// The epoch it is held at.
+    pub epoch: i64,
 }
 
 impl Transaction {
     /// A transaction of these operations.
     pub fn new(ops: Vec<Op>) -> Self {
-        Self { ops }
+        Self { ops, lease: None }
+    }
+
+    /// The same transaction, made under `lease`.
+    pub fn under(self, lease: Option<Lease>) -> Self {
+        Self { lease, ..self }
     }
 
     /// Approximate size, for batching.

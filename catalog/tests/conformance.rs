@@ -561,3 +561,56 @@ async fn postgres_address_leases_spread_and_move_from_a_silent_node() {
         );
     }
 }
+
+/// Fencing: a write made under an address lease commits while its node holds the address
+/// at that epoch, and is refused whole (nothing applied) once another node took it over.
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_writes_under_a_lost_lease_are_refused() {
+    if !postgres::available() {
+        return;
+    }
+    let pg = Postgres::start().await;
+    let url = pg.database("eddy").await;
+    let dir = tempfile::tempdir().unwrap();
+    let drives = DriveSetConfig::under(dir.path(), 4, 2);
+    let a = PgCatalog::open(PgConfig::new(&url, "a", drives.clone()))
+        .await
+        .unwrap();
+    let b = PgCatalog::open(PgConfig::new(&url, "b", drives))
+        .await
+        .unwrap();
+    let addresses = vec!["127.0.0.1:9092".to_string()];
+    let timeout = std::time::Duration::from_secs(1);
+    let held = a.lease_round(&addresses, timeout).await.unwrap();
+    let lease = catalog::Lease {
+        address: addresses[0].clone(),
+        epoch: held[&addresses[0]],
+    };
+    commit(a.as_ref(), vec![topic("t", 5, 1)]).await.unwrap();
+    let under = |ops| Transaction::new(ops).under(Some(lease.clone()));
+    a.commit(under(vec![append(5, 0, 1, 1)])).await.unwrap();
+    // a stops renewing (paused); b takes the address over.
+    tokio::time::sleep(timeout + std::time::Duration::from_millis(300)).await;
+    let taken = b.lease_round(&addresses, timeout).await.unwrap();
+    assert!(taken[&addresses[0]] > lease.epoch, "{taken:?}");
+    let refused = a
+        .commit(under(vec![append(5, 0, 1, 2), object("x", "y", b"no")]))
+        .await;
+    assert!(
+        matches!(refused, Err(CatalogError::Fenced(_))),
+        "{refused:?}"
+    );
+    assert_eq!(a.partition(5, 0).await.unwrap().unwrap().next_offset, 1);
+    // The new holder writes under its own lease; writes under none are not fenced.
+    let b_lease = catalog::Lease {
+        address: addresses[0].clone(),
+        epoch: taken[&addresses[0]],
+    };
+    b.commit(Transaction::new(vec![append(5, 0, 1, 3)]).under(Some(b_lease)))
+        .await
+        .unwrap();
+    commit(a.as_ref(), vec![bucket("s3-writes-need-no-lease")])
+        .await
+        .unwrap();
+    assert_eq!(b.partition(5, 0).await.unwrap().unwrap().next_offset, 2);
+}

@@ -41,6 +41,7 @@ pub fn catalog_error(e: CatalogError) -> S3Error {
         CatalogError::Invalid(m) => S3Error::with_message(S3ErrorCode::InvalidArgument, m),
         CatalogError::Storage(e) => storage_error(e),
         CatalogError::Closed => s3_error!(ServiceUnavailable, "The server is shutting down"),
+        CatalogError::Fenced(m) => S3Error::with_message(S3ErrorCode::ServiceUnavailable, m),
         // Clients retry a 503.
         CatalogError::Conflict(m) => S3Error::with_message(
             S3ErrorCode::ServiceUnavailable,

@@ -496,7 +496,7 @@ impl From<crate::checkpoint::CheckpointPointer> for CheckpointPointer {
 
 impl From<Transaction> for txn::Transaction {
     fn from(v: Transaction) -> Self {
-        Self { ops: each(v.ops) }
+        Self::new(each(v.ops))
     }
 }
 

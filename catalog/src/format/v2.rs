@@ -82,7 +82,7 @@ twin!(CompactionState <=> model::CompactionState {
 
 impl From<Transaction> for txn::Transaction {
     fn from(v: Transaction) -> Self {
-        Self { ops: each(v.ops) }
+        Self::new(each(v.ops))
     }
 }
 

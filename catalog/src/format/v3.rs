@@ -122,7 +122,7 @@ twin!(Expansion <=> model::Expansion {
 
 impl From<Transaction> for txn::Transaction {
     fn from(v: Transaction) -> Self {
-        Self { ops: each(v.ops) }
+        Self::new(each(v.ops))
     }
 }
 

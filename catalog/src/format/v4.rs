@@ -155,7 +155,7 @@ twin!(AbortedTxn <=> model::AbortedTxn { producer_id, first_offset, last_offset 
 
 impl From<Transaction> for txn::Transaction {
     fn from(v: Transaction) -> Self {
-        Self { ops: each(v.ops) }
+        Self::new(each(v.ops))
     }
 }
 

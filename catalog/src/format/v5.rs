@@ -80,9 +80,7 @@ impl From<model::ClientQuotas> for ClientQuotas {
 
 impl From<Transaction> for txn::Transaction {
     fn from(v: Transaction) -> Self {
-        Self {
-            ops: v.ops.into_iter().map(Into::into).collect(),
-        }
+        Self::new(v.ops.into_iter().map(Into::into).collect())
     }
 }
 

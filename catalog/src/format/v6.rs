@@ -129,9 +129,7 @@ twin!(BucketPolicy <=> model::BucketPolicy { bucket, document });
 
 impl From<Transaction> for txn::Transaction {
     fn from(v: Transaction) -> Self {
-        Self {
-            ops: v.ops.into_iter().map(Into::into).collect(),
-        }
+        Self::new(v.ops.into_iter().map(Into::into).collect())
     }
 }
 

@@ -85,9 +85,7 @@ twin!(BucketConfig <=> model::BucketConfig {
 
 impl From<Transaction> for txn::Transaction {
     fn from(v: Transaction) -> Self {
-        Self {
-            ops: v.ops.into_iter().map(Into::into).collect(),
-        }
+        Self::new(v.ops.into_iter().map(Into::into).collect())
     }
 }
 

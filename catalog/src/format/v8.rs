@@ -204,9 +204,7 @@ impl From<model::Encryption> for Encryption {
 
 impl From<Transaction> for txn::Transaction {
     fn from(v: Transaction) -> Self {
-        Self {
-            ops: v.ops.into_iter().map(Into::into).collect(),
-        }
+        Self::new(v.ops.into_iter().map(Into::into).collect())
     }
 }
 

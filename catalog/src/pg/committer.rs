@@ -52,6 +52,8 @@ pub(crate) struct PgCommitter {
     pub log: Wal,
     /// This node's number: the top 16 bits of its log positions.
     pub node: u16,
+    /// This node's name, as its leases name it.
+    pub name: String,
     pub rx: Receiver<Msg>,
     /// Where freed blobs go to be deleted.
     pub reaper: std::sync::mpsc::Sender<crate::reaper::Job>,
@@ -166,10 +168,20 @@ impl PgCommitter {
                 .isolation_level(IsolationLevel::Serializable)
                 .start(),
         )?;
+        let held = leases_held(&self.rt, &self.name, &pg, txns)?;
         let mut kv = PgWrite::new(&self.rt, &pg, &mut self.statements);
         {
             let mut t = Tables::new(&mut kv);
             for txn in txns {
+                if let Some(l) = &txn.lease
+                    && held.get(&l.address) != Some(&l.epoch)
+                {
+                    decided.push(Err(CatalogError::Fenced(format!(
+                        "{} at epoch {}",
+                        l.address, l.epoch
+                    ))));
+                    continue;
+                }
                 match txn.ops.iter().try_for_each(|op| t.check(op)) {
                     Err(e) if infrastructure(&e) => return Err(e),
                     Err(e) => decided.push(Err(e)),
@@ -275,6 +287,32 @@ impl PgCommitter {
     }
 }
 
+/// The leases the group's transactions were made under that this node still holds,
+/// unexpired, with their epochs: read in the group's own transaction, so a takeover
+/// that commits first fails this group, and one that commits later waits for it.
+fn leases_held(
+    rt: &Runtime,
+    name: &str,
+    pg: &tokio_postgres::Transaction<'_>,
+    txns: &[&Transaction],
+) -> CatalogResult<std::collections::HashMap<String, i64>> {
+    let mut addresses: Vec<&str> = txns
+        .iter()
+        .filter_map(|t| t.lease.as_ref().map(|l| l.address.as_str()))
+        .collect();
+    if addresses.is_empty() {
+        return Ok(Default::default());
+    }
+    addresses.sort_unstable();
+    addresses.dedup();
+    let rows = rt.block_on(pg.query(
+        "SELECT address, epoch FROM eddy_leases \
+         WHERE address = ANY($1) AND node = $2 AND expires_at > now()",
+        &[&addresses, &name],
+    ))?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+}
+
 /// The partitions the accepted transactions of a group change (appends, truncations,
 /// transaction markers), or every partition when one deletes a topic.
 fn changed(txns: &[&Transaction], decided: &Decided) -> Changed {
@@ -311,6 +349,7 @@ fn changed(txns: &[&Transaction], decided: &Decided) -> Changed {
 fn clone_error(e: &CatalogError) -> CatalogError {
     match e {
         CatalogError::Conflict(m) => CatalogError::Conflict(m.clone()),
+        CatalogError::Fenced(m) => CatalogError::Fenced(m.clone()),
         CatalogError::Closed => CatalogError::Closed,
         e => CatalogError::Store(e.to_string()),
     }

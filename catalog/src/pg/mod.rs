@@ -214,6 +214,7 @@ impl PgCatalog {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let url = config.url.clone();
         let trim_every = config.trim_interval;
+        let node_name = config.node.clone();
         let thread_shared = shared.clone();
         let handle = std::thread::Builder::new()
             .name("catalog-pg-committer".into())
@@ -242,6 +243,7 @@ impl PgCatalog {
                     statements: Default::default(),
                     log,
                     node,
+                    name: node_name,
                     rx,
                     reaper: reaper_jobs,
                     shared: thread_shared,
