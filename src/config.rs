@@ -180,6 +180,10 @@ pub struct ServeArgs {
     /// shared drives is kept under a number PostgreSQL assigns to the name.
     #[arg(long, env = "EDDY_NODE_ID")]
     pub node_id: Option<String>,
+    /// How long a cluster node's address leases last without renewal (default 6000): a
+    /// dead node's addresses move to the others about this long after it stops.
+    #[arg(long, env = "EDDY_LEASE_TIMEOUT_MS")]
+    pub lease_timeout_ms: Option<u64>,
     /// Prefix of the `ce_type` of bucket notification records (default
     /// `vastdata.com:`, giving `vastdata.com:Element.ElementCreated`).
     #[arg(long, env = "EDDY_NOTIFY_CE_TYPE_PREFIX")]
@@ -235,6 +239,7 @@ pub struct FileConfig {
     sse_master_key_file: Option<PathBuf>,
     catalog: Option<String>,
     node_id: Option<String>,
+    lease_timeout_ms: Option<u64>,
     checkpoint_mb: Option<u64>,
     scrub_interval_secs: Option<u64>,
     kafka_auto_create_topics: Option<bool>,
@@ -361,6 +366,8 @@ pub struct ServeConfig {
     pub catalog_url: Option<String>,
     /// This node's name.
     pub node_id: String,
+    /// How long a cluster node's address leases last without renewal.
+    pub lease_timeout: std::time::Duration,
     /// S3 users; the first is the administrator.
     pub users: Vec<User>,
     /// Broker views besides the default one (`[[views]]`).
@@ -706,6 +713,12 @@ impl ServeArgs {
                 .clone()
                 .or(file.node_id.clone())
                 .unwrap_or_else(host_name),
+            lease_timeout: std::time::Duration::from_millis(
+                self.lease_timeout_ms
+                    .or(file.lease_timeout_ms)
+                    .unwrap_or(6000)
+                    .max(300),
+            ),
             users,
             views,
             default_credentials,

@@ -1,6 +1,7 @@
 //! `eddy`: an S3 object store with an integrated Kafka-compatible event broker.
 
 mod background;
+mod cluster;
 mod config;
 mod expansion_cli;
 mod heal;

@@ -123,9 +123,27 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
 
     let s3 = bind(config.s3_listen.addr, "S3").await?;
     let http_listener = bind(config.http_listen.addr, "HTTP").await?;
+    // A cluster node binds the Kafka addresses its leases give it, as they come
+    // (crate::cluster); a single node binds them all now.
+    let leases = match &*node_catalog {
+        NodeCatalog::Postgres(pg) => {
+            anyhow::ensure!(
+                config.views.is_empty(),
+                "broker views ([[views]]) are not supported with --catalog postgres:// yet"
+            );
+            Some(crate::cluster::Leases::new(
+                pg.clone(),
+                config.kafka_listen.clone(),
+                config.lease_timeout,
+            ))
+        }
+        NodeCatalog::Embedded(_) => None,
+    };
     let mut kafka = Vec::new();
-    for l in &config.kafka_listen {
-        kafka.push(bind(l.addr, "Kafka").await?);
+    if leases.is_none() {
+        for l in &config.kafka_listen {
+            kafka.push(bind(l.addr, "Kafka").await?);
+        }
     }
     let mut view_listeners = Vec::new();
     for v in &config.views {
@@ -284,6 +302,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             .into_iter()
             .zip(config.kafka_listen.iter().copied())
             .collect(),
+        leases,
         default_view.clone(),
         tabler.clone(),
         &mut tasks,
@@ -301,6 +320,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
                 .into_iter()
                 .zip(view.kafka_listen.iter().copied())
                 .collect(),
+            None,
             view_catalog,
             view_tabler,
             &mut tasks,
@@ -366,17 +386,23 @@ struct KafkaShared<'a> {
 
 /// Starts one broker view: its broker over `catalog` (the view's names), its background
 /// work (lag, retention, transaction timeouts, compaction) and its listeners.
+#[allow(clippy::too_many_arguments)]
 async fn start_kafka(
     shared: &KafkaShared<'_>,
     view: &str,
     users: Vec<String>,
     listeners: Vec<(TcpListener, crate::listen::KafkaListener)>,
+    leases: Option<crate::cluster::Leases>,
     catalog: Arc<dyn Catalog>,
     tabler: Arc<tables::Tabler>,
     tasks: &mut tokio::task::JoinSet<()>,
 ) -> anyhow::Result<Arc<broker::Broker>> {
     let config = shared.config;
-    let listens: Vec<crate::listen::KafkaListener> = listeners.iter().map(|(_, l)| *l).collect();
+    // A cluster node's brokers are the whole cluster's addresses, whichever it holds.
+    let listens: Vec<crate::listen::KafkaListener> = match &leases {
+        Some(l) => l.addresses.clone(),
+        None => listeners.iter().map(|(_, l)| *l).collect(),
+    };
     let mut kafka_config = broker::BrokerConfig::new(listens.iter().map(|l| l.addr).collect());
     kafka_config.listener_classes = listener_classes(&listens)?;
     kafka_config.view = view.to_owned();
@@ -424,6 +450,9 @@ async fn start_kafka(
     };
     // `__consumer_offsets` mirrors the default view's groups only.
     kafka_config.offsets_topic = config.kafka_offsets_topic && view == broker::authz::DEFAULT_VIEW;
+    kafka_config.address_leases = leases
+        .as_ref()
+        .map(|l| l.epochs.clone() as Arc<dyn broker::AddressLeases>);
     let kafka_broker = broker::Broker::new(catalog, kafka_config).await;
     let _ = kafka_broker
         .table_sealer
@@ -449,23 +478,69 @@ async fn start_kafka(
         kafka_broker.config.compaction_check_interval,
         stop_rx.clone(),
     ));
+    let serving = KafkaServing {
+        broker: kafka_broker.clone(),
+        kafka_ssl: shared.tls.kafka_ssl.clone(),
+        kafka_sasl_ssl: shared.tls.kafka_sasl_ssl.clone(),
+        limits: shared.limits,
+        metrics: shared.metrics.clone(),
+        principal_rules: shared.principal_rules.clone(),
+        handshake_timeout: config.idle_timeout,
+    };
     for (l, listen) in listeners {
+        tasks.spawn(serving.serve(l, listen, stop_rx.clone(), true));
+    }
+    if let Some(leases) = leases {
+        tasks.spawn(crate::cluster::run(leases, serving, stop_rx.clone()));
+    }
+    Ok(kafka_broker)
+}
+
+/// What serving one Kafka address takes, owned, so listeners can start after
+/// `start_kafka` (a cluster node binds the addresses its leases give it, as they come).
+#[derive(Clone)]
+pub struct KafkaServing {
+    broker: Arc<broker::Broker>,
+    kafka_ssl: Option<Arc<Tls>>,
+    kafka_sasl_ssl: Option<Arc<Tls>>,
+    limits: listener::Limits,
+    metrics: Arc<Metrics>,
+    principal_rules: Arc<listener::principal::PrincipalRules>,
+    handshake_timeout: Duration,
+}
+
+impl KafkaServing {
+    /// Answers the joins and syncs waiting in the broker's groups (at shutdown).
+    pub fn close_groups(&self) {
+        self.broker.groups.close();
+    }
+
+    /// Serves the Kafka protocol on `l` until `stop` flips: the accept loop ends and its
+    /// connections close.
+    pub fn serve(
+        &self,
+        l: TcpListener,
+        listen: crate::listen::KafkaListener,
+        stop_rx: watch::Receiver<bool>,
+        closes_groups: bool,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let kafka_broker = self.broker.clone();
         let node = kafka_broker.cluster.node_of(listen.addr);
         let (on_stop, stop) = (kafka_broker.clone(), stop_rx.clone());
         let broker = kafka_broker.clone();
         let tls = match listen.protocol {
-            SecurityProtocol::Ssl => shared.tls.kafka_ssl.clone(),
-            SecurityProtocol::SaslSsl => shared.tls.kafka_sasl_ssl.clone(),
+            SecurityProtocol::Ssl => self.kafka_ssl.clone(),
+            SecurityProtocol::SaslSsl => self.kafka_sasl_ssl.clone(),
             SecurityProtocol::Plaintext | SecurityProtocol::SaslPlaintext => None,
         };
         let sasl = listen.protocol.sasl();
-        let handshake_timeout = config.idle_timeout;
-        let principal_rules = shared.principal_rules.clone();
-        tasks.spawn(listener::serve(
+        let handshake_timeout = self.handshake_timeout;
+        let principal_rules = self.principal_rules.clone();
+        listener::serve(
             "kafka",
             l,
-            shared.limits,
-            shared.metrics.listeners.clone(),
+            self.limits,
+            self.metrics.listeners.clone(),
             stop_rx.clone(),
             move |sock, peer| {
                 let _ = sock.set_nodelay(true);
@@ -498,12 +573,16 @@ async fn start_kafka(
                     }
                 }
             },
-            // Waiting joins and syncs are answered, so connections can finish the
-            // request in hand and close.
-            move || on_stop.groups.close(),
-        ));
+            // At shutdown, waiting joins and syncs are answered, so connections can
+            // finish the request in hand and close; an address a cluster node stops
+            // serving leaves the node's groups alone.
+            move || {
+                if closes_groups {
+                    on_stop.groups.close()
+                }
+            },
+        )
     }
-    Ok(kafka_broker)
 }
 
 /// Every Kafka listener, the default view's and the `[[views]]` ones'.

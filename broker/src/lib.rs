@@ -30,6 +30,13 @@ use tokio::sync::Semaphore;
 pub use cluster::Cluster;
 pub use metrics::BrokerMetrics;
 
+/// Which of the cluster's addresses this node holds, and at which epoch: a cluster node's
+/// lease manager answers (a single node has none, and holds every address).
+pub trait AddressLeases: Send + Sync + std::fmt::Debug {
+    /// The epoch this node holds `address` at, or none.
+    fn epoch(&self, address: SocketAddr) -> Option<i64>;
+}
+
 /// Broker settings.
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
@@ -95,6 +102,9 @@ pub struct BrokerConfig {
     pub view_users: Vec<String>,
     /// Per-view request metrics, shared by every view's broker.
     pub view_metrics: Option<metrics::ViewMetrics>,
+    /// A cluster node's address leases: its Kafka writes are made under the lease of the
+    /// address they came through (`catalog::Transaction::under`).
+    pub address_leases: Option<Arc<dyn AddressLeases>>,
 }
 
 impl BrokerConfig {
@@ -141,6 +151,7 @@ impl BrokerConfig {
             view_users: Vec::new(),
             view_metrics: None,
             offsets_topic: false,
+            address_leases: None,
         }
     }
 }

@@ -407,10 +407,10 @@ pub struct ProducerBatch {
 pub struct Transaction {
     /// In order.
     pub ops: Vec<Op>,
-    /// The address lease the transaction is made under (a cluster node's Kafka write
-    /// through one of its addresses): it commits only while its node still holds that
-    /// address at that epoch. A precondition of the commit, not stored in the log.
-    pub lease: Option<Lease>,
+    /// The address leases the transaction is made under (a cluster node's Kafka work):
+    /// it commits only while its node still holds every one of them at its epoch. A
+    /// precondition of the commit, not stored in the log.
+    pub leases: Vec<Lease>,
 }
 
 /// A cluster address held at an epoch.
@@ -425,12 +425,15 @@ pub struct Lease {
 impl Transaction {
     /// A transaction of these operations.
     pub fn new(ops: Vec<Op>) -> Self {
-        Self { ops, lease: None }
+        Self {
+            ops,
+            leases: Vec::new(),
+        }
     }
 
-    /// The same transaction, made under `lease`.
-    pub fn under(self, lease: Option<Lease>) -> Self {
-        Self { lease, ..self }
+    /// The same transaction, made under `leases`.
+    pub fn under(self, leases: Vec<Lease>) -> Self {
+        Self { leases, ..self }
     }
 
     /// Approximate size, for batching.

@@ -280,11 +280,11 @@ fn error_out(prefix: &str, e: CatalogError) -> CatalogError {
 #[async_trait::async_trait]
 impl Catalog for ViewCatalog {
     fn commit(&self, txn: Transaction) -> CommitFuture {
-        let lease = txn.lease;
+        let leases = txn.leases;
         let ops: CatalogResult<Vec<Op>> = txn.ops.into_iter().map(|op| self.op_in(op)).collect();
         match ops {
             Ok(ops) => {
-                let commit = self.inner.commit(Transaction::new(ops).under(lease));
+                let commit = self.inner.commit(Transaction::new(ops).under(leases));
                 let prefix = self.prefix.clone();
                 Box::pin(async move { commit.await.map_err(|e| error_out(&prefix, e)) })
             }

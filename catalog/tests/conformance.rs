@@ -587,7 +587,7 @@ async fn postgres_writes_under_a_lost_lease_are_refused() {
         epoch: held[&addresses[0]],
     };
     commit(a.as_ref(), vec![topic("t", 5, 1)]).await.unwrap();
-    let under = |ops| Transaction::new(ops).under(Some(lease.clone()));
+    let under = |ops| Transaction::new(ops).under(vec![lease.clone()]);
     a.commit(under(vec![append(5, 0, 1, 1)])).await.unwrap();
     // a stops renewing (paused); b takes the address over.
     tokio::time::sleep(timeout + std::time::Duration::from_millis(300)).await;
@@ -606,7 +606,7 @@ async fn postgres_writes_under_a_lost_lease_are_refused() {
         address: addresses[0].clone(),
         epoch: taken[&addresses[0]],
     };
-    b.commit(Transaction::new(vec![append(5, 0, 1, 3)]).under(Some(b_lease)))
+    b.commit(Transaction::new(vec![append(5, 0, 1, 3)]).under(vec![b_lease]))
         .await
         .unwrap();
     commit(a.as_ref(), vec![bucket("s3-writes-need-no-lease")])

@@ -2,6 +2,9 @@
 PostgreSQL (Debian's, started by the test). Each node serves any S3 request and commits
 through the shared catalog; what one node commits, every node reads."""
 
+import socket
+import threading
+import time
 import uuid
 
 import boto3
@@ -11,7 +14,10 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import postgres
-from conftest import Eddy, free_port
+from conftest import Eddy, free_port, read_to_end
+
+HOSTS = ["127.0.0.1", "127.0.0.2"]
+LEASE_MS = 2000
 
 pytestmark = pytest.mark.skipif(not postgres.available(), reason="PostgreSQL is not installed")
 
@@ -31,10 +37,13 @@ def cluster(tmp_path):
     kafka_port = free_port()
     nodes = []
     try:
-        for i, host in enumerate(["127.0.0.1", "127.0.0.2"]):
-            node = Eddy(data_dir=data, s3_port=free_port(), kafka_ports=[kafka_port],
-                        kafka_hosts=[host], http_port=free_port(),
-                        extra_args=["--catalog", url, "--node-id", f"node-{i}"])
+        # Every node is given the whole cluster's Kafka addresses; each serves those its
+        # leases give it.
+        for i in range(2):
+            node = Eddy(data_dir=data, s3_port=free_port(), kafka_ports=[kafka_port] * 2,
+                        kafka_hosts=HOSTS, http_port=free_port(),
+                        extra_args=["--catalog", url, "--node-id", f"node-{i}",
+                                    "--lease-timeout-ms", str(LEASE_MS)])
             nodes.append(node.start())
         yield nodes, pg
     finally:
@@ -66,7 +75,7 @@ def test_what_one_node_commits_every_node_reads(cluster):
         p = Producer({"bootstrap.servers": node.bootstrap, "enable.idempotence": True})
         failed = []
         for i in range(50):
-            v = f"{node.kafka_hosts[0]}-{i}"
+            v = f"{node.s3_port}-{i}"
             p.produce("events", value=v.encode(), partition=0,
                       on_delivery=lambda err, _m: err and failed.append(err))
             sent.append(v)
@@ -87,3 +96,64 @@ def test_what_one_node_commits_every_node_reads(cluster):
     # The catalog is PostgreSQL's: its rows hold the topic.
     rows = pg.psql("SELECT count(*) FROM eddy_kv WHERE t = 'topics'")
     assert int(rows[0][0]) >= 1
+
+
+def serving(host: str, port: int) -> bool:
+    try:
+        socket.create_connection((host, port), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
+
+
+def wait_for(cond, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def test_a_killed_nodes_addresses_move_and_its_clients_carry_on(cluster):
+    (a, b), pg = cluster
+    port = a.kafka_ports[0]
+    # Both addresses served, one by each node, once the first node gave one back.
+    wait_for(lambda: all(serving(h, port) for h in HOSTS), 30, "both addresses served")
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    for f in admin.create_topics([NewTopic("orders", 4)]).values():
+        f.result(30)
+    acked, failed = [], []
+    stop = threading.Event()
+
+    def produce():
+        p = Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True,
+                      "linger.ms": 5, "message.timeout.ms": 60000})
+        i = 0
+        while not stop.is_set():
+            v = f"v{i}"
+            p.produce("orders", key=v.encode(), value=v.encode(), on_delivery=lambda err, m: (
+                failed.append(err) if err else acked.append((time.monotonic(), m.value().decode()))))
+            i += 1
+            p.poll(0)
+            time.sleep(0.002)
+        assert p.flush(90) == 0
+
+    t = threading.Thread(target=produce)
+    t.start()
+    wait_for(lambda: len(acked) > 200, 30, "records acknowledged before the kill")
+    killed_at = time.monotonic()
+    a.stop(kill=True)
+    # Its address is served again, by the survivor, within a few lease timeouts.
+    wait_for(lambda: all(serving(h, port) for h in HOSTS), 10 * LEASE_MS / 1000,
+             "the killed node's address served again")
+    wait_for(lambda: any(at > killed_at + 1 for at, _ in acked), 60, "acks after the kill")
+    stop.set()
+    t.join(120)
+    assert not failed, failed[:5]
+    # Every acknowledged record is there once, read through the survivor.
+    got = read_to_end(b.bootstrap, "orders")
+    values = [m.value().decode() for m in got]
+    assert len(values) == len(set(values)), "a record was stored twice"
+    missing = {v for _, v in acked} - set(values)
+    assert not missing, f"{len(missing)} acknowledged records lost"
+    gap = max(y - x for (x, _), (y, _) in zip(acked, acked[1:]))
+    print(f"longest pause between acknowledgements: {gap:.2f} s")

@@ -87,6 +87,19 @@ impl Ctx {
         self.broker.cluster.leader(topic, partition) == self.node
     }
 
+    /// The leases a write through this connection is made under: in a cluster, its
+    /// address at the epoch this node holds it, or at none (-1, which the catalog refuses
+    /// as fenced) once the node lost it; nothing on a single node.
+    pub fn leases(&self) -> Vec<catalog::Lease> {
+        match &self.broker.config.address_leases {
+            None => Vec::new(),
+            Some(l) => vec![catalog::Lease {
+                address: self.local.to_string(),
+                epoch: l.epoch(self.local).unwrap_or(-1),
+            }],
+        }
+    }
+
     /// Whether this node coordinates the group.
     pub fn coordinates(&self, group: &str) -> bool {
         self.broker.cluster.coordinator(group) == self.node

@@ -226,7 +226,8 @@ pub async fn handle(ctx: Ctx, req: ProduceRequest) -> Reply {
             _ => 0,
         })
         .sum();
-    let commit = (!ops.is_empty()).then(|| catalog.commit(Transaction::new(ops)));
+    let commit =
+        (!ops.is_empty()).then(|| catalog.commit(Transaction::new(ops).under(ctx.leases())));
     let metrics = ctx.broker.metrics.clone();
     let view_metrics = ctx
         .broker

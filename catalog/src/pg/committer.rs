@@ -173,8 +173,10 @@ impl PgCommitter {
         {
             let mut t = Tables::new(&mut kv);
             for txn in txns {
-                if let Some(l) = &txn.lease
-                    && held.get(&l.address) != Some(&l.epoch)
+                if let Some(l) = txn
+                    .leases
+                    .iter()
+                    .find(|l| held.get(&l.address) != Some(&l.epoch))
                 {
                     decided.push(Err(CatalogError::Fenced(format!(
                         "{} at epoch {}",
@@ -298,7 +300,7 @@ fn leases_held(
 ) -> CatalogResult<std::collections::HashMap<String, i64>> {
     let mut addresses: Vec<&str> = txns
         .iter()
-        .filter_map(|t| t.lease.as_ref().map(|l| l.address.as_str()))
+        .flat_map(|t| t.leases.iter().map(|l| l.address.as_str()))
         .collect();
     if addresses.is_empty() {
         return Ok(Default::default());

@@ -93,6 +93,9 @@ pub(crate) struct Shared {
 pub struct PgCatalog {
     /// This node's name.
     name: String,
+    /// The address leases every commit of this node is made under, once a lease
+    /// manager runs ([`PgCatalog::hold`]): none before.
+    leases: std::sync::RwLock<Option<Vec<crate::txn::Lease>>>,
     read: read::PgRead,
     logs: logs::NodeLogs,
     blobs: BlobStore,
@@ -264,6 +267,7 @@ impl PgCatalog {
         tracing::info!(node = %config.node, number = node, "postgresql catalog open");
         Ok(Arc::new(Self {
             name: config.node.clone(),
+            leases: std::sync::RwLock::new(None),
             read: read::PgRead::new(pool),
             logs: logs::NodeLogs::new(set),
             blobs,
@@ -284,6 +288,21 @@ impl PgCatalog {
     ) -> CatalogResult<leases::Held> {
         let mut client = self.read.client().await?;
         leases::round(&mut client, &self.name, addresses, timeout).await
+    }
+
+    /// From now on, every commit of this node is made under these leases (its whole
+    /// holding, as the last lease round left it): one made after the node lost any of
+    /// them, to a takeover or to their expiry, is refused whole. Called by the node's
+    /// lease manager after each round.
+    pub fn hold(&self, held: &leases::Held) {
+        let leases = held
+            .iter()
+            .map(|(address, epoch)| crate::txn::Lease {
+                address: address.clone(),
+                epoch: *epoch,
+            })
+            .collect();
+        *self.leases.write().unwrap_or_else(|p| p.into_inner()) = Some(leases);
     }
 
     /// The shared drives.
@@ -329,7 +348,12 @@ impl Drop for PgCatalog {
 }
 
 impl Backend for PgCatalog {
-    fn submit(&self, txn: Transaction) -> CommitFuture {
+    fn submit(&self, mut txn: Transaction) -> CommitFuture {
+        if txn.leases.is_empty()
+            && let Some(held) = &*self.leases.read().unwrap_or_else(|p| p.into_inner())
+        {
+            txn.leases = held.clone();
+        }
         let (reply, rx) = oneshot::channel();
         let sent = {
             let tx = self.tx.lock().unwrap_or_else(|p| p.into_inner());

@@ -1,0 +1,151 @@
+//! A cluster node's address leases (docs/scale-out.md): every node is given the whole
+//! cluster's Kafka addresses and serves the ones it holds a lease on. A round every third
+//! of the lease timeout renews them, takes free ones up to the node's fair share and
+//! gives back the rest ([`catalog::pg::leases::round`]); this module binds what was taken,
+//! stops serving what was lost or given back (its listener and its connections), and
+//! keeps the broker's view of the epochs current for fencing.
+//!
+//! When rounds fail (PostgreSQL unreachable) past the lease timeout, the node stops
+//! serving every address itself: the others will take them over.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use catalog::pg::PgCatalog;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::listen::KafkaListener;
+use crate::serve::KafkaServing;
+
+/// The epochs of the addresses this node holds, as the broker sees them.
+#[derive(Debug, Default)]
+pub struct Epochs(RwLock<HashMap<SocketAddr, i64>>);
+
+impl broker::AddressLeases for Epochs {
+    fn epoch(&self, address: SocketAddr) -> Option<i64> {
+        self.0
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&address)
+            .copied()
+    }
+}
+
+/// A node's leases: what it needs to run its rounds.
+#[derive(Clone)]
+pub struct Leases {
+    catalog: Arc<PgCatalog>,
+    /// The whole cluster's Kafka addresses.
+    pub addresses: Vec<KafkaListener>,
+    timeout: Duration,
+    /// What the node holds now.
+    pub epochs: Arc<Epochs>,
+}
+
+impl Leases {
+    /// The leases of `catalog`'s node over the cluster's `addresses`.
+    pub fn new(catalog: Arc<PgCatalog>, addresses: Vec<KafkaListener>, timeout: Duration) -> Self {
+        Self {
+            catalog,
+            addresses,
+            timeout,
+            epochs: Arc::default(),
+        }
+    }
+}
+
+/// One address being served: what stops it.
+struct Serving {
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// Runs lease rounds until `stop` flips, binding and unbinding addresses as they come
+/// and go.
+pub async fn run(leases: Leases, serving: KafkaServing, mut stop: watch::Receiver<bool>) {
+    let names: Vec<String> = leases
+        .addresses
+        .iter()
+        .map(|l| l.addr.to_string())
+        .collect();
+    let by_name: HashMap<String, KafkaListener> = leases
+        .addresses
+        .iter()
+        .map(|l| (l.addr.to_string(), *l))
+        .collect();
+    let mut bound: HashMap<String, Serving> = HashMap::new();
+    let mut last_ok = Instant::now();
+    let every = leases.timeout / 3;
+    loop {
+        match leases.catalog.lease_round(&names, leases.timeout).await {
+            Ok(held) => {
+                last_ok = Instant::now();
+                // Fencing first: commits from now on are made under what is held now.
+                leases.catalog.hold(&held);
+                *leases.epochs.0.write().unwrap_or_else(|p| p.into_inner()) = held
+                    .iter()
+                    .filter_map(|(a, e)| Some((by_name.get(a)?.addr, *e)))
+                    .collect();
+                let lost: Vec<String> = bound
+                    .keys()
+                    .filter(|a| !held.contains_key(*a))
+                    .cloned()
+                    .collect();
+                for a in lost {
+                    tracing::info!(address = %a, "address lease lost or given back; no longer serving it");
+                    if let Some(s) = bound.remove(&a) {
+                        let _ = s.stop.send(true);
+                        drop(s.task);
+                    }
+                }
+                let gained: Vec<&String> =
+                    held.keys().filter(|a| !bound.contains_key(*a)).collect();
+                for a in gained {
+                    let Some(listen) = by_name.get(a) else {
+                        continue;
+                    };
+                    // The address may still be bound by the node that held it last,
+                    // closing; the next round tries again.
+                    match TcpListener::bind(listen.addr).await {
+                        Ok(l) => {
+                            tracing::info!(address = %a, epoch = held[a], "address lease taken; serving it");
+                            let (tx, rx) = watch::channel(false);
+                            let task = tokio::spawn(serving.serve(l, *listen, rx, false));
+                            bound.insert(a.clone(), Serving { stop: tx, task });
+                        }
+                        Err(e) => {
+                            tracing::warn!(address = %a, error = %e, "cannot bind a leased address yet")
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "address lease round failed");
+                if last_ok.elapsed() >= leases.timeout && !bound.is_empty() {
+                    tracing::warn!("address leases expired unrenewed: no longer serving any");
+                    leases
+                        .epochs
+                        .0
+                        .write()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .clear();
+                    for (_, s) in bound.drain() {
+                        let _ = s.stop.send(true);
+                    }
+                }
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = stop.changed() => break,
+        }
+    }
+    serving.close_groups();
+    for (_, s) in bound.drain() {
+        let _ = s.stop.send(true);
+        let _ = s.task.await;
+    }
+}
