@@ -38,6 +38,9 @@ pub struct CatalogMetrics {
     /// Group commits run again because another node's transaction touched the same
     /// records (PostgreSQL catalog only).
     pub conflicts: Counter,
+    /// Transactions refused because their node no longer held the address lease they
+    /// were made under (PostgreSQL catalog only).
+    pub fenced: Counter,
     /// Blobs freed by durable commits and not deleted yet.
     pub blob_deletes_pending: Gauge,
     /// Transaction bytes (`Transaction::approx_bytes`) queued for the committer and not
@@ -93,6 +96,7 @@ impl Default for CatalogMetrics {
             checkpoints: Counter::default(),
             orphan_blobs_removed: Counter::default(),
             conflicts: Counter::default(),
+            fenced: Counter::default(),
             blob_deletes_pending: Gauge::default(),
             commit_queue_bytes: Gauge::default(),
             commit_queue_peak_bytes: Gauge::default(),
@@ -159,6 +163,11 @@ impl CatalogMetrics {
             "conflicts",
             "Group commits run again after a serialization failure (PostgreSQL catalog)",
             self.conflicts.clone(),
+        );
+        registry.register(
+            "fenced",
+            "Transactions refused because their node lost the address lease they were made under",
+            self.fenced.clone(),
         );
         registry.register(
             "blob_deletes_pending",

@@ -2,6 +2,7 @@
 PostgreSQL (Debian's, started by the test). Each node serves any S3 request and commits
 through the shared catalog; what one node commits, every node reads."""
 
+import signal
 import socket
 import threading
 import time
@@ -14,7 +15,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import postgres
-from conftest import Eddy, free_port, read_to_end
+from conftest import Eddy, free_port, metric, read_to_end
 
 HOSTS = ["127.0.0.1", "127.0.0.2"]
 LEASE_MS = 2000
@@ -106,6 +107,12 @@ def serving(host: str, port: int) -> bool:
         return False
 
 
+def holders(pg) -> dict:
+    """Live address leases per node."""
+    rows = pg.psql("SELECT node, count(*) FROM eddy_leases WHERE expires_at > now() GROUP BY node")
+    return {node: int(n) for node, n in rows}
+
+
 def wait_for(cond, timeout: float, what: str):
     deadline = time.monotonic() + timeout
     while not cond():
@@ -116,7 +123,8 @@ def wait_for(cond, timeout: float, what: str):
 def test_a_killed_nodes_addresses_move_and_its_clients_carry_on(cluster):
     (a, b), pg = cluster
     port = a.kafka_ports[0]
-    # Both addresses served, one by each node, once the first node gave one back.
+    # One address each, once the first node gave one back, and both served.
+    wait_for(lambda: holders(pg) == {"node-0": 1, "node-1": 1}, 30, "one lease each")
     wait_for(lambda: all(serving(h, port) for h in HOSTS), 30, "both addresses served")
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
     for f in admin.create_topics([NewTopic("orders", 4)]).values():
@@ -143,6 +151,8 @@ def test_a_killed_nodes_addresses_move_and_its_clients_carry_on(cluster):
     killed_at = time.monotonic()
     a.stop(kill=True)
     # Its address is served again, by the survivor, within a few lease timeouts.
+    wait_for(lambda: holders(pg) == {"node-1": 2}, 10 * LEASE_MS / 1000,
+             "the survivor holds both addresses")
     wait_for(lambda: all(serving(h, port) for h in HOSTS), 10 * LEASE_MS / 1000,
              "the killed node's address served again")
     wait_for(lambda: any(at > killed_at + 1 for at, _ in acked), 60, "acks after the kill")
@@ -157,3 +167,50 @@ def test_a_killed_nodes_addresses_move_and_its_clients_carry_on(cluster):
     assert not missing, f"{len(missing)} acknowledged records lost"
     gap = max(y - x for (x, _), (y, _) in zip(acked, acked[1:]))
     print(f"longest pause between acknowledgements: {gap:.2f} s")
+
+
+def test_a_node_paused_past_its_lease_commits_nothing_when_it_wakes(cluster):
+    (a, b), pg = cluster
+    port = a.kafka_ports[0]
+    wait_for(lambda: holders(pg) == {"node-0": 1, "node-1": 1}, 30, "one lease each")
+    wait_for(lambda: all(serving(h, port) for h in HOSTS), 30, "both addresses served")
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    for f in admin.create_topics([NewTopic("paused", 4)]).values():
+        f.result(30)
+    acked, failed = [], []
+    stop = threading.Event()
+
+    def produce():
+        p = Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True,
+                      "linger.ms": 5, "message.timeout.ms": 90000})
+        i = 0
+        while not stop.is_set():
+            v = f"v{i}"
+            p.produce("paused", key=v.encode(), value=v.encode(), on_delivery=lambda err, m: (
+                failed.append(err) if err else acked.append(m.value().decode())))
+            i += 1
+            p.poll(0)
+            time.sleep(0.002)
+        assert p.flush(120) == 0
+
+    t = threading.Thread(target=produce)
+    t.start()
+    wait_for(lambda: len(acked) > 200, 30, "records acknowledged before the pause")
+    a.proc.send_signal(signal.SIGSTOP)
+    # Past its lease: the survivor takes its address over (it cannot bind it here, on one
+    # host, until the paused process lets go of the socket).
+    time.sleep(3 * LEASE_MS / 1000)
+    before = len(acked)
+    a.proc.send_signal(signal.SIGCONT)
+    # Woken, it finds its lease gone: the requests it held are refused, not committed,
+    # and it stops serving the address, which the survivor then serves.
+    wait_for(lambda: metric(a, "eddy_catalog_fenced") > 0, 30,
+             "the woken node's held requests refused as fenced")
+    wait_for(lambda: len(acked) > before + 200, 60, "acks after the wake")
+    stop.set()
+    t.join(150)
+    assert not failed, failed[:5]
+    values = [m.value().decode() for m in read_to_end(b.bootstrap, "paused")]
+    assert len(values) == len(set(values)), "a record was stored twice"
+    missing = set(acked) - set(values)
+    assert not missing, f"{len(missing)} acknowledged records lost"

@@ -178,6 +178,7 @@ impl PgCommitter {
                     .iter()
                     .find(|l| held.get(&l.address) != Some(&l.epoch))
                 {
+                    self.shared.metrics.fenced.inc();
                     decided.push(Err(CatalogError::Fenced(format!(
                         "{} at epoch {}",
                         l.address, l.epoch
