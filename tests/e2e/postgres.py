@@ -44,13 +44,14 @@ class Postgres:
                               cwd=self.dir, **self._as, **kw)
 
     def start(self, timeout: float = 60) -> "Postgres":
-        pwfile = self.dir / "pwfile"
-        pwfile.write_text(PASSWORD + "\n")
-        if self._as:
-            os.chown(pwfile, self._as["user"], self._as["group"])
-        self._run([str(PG_BIN / "initdb"), "-D", str(self.data), "-U", SUPERUSER,
-                   f"--pwfile={pwfile}", "--auth-local=trust", "--auth-host=scram-sha-256",
-                   "--encoding=UTF8", "--locale=C"], timeout=120)
+        if not self.data.exists():
+            pwfile = self.dir / "pwfile"
+            pwfile.write_text(PASSWORD + "\n")
+            if self._as:
+                os.chown(pwfile, self._as["user"], self._as["group"])
+            self._run([str(PG_BIN / "initdb"), "-D", str(self.data), "-U", SUPERUSER,
+                       f"--pwfile={pwfile}", "--auth-local=trust", "--auth-host=scram-sha-256",
+                       "--encoding=UTF8", "--locale=C"], timeout=120)
         settings = {
             "listen_addresses": "127.0.0.1",
             "port": str(self.port),
@@ -102,6 +103,14 @@ class Postgres:
             env=dict(os.environ, PGPASSWORD=password),
         )
         return [line.split("\t") for line in out.stdout.splitlines() if line]
+
+    def halt(self) -> None:
+        """Immediate shutdown (SIGQUIT), keeping the data: `start` brings the same
+        server back on the same port."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGQUIT)
+            self.proc.wait(timeout=30)
+        self.proc = None
 
     def stop(self) -> None:
         """Immediate shutdown (SIGQUIT), then SIGKILL; the directory goes with it."""

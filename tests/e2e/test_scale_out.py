@@ -32,7 +32,9 @@ def s3(node: Eddy):
 
 @pytest.fixture
 def cluster(tmp_path):
-    pg = postgres.Postgres().start()
+    # Durable: an acknowledged write must survive PostgreSQL's restart (the helper's
+    # default, for speed, commits asynchronously).
+    pg = postgres.Postgres(fsync=True).start()
     url = f"postgres://{postgres.SUPERUSER}:{postgres.PASSWORD}@127.0.0.1:{pg.port}/postgres"
     data = tmp_path / "shared"
     kafka_port = free_port()
@@ -214,3 +216,58 @@ def test_a_node_paused_past_its_lease_commits_nothing_when_it_wakes(cluster):
     assert len(values) == len(set(values)), "a record was stored twice"
     missing = set(acked) - set(values)
     assert not missing, f"{len(missing)} acknowledged records lost"
+
+
+def test_a_postgresql_restart_fails_writes_without_false_acks_and_they_recover(cluster):
+    (a, b), pg = cluster
+    s3(a).create_bucket(Bucket="restart")
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    for f in admin.create_topics([NewTopic("restart", 2)]).values():
+        f.result(30)
+    acked_objects, acked, failed = [], [], []
+    stop = threading.Event()
+
+    def produce():
+        p = Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True,
+                      "linger.ms": 5, "message.timeout.ms": 120000})
+        i = 0
+        while not stop.is_set():
+            v = f"v{i}"
+            p.produce("restart", key=v.encode(), value=v.encode(), on_delivery=lambda err, m: (
+                failed.append(err) if err else acked.append(m.value().decode())))
+            i += 1
+            p.poll(0)
+            time.sleep(0.005)
+        assert p.flush(150) == 0
+
+    def put_objects():
+        c, i = s3(a), 0
+        while not stop.is_set():
+            try:
+                c.put_object(Bucket="restart", Key=f"k{i}", Body=b"x")
+                acked_objects.append(f"k{i}")
+            except Exception:  # refused while PostgreSQL is down: not acknowledged
+                time.sleep(0.05)
+            i += 1
+
+    threads = [threading.Thread(target=produce), threading.Thread(target=put_objects)]
+    for t in threads:
+        t.start()
+    wait_for(lambda: len(acked) > 100 and len(acked_objects) > 20, 30, "writes before")
+    pg.halt()
+    time.sleep(1)
+    pg.start()
+    n, m = len(acked), len(acked_objects)
+    wait_for(lambda: len(acked) > n + 100 and len(acked_objects) > m + 20, 60,
+             "writes acknowledged again after the restart")
+    stop.set()
+    for t in threads:
+        t.join(180)
+    assert not failed, failed[:5]
+    values = [x.value().decode() for x in read_to_end(b.bootstrap, "restart")]
+    assert len(values) == len(set(values)), "a record was stored twice"
+    assert not set(acked) - set(values), "an acknowledged record was lost"
+    keys = set()
+    for page in s3(b).get_paginator("list_objects_v2").paginate(Bucket="restart"):
+        keys.update(o["Key"] for o in page.get("Contents", []))
+    assert not set(acked_objects) - keys, "an acknowledged object was lost"

@@ -54,6 +54,8 @@ pub(crate) struct PgCommitter {
     pub node: u16,
     /// This node's name, as its leases name it.
     pub name: String,
+    /// Where PostgreSQL is, to reconnect.
+    pub url: String,
     pub rx: Receiver<Msg>,
     /// Where freed blobs go to be deleted.
     pub reaper: std::sync::mpsc::Sender<crate::reaper::Job>,
@@ -158,6 +160,13 @@ impl PgCommitter {
         &mut self,
         txns: &[&Transaction],
     ) -> CatalogResult<(Decided, u64, Effects, Changed)> {
+        if self.client.is_closed() {
+            // PostgreSQL restarted or the connection dropped: a new one, whose
+            // statements are prepared anew.
+            self.client = self.rt.block_on(super::connect(&self.url))?;
+            self.statements = Statements::default();
+            tracing::info!("catalog committer reconnected to postgresql");
+        }
         let position = self.log.next_position()?;
         let mut log = LogCursor::new(position_of(self.node, position), true);
         let mut effects = Effects::default();

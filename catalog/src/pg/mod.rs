@@ -124,6 +124,20 @@ async fn connect(url: &str) -> CatalogResult<Client> {
 async fn prepare(client: &mut Client, node: &str) -> CatalogResult<u16> {
     client.batch_execute(SCHEMA).await?;
     client.batch_execute(leases::SCHEMA).await?;
+    // Eddy acknowledges a write once PostgreSQL has committed its index: a server that
+    // does not make commits durable can lose acknowledged writes when it crashes.
+    for setting in ["fsync", "synchronous_commit"] {
+        let value: String = client
+            .query_one(&format!("SHOW {setting}"), &[])
+            .await?
+            .get(0);
+        if value == "off" {
+            tracing::warn!(
+                setting,
+                "PostgreSQL has {setting} off: acknowledged writes can be lost if it crashes"
+            );
+        }
+    }
     for _ in 0..16 {
         let t = client
             .build_transaction()
@@ -247,6 +261,7 @@ impl PgCatalog {
                     log,
                     node,
                     name: node_name,
+                    url,
                     rx,
                     reaper: reaper_jobs,
                     shared: thread_shared,
