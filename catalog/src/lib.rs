@@ -1,10 +1,16 @@
 //! Eddy's catalog: the one transactional metadata store. Buckets, objects and their
 //! versions, topics, partitions with their batches, consumer groups and committed offsets
-//! all change through [`Catalog::commit`], one transaction at a time, group-committed to
-//! the erasure-coded write-ahead log and materialized in an embedded store (redb).
+//! all change through [`Catalog::commit`], one transaction at a time.
 //!
-//! The [`Catalog`] trait is the seam for other backends (PostgreSQL for scale-out);
-//! [`EmbeddedCatalog`] is the single-process one.
+//! The [`Catalog`] trait is the seam between the front ends and a backend, implemented
+//! once over [`Backend`]:
+//! - [`EmbeddedCatalog`], the single-process one, group-commits to the erasure-coded
+//!   write-ahead log and materializes the tables in an embedded store (redb);
+//! - [`pg::PgCatalog`] keeps the same tables in PostgreSQL for a cluster of nodes over
+//!   shared drives (docs/scale-out.md).
+//!
+//! Both check and apply every operation with the same rules ([`apply`]) and answer every
+//! read with the same code ([`read`]), over the byte tables of [`kv`].
 
 pub mod apply;
 pub mod checkpoint;

@@ -4,7 +4,7 @@
 //!
 //! - `SERIALIZABLE` transactions: a group commit checks and applies its transactions in
 //!   one, so two nodes' conflicting changes (one bucket created twice, one offset
-//!   assigned twice) cannot both commit; the loser runs again ([`committer`]);
+//!   assigned twice) cannot both commit; the loser runs again (`committer.rs`);
 //! - `REPEATABLE READ` read-only transactions for reads that must agree;
 //! - `bytea` keys compared byte by byte (PostgreSQL's `bytea` ordering), `UNNEST` of
 //!   arrays and `INSERT .. ON CONFLICT`.
