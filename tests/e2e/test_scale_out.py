@@ -67,8 +67,9 @@ def test_what_one_node_commits_every_node_reads(cluster):
     assert s3(a).get_object(Bucket="shared", Key="k")["Body"].read() == b"from b"
     assert [o["Key"] for o in s3(a).list_objects_v2(Bucket="shared")["Contents"]] == ["k"]
 
-    # A topic created through one node; records produced through both are read through
-    # either, in order, with no offset given twice however the two interleave.
+    # A topic created through the cluster; two producers' records land in its partition
+    # (served by whichever node holds its leader's address) with offsets 0..99, each
+    # once. Reading another node's batches is catalog/tests/conformance.rs's.
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
     created = admin.create_topics([NewTopic("events", 1)])
     for f in created.values():
