@@ -193,37 +193,6 @@ impl Committer {
         self.fail_all(accepted.into_iter().map(|(p, _)| p), why);
     }
 
-    /// Wakes the fetches parked on the partitions these committed transactions changed.
-    fn wake_fetches<'a>(&self, txns: impl Iterator<Item = &'a Transaction>) {
-        use crate::txn::Op;
-        let mut changed = Vec::new();
-        for op in txns.flat_map(|t| t.ops.iter()) {
-            match op {
-                Op::Append {
-                    topic_id,
-                    partition,
-                    ..
-                }
-                | Op::TruncateBefore {
-                    topic_id,
-                    partition,
-                    ..
-                } => changed.push((*topic_id, *partition)),
-                // A marker moves the last stable offset, which read_committed fetches wait on.
-                Op::EndTxn { markers, .. } => {
-                    changed.extend(markers.iter().map(|m| (m.topic_id, m.partition)))
-                }
-                Op::DeleteTopic { .. } => return self.shared.wakeups.wake_all(),
-                _ => {}
-            }
-        }
-        if !changed.is_empty() {
-            changed.sort_unstable();
-            changed.dedup();
-            self.shared.wakeups.wake(changed);
-        }
-    }
-
     fn fail_all(&self, group: impl IntoIterator<Item = Pending>, why: &str) {
         self.shared.failed.store(true, Ordering::SeqCst);
         tracing::error!(
@@ -307,7 +276,9 @@ impl Committer {
         }
         observe_since(&self.shared.metrics.stages.store, storing);
         self.shared.applied.send_replace(lsn);
-        self.wake_fetches(accepted.iter().map(|((t, _, _), _)| t));
+        self.shared.wakeups.wake_changed(&crate::wakeups::changed(
+            accepted.iter().map(|((t, _, _), _)| t),
+        ));
         self.shared
             .log_bytes_since_checkpoint
             .fetch_add(payload_len, Ordering::Relaxed);

@@ -46,14 +46,6 @@ impl<'a> Range<'a> {
         Self { limit, ..self }
     }
 
-    /// The same range, largest key first.
-    pub fn rev(self) -> Self {
-        Self {
-            reverse: true,
-            ..self
-        }
-    }
-
     /// Whether the range can hold no key (a lower bound at or past the upper).
     pub fn is_empty(&self) -> bool {
         let (lo, lo_in) = match self.from {

@@ -14,6 +14,45 @@ pub type PartitionId = (u128, u32);
 
 type Waiters = HashMap<PartitionId, Vec<(u64, Arc<Notify>)>>;
 
+/// What a group commit changed, for the fetches parked on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Changed {
+    /// These partitions (sorted, each once).
+    Partitions(Vec<PartitionId>),
+    /// Every partition (a topic was deleted: its fetches answer at once).
+    All,
+}
+
+/// The partitions `txns` change: appends, truncations and transaction markers (a marker
+/// moves the last stable offset, which read_committed fetches wait on), or every
+/// partition when one deletes a topic.
+pub fn changed<'a>(txns: impl IntoIterator<Item = &'a crate::txn::Transaction>) -> Changed {
+    use crate::txn::Op;
+    let mut ps = Vec::new();
+    for op in txns.into_iter().flat_map(|t| t.ops.iter()) {
+        match op {
+            Op::Append {
+                topic_id,
+                partition,
+                ..
+            }
+            | Op::TruncateBefore {
+                topic_id,
+                partition,
+                ..
+            } => ps.push((*topic_id, *partition)),
+            Op::EndTxn { markers, .. } => {
+                ps.extend(markers.iter().map(|m| (m.topic_id, m.partition)))
+            }
+            Op::DeleteTopic { .. } => return Changed::All,
+            _ => {}
+        }
+    }
+    ps.sort_unstable();
+    ps.dedup();
+    Changed::Partitions(ps)
+}
+
 /// The registry of parked fetches.
 #[derive(Default)]
 pub struct Wakeups {
@@ -56,6 +95,15 @@ impl Wakeups {
             for (_, n) in r.waiters.get(&p).into_iter().flatten() {
                 n.notify_one();
             }
+        }
+    }
+
+    /// Wakes the waiters of what a commit changed.
+    pub fn wake_changed(&self, changed: &Changed) {
+        match changed {
+            Changed::All => self.wake_all(),
+            Changed::Partitions(ps) if ps.is_empty() => {}
+            Changed::Partitions(ps) => self.wake(ps.iter().copied()),
         }
     }
 

@@ -19,12 +19,12 @@ use tokio::sync::oneshot;
 use tokio_postgres::{Client, IsolationLevel};
 
 use super::logs::position_of;
-use super::notify::Changed;
 use super::statements::Statements;
 use super::write::PgWrite;
 use crate::apply::{Effects, LogCursor, Tables};
 use crate::error::{CatalogError, CatalogResult};
 use crate::txn::{CommitOutcome, OpOutcome, Transaction};
+use crate::wakeups::Changed;
 
 /// Times a group is run again after serialization failures before its transactions
 /// fail with [`CatalogError::Conflict`].
@@ -137,7 +137,7 @@ impl PgCommitter {
                 return;
             }
         };
-        self.wake_fetches(&changed);
+        self.shared.wakeups.wake_changed(&changed);
         let m = &self.shared.metrics;
         m.group_commits.inc();
         m.group_size.observe(group.len() as f64);
@@ -226,7 +226,12 @@ impl PgCommitter {
             }
         }
         // Other nodes' fetches parked on these partitions wake once this commits.
-        let changed = changed(txns, &decided);
+        let changed = crate::wakeups::changed(
+            txns.iter()
+                .zip(&decided)
+                .filter(|(_, d)| d.is_ok())
+                .map(|(t, _)| *t),
+        );
         if !matches!(&changed, Changed::Partitions(ps) if ps.is_empty()) {
             let payload = super::notify::payload(self.node, &changed);
             self.rt.block_on(pg.execute(
@@ -288,15 +293,6 @@ impl PgCommitter {
             .log
             .remove_before(next, |segment| !referenced.contains(&segment))?)
     }
-
-    /// Wakes this node's fetches parked on what the committed transactions changed.
-    fn wake_fetches(&self, changed: &Changed) {
-        match changed {
-            Changed::All => self.shared.wakeups.wake_all(),
-            Changed::Partitions(ps) if ps.is_empty() => {}
-            Changed::Partitions(ps) => self.shared.wakeups.wake(ps.iter().copied()),
-        }
-    }
 }
 
 /// The leases the group's transactions were made under that this node still holds,
@@ -323,38 +319,6 @@ fn leases_held(
         &[&addresses, &name],
     ))?;
     Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
-}
-
-/// The partitions the accepted transactions of a group change (appends, truncations,
-/// transaction markers), or every partition when one deletes a topic.
-fn changed(txns: &[&Transaction], decided: &Decided) -> Changed {
-    use crate::txn::Op;
-    let mut ps = Vec::new();
-    for (t, _) in txns.iter().zip(decided).filter(|(_, d)| d.is_ok()) {
-        for op in &t.ops {
-            match op {
-                Op::Append {
-                    topic_id,
-                    partition,
-                    ..
-                }
-                | Op::TruncateBefore {
-                    topic_id,
-                    partition,
-                    ..
-                } => ps.push((*topic_id, *partition)),
-                // A marker moves the last stable offset, which read_committed fetches wait on.
-                Op::EndTxn { markers, .. } => {
-                    ps.extend(markers.iter().map(|m| (m.topic_id, m.partition)))
-                }
-                Op::DeleteTopic { .. } => return Changed::All,
-                _ => {}
-            }
-        }
-    }
-    ps.sort_unstable();
-    ps.dedup();
-    Changed::Partitions(ps)
 }
 
 /// The same error for every transaction of a failed group.

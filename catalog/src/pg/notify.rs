@@ -14,21 +14,13 @@ use std::time::Duration;
 use futures::StreamExt;
 use tokio_postgres::{AsyncMessage, NoTls};
 
-use crate::wakeups::{PartitionId, Wakeups};
+use crate::wakeups::{Changed, Wakeups};
 
 /// The channel.
 pub const CHANNEL: &str = "eddy_wake";
 
 /// Payloads stay below PostgreSQL's 8000-byte limit.
 const MAX_PAYLOAD: usize = 7000;
-
-/// What a commit changed.
-pub enum Changed {
-    /// These partitions.
-    Partitions(Vec<PartitionId>),
-    /// Every partition.
-    All,
-}
 
 /// The payload announcing `changed` from node `node`.
 pub fn payload(node: u16, changed: &Changed) -> String {
@@ -111,8 +103,7 @@ async fn listen_once(url: &str, node: u16, wakeups: &Wakeups) -> Result<(), toki
     while let Some(payload) = rx.recv().await {
         match parse(&payload) {
             Some((from, _)) if from == node => {}
-            Some((_, Changed::All)) => wakeups.wake_all(),
-            Some((_, Changed::Partitions(ps))) => wakeups.wake(ps),
+            Some((_, changed)) => wakeups.wake_changed(&changed),
             None => tracing::debug!(payload, "unknown wakeup notification"),
         }
     }
@@ -133,7 +124,7 @@ mod tests {
             panic!("no round trip")
         };
         assert_eq!(back, ps);
-        let many: Vec<PartitionId> = (0..1000).map(|p| (1, p)).collect();
+        let many: Vec<crate::wakeups::PartitionId> = (0..1000).map(|p| (1, p)).collect();
         let p = payload(9, &Changed::Partitions(many));
         assert!(p.len() < 8000);
         assert!(matches!(parse(&p), Some((9, Changed::All))));
