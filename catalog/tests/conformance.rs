@@ -431,13 +431,18 @@ async fn views_keep_topics_and_group_offsets_apart(u: &Under) {
     }
 }
 
-/// Two nodes on one PostgreSQL catalog and one drive set: each reads what the other
-/// commits, batch bytes included (they are in the writer's own log), and a fetch parked
-/// on one wakes for the other's append.
-#[tokio::test(flavor = "multi_thread")]
-async fn postgres_nodes_read_and_wake_for_each_others_commits() {
+/// Two PostgreSQL catalog nodes, `a` and `b`, on one database and one drive set.
+struct Nodes {
+    a: Arc<PgCatalog>,
+    b: Arc<PgCatalog>,
+    _dir: tempfile::TempDir,
+    _pg: Postgres,
+}
+
+/// [`Nodes`]; `None` when PostgreSQL is not installed (see [`postgres::available`]).
+async fn two_nodes() -> Option<Nodes> {
     if !postgres::available() {
-        return;
+        return None;
     }
     let pg = Postgres::start().await;
     let url = pg.database("eddy").await;
@@ -449,6 +454,24 @@ async fn postgres_nodes_read_and_wake_for_each_others_commits() {
     let b = PgCatalog::open(PgConfig::new(&url, "b", drives))
         .await
         .unwrap();
+    Some(Nodes {
+        a,
+        b,
+        _dir: dir,
+        _pg: pg,
+    })
+}
+
+/// Two nodes on one PostgreSQL catalog and one drive set: each reads what the other
+/// commits, batch bytes included (they are in the writer's own log), and a fetch parked
+/// on one wakes for the other's append.
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_nodes_read_and_wake_for_each_others_commits() {
+    // Bound whole: the server and the drives live as long as the nodes.
+    let Some(nodes) = two_nodes().await else {
+        return;
+    };
+    let (a, b) = (&nodes.a, &nodes.b);
     assert_ne!(a.node_number(), b.node_number());
     commit(a.as_ref(), vec![topic("t", 5, 2)]).await.unwrap();
     let parked = b.watch_partitions(&[(5, 1)]);
@@ -520,19 +543,11 @@ async fn postgres_node_logs_free_segments_nothing_references() {
 /// share, taken (with a new epoch) once their holder stops renewing.
 #[tokio::test(flavor = "multi_thread")]
 async fn postgres_address_leases_spread_and_move_from_a_silent_node() {
-    if !postgres::available() {
+    // Bound whole: the server and the drives live as long as the nodes.
+    let Some(nodes) = two_nodes().await else {
         return;
-    }
-    let pg = Postgres::start().await;
-    let url = pg.database("eddy").await;
-    let dir = tempfile::tempdir().unwrap();
-    let drives = DriveSetConfig::under(dir.path(), 4, 2);
-    let a = PgCatalog::open(PgConfig::new(&url, "a", drives.clone()))
-        .await
-        .unwrap();
-    let b = PgCatalog::open(PgConfig::new(&url, "b", drives))
-        .await
-        .unwrap();
+    };
+    let (a, b) = (&nodes.a, &nodes.b);
     let addresses: Vec<String> = (1..=3).map(|i| format!("127.0.0.{i}:9092")).collect();
     let timeout = std::time::Duration::from_secs(2);
     let held = a.lease_round(&addresses, timeout).await.unwrap();
@@ -566,19 +581,11 @@ async fn postgres_address_leases_spread_and_move_from_a_silent_node() {
 /// at that epoch, and is refused whole (nothing applied) once another node took it over.
 #[tokio::test(flavor = "multi_thread")]
 async fn postgres_writes_under_a_lost_lease_are_refused() {
-    if !postgres::available() {
+    // Bound whole: the server and the drives live as long as the nodes.
+    let Some(nodes) = two_nodes().await else {
         return;
-    }
-    let pg = Postgres::start().await;
-    let url = pg.database("eddy").await;
-    let dir = tempfile::tempdir().unwrap();
-    let drives = DriveSetConfig::under(dir.path(), 4, 2);
-    let a = PgCatalog::open(PgConfig::new(&url, "a", drives.clone()))
-        .await
-        .unwrap();
-    let b = PgCatalog::open(PgConfig::new(&url, "b", drives))
-        .await
-        .unwrap();
+    };
+    let (a, b) = (&nodes.a, &nodes.b);
     let addresses = vec!["127.0.0.1:9092".to_string()];
     let timeout = std::time::Duration::from_secs(1);
     let held = a.lease_round(&addresses, timeout).await.unwrap();
