@@ -123,6 +123,53 @@ def wait_for(cond, timeout: float, what: str):
         time.sleep(0.05)
 
 
+class Producing:
+    """An idempotent producer writing `v0`, `v1`, ... to `topic` in the background until
+    `finish`; `acked` holds (ack time, value) in acknowledgement order, `failed` the
+    delivery errors."""
+
+    def __init__(self, bootstrap: str, topic: str, timeout_ms: int = 120000):
+        self.bootstrap, self.topic, self.timeout_ms = bootstrap, topic, timeout_ms
+        self.acked, self.failed = [], []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run)
+        self._thread.start()
+
+    def _done(self, err, m):
+        if err:
+            self.failed.append(err)
+        else:
+            self.acked.append((time.monotonic(), m.value().decode()))
+
+    def _run(self):
+        p = Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True,
+                      "linger.ms": 5, "message.timeout.ms": self.timeout_ms})
+        i = 0
+        while not self._stop.is_set():
+            v = f"v{i}"
+            p.produce(self.topic, key=v.encode(), value=v.encode(), on_delivery=self._done)
+            i += 1
+            p.poll(0)
+            time.sleep(0.002)
+        assert p.flush(self.timeout_ms / 1000 + 30) == 0
+
+    def values(self) -> set:
+        return {v for _, v in self.acked}
+
+    def finish(self):
+        self._stop.set()
+        self._thread.join(self.timeout_ms / 1000 + 60)
+        assert not self.failed, self.failed[:5]
+
+
+def assert_each_acked_once(bootstrap: str, topic: str, acked: set):
+    """Every acknowledged record of `topic` is there, and no record twice."""
+    values = [m.value().decode() for m in read_to_end(bootstrap, topic)]
+    assert len(values) == len(set(values)), "a record was stored twice"
+    missing = acked - set(values)
+    assert not missing, f"{len(missing)} acknowledged records lost"
+
+
 def test_a_killed_nodes_addresses_move_and_its_clients_carry_on(cluster):
     (a, b), pg = cluster
     port = a.kafka_ports[0]
@@ -132,25 +179,8 @@ def test_a_killed_nodes_addresses_move_and_its_clients_carry_on(cluster):
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
     for f in admin.create_topics([NewTopic("orders", 4)]).values():
         f.result(30)
-    acked, failed = [], []
-    stop = threading.Event()
-
-    def produce():
-        p = Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True,
-                      "linger.ms": 5, "message.timeout.ms": 60000})
-        i = 0
-        while not stop.is_set():
-            v = f"v{i}"
-            p.produce("orders", key=v.encode(), value=v.encode(), on_delivery=lambda err, m: (
-                failed.append(err) if err else acked.append((time.monotonic(), m.value().decode()))))
-            i += 1
-            p.poll(0)
-            time.sleep(0.002)
-        assert p.flush(90) == 0
-
-    t = threading.Thread(target=produce)
-    t.start()
-    wait_for(lambda: len(acked) > 200, 30, "records acknowledged before the kill")
+    load = Producing(b.bootstrap, "orders", timeout_ms=60000)
+    wait_for(lambda: len(load.acked) > 200, 30, "records acknowledged before the kill")
     killed_at = time.monotonic()
     a.stop(kill=True)
     # Its address is served again, by the survivor, within a few lease timeouts.
@@ -158,16 +188,11 @@ def test_a_killed_nodes_addresses_move_and_its_clients_carry_on(cluster):
              "the survivor holds both addresses")
     wait_for(lambda: all(serving(h, port) for h in HOSTS), 10 * LEASE_MS / 1000,
              "the killed node's address served again")
-    wait_for(lambda: any(at > killed_at + 1 for at, _ in acked), 60, "acks after the kill")
-    stop.set()
-    t.join(120)
-    assert not failed, failed[:5]
-    # Every acknowledged record is there once, read through the survivor.
-    got = read_to_end(b.bootstrap, "orders")
-    values = [m.value().decode() for m in got]
-    assert len(values) == len(set(values)), "a record was stored twice"
-    missing = {v for _, v in acked} - set(values)
-    assert not missing, f"{len(missing)} acknowledged records lost"
+    wait_for(lambda: any(at > killed_at + 1 for at, _ in load.acked), 60, "acks after the kill")
+    load.finish()
+    # Read through the survivor.
+    assert_each_acked_once(b.bootstrap, "orders", load.values())
+    acked = load.acked
     gap = max(y - x for (x, _), (y, _) in zip(acked, acked[1:]))
     print(f"longest pause between acknowledgements: {gap:.2f} s")
 
@@ -180,43 +205,21 @@ def test_a_node_paused_past_its_lease_commits_nothing_when_it_wakes(cluster):
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
     for f in admin.create_topics([NewTopic("paused", 4)]).values():
         f.result(30)
-    acked, failed = [], []
-    stop = threading.Event()
-
-    def produce():
-        p = Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True,
-                      "linger.ms": 5, "message.timeout.ms": 90000})
-        i = 0
-        while not stop.is_set():
-            v = f"v{i}"
-            p.produce("paused", key=v.encode(), value=v.encode(), on_delivery=lambda err, m: (
-                failed.append(err) if err else acked.append(m.value().decode())))
-            i += 1
-            p.poll(0)
-            time.sleep(0.002)
-        assert p.flush(120) == 0
-
-    t = threading.Thread(target=produce)
-    t.start()
-    wait_for(lambda: len(acked) > 200, 30, "records acknowledged before the pause")
+    load = Producing(b.bootstrap, "paused", timeout_ms=90000)
+    wait_for(lambda: len(load.acked) > 200, 30, "records acknowledged before the pause")
     a.proc.send_signal(signal.SIGSTOP)
     # Past its lease: the survivor takes its address over (it cannot bind it here, on one
     # host, until the paused process lets go of the socket).
     time.sleep(3 * LEASE_MS / 1000)
-    before = len(acked)
+    before = len(load.acked)
     a.proc.send_signal(signal.SIGCONT)
     # Woken, it finds its lease gone: the requests it held are refused, not committed,
     # and it stops serving the address, which the survivor then serves.
     wait_for(lambda: metric(a, "eddy_catalog_fenced") > 0, 30,
              "the woken node's held requests refused as fenced")
-    wait_for(lambda: len(acked) > before + 200, 60, "acks after the wake")
-    stop.set()
-    t.join(150)
-    assert not failed, failed[:5]
-    values = [m.value().decode() for m in read_to_end(b.bootstrap, "paused")]
-    assert len(values) == len(set(values)), "a record was stored twice"
-    missing = set(acked) - set(values)
-    assert not missing, f"{len(missing)} acknowledged records lost"
+    wait_for(lambda: len(load.acked) > before + 200, 60, "acks after the wake")
+    load.finish()
+    assert_each_acked_once(b.bootstrap, "paused", load.values())
 
 
 def test_a_postgresql_restart_fails_writes_without_false_acks_and_they_recover(cluster):
@@ -225,21 +228,9 @@ def test_a_postgresql_restart_fails_writes_without_false_acks_and_they_recover(c
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
     for f in admin.create_topics([NewTopic("restart", 2)]).values():
         f.result(30)
-    acked_objects, acked, failed = [], [], []
+    acked_objects = []
     stop = threading.Event()
-
-    def produce():
-        p = Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True,
-                      "linger.ms": 5, "message.timeout.ms": 120000})
-        i = 0
-        while not stop.is_set():
-            v = f"v{i}"
-            p.produce("restart", key=v.encode(), value=v.encode(), on_delivery=lambda err, m: (
-                failed.append(err) if err else acked.append(m.value().decode())))
-            i += 1
-            p.poll(0)
-            time.sleep(0.005)
-        assert p.flush(150) == 0
+    load = Producing(b.bootstrap, "restart")
 
     def put_objects():
         c, i = s3(a), 0
@@ -251,23 +242,19 @@ def test_a_postgresql_restart_fails_writes_without_false_acks_and_they_recover(c
                 time.sleep(0.05)
             i += 1
 
-    threads = [threading.Thread(target=produce), threading.Thread(target=put_objects)]
-    for t in threads:
-        t.start()
-    wait_for(lambda: len(acked) > 100 and len(acked_objects) > 20, 30, "writes before")
+    puts = threading.Thread(target=put_objects)
+    puts.start()
+    wait_for(lambda: len(load.acked) > 100 and len(acked_objects) > 20, 30, "writes before")
     pg.halt()
     time.sleep(1)
     pg.start()
-    n, m = len(acked), len(acked_objects)
-    wait_for(lambda: len(acked) > n + 100 and len(acked_objects) > m + 20, 60,
+    n, m = len(load.acked), len(acked_objects)
+    wait_for(lambda: len(load.acked) > n + 100 and len(acked_objects) > m + 20, 60,
              "writes acknowledged again after the restart")
     stop.set()
-    for t in threads:
-        t.join(180)
-    assert not failed, failed[:5]
-    values = [x.value().decode() for x in read_to_end(b.bootstrap, "restart")]
-    assert len(values) == len(set(values)), "a record was stored twice"
-    assert not set(acked) - set(values), "an acknowledged record was lost"
+    puts.join(60)
+    load.finish()
+    assert_each_acked_once(b.bootstrap, "restart", load.values())
     keys = set()
     for page in s3(b).get_paginator("list_objects_v2").paginate(Bucket="restart"):
         keys.update(o["Key"] for o in page.get("Contents", []))
