@@ -26,22 +26,33 @@ def eddy_bin() -> str:
     return str(Path(target) / "debug" / "eddy")
 
 
+# Every port handed out in this run: a random pick is free when it is picked, but the
+# next pick can be the same number before either server binds it (stop 31's CI run gave
+# one server the same port for S3 and HTTP).
+_HANDED_OUT: set = set()
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A free port, below the kernel's ephemeral range where it can: a port from bind(0)
-    is also the source port of the next outgoing connection, which can take it before
-    the server binds it."""
+    """A free port never handed out before in this run, below the kernel's ephemeral range
+    where it can: a port from bind(0) is also the source port of the next outgoing
+    connection, which can take it before the server binds it."""
     try:
         low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
     except (OSError, ValueError, IndexError):
         low = 0
     while True:
         port = random.randrange(10_000, low) if low > 12_000 else 0
+        if port in _HANDED_OUT:
+            continue
         with socket.socket() as s:
             try:
                 s.bind((host, port))
             except OSError:
                 continue
-            return s.getsockname()[1]
+            port = s.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 @dataclass
