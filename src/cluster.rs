@@ -94,6 +94,7 @@ pub async fn run(leases: Leases, serving: KafkaServing, mut stop: watch::Receive
                     .filter(|a| !held.contains_key(*a))
                     .cloned()
                     .collect();
+                let changed = lost.len() + held.keys().filter(|a| !bound.contains_key(*a)).count();
                 for a in lost {
                     tracing::info!(address = %a, "address lease lost or given back; no longer serving it");
                     if let Some(s) = bound.remove(&a) {
@@ -121,6 +122,11 @@ pub async fn run(leases: Leases, serving: KafkaServing, mut stop: watch::Receive
                         }
                     }
                 }
+                // The coordinators follow the leases, not the listeners: a group's state
+                // is loaded once its broker's lease is held, even before its address binds.
+                if changed > 0 {
+                    serving.hand_over().await;
+                }
             }
             Err(e) => {
                 tracing::warn!(error = %e, "address lease round failed");
@@ -135,6 +141,7 @@ pub async fn run(leases: Leases, serving: KafkaServing, mut stop: watch::Receive
                     for (_, s) in bound.drain() {
                         let _ = s.stop.send(true);
                     }
+                    serving.hand_over().await;
                 }
             }
         }

@@ -510,6 +510,12 @@ pub struct KafkaServing {
 }
 
 impl KafkaServing {
+    /// Hands the coordinators' groups and transactional ids over to the brokers this
+    /// node holds now (its leases changed).
+    pub async fn hand_over(&self) {
+        self.broker.hand_over().await;
+    }
+
     /// Answers the joins and syncs waiting in the broker's groups (at shutdown).
     pub fn close_groups(&self) {
         self.broker.groups.close();

@@ -101,6 +101,13 @@ impl Cluster {
         (xxhash_rust::xxh3::xxh3_64(key) % n) as i32
     }
 
+    /// A node's address in the first listener class (the one its lease is taken on in
+    /// a cluster of nodes).
+    pub fn address(&self, node: i32) -> Option<SocketAddr> {
+        let i = usize::try_from(node).ok()?;
+        self.classes.first()?.brokers.get(i).copied()
+    }
+
     /// The node leading a partition.
     pub fn leader(&self, topic: &str, partition: i32) -> i32 {
         let mut key = topic.as_bytes().to_vec();

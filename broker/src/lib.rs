@@ -12,6 +12,7 @@ pub mod connection;
 pub mod error;
 pub mod fetch_session;
 pub mod group;
+pub mod holdings;
 pub mod legacy;
 pub mod message_set;
 pub mod metrics;
@@ -28,6 +29,7 @@ use catalog::Catalog;
 use tokio::sync::Semaphore;
 
 pub use cluster::Cluster;
+pub use holdings::Holdings;
 pub use metrics::BrokerMetrics;
 
 /// Which of the cluster's addresses this node holds, and at which epoch: a cluster node's
@@ -162,6 +164,8 @@ pub struct Broker {
     pub catalog: Arc<dyn Catalog>,
     /// The brokers and leader placement.
     pub cluster: Cluster,
+    /// Which brokers' work this node does (all of them but on a cluster node).
+    pub holdings: Holdings,
     /// Settings.
     pub config: BrokerConfig,
     /// Metrics.
@@ -216,6 +220,19 @@ impl Broker {
         }
     }
 
+    /// Brings the coordinators in line with the brokers this node now holds (a cluster
+    /// node's leases changed): the groups and transactional ids of brokers it lost are
+    /// dropped from memory, and those of brokers it gained that have members or an open
+    /// transaction are loaded from the catalog, their timers running from now.
+    pub async fn hand_over(&self) {
+        self.groups.hand_over().await;
+        match self.txns.hand_over().await {
+            Ok(n) if n > 0 => tracing::info!(open = n, "took over open transactions"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "taking over transactions failed"),
+        }
+    }
+
     /// A broker over `catalog`. Call inside the runtime: groups that had members when
     /// the server stopped come back with their session timers running.
     pub async fn new(catalog: Arc<dyn Catalog>, mut config: BrokerConfig) -> Arc<Self> {
@@ -233,10 +250,12 @@ impl Broker {
             .with_allowed(config.view_users.clone()),
         );
         let metrics = BrokerMetrics::default();
+        let holdings = Holdings::new(config.cluster(), config.address_leases.clone());
         let groups = Arc::new(group::GroupCoordinator::new(
             catalog.clone(),
             config.groups.clone(),
             metrics.clone(),
+            holdings.clone(),
         ));
         match groups.restore().await {
             Ok(n) if n > 0 => tracing::info!(groups = n, "restored consumer groups with members"),
@@ -247,6 +266,7 @@ impl Broker {
             catalog.clone(),
             config.txn.clone(),
             metrics.clone(),
+            holdings.clone(),
         ));
         match txns.restore().await {
             Ok(n) if n > 0 => tracing::info!(open = n, "restored open transactions"),
@@ -271,6 +291,7 @@ impl Broker {
         Arc::new(Self {
             catalog,
             cluster: config.cluster(),
+            holdings,
             config,
             metrics,
             groups,

@@ -14,9 +14,9 @@ use std::time::Duration;
 use catalog::{BatchInfo, Catalog, CatalogResult, Op, PartitionState};
 use tokio::sync::watch;
 
-use crate::Broker;
-use crate::api::{commit_ops, now_ms};
+use crate::api::{commit_under, now_ms};
 use crate::configs;
+use crate::{Broker, Holdings};
 
 /// Batch index entries read at a time while walking a partition's head.
 const PAGE: usize = 1024;
@@ -141,12 +141,18 @@ pub async fn new_start(
 struct TopicPlan {
     name: String,
     ops: Vec<Op>,
+    /// The leases of the partitions' leaders, which the truncations are committed under.
+    leases: Vec<catalog::Lease>,
     records: u64,
     bytes: u64,
 }
 
 /// The truncations every topic is due at `now_ms` (topics with nothing to delete left out).
-async fn plan(catalog: &dyn Catalog, now_ms: i64) -> CatalogResult<Vec<TopicPlan>> {
+async fn plan(
+    catalog: &dyn Catalog,
+    holdings: &Holdings,
+    now_ms: i64,
+) -> CatalogResult<Vec<TopicPlan>> {
     let mut plans = Vec::new();
     for topic in catalog.topics().await? {
         let Some(policy) = Policy::of(&topic.configs) else {
@@ -155,10 +161,15 @@ async fn plan(catalog: &dyn Catalog, now_ms: i64) -> CatalogResult<Vec<TopicPlan
         let mut plan = TopicPlan {
             name: topic.name.clone(),
             ops: Vec::new(),
+            leases: Vec::new(),
             records: 0,
             bytes: 0,
         };
         for partition in 0..topic.partitions {
+            // A partition's retention is its leader's work.
+            if !holdings.leads(&topic.name, partition as i32) {
+                continue;
+            }
             let Some(state) = catalog.partition(topic.id, partition).await? else {
                 continue;
             };
@@ -173,6 +184,8 @@ async fn plan(catalog: &dyn Catalog, now_ms: i64) -> CatalogResult<Vec<TopicPlan
                     partition,
                     offset: cut.start,
                 });
+                plan.leases
+                    .extend(holdings.under_leader(&topic.name, partition as i32));
             }
         }
         if !plan.ops.is_empty() {
@@ -186,11 +199,13 @@ async fn plan(catalog: &dyn Catalog, now_ms: i64) -> CatalogResult<Vec<TopicPlan
 pub async fn pass(broker: &Arc<Broker>) -> CatalogResult<u64> {
     let catalog = broker.catalog.clone();
     let now = now_ms();
-    let plans = plan(catalog.as_ref(), now).await?;
+    let plans = plan(catalog.as_ref(), &broker.holdings, now).await?;
     let mut deleted = 0;
-    for p in plans {
+    for mut p in plans {
+        p.leases.sort_by(|a, b| a.address.cmp(&b.address));
+        p.leases.dedup();
         // One transaction per topic: a topic deleted meanwhile fails only its own.
-        match commit_ops(catalog.as_ref(), p.ops).await {
+        match commit_under(catalog.as_ref(), p.ops, p.leases).await {
             None => {
                 tracing::info!(topic = %p.name, records = p.records, bytes = p.bytes, "retention deleted records");
                 broker.metrics.retention_deleted_records.inc_by(p.records);

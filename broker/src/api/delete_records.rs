@@ -9,7 +9,7 @@ use kafka_protocol::messages::delete_records_response::{
 };
 use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse, ResponseKind};
 
-use super::{Ctx, Reply, commit_ops, unless_failed};
+use super::{Ctx, Reply, commit_under, unless_failed};
 use crate::error::from_catalog;
 
 /// Handles DeleteRecords. A topic with an expansion is sealed first, so its expansion has
@@ -67,7 +67,7 @@ async fn truncate(ctx: Ctx, req: DeleteRecordsRequest) -> Reply {
         }
         plan.push((t.name, parts));
     }
-    let commit = commit_ops(catalog.as_ref(), ops);
+    let commit = commit_under(catalog.as_ref(), ops, ctx.leases());
     Box::pin(async move {
         let failed = commit.await;
         let topics = plan

@@ -368,7 +368,17 @@ pub fn commit_ops(
     catalog: &dyn catalog::Catalog,
     ops: Vec<catalog::Op>,
 ) -> impl Future<Output = Option<kafka_protocol::error::ResponseError>> + Send + use<> {
-    let commit = (!ops.is_empty()).then(|| catalog.commit(catalog::Transaction::new(ops)));
+    commit_under(catalog, ops, Vec::new())
+}
+
+/// [`commit_ops`] under a cluster node's `leases` (`catalog::Transaction::under`).
+pub fn commit_under(
+    catalog: &dyn catalog::Catalog,
+    ops: Vec<catalog::Op>,
+    leases: Vec<catalog::Lease>,
+) -> impl Future<Output = Option<kafka_protocol::error::ResponseError>> + Send + use<> {
+    let commit =
+        (!ops.is_empty()).then(|| catalog.commit(catalog::Transaction::new(ops).under(leases)));
     async move {
         match commit {
             Some(c) => c.await.err().map(|e| crate::error::from_catalog(&e)),

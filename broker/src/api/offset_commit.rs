@@ -139,7 +139,8 @@ pub async fn handle(ctx: Ctx, req: OffsetCommitRequest) -> Reply {
     if broker.config.offsets_topic && commits > 0 {
         mirror_to_offsets_topic(broker.catalog.as_ref(), &mut ops).await;
     }
-    let commit = (commits > 0).then(|| broker.catalog.commit(Transaction::new(ops)));
+    let leases = ctx.leases();
+    let commit = (commits > 0).then(|| broker.catalog.commit(Transaction::new(ops).under(leases)));
     let metrics = broker.metrics.clone();
     Box::pin(async move {
         let failed = match commit {

@@ -8,7 +8,7 @@ use kafka_protocol::messages::offset_delete_response::{
 };
 use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse, ResponseKind};
 
-use super::{Ctx, Reply, commit_ops, ready, unless_failed};
+use super::{Ctx, Reply, commit_under, ready, unless_failed};
 
 /// Handles OffsetDelete.
 pub async fn handle(ctx: Ctx, req: OffsetDeleteRequest) -> Reply {
@@ -55,7 +55,7 @@ pub async fn handle(ctx: Ctx, req: OffsetDeleteRequest) -> Reply {
         }
         plan.push((t.name, parts));
     }
-    let commit = commit_ops(catalog.as_ref(), ops);
+    let commit = commit_under(catalog.as_ref(), ops, ctx.leases());
     Box::pin(async move {
         let failed = commit.await;
         let topics = plan

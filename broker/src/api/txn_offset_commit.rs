@@ -88,7 +88,8 @@ pub async fn handle(ctx: Ctx, req: TxnOffsetCommitRequest) -> Reply {
         plan.push((t.name, results));
     }
     let held = ops.iter().any(|o| matches!(o, Op::TxnOffsetCommit { .. }));
-    let commit = held.then(|| broker.catalog.commit(Transaction::new(ops)));
+    let leases = ctx.leases();
+    let commit = held.then(|| broker.catalog.commit(Transaction::new(ops).under(leases)));
     let knows_fenced = ctx.version >= 3;
     Box::pin(async move {
         let failed = match commit {

@@ -48,6 +48,10 @@ pub async fn round(broker: &Arc<Broker>) -> Result<Round, CatalogError> {
             continue;
         };
         for partition in 0..topic.partitions {
+            // A partition's compaction is its leader's work.
+            if !broker.holdings.leads(&topic.name, partition as i32) {
+                continue;
+            }
             // Examining decodes every dirty batch: on a blocking thread, which waits
             // there for the catalog's reads.
             let examined = tokio::task::spawn_blocking({
@@ -78,7 +82,11 @@ pub async fn round(broker: &Arc<Broker>) -> Result<Round, CatalogError> {
             let Some(pass) = examined.pass else {
                 continue;
             };
-            match catalog.commit(Transaction::new(vec![pass.op])).await {
+            let leases = broker.holdings.under_leader(&topic.name, partition as i32);
+            match catalog
+                .commit(Transaction::new(vec![pass.op]).under(leases))
+                .await
+            {
                 Ok(_) => {
                     tracing::info!(
                         topic = %topic.name,

@@ -25,6 +25,7 @@ use catalog::{Catalog, GroupRecord, Op, Transaction};
 use kafka_protocol::error::ResponseError;
 use tokio::sync::Notify;
 
+use crate::Holdings;
 use crate::error::from_catalog;
 use crate::metrics::BrokerMetrics;
 use consumer::{ConsumerSlots, StoredKind};
@@ -97,11 +98,17 @@ pub struct GroupCoordinator {
     slots: Mutex<HashMap<String, Arc<Slot>>>,
     consumer_slots: Mutex<ConsumerSlots>,
     closed: AtomicBool,
+    holdings: Holdings,
 }
 
 impl GroupCoordinator {
-    /// A coordinator over `catalog`.
-    pub fn new(catalog: Arc<dyn Catalog>, config: GroupConfig, metrics: BrokerMetrics) -> Self {
+    /// A coordinator over `catalog` of the groups of the brokers `holdings` holds.
+    pub fn new(
+        catalog: Arc<dyn Catalog>,
+        config: GroupConfig,
+        metrics: BrokerMetrics,
+        holdings: Holdings,
+    ) -> Self {
         Self {
             catalog,
             config,
@@ -109,6 +116,7 @@ impl GroupCoordinator {
             slots: Mutex::new(HashMap::new()),
             consumer_slots: Mutex::new(ConsumerSlots::new()),
             closed: AtomicBool::new(false),
+            holdings,
         }
     }
 
@@ -121,29 +129,73 @@ impl GroupCoordinator {
         self.slots.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Brings the groups (of both protocols) that had members when the server stopped
-    /// back into memory, so their members can go on heartbeating and the silent ones
-    /// expire. Call once, inside the runtime.
+    /// Brings the groups (of both protocols) that have members in the catalog, are
+    /// coordinated here and are not in memory yet into memory, so their members can go
+    /// on heartbeating and the silent ones expire: at start, and on a cluster node for
+    /// the groups of brokers it took over.
     pub async fn restore(self: &Arc<Self>) -> Result<usize, ResponseError> {
         let now = Instant::now();
         let mut n = self.restore_consumers().await?;
         for record in self.catalog.groups().await.map_err(|e| from_catalog(&e))? {
+            if !self.holdings.coordinates(&record.name) {
+                continue;
+            }
             let Ok(StoredKind::Classic(stored)) = StoredKind::of(&record) else {
                 continue;
             };
             if stored.members.is_empty() {
                 continue;
             }
-            let slot = Arc::new(Slot {
-                group: Mutex::new(Group::restore(&record.name, stored, now)),
-                wake: Notify::new(),
-            });
-            self.slots().insert(record.name.clone(), slot.clone());
+            let slot = {
+                let mut slots = self.slots();
+                if slots.contains_key(&record.name) || self.consumer_group_in_use(&record.name) {
+                    continue;
+                }
+                let slot = Arc::new(Slot {
+                    group: Mutex::new(Group::restore(&record.name, stored, now)),
+                    wake: Notify::new(),
+                });
+                slots.insert(record.name.clone(), slot.clone());
+                slot
+            };
             self.spawn_driver(slot);
             n += 1;
         }
         self.update_gauges();
         Ok(n)
+    }
+
+    /// Follows a change of the brokers held (a cluster node's leases): the groups of
+    /// brokers no longer held leave memory without a write (their waiting members are
+    /// told `NOT_COORDINATOR` and find the new coordinator), and the groups of brokers
+    /// taken over come in from the catalog.
+    pub async fn hand_over(self: &Arc<Self>) {
+        let lost: Vec<Arc<Slot>> = {
+            let mut slots = self.slots();
+            let names: Vec<String> = slots
+                .keys()
+                .filter(|n| !self.holdings.coordinates(n))
+                .cloned()
+                .collect();
+            names.iter().filter_map(|n| slots.remove(n)).collect()
+        };
+        for slot in &lost {
+            slot.lock().close();
+            slot.wake.notify_one();
+        }
+        let dropped = lost.len() + self.drop_unheld_consumer_groups();
+        if dropped > 0 {
+            tracing::info!(
+                groups = dropped,
+                "groups of brokers no longer held left memory"
+            );
+        }
+        match self.restore().await {
+            Ok(n) if n > 0 => tracing::info!(groups = n, "took over groups with members"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "taking over groups failed"),
+        }
+        self.update_gauges();
     }
 
     /// A group in memory, loaded from the catalog or (with `create`) new.
@@ -218,7 +270,7 @@ impl GroupCoordinator {
                 }
                 None => slot.wake.notified().await,
             }
-            if self.closed.load(Ordering::Acquire) {
+            if self.closed.load(Ordering::Acquire) || !self.in_memory(&slot) {
                 return;
             }
             let persist = {
@@ -234,6 +286,15 @@ impl GroupCoordinator {
                 tokio::spawn(p);
             }
         }
+    }
+
+    /// Whether `slot` is still the group's slot in memory (not handed over, evicted or
+    /// replaced by a consumer group).
+    fn in_memory(&self, slot: &Arc<Slot>) -> bool {
+        let name = slot.lock().name.clone();
+        self.slots()
+            .get(&name)
+            .is_some_and(|s| Arc::ptr_eq(s, slot))
     }
 
     /// Drops an idle group from memory (its state is in the catalog).
@@ -289,9 +350,12 @@ impl GroupCoordinator {
             name: name.to_string(),
             state,
         };
+        // Under the coordinator's lease: a node that lost it cannot overwrite what the
+        // group's new coordinator stores.
+        let leases = self.holdings.under_coordinator(name);
         let commit = self
             .catalog
-            .commit(Transaction::new(vec![Op::PutGroup(record)]));
+            .commit(Transaction::new(vec![Op::PutGroup(record)]).under(leases));
         async move {
             let result = commit.await.map(|_| ()).map_err(|e| from_catalog(&e));
             if let Err(e) = &result {
@@ -586,7 +650,14 @@ impl GroupCoordinator {
             }
             results.push((name, r));
         }
-        let commit = crate::api::commit_ops(self.catalog.as_ref(), ops);
+        let mut leases: Vec<catalog::Lease> = results
+            .iter()
+            .filter(|(_, r)| r.is_ok())
+            .flat_map(|(name, _)| self.holdings.under_coordinator(name))
+            .collect();
+        leases.sort_by(|a, b| a.address.cmp(&b.address));
+        leases.dedup();
+        let commit = crate::api::commit_under(self.catalog.as_ref(), ops, leases);
         let me = self.clone();
         Box::pin(async move {
             let failed = commit.await;

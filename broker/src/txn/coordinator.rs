@@ -16,8 +16,8 @@ use catalog::{Catalog, Op, OpOutcome, TopicRecord, Transaction, TxnMarker, TxnPh
 use kafka_protocol::error::ResponseError;
 
 use super::state::{Effect, Init, MAX_EPOCH, Phase, TopicPartition, TxnState};
-use crate::BrokerMetrics;
 use crate::error::from_catalog;
+use crate::{BrokerMetrics, Holdings};
 
 /// Coordinator settings.
 #[derive(Debug, Clone)]
@@ -50,6 +50,7 @@ pub struct TxnCoordinator {
     config: TxnConfig,
     metrics: BrokerMetrics,
     ids: Mutex<HashMap<String, TxnState>>,
+    holdings: Holdings,
 }
 
 fn now_ms() -> i64 {
@@ -129,13 +130,19 @@ fn covers(topics: &Topics, s: &TxnState) -> bool {
 }
 
 impl TxnCoordinator {
-    /// A coordinator over `catalog`.
-    pub fn new(catalog: Arc<dyn Catalog>, config: TxnConfig, metrics: BrokerMetrics) -> Self {
+    /// A coordinator over `catalog` of the ids of the brokers `holdings` holds.
+    pub fn new(
+        catalog: Arc<dyn Catalog>,
+        config: TxnConfig,
+        metrics: BrokerMetrics,
+        holdings: Holdings,
+    ) -> Self {
         Self {
             catalog,
             config,
             metrics,
             ids: Mutex::new(HashMap::new()),
+            holdings,
         }
     }
 
@@ -144,30 +151,66 @@ impl TxnCoordinator {
         &self.config
     }
 
-    /// Loads every stored transactional id; returns how many have a transaction open
-    /// (they run on toward their timeouts, as before the restart).
+    /// Loads every stored transactional id coordinated here that is not in memory yet;
+    /// returns how many have a transaction open (they run on toward their timeouts, as
+    /// before the restart or the takeover).
     pub async fn restore(&self) -> catalog::CatalogResult<usize> {
         let (now, ms) = (Instant::now(), now_ms());
         let stored = self.catalog.txns().await?;
         let mut ids = self.lock();
+        let mut loaded_open = 0;
         for (id, r) in stored {
-            ids.insert(id, state_of(&r, now, ms));
+            if self.holdings.coordinates(&id)
+                && let std::collections::hash_map::Entry::Vacant(v) = ids.entry(id)
+            {
+                let s = state_of(&r, now, ms);
+                loaded_open += usize::from(is_open(&s));
+                v.insert(s);
+            }
         }
         let open = ids.values().filter(|s| is_open(s)).count();
         self.metrics.txn_open.set(open as i64);
-        Ok(open)
+        Ok(loaded_open)
+    }
+
+    /// Follows a change of the brokers held (a cluster node's leases): the ids of
+    /// brokers no longer held leave memory (the new coordinator reads them from the
+    /// catalog), and those of brokers taken over come in; returns how many of those have
+    /// a transaction open.
+    pub async fn hand_over(&self) -> catalog::CatalogResult<usize> {
+        {
+            let mut ids = self.lock();
+            let before = ids.len();
+            ids.retain(|id, _| self.holdings.coordinates(id));
+            if ids.len() < before {
+                tracing::info!(
+                    ids = before - ids.len(),
+                    "transactional ids of brokers no longer held left memory"
+                );
+            }
+        }
+        self.restore().await
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, TxnState>> {
         self.ids.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Runs `f` on `id`'s state (loaded from the catalog, or new), under the lock.
+    /// Runs `f` on `id`'s state (loaded from the catalog, or new), under the lock. On a
+    /// cluster node, for an id another node coordinates (a produce or offset commit of
+    /// its transaction reached this one), `f` runs on the catalog's state as read now
+    /// and nothing is kept: the coordinator's changes are not seen here otherwise.
     async fn with<R>(
         &self,
         id: &str,
         f: impl FnOnce(&mut TxnState) -> R,
     ) -> Result<R, ResponseError> {
+        if !self.holdings.coordinates(id) {
+            let stored = self.catalog.txn(id).await.map_err(|e| from_catalog(&e))?;
+            let (now, ms) = (Instant::now(), now_ms());
+            let mut s = stored.map_or_else(|| TxnState::new(now), |r| state_of(&r, now, ms));
+            return Ok(f(&mut s));
+        }
         if !self.lock().contains_key(id) {
             // Read outside the lock (a catalog read may wait on the network); a state
             // another request loaded meanwhile wins, being at least as new.
@@ -202,10 +245,12 @@ impl TxnCoordinator {
     /// Submits the `PutTxn` of a state.
     fn put(&self, id: &str, s: &TxnState) -> catalog::CommitFuture {
         let record = record_of(s, Instant::now(), now_ms());
-        self.catalog.commit(Transaction::new(vec![Op::PutTxn {
+        let op = Op::PutTxn {
             id: id.to_owned(),
             record,
-        }]))
+        };
+        self.catalog
+            .commit(Transaction::new(vec![op]).under(self.holdings.under_coordinator(id)))
     }
 
     /// The topics of the partitions of `id`'s transaction (of every id's, with `None`),
@@ -268,14 +313,16 @@ impl TxnCoordinator {
         let mut after = s.clone();
         let now = Instant::now();
         after.completed(now);
-        self.catalog.commit(Transaction::new(vec![Op::EndTxn {
+        let op = Op::EndTxn {
             id: id.to_owned(),
             producer_id: *producer_id,
             epoch: *epoch,
             commit: *commit,
             markers,
             record: record_of(&after, now, ts),
-        }]))
+        };
+        self.catalog
+            .commit(Transaction::new(vec![op]).under(self.holdings.under_coordinator(id)))
     }
 
     /// Waits for an `EndTxn` and moves the state on (or forgets it when the commit failed).
@@ -323,6 +370,28 @@ impl TxnCoordinator {
                 this.forget(&id);
             }
         });
+    }
+
+    /// The answer to a request that submitted `put`. On a single node it need not wait
+    /// ([`Self::put_in_background`]). On a cluster node it waits: the producer's next
+    /// records may go to another node, which checks them against the catalog's state of
+    /// the id, and commits of two nodes have no order between them.
+    fn answer_after_put(
+        self: &Arc<Self>,
+        id: &str,
+        put: Result<Pending, ResponseError>,
+    ) -> impl Future<Output = Result<(), ResponseError>> + Send + use<> {
+        let waits = self.holdings.is_cluster();
+        let put = put.map(|c| {
+            if waits {
+                c
+            } else {
+                self.put_in_background(id, c);
+                None
+            }
+        });
+        let (this, id) = (self.clone(), id.to_owned());
+        async move { this.finish_put(&id, put?).await }
     }
 
     /// Waits for a `PutTxn`.
@@ -420,11 +489,7 @@ impl TxnCoordinator {
             // A retry that adds nothing new needs no write.
             Ok((was != s.phase || s.partitions.len() != before).then(|| self.put(id, s)))
         });
-        let done = submitted
-            .await
-            .and_then(|r| r)
-            .map(|c| self.put_in_background(id, c));
-        std::future::ready(done)
+        self.answer_after_put(id, submitted.await.and_then(|r| r))
     }
 
     /// AddOffsetsToTxn.
@@ -441,11 +506,7 @@ impl TxnCoordinator {
             s.add_offsets(producer_id, epoch, group, Instant::now())?;
             Ok((was != s.phase || s.groups.len() != before).then(|| self.put(id, s)))
         });
-        let done = submitted
-            .await
-            .and_then(|r| r)
-            .map(|c| self.put_in_background(id, c));
-        std::future::ready(done)
+        self.answer_after_put(id, submitted.await.and_then(|r| r))
     }
 
     /// Whether a transactional produce to `partition` may go in.
@@ -574,9 +635,11 @@ impl TxnCoordinator {
                 .into_iter()
                 .map(|id| {
                     ids.remove(&id);
+                    let op = Op::DropTxn { id: id.clone() };
+                    let leases = self.holdings.under_coordinator(&id);
                     let c = self
                         .catalog
-                        .commit(Transaction::new(vec![Op::DropTxn { id: id.clone() }]));
+                        .commit(Transaction::new(vec![op]).under(leases));
                     (id, c)
                 })
                 .collect()

@@ -109,29 +109,58 @@ impl GroupCoordinator {
             .collect())
     }
 
-    /// Brings the consumer groups that had members when the server stopped back into
-    /// memory. Call once, inside the runtime.
+    /// Brings the consumer groups with members in the catalog that are coordinated here
+    /// and not in memory yet into memory (see `GroupCoordinator::restore`).
     pub(crate) async fn restore_consumers(self: &Arc<Self>) -> Result<usize, ResponseError> {
         let now = Instant::now();
         let cfg = &self.config.consumer;
         let mut n = 0;
         for record in self.catalog.groups().await.map_err(|e| from_catalog(&e))? {
+            if !self.holdings.coordinates(&record.name) {
+                continue;
+            }
             let Ok(StoredKind::Consumer(stored)) = StoredKind::of(&record) else {
                 continue;
             };
             if stored.members.is_empty() {
                 continue;
             }
-            let slot = Arc::new(ConsumerSlot {
-                group: Mutex::new(ConsumerGroup::restore(&record.name, stored, now, cfg)),
-                wake: Notify::new(),
-            });
-            self.consumer_slots()
-                .insert(record.name.clone(), slot.clone());
+            let slot = {
+                let classic = self.slots();
+                let mut slots = self.consumer_slots();
+                if classic.contains_key(&record.name) || slots.contains_key(&record.name) {
+                    continue;
+                }
+                let slot = Arc::new(ConsumerSlot {
+                    group: Mutex::new(ConsumerGroup::restore(&record.name, stored, now, cfg)),
+                    wake: Notify::new(),
+                });
+                slots.insert(record.name.clone(), slot.clone());
+                slot
+            };
             self.spawn_consumer_driver(slot);
             n += 1;
         }
         Ok(n)
+    }
+
+    /// Drops the consumer groups of brokers no longer held from memory, without a write;
+    /// returns how many.
+    pub(crate) fn drop_unheld_consumer_groups(&self) -> usize {
+        let lost: Vec<Arc<ConsumerSlot>> = {
+            let mut slots = self.consumer_slots();
+            let names: Vec<String> = slots
+                .keys()
+                .filter(|n| !self.holdings.coordinates(n))
+                .cloned()
+                .collect();
+            names.iter().filter_map(|n| slots.remove(n)).collect()
+        };
+        for slot in &lost {
+            slot.lock().kill();
+            slot.wake.notify_one();
+        }
+        lost.len()
     }
 
     /// A consumer group in memory: loaded from the catalog, converted from an empty
@@ -243,7 +272,7 @@ impl GroupCoordinator {
                 }
                 None => slot.wake.notified().await,
             }
-            if self.closed.load(Ordering::Acquire) {
+            if self.closed.load(Ordering::Acquire) || slot.lock().dead {
                 return;
             }
             let topics = self.topic_metas().await.unwrap_or_default();
