@@ -3,31 +3,22 @@ PostgreSQL (Debian's, started by the test). Each node serves any S3 request and 
 through the shared catalog; what one node commits, every node reads."""
 
 import signal
-import socket
 import threading
 import time
 import uuid
 
-import boto3
 import pytest
-from botocore.config import Config
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import postgres
-from conftest import Eddy, free_port, metric, read_to_end
+from conftest import Eddy, free_port, metric
+from scale_out import Producing, assert_each_acked_once, holders, s3, serving, wait_for
 
 HOSTS = ["127.0.0.1", "127.0.0.2"]
 LEASE_MS = 2000
 
 pytestmark = pytest.mark.skipif(not postgres.available(), reason="PostgreSQL is not installed")
-
-
-def s3(node: Eddy):
-    return boto3.client(
-        "s3", endpoint_url=node.s3_url, aws_access_key_id=node.access_key,
-        aws_secret_access_key=node.secret_key, region_name="us-east-1",
-        config=Config(retries={"max_attempts": 0}))
 
 
 @pytest.fixture
@@ -100,74 +91,6 @@ def test_what_one_node_commits_every_node_reads(cluster):
     # The catalog is PostgreSQL's: its rows hold the topic.
     rows = pg.psql("SELECT count(*) FROM eddy_kv WHERE t = 'topics'")
     assert int(rows[0][0]) >= 1
-
-
-def serving(host: str, port: int) -> bool:
-    try:
-        socket.create_connection((host, port), timeout=0.5).close()
-        return True
-    except OSError:
-        return False
-
-
-def holders(pg) -> dict:
-    """Live address leases per node."""
-    rows = pg.psql("SELECT node, count(*) FROM eddy_leases WHERE expires_at > now() GROUP BY node")
-    return {node: int(n) for node, n in rows}
-
-
-def wait_for(cond, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
-
-
-class Producing:
-    """An idempotent producer writing `v0`, `v1`, ... to `topic` in the background until
-    `finish`; `acked` holds (ack time, value) in acknowledgement order, `failed` the
-    delivery errors."""
-
-    def __init__(self, bootstrap: str, topic: str, timeout_ms: int = 120000):
-        self.bootstrap, self.topic, self.timeout_ms = bootstrap, topic, timeout_ms
-        self.acked, self.failed = [], []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run)
-        self._thread.start()
-
-    def _done(self, err, m):
-        if err:
-            self.failed.append(err)
-        else:
-            self.acked.append((time.monotonic(), m.value().decode()))
-
-    def _run(self):
-        p = Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True,
-                      "linger.ms": 5, "message.timeout.ms": self.timeout_ms})
-        i = 0
-        while not self._stop.is_set():
-            v = f"v{i}"
-            p.produce(self.topic, key=v.encode(), value=v.encode(), on_delivery=self._done)
-            i += 1
-            p.poll(0)
-            time.sleep(0.002)
-        assert p.flush(self.timeout_ms / 1000 + 30) == 0
-
-    def values(self) -> set:
-        return {v for _, v in self.acked}
-
-    def finish(self):
-        self._stop.set()
-        self._thread.join(self.timeout_ms / 1000 + 60)
-        assert not self.failed, self.failed[:5]
-
-
-def assert_each_acked_once(bootstrap: str, topic: str, acked: set):
-    """Every acknowledged record of `topic` is there, and no record twice."""
-    values = [m.value().decode() for m in read_to_end(bootstrap, topic)]
-    assert len(values) == len(set(values)), "a record was stored twice"
-    missing = acked - set(values)
-    assert not missing, f"{len(missing)} acknowledged records lost"
 
 
 def test_a_killed_nodes_addresses_move_and_its_clients_carry_on(cluster):
