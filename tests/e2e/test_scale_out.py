@@ -12,7 +12,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import postgres
-from conftest import Eddy, free_port, metric
+from conftest import Eddy, free_port, metric, read_to_end
 from scale_out import Producing, assert_each_acked_once, holders, s3, serving, wait_for
 
 HOSTS = ["127.0.0.1", "127.0.0.2"]
@@ -182,3 +182,35 @@ def test_a_postgresql_restart_fails_writes_without_false_acks_and_they_recover(c
     for page in s3(b).get_paginator("list_objects_v2").paginate(Bucket="restart"):
         keys.update(o["Key"] for o in page.get("Contents", []))
     assert not set(acked_objects) - keys, "an acknowledged object was lost"
+
+
+def test_transactions_span_nodes(cluster):
+    """A transactional producer whose coordinator and partition leaders are spread over
+    both nodes: each partition's leader checks the producer's records against the state
+    the coordinator on the other node committed, and read_committed readers see exactly
+    the committed transactions."""
+    (a, b), pg = cluster
+    port = a.kafka_ports[0]
+    wait_for(lambda: holders(pg) == {"node-0": 1, "node-1": 1}, 30, "one lease each")
+    wait_for(lambda: all(serving(h, port) for h in HOSTS), 30, "both addresses served")
+    admin = AdminClient({"bootstrap.servers": a.bootstrap})
+    for f in admin.create_topics([NewTopic("txn", 4)]).values():
+        f.result(30)
+    md = admin.list_topics("txn", timeout=30)
+    assert len({p.leader for p in md.topics["txn"].partitions.values()}) == 2, \
+        "the partitions' leaders are on both nodes"
+    p = Producer({"bootstrap.servers": a.bootstrap, "transactional.id": "spanning"})
+    p.init_transactions(30)
+    committed = []
+    for t in range(6):
+        p.begin_transaction()
+        values = [f"t{t}-{i}" for i in range(8)]
+        for i, v in enumerate(values):
+            p.produce("txn", value=v.encode(), partition=i % 4)
+        if t % 3 == 2:
+            p.abort_transaction(30)
+        else:
+            p.commit_transaction(30)
+            committed += values
+    got = [m.value().decode() for m in read_to_end(a.bootstrap, "txn", isolation_level="read_committed")]
+    assert sorted(got) == sorted(committed)
