@@ -139,6 +139,18 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         }
         NodeCatalog::Embedded(_) => None,
     };
+    // Of a cluster's nodes, the one serving a topic's partition 0 leader seals its table
+    // in the background.
+    let sealer = match &leases {
+        None => tables::background::every_topic(),
+        Some(l) => {
+            let mut brokers =
+                broker::BrokerConfig::new(l.addresses.iter().map(|a| a.addr).collect());
+            brokers.listener_classes = listener_classes(&l.addresses)?;
+            let holdings = broker::Holdings::new(brokers.cluster(), Some(l.epochs.clone()));
+            Arc::new(move |topic: &str| holdings.leads(topic, 0)) as tables::background::Sealer
+        }
+    };
     let mut kafka = Vec::new();
     if leases.is_none() {
         for l in &config.kafka_listen {
@@ -217,6 +229,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
                 max_bytes: config.table_seal_bytes,
                 ..Default::default()
             },
+            sealer.clone(),
             stop_rx.clone(),
         ));
         (tabler, sealing)

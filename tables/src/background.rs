@@ -1,6 +1,7 @@
 //! The background tabler: seals a topic's table once its untabled data is old enough
 //! or large enough, so files stay reasonably large while tables stay fresh. Loading a
-//! table seals on demand besides, so readers never wait for this loop.
+//! table seals on demand besides, so readers never wait for this loop. Of a cluster's
+//! nodes, one seals a topic in the background: the one its [`Sealer`] names.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -31,6 +32,17 @@ impl Default for Thresholds {
     }
 }
 
+/// Whether this node seals a topic's table in the background (a cluster node: the one
+/// serving its partition 0's leader; a single node: every topic). Two nodes sealing one
+/// topic at once would each do the work, and the table's generation check would refuse
+/// the second.
+pub type Sealer = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
+/// A [`Sealer`] of every topic.
+pub fn every_topic() -> Sealer {
+    Arc::new(|_| true)
+}
+
 /// What the loop remembers of a topic between checks.
 #[derive(Default)]
 struct Seen {
@@ -40,8 +52,13 @@ struct Seen {
     bytes_when_caught_up: u64,
 }
 
-/// Runs until `stop` flips.
-pub async fn run(tabler: Arc<Tabler>, limits: Thresholds, mut stop: watch::Receiver<bool>) {
+/// Runs until `stop` flips, sealing the topics `seals` names.
+pub async fn run(
+    tabler: Arc<Tabler>,
+    limits: Thresholds,
+    seals: Sealer,
+    mut stop: watch::Receiver<bool>,
+) {
     let mut seen: HashMap<u128, Seen> = HashMap::new();
     loop {
         tokio::select! {
@@ -55,8 +72,8 @@ pub async fn run(tabler: Arc<Tabler>, limits: Thresholds, mut stop: watch::Recei
                 continue;
             }
         };
-        seen.retain(|id, _| topics.iter().any(|t| t.id == *id));
-        for topic in topics {
+        seen.retain(|id, _| topics.iter().any(|t| t.id == *id && seals(&t.name)));
+        for topic in topics.into_iter().filter(|t| seals(&t.name)) {
             let mut stored = 0u64;
             for p in 0..topic.partitions {
                 if let Ok(Some(st)) = tabler.catalog().partition(topic.id, p).await {

@@ -22,7 +22,8 @@ pytestmark = pytest.mark.skipif(not postgres.available(), reason="PostgreSQL is 
 
 
 @pytest.fixture
-def cluster(tmp_path):
+def cluster(tmp_path, request):
+    """Two nodes (extra `eddy serve` arguments by indirect parametrization)."""
     # Durable: an acknowledged write must survive PostgreSQL's restart (the helper's
     # default, for speed, commits asynchronously).
     pg = postgres.Postgres(fsync=True).start()
@@ -37,7 +38,8 @@ def cluster(tmp_path):
             node = Eddy(data_dir=data, s3_port=free_port(), kafka_ports=[kafka_port] * 2,
                         kafka_hosts=HOSTS, http_port=free_port(),
                         extra_args=["--catalog", url, "--node-id", f"node-{i}",
-                                    "--lease-timeout-ms", str(LEASE_MS)])
+                                    "--lease-timeout-ms", str(LEASE_MS),
+                                    *getattr(request, "param", [])])
             nodes.append(node.start())
         yield nodes, pg
     finally:
@@ -214,3 +216,34 @@ def test_transactions_span_nodes(cluster):
             committed += values
     got = [m.value().decode() for m in read_to_end(a.bootstrap, "txn", isolation_level="read_committed")]
     assert sorted(got) == sorted(committed)
+
+
+def snapshots(node: Eddy) -> int:
+    return metric(node, "eddy_tables_snapshots")
+
+
+@pytest.mark.parametrize("cluster", [["--table-seal-age-secs", "1"]], indirect=True)
+def test_one_node_seals_a_topic_table(cluster):
+    """The background tabler of the node serving a topic's partition 0 leader seals its
+    table; the other node's leaves it alone."""
+    (a, b), pg = cluster
+    port = a.kafka_ports[0]
+    wait_for(lambda: holders(pg) == {"node-0": 1, "node-1": 1}, 30, "one lease each")
+    wait_for(lambda: all(serving(h, port) for h in HOSTS), 30, "both addresses served")
+    admin = AdminClient({"bootstrap.servers": a.bootstrap})
+    for f in admin.create_topics([NewTopic("tabled", 2)]).values():
+        f.result(30)
+    md = admin.list_topics("tabled", timeout=30)
+    leader = md.brokers[md.topics["tabled"].partitions[0].leader]
+    rows = pg.psql(f"SELECT node FROM eddy_leases WHERE address = '{leader.host}:{leader.port}'")
+    owner, other = (a, b) if rows[0][0] == "node-0" else (b, a)
+    p = Producer({"bootstrap.servers": a.bootstrap})
+    # Five rounds: were both nodes sealing, the other would win the race to some round.
+    for round in range(5):
+        for i in range(20):
+            p.produce("tabled", value=f"r{round}-{i}".encode(), partition=i % 2)
+        assert p.flush(30) == 0
+        # Each round's records are sealed by the owner, in a snapshot of their own.
+        wait_for(lambda: snapshots(owner) > round, 60, "the owner sealed the table")
+    assert snapshots(other) == 0
+    assert metric(owner, "eddy_tables_seal_errors") == metric(other, "eddy_tables_seal_errors") == 0
