@@ -65,6 +65,10 @@ def load(bootstrap: str, seconds: float, rate: float | None = None, **conf) -> t
                   "enable.idempotence": True, "message.timeout.ms": 120000,
                   **{k.replace("_", "."): v for k, v in conf.items()}})
     value = os.urandom(1024)
+    # Connected, with its producer id, before the clock starts: the first records would
+    # otherwise wait out InitProducerId and the metadata (about 0.45 s, 1% of a paced run).
+    p.produce("bench", value=value)
+    p.flush(60)
     began = time.monotonic()
     end = began + seconds
     n = 0

@@ -950,7 +950,10 @@ impl<'s> Tables<'s> {
                     }
                 }
                 put(self.s, PARTITIONS, &pk, &st)?;
-                return Ok(OpOutcome::Appended { base_offset: base });
+                return Ok(OpOutcome::Appended {
+                    base_offset: base,
+                    log_start_offset: st.log_start_offset,
+                });
             }
             Op::PutTxn { id, record } => put(self.s, TXNS, id.as_bytes(), record)?,
             Op::PutQuotas { entity, values } => {

@@ -467,6 +467,9 @@ pub enum OpOutcome {
     Appended {
         /// Offset of its first record.
         base_offset: u64,
+        /// The partition's log start offset after the append (Produce answers it, and
+        /// reading it again would cost a PostgreSQL catalog a transaction).
+        log_start_offset: u64,
     },
     /// A producer id was allocated.
     ProducerId(i64),

@@ -117,8 +117,14 @@ async fn transactions_commit_whole_or_not_at_all(u: &Under) {
     assert_eq!(
         out.ops,
         vec![
-            OpOutcome::Appended { base_offset: 0 },
-            OpOutcome::Appended { base_offset: 0 },
+            OpOutcome::Appended {
+                base_offset: 0,
+                log_start_offset: 0,
+            },
+            OpOutcome::Appended {
+                base_offset: 0,
+                log_start_offset: 0,
+            },
             OpOutcome::Done
         ]
     );
@@ -140,7 +146,13 @@ async fn transactions_commit_whole_or_not_at_all(u: &Under) {
     assert_eq!(c.partition(7, 1).await.unwrap().unwrap().next_offset, 0);
     assert!(c.object("b", "x").await.unwrap().is_none());
     let out = commit(c, vec![append(7, 0, 3, 4)]).await.unwrap();
-    assert_eq!(out.ops, vec![OpOutcome::Appended { base_offset: 2 }]);
+    assert_eq!(
+        out.ops,
+        vec![OpOutcome::Appended {
+            base_offset: 2,
+            log_start_offset: 0,
+        }]
+    );
     let batches = c.read_batches(7, 0, 3, 1 << 20).await.unwrap();
     assert_eq!(batches.len(), 1, "offset 3 lies inside the second batch");
     assert_eq!((batches[0].base_offset, batches[0].last_offset), (2, 4));
@@ -179,7 +191,7 @@ async fn concurrent_transactions_share_group_commits(u: &Under) {
                 let out = commit(c.as_ref(), vec![append(1, w % 4, 1, w as u8)])
                     .await
                     .unwrap();
-                if let OpOutcome::Appended { base_offset } = out.ops[0] {
+                if let OpOutcome::Appended { base_offset, .. } = out.ops[0] {
                     offsets.push(base_offset);
                 }
             }

@@ -279,20 +279,15 @@ pub async fn handle(ctx: Ctx, req: ProduceRequest) -> Reply {
                                         log_append_time,
                                     } => match &outcome {
                                         Some(Ok(out)) => {
-                                            let base = match out.ops.get(first) {
+                                            let (base, start) = match out.ops.get(first) {
                                                 Some(catalog::OpOutcome::Appended {
                                                     base_offset,
-                                                }) => *base_offset as i64,
-                                                _ => -1,
+                                                    log_start_offset,
+                                                }) => {
+                                                    (*base_offset as i64, *log_start_offset as i64)
+                                                }
+                                                _ => (-1, -1),
                                             };
-                                            let start = ctx
-                                                .broker
-                                                .catalog
-                                                .partition(t.id.as_u128(), p.index as u32)
-                                                .await
-                                                .ok()
-                                                .flatten()
-                                                .map_or(-1, |s| s.log_start_offset as i64);
                                             r.with_base_offset(base)
                                                 .with_log_append_time_ms(log_append_time)
                                                 .with_log_start_offset(start)

@@ -2,6 +2,10 @@
 //! read-only transaction on a pooled connection, so the reads of one snapshot agree; it
 //! is rolled back when the snapshot is dropped (in the background: the connection goes
 //! back to the pool once the rollback is through).
+//!
+//! The `BEGIN` goes out in one pipeline with the snapshot's first query, not a round
+//! trip ahead of it: most snapshots make one query, and a produce request's reads were
+//! three of the four PostgreSQL transactions it cost (docs/benchmarks.md, session 17).
 
 use std::ops::Bound;
 
@@ -31,9 +35,14 @@ impl PgRead {
     }
 }
 
+const BEGIN: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+
 /// One read-only transaction on a pooled connection.
 struct PgSnapshot {
     client: Option<Object>,
+    /// Whether `BEGIN` was sent (or tried). Locked through the first query, so no
+    /// query of the snapshot can reach the connection ahead of it.
+    begun: tokio::sync::Mutex<bool>,
 }
 
 impl PgSnapshot {
@@ -42,11 +51,36 @@ impl PgSnapshot {
             .as_ref()
             .ok_or_else(|| crate::CatalogError::Store("snapshot already closed".into()))
     }
+
+    /// Runs `query` in the snapshot's transaction; the first one is pipelined behind
+    /// its `BEGIN` (tokio-postgres sends requests in the order their futures are first
+    /// polled, and `try_join!` polls in order).
+    async fn inside<T>(
+        &self,
+        query: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> CatalogResult<T> {
+        let mut begun = self.begun.lock().await;
+        if *begun {
+            drop(begun);
+            return Ok(query.await?);
+        }
+        let client = self.client()?;
+        // Set before the outcome is known: a snapshot whose BEGIN may have gone through
+        // is rolled back on drop (a ROLLBACK outside a transaction only warns), so its
+        // connection never goes back to the pool inside a transaction.
+        *begun = true;
+        let ((), out) = tokio::try_join!(client.batch_execute(BEGIN), query)?;
+        Ok(out)
+    }
 }
 
 impl Drop for PgSnapshot {
     fn drop(&mut self) {
-        if let Some(client) = self.client.take() {
+        // A snapshot that never queried has no transaction to end.
+        let begun = *self.begun.get_mut();
+        if let Some(client) = self.client.take()
+            && begun
+        {
             // Outside a runtime (a test's end) the connection is simply dropped, which
             // ends its transaction with it.
             if let Ok(rt) = tokio::runtime::Handle::try_current() {
@@ -68,7 +102,9 @@ impl KvSnapshot for PgSnapshot {
         let stmt = client
             .prepare_cached("SELECT v FROM eddy_kv WHERE t = $1 AND k = $2")
             .await?;
-        let row = client.query_opt(&stmt, &[&table.name(), &key]).await?;
+        let row = self
+            .inside(client.query_opt(&stmt, &[&table.name(), &key]))
+            .await?;
         Ok(row.map(|r| r.get(0)))
     }
 
@@ -88,7 +124,7 @@ impl KvSnapshot for PgSnapshot {
             params.push(t);
         }
         params.push(&limit);
-        let rows = client.query(&stmt, &params).await?;
+        let rows = self.inside(client.query(&stmt, &params)).await?;
         Ok(rows.into_iter().map(|r| (r.get(0), r.get(1))).collect())
     }
 }
@@ -97,11 +133,9 @@ impl KvSnapshot for PgSnapshot {
 impl KvRead for PgRead {
     async fn snapshot(&self) -> CatalogResult<Box<dyn KvSnapshot + '_>> {
         let client = self.pool.get().await?;
-        client
-            .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            .await?;
         Ok(Box::new(PgSnapshot {
             client: Some(client),
+            begun: tokio::sync::Mutex::new(false),
         }))
     }
 }
