@@ -20,17 +20,19 @@ use tokio::sync::watch;
 use crate::listen::KafkaListener;
 use crate::serve::KafkaServing;
 
-/// The epochs of the addresses this node holds, as the broker sees them.
+/// The epochs of the addresses this node holds, as the broker sees them, each with the
+/// moment its lease runs out by this node's own clock: the round that renewed it started
+/// before PostgreSQL set its expiry, so the lease is valid at least that long. A node
+/// that wakes from a pause past it stops answering for the address (`NOT_COORDINATOR`,
+/// `NOT_LEADER_OR_FOLLOWER`) before its next round has told it what it lost.
 #[derive(Debug, Default)]
-pub struct Epochs(RwLock<HashMap<SocketAddr, i64>>);
+pub struct Epochs(RwLock<HashMap<SocketAddr, (i64, Instant)>>);
 
 impl broker::AddressLeases for Epochs {
     fn epoch(&self, address: SocketAddr) -> Option<i64> {
-        self.0
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&address)
-            .copied()
+        let held = self.0.read().unwrap_or_else(|p| p.into_inner());
+        let (epoch, until) = held.get(&address)?;
+        (Instant::now() < *until).then_some(*epoch)
     }
 }
 
@@ -80,6 +82,7 @@ pub async fn run(leases: Leases, serving: KafkaServing, mut stop: watch::Receive
     let mut last_ok = Instant::now();
     let every = leases.timeout / 3;
     loop {
+        let started = Instant::now();
         match leases.catalog.lease_round(&names, leases.timeout).await {
             Ok(held) => {
                 last_ok = Instant::now();
@@ -87,7 +90,9 @@ pub async fn run(leases: Leases, serving: KafkaServing, mut stop: watch::Receive
                 leases.catalog.hold(&held);
                 *leases.epochs.0.write().unwrap_or_else(|p| p.into_inner()) = held
                     .iter()
-                    .filter_map(|(a, e)| Some((by_name.get(a)?.addr, *e)))
+                    .filter_map(|(a, e)| {
+                        Some((by_name.get(a)?.addr, (*e, started + leases.timeout)))
+                    })
                     .collect();
                 let lost: Vec<String> = bound
                     .keys()

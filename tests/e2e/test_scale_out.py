@@ -138,10 +138,10 @@ def test_a_node_paused_past_its_lease_commits_nothing_when_it_wakes(cluster):
     time.sleep(3 * LEASE_MS / 1000)
     before = len(load.acked)
     a.proc.send_signal(signal.SIGCONT)
-    # Woken, it finds its lease gone: the requests it held are refused, not committed,
-    # and it stops serving the address, which the survivor then serves.
-    wait_for(lambda: metric(a, "eddy_catalog_fenced") > 0, 30,
-             "the woken node's held requests refused as fenced")
+    # Woken, it finds its lease gone: the requests it held are refused, by its own
+    # clock (its lease ran out while it slept) or as fenced at commit, and it stops
+    # serving the address, which the survivor then serves. A write it had taken in
+    # would show as a record stored twice or out of order.
     wait_for(lambda: len(load.acked) > before + 200, 60, "acks after the wake")
     load.finish()
     assert_each_acked_once(b.bootstrap, "paused", load.values())

@@ -82,9 +82,11 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    /// Whether this node leads the partition.
+    /// Whether this node leads the partition (on a cluster node: through an address
+    /// whose lease it still holds).
     pub fn leads(&self, topic: &str, partition: i32) -> bool {
         self.broker.cluster.leader(topic, partition) == self.node
+            && self.broker.holdings.holds(self.node)
     }
 
     /// The leases a write through this connection is made under: in a cluster, its
@@ -100,9 +102,10 @@ impl Ctx {
         }
     }
 
-    /// Whether this node coordinates the group.
+    /// Whether this node coordinates the group (on a cluster node: through an address
+    /// whose lease it still holds).
     pub fn coordinates(&self, group: &str) -> bool {
-        self.broker.cluster.coordinator(group) == self.node
+        self.broker.cluster.coordinator(group) == self.node && self.broker.holdings.holds(self.node)
     }
 }
 
