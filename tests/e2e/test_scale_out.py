@@ -48,6 +48,13 @@ def cluster(tmp_path, request):
         pg.stop()
 
 
+def settled(node: Eddy, pg):
+    """Waits until each node holds one address and both addresses are served."""
+    port = node.kafka_ports[0]
+    wait_for(lambda: holders(pg) == {"node-0": 1, "node-1": 1}, 30, "one lease each")
+    wait_for(lambda: all(serving(h, port) for h in HOSTS), 30, "both addresses served")
+
+
 def test_what_one_node_commits_every_node_reads(cluster):
     (a, b), pg = cluster
     s3(a).create_bucket(Bucket="shared")
@@ -99,8 +106,7 @@ def test_a_killed_nodes_addresses_move_and_its_clients_carry_on(cluster):
     (a, b), pg = cluster
     port = a.kafka_ports[0]
     # One address each, once the first node gave one back, and both served.
-    wait_for(lambda: holders(pg) == {"node-0": 1, "node-1": 1}, 30, "one lease each")
-    wait_for(lambda: all(serving(h, port) for h in HOSTS), 30, "both addresses served")
+    settled(a, pg)
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
     for f in admin.create_topics([NewTopic("orders", 4)]).values():
         f.result(30)
@@ -124,9 +130,7 @@ def test_a_killed_nodes_addresses_move_and_its_clients_carry_on(cluster):
 
 def test_a_node_paused_past_its_lease_commits_nothing_when_it_wakes(cluster):
     (a, b), pg = cluster
-    port = a.kafka_ports[0]
-    wait_for(lambda: holders(pg) == {"node-0": 1, "node-1": 1}, 30, "one lease each")
-    wait_for(lambda: all(serving(h, port) for h in HOSTS), 30, "both addresses served")
+    settled(a, pg)
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
     for f in admin.create_topics([NewTopic("paused", 4)]).values():
         f.result(30)
@@ -192,9 +196,7 @@ def test_transactions_span_nodes(cluster):
     the coordinator on the other node committed, and read_committed readers see exactly
     the committed transactions."""
     (a, b), pg = cluster
-    port = a.kafka_ports[0]
-    wait_for(lambda: holders(pg) == {"node-0": 1, "node-1": 1}, 30, "one lease each")
-    wait_for(lambda: all(serving(h, port) for h in HOSTS), 30, "both addresses served")
+    settled(a, pg)
     admin = AdminClient({"bootstrap.servers": a.bootstrap})
     for f in admin.create_topics([NewTopic("txn", 4)]).values():
         f.result(30)
@@ -227,9 +229,7 @@ def test_one_node_seals_a_topic_table(cluster):
     """The background tabler of the node serving a topic's partition 0 leader seals its
     table; the other node's leaves it alone."""
     (a, b), pg = cluster
-    port = a.kafka_ports[0]
-    wait_for(lambda: holders(pg) == {"node-0": 1, "node-1": 1}, 30, "one lease each")
-    wait_for(lambda: all(serving(h, port) for h in HOSTS), 30, "both addresses served")
+    settled(a, pg)
     admin = AdminClient({"bootstrap.servers": a.bootstrap})
     for f in admin.create_topics([NewTopic("tabled", 2)]).values():
         f.result(30)

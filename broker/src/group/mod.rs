@@ -170,15 +170,7 @@ impl GroupCoordinator {
     /// told `NOT_COORDINATOR` and find the new coordinator), and the groups of brokers
     /// taken over come in from the catalog.
     pub async fn hand_over(self: &Arc<Self>) {
-        let lost: Vec<Arc<Slot>> = {
-            let mut slots = self.slots();
-            let names: Vec<String> = slots
-                .keys()
-                .filter(|n| !self.holdings.coordinates(n))
-                .cloned()
-                .collect();
-            names.iter().filter_map(|n| slots.remove(n)).collect()
-        };
+        let lost = self.take_unheld(&mut self.slots());
         for slot in &lost {
             slot.lock().close();
             slot.wake.notify_one();
@@ -196,6 +188,16 @@ impl GroupCoordinator {
             Err(e) => tracing::warn!(error = %e, "taking over groups failed"),
         }
         self.update_gauges();
+    }
+
+    /// Takes the groups of brokers no longer held out of `slots` (either protocol's).
+    fn take_unheld<S>(&self, slots: &mut HashMap<String, Arc<S>>) -> Vec<Arc<S>> {
+        let names: Vec<String> = slots
+            .keys()
+            .filter(|n| !self.holdings.coordinates(n))
+            .cloned()
+            .collect();
+        names.iter().filter_map(|n| slots.remove(n)).collect()
     }
 
     /// A group in memory, loaded from the catalog or (with `create`) new.

@@ -147,15 +147,7 @@ impl GroupCoordinator {
     /// Drops the consumer groups of brokers no longer held from memory, without a write;
     /// returns how many.
     pub(crate) fn drop_unheld_consumer_groups(&self) -> usize {
-        let lost: Vec<Arc<ConsumerSlot>> = {
-            let mut slots = self.consumer_slots();
-            let names: Vec<String> = slots
-                .keys()
-                .filter(|n| !self.holdings.coordinates(n))
-                .cloned()
-                .collect();
-            names.iter().filter_map(|n| slots.remove(n)).collect()
-        };
+        let lost = self.take_unheld(&mut self.consumer_slots());
         for slot in &lost {
             slot.lock().kill();
             slot.wake.notify_one();
