@@ -5,6 +5,7 @@
 //! disk you measure). `bench/storage.sh` runs it next to a raw `dd` baseline. With
 //! `EDDY_BENCH_NO_CHECKPOINT=1` checkpoints are off, to separate their cost.
 
+use catalog::KafkaOp;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -73,13 +74,13 @@ async fn group_commit(root: &Path, writers: usize, size: usize) {
         cfg.checkpoint_bytes = u64::MAX;
     }
     let catalog = EmbeddedCatalog::open(cfg).unwrap();
-    let topic = Op::CreateTopic(TopicRecord {
+    let topic = Op::Kafka(KafkaOp::CreateTopic(TopicRecord {
         name: "bench".into(),
         id: 1,
         partitions: 256,
         configs: BTreeMap::new(),
         created_ms: 0,
-    });
+    }));
     catalog.commit(Transaction::new(vec![topic])).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(COMMIT_SECONDS);
     let started = Instant::now();
@@ -90,7 +91,7 @@ async fn group_commit(root: &Path, writers: usize, size: usize) {
             let batch = bytes::Bytes::from(vec![w as u8; size]);
             let mut n = 0u64;
             while Instant::now() < deadline {
-                let op = Op::Append {
+                let op = Op::Kafka(KafkaOp::Append {
                     topic_id: 1,
                     partition: (w % 256) as u32,
                     offset_count: 1,
@@ -98,7 +99,7 @@ async fn group_commit(root: &Path, writers: usize, size: usize) {
                     batch: batch.clone(),
                     producer: None,
                     transactional_id: None,
-                };
+                });
                 catalog.commit(Transaction::new(vec![op])).await.unwrap();
                 n += 1;
             }

@@ -1,6 +1,7 @@
 //! `eddy serve`: opens the catalog, binds the S3, Kafka and HTTP listeners, runs the
 //! background scrub, and shuts down cleanly on SIGINT or SIGTERM.
 
+use catalog::S3Op;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -63,7 +64,7 @@ async fn ensure_bucket(
         settings: BTreeMap::new(),
     };
     match catalog
-        .commit(Transaction::new(vec![Op::CreateBucket(record)]))
+        .commit(Transaction::new(vec![Op::S3(S3Op::CreateBucket(record))]))
         .await
     {
         Ok(_) | Err(CatalogError::BucketExists(_)) => Ok(()),

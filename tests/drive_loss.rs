@@ -2,6 +2,7 @@
 //! more than `m` bad shards in one stripe), everything reads back exactly; `eddy heal`
 //! then restores full redundancy, proven by losing two other drives and reading again.
 
+use catalog::{KafkaOp, S3Op};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -48,21 +49,21 @@ fn version(data: ObjectData, size: usize) -> ObjectVersion {
 
 async fn populate(c: &EmbeddedCatalog) {
     let setup = vec![
-        Op::CreateBucket(BucketRecord {
+        Op::S3(S3Op::CreateBucket(BucketRecord {
             name: "b".into(),
             owner: "eddyadmin".into(),
             created_ms: 0,
             versioning: Versioning::Unversioned,
             tags: BTreeMap::new(),
             settings: BTreeMap::new(),
-        }),
-        Op::CreateTopic(TopicRecord {
+        })),
+        Op::Kafka(KafkaOp::CreateTopic(TopicRecord {
             name: "t".into(),
             id: TOPIC,
             partitions: 3,
             configs: BTreeMap::new(),
             created_ms: 0,
-        }),
+        })),
     ];
     c.commit(Transaction::new(setup)).await.unwrap();
     for (i, size) in SIZES.iter().enumerate() {
@@ -73,13 +74,13 @@ async fn populate(c: &EmbeddedCatalog) {
             .unwrap()
             .unwrap();
         let ops = vec![
-            Op::PutObject {
+            Op::S3(S3Op::PutObject {
                 bucket: "b".into(),
                 key: format!("blob-{i}"),
                 version: version(ObjectData::Blobs(vec![meta]), *size),
                 replace_null: true,
-            },
-            Op::Append {
+            }),
+            Op::Kafka(KafkaOp::Append {
                 topic_id: TOPIC,
                 partition: i as u32 % 3,
                 offset_count: 1,
@@ -87,7 +88,7 @@ async fn populate(c: &EmbeddedCatalog) {
                 batch: body(1000 + i, 100 + i as u64).into(),
                 producer: None,
                 transactional_id: None,
-            },
+            }),
         ];
         c.commit(Transaction::new(ops)).await.unwrap();
         if i == 2 {

@@ -9,6 +9,7 @@
 //! partition; clients may read it but not write or delete it.
 
 use bytes::{BufMut, Bytes, BytesMut};
+use catalog::KafkaOp;
 use catalog::{Catalog, OffsetRecord, Op, TopicRecord, Transaction};
 use kafka_protocol::records::{
     Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
@@ -48,7 +49,9 @@ pub async fn ensure(catalog: &dyn Catalog) -> Result<(), catalog::CatalogError> 
         created_ms: crate::api::now_ms(),
     };
     match catalog
-        .commit(Transaction::new(vec![Op::CreateTopic(record)]))
+        .commit(Transaction::new(vec![Op::Kafka(KafkaOp::CreateTopic(
+            record,
+        ))]))
         .await
     {
         Ok(_) => Ok(()),
@@ -128,7 +131,7 @@ pub fn appends(
             tracing::error!(error = %e, "encoding an offsets topic batch failed");
             continue;
         }
-        ops.push(Op::Append {
+        ops.push(Op::Kafka(KafkaOp::Append {
             topic_id: topic.id,
             partition,
             offset_count: records.len() as u32,
@@ -136,7 +139,7 @@ pub fn appends(
             batch: buf.freeze(),
             producer: None,
             transactional_id: None,
-        });
+        }));
     }
     ops
 }
@@ -179,9 +182,9 @@ mod tests {
             ],
         );
         assert_eq!(ops.len(), 1);
-        let Op::Append {
+        let Op::Kafka(KafkaOp::Append {
             partition, batch, ..
-        } = &ops[0]
+        }) = &ops[0]
         else {
             panic!("not an append")
         };

@@ -7,6 +7,7 @@
 //! Iceberg table see a partition lose its head at once, and the batches' log space is
 //! released with them.
 
+use catalog::KafkaOp;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -179,11 +180,11 @@ async fn plan(
             if let Some(cut) = cut {
                 plan.records += cut.start - state.log_start_offset;
                 plan.bytes += state.bytes - cut.remaining;
-                plan.ops.push(Op::TruncateBefore {
+                plan.ops.push(Op::Kafka(KafkaOp::TruncateBefore {
                     topic_id: topic.id,
                     partition,
                     offset: cut.start,
-                });
+                }));
                 plan.leases
                     .extend(holdings.under_leader(&topic.name, partition as i32));
             }

@@ -15,6 +15,7 @@
 pub mod apply;
 pub mod checkpoint;
 mod committer;
+pub mod domain;
 pub mod error;
 pub mod format;
 pub mod kv;
@@ -44,6 +45,7 @@ use redb::{Database, Durability};
 use storage::{BlobStore, DriveSet, DriveSetConfig, Wal, WalConfig};
 use tokio::sync::{oneshot, watch};
 
+pub use domain::{ExpansionOp, GroupOp, IamOp, IcebergOp, KafkaOp, S3Op, TxnOp};
 pub use error::{CatalogError, CatalogResult};
 pub use metrics::CatalogMetrics;
 pub use model::*;

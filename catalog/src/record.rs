@@ -11,6 +11,7 @@
 //! applied, before the header is encoded; the catalog's batch index points at them, and
 //! fetches read them straight from the log.
 
+use crate::domain::{KafkaOp, TxnOp};
 use bytes::Bytes;
 
 use crate::error::{CatalogError, CatalogResult};
@@ -41,9 +42,11 @@ pub fn encode(mut data: Vec<u8>, txns: &[&Transaction]) -> CatalogResult<Vec<u8>
 /// Calls `f` on each batch an op puts in the data section, in order.
 fn for_each_batch(op: &Op, mut f: impl FnMut(&Bytes)) {
     match op {
-        Op::Append { batch, .. } => f(batch),
-        Op::CompactPartition { added, .. } => added.iter().for_each(|b| f(&b.batch)),
-        Op::EndTxn { markers, .. } => markers.iter().for_each(|m| f(&m.batch)),
+        Op::Kafka(KafkaOp::Append { batch, .. }) => f(batch),
+        Op::Kafka(KafkaOp::CompactPartition { added, .. }) => {
+            added.iter().for_each(|b| f(&b.batch))
+        }
+        Op::Txn(TxnOp::EndTxn { markers, .. }) => markers.iter().for_each(|m| f(&m.batch)),
         _ => {}
     }
 }
@@ -127,13 +130,13 @@ fn fill_batches(
     };
     for op in txns.iter_mut().flat_map(|t| t.ops.iter_mut()) {
         match op {
-            Op::Append { batch, .. } => *batch = next()?,
-            Op::CompactPartition { added, .. } => {
+            Op::Kafka(KafkaOp::Append { batch, .. }) => *batch = next()?,
+            Op::Kafka(KafkaOp::CompactPartition { added, .. }) => {
                 for b in added {
                     b.batch = next()?;
                 }
             }
-            Op::EndTxn { markers, .. } => {
+            Op::Txn(TxnOp::EndTxn { markers, .. }) => {
                 for m in markers {
                     m.batch = next()?;
                 }

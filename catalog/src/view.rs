@@ -7,6 +7,7 @@
 //! data dir without views reads as before. Buckets, objects, users and policies are
 //! shared by every view.
 
+use crate::domain::{ExpansionOp, GroupOp, IamOp, IcebergOp, KafkaOp, S3Op, TxnOp};
 use std::sync::Arc;
 
 use crate::wakeups;
@@ -104,83 +105,83 @@ impl ViewCatalog {
     /// An op with this view's names stored.
     fn op_in(&self, op: Op) -> CatalogResult<Op> {
         Ok(match op {
-            Op::CreateTopic(mut t) => {
+            Op::Kafka(KafkaOp::CreateTopic(mut t)) => {
                 t.name = self.wrap_or_err(&t.name)?;
-                Op::CreateTopic(t)
+                Op::Kafka(KafkaOp::CreateTopic(t))
             }
-            Op::UpdateTopic(mut t) => {
+            Op::Kafka(KafkaOp::UpdateTopic(mut t)) => {
                 t.name = self.wrap_or_err(&t.name)?;
-                Op::UpdateTopic(t)
+                Op::Kafka(KafkaOp::UpdateTopic(t))
             }
-            Op::DeleteTopic { name } => Op::DeleteTopic {
+            Op::Kafka(KafkaOp::DeleteTopic { name }) => Op::Kafka(KafkaOp::DeleteTopic {
                 name: self.wrap_or_err(&name)?,
-            },
-            Op::CommitOffset {
+            }),
+            Op::Group(GroupOp::CommitOffset {
                 group,
                 topic,
                 partition,
                 offset,
-            } => Op::CommitOffset {
+            }) => Op::Group(GroupOp::CommitOffset {
                 group: self.wrap_or_err(&group)?,
                 topic: self.wrap_or_err(&topic)?,
                 partition,
                 offset,
-            },
-            Op::DeleteOffset {
+            }),
+            Op::Group(GroupOp::DeleteOffset {
                 group,
                 topic,
                 partition,
-            } => Op::DeleteOffset {
+            }) => Op::Group(GroupOp::DeleteOffset {
                 group: self.wrap_or_err(&group)?,
                 topic: self.wrap_or_err(&topic)?,
                 partition,
-            },
-            Op::PutGroup(mut g) => {
+            }),
+            Op::Group(GroupOp::PutGroup(mut g)) => {
                 g.name = self.wrap_or_err(&g.name)?;
-                Op::PutGroup(g)
+                Op::Group(GroupOp::PutGroup(g))
             }
-            Op::DeleteGroup { name } => Op::DeleteGroup {
+            Op::Group(GroupOp::DeleteGroup { name }) => Op::Group(GroupOp::DeleteGroup {
                 name: self.wrap_or_err(&name)?,
-            },
-            Op::PutTopicTable {
+            }),
+            Op::Iceberg(IcebergOp::PutTopicTable {
                 topic,
                 expected,
                 table,
-            } => Op::PutTopicTable {
+            }) => Op::Iceberg(IcebergOp::PutTopicTable {
                 topic: self.wrap_or_err(&topic)?,
                 expected,
                 table,
-            },
-            Op::PutExpansion {
+            }),
+            Op::Expansion(ExpansionOp::PutExpansion {
                 topic,
                 source,
                 expected,
                 expansion,
-            } => Op::PutExpansion {
+            }) => Op::Expansion(ExpansionOp::PutExpansion {
                 topic: self.wrap_or_err(&topic)?,
                 source,
                 expected,
                 expansion: expansion.map(|e| self.expansion(e, true)).transpose()?,
-            },
-            Op::PutTable {
+            }),
+            Op::Iceberg(IcebergOp::PutTable {
                 namespace,
                 name,
                 expected,
                 table,
-            } => Op::PutTable {
+            }) => Op::Iceberg(IcebergOp::PutTable {
                 namespace: self.wrap_or_err(&namespace)?,
                 name,
                 expected,
                 table,
-            },
-            Op::PutTxn { id, record } => Op::PutTxn {
+            }),
+            Op::Txn(TxnOp::PutTxn { id, record }) => Op::Txn(TxnOp::PutTxn {
                 id: self.wrap_or_err(&id)?,
                 record: self.txn_record(record, true)?,
-            },
-            Op::DropTxn { id } => Op::DropTxn {
+            }),
+            Op::Txn(TxnOp::DropTxn { id }) => Op::Txn(TxnOp::DropTxn {
                 id: self.wrap_or_err(&id)?,
-            },
-            Op::TxnOffsetCommit {
+            }),
+            Op::Txn(TxnOp::TxnOffsetCommit {
                 id,
                 producer_id,
                 epoch,
@@ -188,7 +189,7 @@ impl ViewCatalog {
                 topic,
                 partition,
                 offset,
-            } => Op::TxnOffsetCommit {
+            }) => Op::Txn(TxnOp::TxnOffsetCommit {
                 id: self.wrap_or_err(&id)?,
                 producer_id,
                 epoch,
@@ -196,23 +197,23 @@ impl ViewCatalog {
                 topic: self.wrap_or_err(&topic)?,
                 partition,
                 offset,
-            },
-            Op::EndTxn {
+            }),
+            Op::Txn(TxnOp::EndTxn {
                 id,
                 producer_id,
                 epoch,
                 commit,
                 markers,
                 record,
-            } => Op::EndTxn {
+            }) => Op::Txn(TxnOp::EndTxn {
                 id: self.wrap_or_err(&id)?,
                 producer_id,
                 epoch,
                 commit,
                 markers,
                 record: self.txn_record(record, true)?,
-            },
-            Op::Append {
+            }),
+            Op::Kafka(KafkaOp::Append {
                 topic_id,
                 partition,
                 offset_count,
@@ -220,7 +221,7 @@ impl ViewCatalog {
                 batch,
                 producer,
                 transactional_id,
-            } => Op::Append {
+            }) => Op::Kafka(KafkaOp::Append {
                 topic_id,
                 partition,
                 offset_count,
@@ -230,30 +231,30 @@ impl ViewCatalog {
                 transactional_id: transactional_id
                     .map(|id| self.wrap_or_err(&id))
                     .transpose()?,
-            },
+            }),
             // Objects, buckets, uploads, partitions by id, quotas, users and policies
             // are shared by every view.
-            other @ (Op::CreateBucket(_)
-            | Op::DeleteBucket { .. }
-            | Op::PutObject { .. }
-            | Op::SetObjectTags { .. }
-            | Op::DeleteObjectVersion { .. }
-            | Op::ExpectEtag { .. }
-            | Op::ExpectUnlocked { .. }
-            | Op::SetObjectRetention { .. }
-            | Op::SetObjectLegalHold { .. }
-            | Op::TruncateBefore { .. }
-            | Op::CreateUpload(_)
-            | Op::PutPart { .. }
-            | Op::DeleteUpload { .. }
-            | Op::AllocateProducerId
-            | Op::CompactPartition { .. }
-            | Op::PutQuotas { .. }
-            | Op::PutUser { .. }
-            | Op::PutPolicy { .. }
-            | Op::PutBucketPolicy { .. }
-            | Op::PutBucketConfig { .. }
-            | Op::ReplaceBucket { .. }) => other,
+            other @ (Op::S3(S3Op::CreateBucket(_))
+            | Op::S3(S3Op::DeleteBucket { .. })
+            | Op::S3(S3Op::PutObject { .. })
+            | Op::S3(S3Op::SetObjectTags { .. })
+            | Op::S3(S3Op::DeleteObjectVersion { .. })
+            | Op::S3(S3Op::ExpectEtag { .. })
+            | Op::S3(S3Op::ExpectUnlocked { .. })
+            | Op::S3(S3Op::SetObjectRetention { .. })
+            | Op::S3(S3Op::SetObjectLegalHold { .. })
+            | Op::Kafka(KafkaOp::TruncateBefore { .. })
+            | Op::S3(S3Op::CreateUpload(_))
+            | Op::S3(S3Op::PutPart { .. })
+            | Op::S3(S3Op::DeleteUpload { .. })
+            | Op::Kafka(KafkaOp::AllocateProducerId)
+            | Op::Kafka(KafkaOp::CompactPartition { .. })
+            | Op::Kafka(KafkaOp::PutQuotas { .. })
+            | Op::Iam(IamOp::PutUser { .. })
+            | Op::Iam(IamOp::PutPolicy { .. })
+            | Op::S3(S3Op::PutBucketPolicy { .. })
+            | Op::S3(S3Op::PutBucketConfig { .. })
+            | Op::S3(S3Op::ReplaceBucket { .. })) => other,
         })
     }
 }

@@ -1,6 +1,7 @@
 //! The catalog's commit API end to end: atomic transactions, offsets, restart, and
 //! rebuilding from checkpoints when the store's drive is lost.
 
+use catalog::{ExpansionOp, GroupOp, IcebergOp, KafkaOp, S3Op, TxnOp};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -29,7 +30,7 @@ async fn fill(c: &EmbeddedCatalog, from: u32, to: u32) {
             vec![
                 object("b", &format!("key-{i:04}"), &i.to_le_bytes()),
                 append(5, i % 2, 1, i as u8),
-                Op::CommitOffset {
+                Op::Group(GroupOp::CommitOffset {
                     group: "g".into(),
                     topic: "t".into(),
                     partition: i % 2,
@@ -39,7 +40,7 @@ async fn fill(c: &EmbeddedCatalog, from: u32, to: u32) {
                         metadata: Some(format!("m{i}")),
                         commit_ms: 0,
                     },
-                },
+                }),
             ],
         )
         .await
@@ -131,17 +132,20 @@ async fn log_segments_live_as_long_as_their_batches() {
 
     commit(
         &c,
-        vec![Op::TruncateBefore {
+        vec![Op::Kafka(KafkaOp::TruncateBefore {
             topic_id: 9,
             partition: 0,
             offset: 20,
-        }],
+        })],
     )
     .await
     .unwrap();
-    commit(&c, vec![Op::DeleteTopic { name: "t".into() }])
-        .await
-        .unwrap();
+    commit(
+        &c,
+        vec![Op::Kafka(KafkaOp::DeleteTopic { name: "t".into() })],
+    )
+    .await
+    .unwrap();
     commit(&c, vec![bucket("after")]).await.unwrap();
     tokio::task::block_in_place(|| c.checkpoint().unwrap());
     let after = segment_files(dir.path());
@@ -168,7 +172,7 @@ async fn settle(c: &EmbeddedCatalog) {
 }
 
 fn upload(key: &str, id: &str) -> Op {
-    Op::CreateUpload(catalog::UploadRecord {
+    Op::S3(S3Op::CreateUpload(catalog::UploadRecord {
         upload_id: id.into(),
         bucket: "b".into(),
         key: key.into(),
@@ -180,16 +184,16 @@ fn upload(key: &str, id: &str) -> Op {
         checksum_type: None,
         lock: catalog::ObjectLock::default(),
         encryption: None,
-    })
+    }))
 }
 
 fn put_part(key: &str, id: &str, p: catalog::PartRecord) -> Op {
-    Op::PutPart {
+    Op::S3(S3Op::PutPart {
         bucket: "b".into(),
         key: key.into(),
         upload_id: id.into(),
         part: p,
-    }
+    })
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -265,12 +269,12 @@ async fn multipart_uploads_are_durable_and_free_their_blobs() {
     // Complete keeps part 2 only: part 1's blob is freed, part 2's lives on.
     commit(
         &c,
-        vec![Op::DeleteUpload {
+        vec![Op::S3(S3Op::DeleteUpload {
             bucket: "b".into(),
             key: "k".into(),
             upload_id: "u1".into(),
             keep: vec![p2.blob],
-        }],
+        })],
     )
     .await
     .unwrap();
@@ -287,12 +291,12 @@ async fn multipart_uploads_are_durable_and_free_their_blobs() {
     assert!(matches!(
         commit(
             &c,
-            vec![Op::DeleteUpload {
+            vec![Op::S3(S3Op::DeleteUpload {
                 bucket: "b".into(),
                 key: "k".into(),
                 upload_id: "u2".into(),
                 keep: vec![p2.blob],
-            }],
+            })],
         )
         .await,
         Err(CatalogError::InvalidPart(_))
@@ -301,12 +305,12 @@ async fn multipart_uploads_are_durable_and_free_their_blobs() {
     // Abort frees everything.
     commit(
         &c,
-        vec![Op::DeleteUpload {
+        vec![Op::S3(S3Op::DeleteUpload {
             bucket: "b".into(),
             key: "k".into(),
             upload_id: "u2".into(),
             keep: vec![],
-        }],
+        })],
     )
     .await
     .unwrap();
@@ -315,12 +319,12 @@ async fn multipart_uploads_are_durable_and_free_their_blobs() {
     assert!(matches!(
         commit(
             &c,
-            vec![Op::DeleteUpload {
+            vec![Op::S3(S3Op::DeleteUpload {
                 bucket: "b".into(),
                 key: "k".into(),
                 upload_id: "u2".into(),
                 keep: vec![],
-            }],
+            })],
         )
         .await,
         Err(CatalogError::NoSuchUpload(_))
@@ -361,11 +365,13 @@ async fn expansions_hold_their_topic_and_its_unread_records() {
         .await
         .unwrap();
     commit(&c, vec![append(7, 0, 10, 1)]).await.unwrap();
-    let put = |expected, e| Op::PutExpansion {
-        topic: "t".into(),
-        source: "value".into(),
-        expected,
-        expansion: e,
+    let put = |expected, e| {
+        Op::Expansion(ExpansionOp::PutExpansion {
+            topic: "t".into(),
+            source: "value".into(),
+            expected,
+            expansion: e,
+        })
     };
     // Built on the wrong change count, or for another topic id: refused.
     for bad in [
@@ -381,10 +387,12 @@ async fn expansions_hold_their_topic_and_its_unread_records() {
         .await
         .unwrap();
     assert_eq!(c.expansions("t").await.unwrap().len(), 1);
-    let truncate = |offset| Op::TruncateBefore {
-        topic_id: 7,
-        partition: 0,
-        offset,
+    let truncate = |offset| {
+        Op::Kafka(KafkaOp::TruncateBefore {
+            topic_id: 7,
+            partition: 0,
+            offset,
+        })
     };
     // No table yet: nothing was read, nothing may go.
     assert!(matches!(
@@ -393,11 +401,11 @@ async fn expansions_hold_their_topic_and_its_unread_records() {
     ));
     commit(
         &c,
-        vec![Op::PutTopicTable {
+        vec![Op::Iceberg(IcebergOp::PutTopicTable {
             topic: "t".into(),
             expected: 0,
             table: topic_table(7, 1, vec![6]),
-        }],
+        })],
     )
     .await
     .unwrap();
@@ -412,7 +420,7 @@ async fn expansions_hold_their_topic_and_its_unread_records() {
         commit(&c, vec![truncate(7)]).await,
         Err(CatalogError::NotExpanded { tabled: 6, .. })
     ));
-    let delete = || Op::DeleteTopic { name: "t".into() };
+    let delete = || Op::Kafka(KafkaOp::DeleteTopic { name: "t".into() });
     match commit(&c, vec![delete()]).await {
         Err(e @ CatalogError::TopicHasExpansion { .. }) => {
             assert!(e.to_string().contains("into expanded.rows"), "{e}")
@@ -434,11 +442,13 @@ async fn expansions_hold_their_topic_and_its_unread_records() {
         prefix: "expanded/rows/".into(),
         metadata_location: format!("s3://kafka/expanded/rows/metadata/{generation}.json"),
     };
-    let put_table = |expected, t| Op::PutTable {
-        namespace: "expanded".into(),
-        name: "rows".into(),
-        expected,
-        table: t,
+    let put_table = |expected, t| {
+        Op::Iceberg(IcebergOp::PutTable {
+            namespace: "expanded".into(),
+            name: "rows".into(),
+            expected,
+            table: t,
+        })
     };
     commit(
         &c,
@@ -653,18 +663,18 @@ fn txn_record(
 }
 
 fn txn_append(id: u128, partition: u32, txn: &str, producer_id: i64, epoch: i16, seq: i32) -> Op {
-    let Op::Append {
+    let Op::Kafka(KafkaOp::Append {
         topic_id,
         partition,
         offset_count,
         max_timestamp,
         batch,
         ..
-    } = append(id, partition, 2, 9)
+    }) = append(id, partition, 2, 9)
     else {
         unreachable!()
     };
-    Op::Append {
+    Op::Kafka(KafkaOp::Append {
         topic_id,
         partition,
         offset_count,
@@ -677,11 +687,11 @@ fn txn_append(id: u128, partition: u32, txn: &str, producer_id: i64, epoch: i16,
             last_sequence: seq + 1,
         }),
         transactional_id: Some(txn.into()),
-    }
+    })
 }
 
 fn end_txn(id: u128, partitions: &[u32], producer_id: i64, epoch: i16, commit: bool) -> Op {
-    Op::EndTxn {
+    Op::Txn(TxnOp::EndTxn {
         id: "tx".into(),
         producer_id,
         epoch,
@@ -706,7 +716,7 @@ fn end_txn(id: u128, partitions: &[u32], producer_id: i64, epoch: i16, commit: b
             &[],
             &[],
         ),
-    }
+    })
 }
 
 /// Transactions as the catalog keeps them: appends only inside their open transaction,
@@ -724,9 +734,11 @@ async fn transactions_hold_the_stable_offset_and_end_everywhere_at_once() {
         commit(&c, vec![txn_append(7, 0, "tx", 3, 0, 0)]).await,
         Err(CatalogError::InvalidTxnState(_))
     ));
-    let open_txn = |groups: &[&str]| Op::PutTxn {
-        id: "tx".into(),
-        record: txn_record(3, 0, Ongoing, &[("t", 0), ("t", 1)], groups),
+    let open_txn = |groups: &[&str]| {
+        Op::Txn(TxnOp::PutTxn {
+            id: "tx".into(),
+            record: txn_record(3, 0, Ongoing, &[("t", 0), ("t", 1)], groups),
+        })
     };
     commit(&c, vec![append(7, 0, 1, 1), open_txn(&["g"])])
         .await
@@ -764,19 +776,21 @@ async fn transactions_hold_the_stable_offset_and_end_everywhere_at_once() {
         commit(&c, vec![txn_append(8, 0, "tx", 3, 0, 0)]).await,
         Err(CatalogError::InvalidTxnState(_))
     ));
-    let held = |group: &str, offset: i64| Op::TxnOffsetCommit {
-        id: "tx".into(),
-        producer_id: 3,
-        epoch: 0,
-        group: group.into(),
-        topic: "src".into(),
-        partition: 0,
-        offset: OffsetRecord {
-            offset,
-            leader_epoch: -1,
-            metadata: None,
-            commit_ms: 4,
-        },
+    let held = |group: &str, offset: i64| {
+        Op::Txn(TxnOp::TxnOffsetCommit {
+            id: "tx".into(),
+            producer_id: 3,
+            epoch: 0,
+            group: group.into(),
+            topic: "src".into(),
+            partition: 0,
+            offset: OffsetRecord {
+                offset,
+                leader_epoch: -1,
+                metadata: None,
+                commit_ms: 4,
+            },
+        })
     };
     assert!(matches!(
         commit(&c, vec![held("other", 1)]).await,
@@ -852,11 +866,11 @@ async fn transactions_hold_the_stable_offset_and_end_everywhere_at_once() {
     // Retention past the marker forgets the abort.
     commit(
         &c,
-        vec![Op::TruncateBefore {
+        vec![Op::Kafka(KafkaOp::TruncateBefore {
             topic_id: 7,
             partition: 0,
             offset: 8,
-        }],
+        })],
     )
     .await
     .unwrap();
@@ -866,10 +880,12 @@ async fn transactions_hold_the_stable_offset_and_end_everywhere_at_once() {
 #[tokio::test(flavor = "multi_thread")]
 async fn bucket_configurations_need_their_bucket_survive_checkpoints_and_go_with_it() {
     use catalog::BucketConfigKind::{Cors, Lifecycle};
-    let put = |bucket: &str, kind, doc: Option<&str>| Op::PutBucketConfig {
-        bucket: bucket.into(),
-        kind,
-        document: doc.map(str::to_owned),
+    let put = |bucket: &str, kind, doc: Option<&str>| {
+        Op::S3(S3Op::PutBucketConfig {
+            bucket: bucket.into(),
+            kind,
+            document: doc.map(str::to_owned),
+        })
     };
     let dir = tempfile::tempdir().unwrap();
     let c = open(dir.path());
@@ -912,7 +928,7 @@ async fn bucket_configurations_need_their_bucket_survive_checkpoints_and_go_with
         .collect();
     assert_eq!(all, ["a", "ab"]);
     // A bucket takes its configurations with it (and a new one of the name has none).
-    commit(&c, vec![Op::DeleteBucket { name: "a".into() }])
+    commit(&c, vec![Op::S3(S3Op::DeleteBucket { name: "a".into() })])
         .await
         .unwrap();
     commit(&c, vec![bucket("a")]).await.unwrap();
@@ -928,12 +944,12 @@ async fn locked_versions_survive_every_removal_until_their_lock_ends() {
     let c = open(dir.path());
     commit(&c, vec![bucket("b")]).await.unwrap();
     let locked = |key: &str, mode, until_ms, legal_hold| {
-        let Op::PutObject {
+        let Op::S3(S3Op::PutObject {
             bucket,
             key,
             mut version,
             ..
-        } = object("b", key, b"kept")
+        }) = object("b", key, b"kept")
         else {
             unreachable!()
         };
@@ -942,36 +958,38 @@ async fn locked_versions_survive_every_removal_until_their_lock_ends() {
             retention: Some(Retention { mode, until_ms }),
             legal_hold,
         };
-        Op::PutObject {
+        Op::S3(S3Op::PutObject {
             bucket,
             key,
             version,
             replace_null: false,
-        }
+        })
     };
     let remove = |key: &str, now_ms, bypass_governance| {
         vec![
-            Op::ExpectUnlocked {
+            Op::S3(S3Op::ExpectUnlocked {
                 bucket: "b".into(),
                 key: key.into(),
                 version_id: format!("v-{key}"),
                 now_ms,
                 bypass_governance,
-            },
-            Op::DeleteObjectVersion {
+            }),
+            Op::S3(S3Op::DeleteObjectVersion {
                 bucket: "b".into(),
                 key: key.into(),
                 version_id: format!("v-{key}"),
-            },
+            }),
         ]
     };
-    let retain = |key: &str, mode, until_ms, bypass_governance| Op::SetObjectRetention {
-        bucket: "b".into(),
-        key: key.into(),
-        version_id: format!("v-{key}"),
-        retention: Some(Retention { mode, until_ms }),
-        now_ms: NOW,
-        bypass_governance,
+    let retain = |key: &str, mode, until_ms, bypass_governance| {
+        Op::S3(S3Op::SetObjectRetention {
+            bucket: "b".into(),
+            key: key.into(),
+            version_id: format!("v-{key}"),
+            retention: Some(Retention { mode, until_ms }),
+            now_ms: NOW,
+            bypass_governance,
+        })
     };
     let is_locked = |r: Result<catalog::CommitOutcome, CatalogError>| {
         matches!(r, Err(CatalogError::ObjectLocked(_)))
@@ -1004,11 +1022,13 @@ async fn locked_versions_survive_every_removal_until_their_lock_ends() {
     commit(&c, vec![shorter]).await.unwrap();
     // A legal hold outlasts its retention and any bypass, until it is lifted.
     assert!(is_locked(commit(&c, remove("held", NOW, true)).await));
-    let hold = |on| Op::SetObjectLegalHold {
-        bucket: "b".into(),
-        key: "held".into(),
-        version_id: "v-held".into(),
-        on,
+    let hold = |on| {
+        Op::S3(S3Op::SetObjectLegalHold {
+            bucket: "b".into(),
+            key: "held".into(),
+            version_id: "v-held".into(),
+            on,
+        })
     };
     commit(&c, vec![hold(false)]).await.unwrap();
     commit(&c, remove("held", NOW, false)).await.unwrap();
@@ -1046,7 +1066,8 @@ async fn locked_versions_survive_every_removal_until_their_lock_ends() {
     assert!(c.list_versions("b", "", None, 10).await.unwrap().is_empty());
 
     // A write that replaces a locked `null` version is refused while the lock holds.
-    let Op::PutObject { mut version, .. } = locked("n", LockMode::Governance, NOW + 50, false)
+    let Op::S3(S3Op::PutObject { mut version, .. }) =
+        locked("n", LockMode::Governance, NOW + 50, false)
     else {
         unreachable!()
     };
@@ -1054,12 +1075,12 @@ async fn locked_versions_survive_every_removal_until_their_lock_ends() {
     let put_null = |at: i64, version: &catalog::ObjectVersion| {
         let mut v = version.clone();
         v.last_modified_ms = at;
-        vec![Op::PutObject {
+        vec![Op::S3(S3Op::PutObject {
             bucket: "b".into(),
             key: "n".into(),
             version: v,
             replace_null: true,
-        }]
+        })]
     };
     commit(&c, put_null(NOW, &version)).await.unwrap();
     let mut plain = version.clone();

@@ -4,6 +4,7 @@
 
 mod common;
 
+use catalog::{GroupOp, IcebergOp, KafkaOp, S3Op};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -169,7 +170,7 @@ async fn transactions_commit_whole_or_not_at_all(u: &Under) {
     );
     assert_eq!(c.read_batches(7, 0, 0, 1 << 20).await.unwrap().len(), 2);
     assert!(matches!(
-        commit(c, vec![Op::DeleteBucket { name: "b".into() }]).await,
+        commit(c, vec![Op::S3(S3Op::DeleteBucket { name: "b".into() })]).await,
         Err(CatalogError::BucketNotEmpty(_))
     ));
     assert!(matches!(
@@ -253,10 +254,12 @@ async fn topic_tables_follow_their_topic(u: &Under) {
     commit(c, vec![bucket("kafka"), topic("t", 7, 2)])
         .await
         .unwrap();
-    let put = |expected, table| Op::PutTopicTable {
-        topic: "t".into(),
-        expected,
-        table,
+    let put = |expected, table| {
+        Op::Iceberg(IcebergOp::PutTopicTable {
+            topic: "t".into(),
+            expected,
+            table,
+        })
     };
     commit(
         c,
@@ -307,9 +310,12 @@ async fn topic_tables_follow_their_topic(u: &Under) {
     .unwrap();
     assert_eq!(c.topic_table("t").await.unwrap().unwrap().generation, 2);
 
-    commit(c, vec![Op::DeleteTopic { name: "t".into() }])
-        .await
-        .unwrap();
+    commit(
+        c,
+        vec![Op::Kafka(KafkaOp::DeleteTopic { name: "t".into() })],
+    )
+    .await
+    .unwrap();
     assert!(c.topic_table("t").await.unwrap().is_none());
     let left: Vec<String> = c
         .list_objects("kafka", "", None, 100)
@@ -328,17 +334,19 @@ async fn topic_tables_follow_their_topic(u: &Under) {
 
 async fn bucket_replacements_apply_only_to_the_record_they_were_built_on(u: &Under) {
     let c = u.catalog.as_ref();
-    let Op::CreateBucket(original) = bucket("b") else {
+    let Op::S3(S3Op::CreateBucket(original)) = bucket("b") else {
         unreachable!()
     };
-    commit(c, vec![Op::CreateBucket(original.clone())])
+    commit(c, vec![Op::S3(S3Op::CreateBucket(original.clone()))])
         .await
         .unwrap();
     let mut tagged = original.clone();
     tagged.tags.insert("k".into(), "v".into());
-    let replace = |expected: &BucketRecord, record: &BucketRecord| Op::ReplaceBucket {
-        expected: expected.clone(),
-        record: record.clone(),
+    let replace = |expected: &BucketRecord, record: &BucketRecord| {
+        Op::S3(S3Op::ReplaceBucket {
+            expected: expected.clone(),
+            record: record.clone(),
+        })
     };
     commit(c, vec![replace(&original, &tagged)]).await.unwrap();
     // Built on the record before the tags: refused, and the tags stay.
@@ -361,7 +369,7 @@ async fn bucket_replacements_apply_only_to_the_record_they_were_built_on(u: &Und
         commit(c, vec![replace(&both, &renamed)]).await,
         Err(CatalogError::Invalid(_))
     ));
-    commit(c, vec![Op::DeleteBucket { name: "b".into() }])
+    commit(c, vec![Op::S3(S3Op::DeleteBucket { name: "b".into() })])
         .await
         .unwrap();
     assert!(matches!(
@@ -377,16 +385,18 @@ async fn views_keep_topics_and_group_offsets_apart(u: &Under) {
     let inner: Arc<dyn Catalog> = u.catalog.clone();
     let default = ViewCatalog::default_view(inner.clone());
     let team = ViewCatalog::named(inner.clone(), "team");
-    let offset = |o: i64| Op::CommitOffset {
-        group: "g".into(),
-        topic: "orders".into(),
-        partition: 0,
-        offset: OffsetRecord {
-            offset: o,
-            leader_epoch: -1,
-            metadata: None,
-            commit_ms: 0,
-        },
+    let offset = |o: i64| {
+        Op::Group(GroupOp::CommitOffset {
+            group: "g".into(),
+            topic: "orders".into(),
+            partition: 0,
+            offset: OffsetRecord {
+                offset: o,
+                leader_epoch: -1,
+                metadata: None,
+                commit_ms: 0,
+            },
+        })
     };
     for (view, id, o) in [(&default, 1u128, 5), (&team, 2u128, 9)] {
         view.commit(Transaction::new(vec![topic("orders", id, 1)]))
@@ -531,11 +541,11 @@ async fn postgres_node_logs_free_segments_nothing_references() {
     assert!(before >= 10, "{before} segments");
     commit(
         c.as_ref(),
-        vec![Op::TruncateBefore {
+        vec![Op::Kafka(KafkaOp::TruncateBefore {
             topic_id: 5,
             partition: 0,
             offset: 18,
-        }],
+        })],
     )
     .await
     .unwrap();

@@ -5,6 +5,7 @@
 //! each start (a user the config no longer names is removed); users made through the
 //! admin API, the CLI or Kafka's AlterUserScramCredentials are kept as they are.
 
+use catalog::{IamOp, S3Op};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 
@@ -181,18 +182,18 @@ impl Directory {
                 from_config: true,
             };
             if old != Some(&record) {
-                ops.push(Op::PutUser {
+                ops.push(Op::Iam(IamOp::PutUser {
                     name: c.name.clone(),
                     record: Some(record),
-                });
+                }));
             }
         }
         for u in &stored {
             if u.from_config && !config.iter().any(|c| c.name == u.name) {
-                ops.push(Op::PutUser {
+                ops.push(Op::Iam(IamOp::PutUser {
                     name: u.name.clone(),
                     record: None,
-                });
+                }));
             }
         }
         if !ops.is_empty() {
@@ -377,15 +378,15 @@ impl Directory {
                 );
                 for op in ops {
                     match op {
-                        Op::PutUser { name, record } => {
+                        Op::Iam(IamOp::PutUser { name, record }) => {
                             users.retain(|u| u.name != name);
                             users.extend(record);
                         }
-                        Op::PutPolicy { name, record } => {
+                        Op::Iam(IamOp::PutPolicy { name, record }) => {
                             policies.retain(|p| p.name != name);
                             policies.extend(record);
                         }
-                        Op::PutBucketPolicy { bucket, document } => {
+                        Op::S3(S3Op::PutBucketPolicy { bucket, document }) => {
                             buckets.retain(|b| b.bucket != bucket);
                             buckets.extend(
                                 document.map(|document| catalog::BucketPolicy { bucket, document }),
@@ -432,10 +433,10 @@ impl Directory {
             }
             u.scram = credentials_of(p);
         }
-        self.commit(vec![Op::PutUser {
+        self.commit(vec![Op::Iam(IamOp::PutUser {
             name: name.to_owned(),
             record: Some(u.clone()),
-        }])
+        })])
         .await?;
         Ok(u)
     }
@@ -449,18 +450,18 @@ impl Directory {
         if u.from_config {
             return Err(IamError::FromConfig(name.to_owned()));
         }
-        let mut ops = vec![Op::PutUser {
+        let mut ops = vec![Op::Iam(IamOp::PutUser {
             name: name.to_owned(),
             record: None,
-        }];
+        })];
         for p in self.policies() {
             if p.record.attached.iter().any(|a| a == name) {
                 let mut r = p.record.clone();
                 r.attached.retain(|a| a != name);
-                ops.push(Op::PutPolicy {
+                ops.push(Op::Iam(IamOp::PutPolicy {
                     name: r.name.clone(),
                     record: Some(r),
-                });
+                }));
             }
         }
         self.commit(ops).await
@@ -495,10 +496,10 @@ impl Directory {
         }
         u.scram.sort_by_key(|c| c.mechanism);
         let record = (!u.scram.is_empty() || u.s3_secret.is_some()).then_some(u);
-        self.commit(vec![Op::PutUser {
+        self.commit(vec![Op::Iam(IamOp::PutUser {
             name: name.to_owned(),
             record,
-        }])
+        })])
         .await
     }
 
@@ -524,14 +525,14 @@ impl Directory {
                 .map(|p| p.record.attached.clone())
                 .unwrap_or_default(),
         };
-        self.commit(vec![Op::PutPolicy {
+        self.commit(vec![Op::Iam(IamOp::PutPolicy {
             name: name.to_owned(),
             record: Some(PolicyRecord {
                 name: name.to_owned(),
                 document: document.to_owned(),
                 attached,
             }),
-        }])
+        })])
         .await
     }
 
@@ -541,10 +542,10 @@ impl Directory {
         if self.policy(name).is_none() {
             return Err(IamError::NoSuchPolicy(name.to_owned()));
         }
-        self.commit(vec![Op::PutPolicy {
+        self.commit(vec![Op::Iam(IamOp::PutPolicy {
             name: name.to_owned(),
             record: None,
-        }])
+        })])
         .await
     }
 
@@ -569,10 +570,10 @@ impl Directory {
             r.attached.push(principal.to_owned());
             r.attached.sort();
         }
-        self.commit(vec![Op::PutPolicy {
+        self.commit(vec![Op::Iam(IamOp::PutPolicy {
             name: policy.to_owned(),
             record: Some(r),
-        }])
+        })])
         .await
     }
 
@@ -586,10 +587,10 @@ impl Directory {
             Policy::parse(d, PolicyKind::Resource)?;
         }
         let _edit = self.edits.lock().await;
-        self.commit(vec![Op::PutBucketPolicy {
+        self.commit(vec![Op::S3(S3Op::PutBucketPolicy {
             bucket: bucket.to_owned(),
             document: document.map(str::to_owned),
-        }])
+        })])
         .await
     }
 
@@ -618,18 +619,18 @@ impl Directory {
             }
             Policy::parse(&r.document, PolicyKind::Identity)?;
             if !old.contains(r) {
-                ops.push(Op::PutPolicy {
+                ops.push(Op::Iam(IamOp::PutPolicy {
                     name: r.name.clone(),
                     record: Some(r.clone()),
-                });
+                }));
             }
         }
         for r in old {
             if !new.iter().any(|n| n.name == r.name) {
-                ops.push(Op::PutPolicy {
+                ops.push(Op::Iam(IamOp::PutPolicy {
                     name: r.name,
                     record: None,
-                });
+                }));
             }
         }
         if ops.is_empty() {

@@ -1,6 +1,6 @@
 //! A bucket's notification configuration: which changes of which keys go to which
 //! topic. It lives in the bucket record's settings (key [`SETTINGS_KEY`], JSON), so it
-//! needs no catalog table of its own and changes with `Op::ReplaceBucket`.
+//! needs no catalog table of its own and changes with `S3Op::ReplaceBucket`.
 
 use std::collections::BTreeMap;
 

@@ -1,6 +1,7 @@
-//! Turning an object change into the `Op::Append` rows of its events, to commit in the
+//! Turning an object change into the `KafkaOp::Append` rows of its events, to commit in the
 //! same transaction as the change.
 
+use catalog::KafkaOp;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -33,7 +34,7 @@ impl Default for NotifySettings {
 /// The event rows of one change.
 #[derive(Debug, Default)]
 pub struct Rows {
-    /// One `Op::Append` per (topic, partition).
+    /// One `KafkaOp::Append` per (topic, partition).
     pub ops: Vec<Op>,
     /// Records in them.
     pub events: u64,
@@ -177,7 +178,7 @@ impl Notifier {
             let batch = encode_batch(&records, log_append_time)
                 .map_err(|e| CatalogError::Store(e.to_string()))?;
             rows.events += records.len() as u64;
-            rows.ops.push(Op::Append {
+            rows.ops.push(Op::Kafka(KafkaOp::Append {
                 topic_id,
                 partition,
                 offset_count: batch.offset_count,
@@ -185,7 +186,7 @@ impl Notifier {
                 batch: batch.bytes,
                 producer: None,
                 transactional_id: None,
-            });
+            }));
         }
         Ok(rows)
     }

@@ -1,6 +1,6 @@
 //! One event as a Kafka record: key `bucket/key`, value an AWS S3 event JSON document,
 //! headers the CloudEvents Kafka binary-mode attributes; and records as a magic-v2
-//! batch for `Op::Append`.
+//! batch for `KafkaOp::Append`.
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::indexmap::IndexMap;

@@ -1,5 +1,6 @@
 //! Buckets: create, delete, head, list, location, bucket tagging.
 
+use catalog::S3Op;
 use std::collections::BTreeMap;
 
 use catalog::{BucketRecord, CatalogError, Op, Transaction, Versioning};
@@ -76,7 +77,7 @@ pub async fn create_bucket(
     }
     match gw
         .catalog()
-        .commit(Transaction::new(vec![Op::CreateBucket(record)]))
+        .commit(Transaction::new(vec![Op::S3(S3Op::CreateBucket(record))]))
         .await
     {
         Ok(_) => {
@@ -136,14 +137,16 @@ pub async fn delete_bucket(
         .await
         .or_s3()?
         .into_iter()
-        .map(|u| Op::DeleteUpload {
-            bucket: u.bucket,
-            key: u.key,
-            upload_id: u.upload_id,
-            keep: Vec::new(),
+        .map(|u| {
+            Op::S3(S3Op::DeleteUpload {
+                bucket: u.bucket,
+                key: u.key,
+                upload_id: u.upload_id,
+                keep: Vec::new(),
+            })
         })
         .collect();
-    ops.push(Op::DeleteBucket { name: b.name });
+    ops.push(Op::S3(S3Op::DeleteBucket { name: b.name }));
     gw.catalog().commit(Transaction::new(ops)).await.or_s3()?;
     // The bucket's policy went with it: forget it now, or a bucket made again under the
     // same name would be open to what the old one granted.
@@ -248,7 +251,7 @@ const MAX_BUCKETS_PER_PAGE: i32 = 10_000;
 /// Attempts at a bucket setting change before giving up on concurrent changes.
 const UPDATE_ATTEMPTS: usize = 16;
 
-/// Changes a bucket's record with `change` as a compare-and-set ([`Op::ReplaceBucket`]):
+/// Changes a bucket's record with `change` as a compare-and-set ([`S3Op::ReplaceBucket`]):
 /// when another request changed the record first, reads it again and applies `change`
 /// to that, so concurrent changes of different settings (tags, versioning,
 /// notifications) are all kept, and a bucket deleted and re-created meanwhile is not
@@ -263,7 +266,7 @@ pub(crate) async fn update_bucket<T: Sync>(
         let expected = gw.bucket_for(req, name).await?;
         let mut record = expected.clone();
         change(&mut record)?;
-        let op = Op::ReplaceBucket { expected, record };
+        let op = Op::S3(S3Op::ReplaceBucket { expected, record });
         match gw.catalog().commit(Transaction::new(vec![op])).await {
             Ok(_) => return Ok(()),
             Err(CatalogError::PreconditionFailed(_)) => continue,

@@ -2,6 +2,7 @@
 //! document s3s serializes: stored after validation, parsed again when used, so what is on
 //! disk means what S3's schema says (docs/format.md, format 7).
 
+use catalog::S3Op;
 use catalog::{BucketConfigKind, Op, Transaction};
 use s3s::xml::{Deserialize, Deserializer, Serialize, Serializer};
 use s3s::{S3Error, S3ErrorCode, S3Result};
@@ -37,11 +38,11 @@ pub async fn put(
     document: Option<String>,
 ) -> S3Result<()> {
     gw.catalog()
-        .commit(Transaction::new(vec![Op::PutBucketConfig {
+        .commit(Transaction::new(vec![Op::S3(S3Op::PutBucketConfig {
             bucket: bucket.to_owned(),
             kind,
             document,
-        }]))
+        })]))
         .await
         .map_err(catalog_error)?;
     Ok(())

@@ -3,9 +3,10 @@
 //! Every object change (put, copy, delete, delete-objects entry, multipart complete and
 //! abort, tagging) builds one [`Change`] and commits it as exactly one catalog
 //! transaction. [`Change::commit`] adds the bucket notification rows of the change's
-//! events (one `Op::Append` per topic partition, built by the `notify` crate) to that
+//! events (one `KafkaOp::Append` per topic partition, built by the `notify` crate) to that
 //! same transaction, so an object change and its events commit together or not at all.
 
+use catalog::S3Op;
 use std::collections::BTreeMap;
 
 use catalog::{BucketRecord, CatalogError, CommitOutcome, ObjectVersion, Op, Transaction};
@@ -83,11 +84,11 @@ impl<'a> Change<'a> {
     /// Fails the change unless the key's current ETag is `etag` (`None`: unless the key
     /// has no current version).
     pub fn expect_etag(mut self, bucket: &str, key: &str, etag: Option<String>) -> Self {
-        self.ops.push(Op::ExpectEtag {
+        self.ops.push(Op::S3(S3Op::ExpectEtag {
             bucket: bucket.into(),
             key: key.into(),
             etag,
-        });
+        }));
         self
     }
 
@@ -110,12 +111,12 @@ impl<'a> Change<'a> {
             etag: data.then(|| version.etag.clone()),
             version_id: version.version_id.clone(),
         });
-        self.ops.push(Op::PutObject {
+        self.ops.push(Op::S3(S3Op::PutObject {
             bucket: bucket.name.clone(),
             key: key.into(),
             version,
             replace_null,
-        });
+        }));
         self
     }
 
@@ -148,18 +149,18 @@ impl<'a> Change<'a> {
             etag: None,
             version_id: version_id.into(),
         });
-        self.ops.push(Op::ExpectUnlocked {
+        self.ops.push(Op::S3(S3Op::ExpectUnlocked {
             bucket: bucket.name.clone(),
             key: key.into(),
             version_id: version_id.into(),
             now_ms: crate::now_ms(),
             bypass_governance: self.bypass_governance,
-        });
-        self.ops.push(Op::DeleteObjectVersion {
+        }));
+        self.ops.push(Op::S3(S3Op::DeleteObjectVersion {
             bucket: bucket.name.clone(),
             key: key.into(),
             version_id: version_id.into(),
-        });
+        }));
         self
     }
 
@@ -180,12 +181,12 @@ impl<'a> Change<'a> {
             etag: Some(version.etag.clone()),
             version_id: version.version_id.clone(),
         });
-        self.ops.push(Op::SetObjectTags {
+        self.ops.push(Op::S3(S3Op::SetObjectTags {
             bucket: bucket.name.clone(),
             key: key.into(),
             version_id: Some(version.version_id.clone()),
             tags,
-        });
+        }));
         self
     }
 

@@ -3,6 +3,7 @@
 //! order, without copying. Parts left out of a completion, and every part of an aborted
 //! upload, are freed by the catalog once the commit is durable.
 
+use catalog::S3Op;
 use catalog::{ObjectData, ObjectVersion, Op, PartRecord, UploadRecord};
 use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
@@ -109,7 +110,7 @@ pub async fn create_multipart_upload(
     };
     let upload_id = upload.upload_id.clone();
     Change::new()
-        .op(Op::CreateUpload(upload))
+        .op(Op::S3(S3Op::CreateUpload(upload)))
         .commit(gw)
         .await?;
     let r = sse::reported(encryption.as_ref());
@@ -165,12 +166,12 @@ pub async fn commit_part(
 ) -> S3Result<()> {
     let blob = part.blob;
     Change::new()
-        .op(Op::PutPart {
+        .op(Op::S3(S3Op::PutPart {
             bucket: bucket.into(),
             key: key.into(),
             upload_id: upload_id.into(),
             part,
-        })
+        }))
         .owns(&[blob])
         .commit(gw)
         .await?;
@@ -408,12 +409,12 @@ pub async fn complete_multipart_upload(
         change = change.expect_etag(&b.name, &i.key, Some(e.value().to_owned()));
     }
     change
-        .op(Op::DeleteUpload {
+        .op(Op::S3(S3Op::DeleteUpload {
             bucket: b.name.clone(),
             key: i.key.clone(),
             upload_id: i.upload_id.clone(),
             keep: blobs,
-        })
+        }))
         .put_version(
             Event::CompleteMultipartUpload,
             &b,
@@ -506,12 +507,12 @@ pub async fn abort_multipart_upload(
     let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let i = req.input;
     Change::new()
-        .op(Op::DeleteUpload {
+        .op(Op::S3(S3Op::DeleteUpload {
             bucket: b.name,
             key: i.key,
             upload_id: i.upload_id,
             keep: Vec::new(),
-        })
+        }))
         .commit(gw)
         .await?;
     Ok(S3Response::with_status(

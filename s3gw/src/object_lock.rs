@@ -9,6 +9,7 @@
 //! weakened retention; so a retention change racing a delete is decided in commit order,
 //! never by a stale read here.
 
+use catalog::S3Op;
 use catalog::{BucketRecord, LockMode, ObjectLock, Op, Retention, Versioning};
 use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
@@ -444,14 +445,14 @@ pub async fn put_object_retention(
     .await?;
     Change::new()
         .by(gw.requester(&req))
-        .op(Op::SetObjectRetention {
+        .op(Op::S3(S3Op::SetObjectRetention {
             bucket: b.name.clone(),
             key: i.key.clone(),
             version_id: v.version_id,
             retention,
             now_ms: now,
             bypass_governance,
-        })
+        }))
         .commit(gw)
         .await?;
     Ok(S3Response::new(PutObjectRetentionOutput::default()))
@@ -492,12 +493,12 @@ pub async fn put_object_legal_hold(
     let v = locked_version(gw, &b, &i.key, i.version_id.as_deref()).await?;
     Change::new()
         .by(gw.requester(&req))
-        .op(Op::SetObjectLegalHold {
+        .op(Op::S3(S3Op::SetObjectLegalHold {
             bucket: b.name.clone(),
             key: i.key.clone(),
             version_id: v.version_id,
             on,
-        })
+        }))
         .commit(gw)
         .await?;
     Ok(S3Response::new(PutObjectLegalHoldOutput::default()))

@@ -1,6 +1,7 @@
 //! A change whose commit fails deletes the blobs it brought in before it reports the
 //! failure, and leaves the catalog as it was.
 
+use catalog::{KafkaOp, S3Op};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -17,14 +18,16 @@ async fn failed_commit_deletes_the_new_blobs() {
     let dir = tempfile::tempdir().unwrap();
     let cat =
         EmbeddedCatalog::open(CatalogConfig::new(DriveSetConfig::under(dir.path(), 4, 2))).unwrap();
-    cat.commit(Transaction::new(vec![Op::CreateBucket(BucketRecord {
-        name: "b".into(),
-        owner: "admin".into(),
-        created_ms: 0,
-        versioning: Versioning::Unversioned,
-        tags: BTreeMap::new(),
-        settings: BTreeMap::new(),
-    })]))
+    cat.commit(Transaction::new(vec![Op::S3(S3Op::CreateBucket(
+        BucketRecord {
+            name: "b".into(),
+            owner: "admin".into(),
+            created_ms: 0,
+            versioning: Versioning::Unversioned,
+            tags: BTreeMap::new(),
+            settings: BTreeMap::new(),
+        },
+    ))]))
     .await
     .unwrap();
     let gw = Gateway::new(
@@ -99,15 +102,15 @@ async fn event_rows_commit_with_the_change_or_not_at_all() {
     let mut settings = BTreeMap::new();
     config.store(&mut settings);
     cat.commit(Transaction::new(vec![
-        Op::CreateBucket(BucketRecord {
+        Op::S3(S3Op::CreateBucket(BucketRecord {
             name: "b".into(),
             owner: "admin".into(),
             created_ms: 0,
             versioning: Versioning::Unversioned,
             tags: BTreeMap::new(),
             settings,
-        }),
-        Op::CreateTopic(topic.clone()),
+        })),
+        Op::Kafka(KafkaOp::CreateTopic(topic.clone())),
     ]))
     .await
     .unwrap();

@@ -6,6 +6,7 @@
 //! EDDY_LIST_KEYS=1000000 cargo test -p eddy-s3gw --test list_scale -- --ignored --nocapture
 //! ```
 
+use catalog::S3Op;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -63,14 +64,16 @@ async fn listing_cost_does_not_grow_with_bucket_size() {
     let mut config = CatalogConfig::new(DriveSetConfig::under(dir.path(), 4, 2));
     config.checkpoint_bytes = u64::MAX;
     let cat = EmbeddedCatalog::open(config).unwrap();
-    cat.commit(Transaction::new(vec![Op::CreateBucket(BucketRecord {
-        name: "bench".into(),
-        owner: "admin".into(),
-        created_ms: 0,
-        versioning: Versioning::Unversioned,
-        tags: BTreeMap::new(),
-        settings: BTreeMap::new(),
-    })]))
+    cat.commit(Transaction::new(vec![Op::S3(S3Op::CreateBucket(
+        BucketRecord {
+            name: "bench".into(),
+            owner: "admin".into(),
+            created_ms: 0,
+            versioning: Versioning::Unversioned,
+            tags: BTreeMap::new(),
+            settings: BTreeMap::new(),
+        },
+    ))]))
     .await
     .unwrap();
     let gw = Gateway::new(
@@ -89,11 +92,13 @@ async fn listing_cost_does_not_grow_with_bucket_size() {
         while done < checkpoint {
             let end = (done + 10_000).min(checkpoint);
             let ops = (done..end)
-                .map(|i| Op::PutObject {
-                    bucket: "bench".into(),
-                    key: key(i),
-                    version: version(),
-                    replace_null: true,
+                .map(|i| {
+                    Op::S3(S3Op::PutObject {
+                        bucket: "bench".into(),
+                        key: key(i),
+                        version: version(),
+                        replace_null: true,
+                    })
                 })
                 .collect();
             cat.commit(Transaction::new(ops)).await.unwrap();

@@ -10,6 +10,7 @@
 //!
 //! Usage: `eddy-commit-loop <data-dir>`
 
+use catalog::{KafkaOp, S3Op};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::Arc;
@@ -56,21 +57,21 @@ async fn main() {
     config.checkpoint_min_gap = std::time::Duration::ZERO;
     let catalog = EmbeddedCatalog::open(config).expect("open catalog");
     let setup = [
-        Op::CreateBucket(BucketRecord {
+        Op::S3(S3Op::CreateBucket(BucketRecord {
             name: "crash".into(),
             owner: "eddyadmin".into(),
             created_ms: 0,
             versioning: Versioning::Unversioned,
             tags: BTreeMap::new(),
             settings: BTreeMap::new(),
-        }),
-        Op::CreateTopic(TopicRecord {
+        })),
+        Op::Kafka(KafkaOp::CreateTopic(TopicRecord {
             name: "crash".into(),
             id: TOPIC_ID,
             partitions: PARTITIONS,
             configs: BTreeMap::new(),
             created_ms: 0,
-        }),
+        })),
     ];
     for op in setup {
         // Exists already after the first round.
@@ -93,17 +94,19 @@ async fn main() {
                 let filler = [100, 1000, 8192, 65536][rng.random_range(0..4)];
                 let mut ops: Vec<Op> = partitions
                     .iter()
-                    .map(|&p| Op::Append {
-                        topic_id: TOPIC_ID,
-                        partition: p,
-                        offset_count: 1 + (seq % 5) as u32,
-                        max_timestamp: seq as i64,
-                        batch: marker(&id, &partitions, filler).into(),
-                        producer: None,
-                        transactional_id: None,
+                    .map(|&p| {
+                        Op::Kafka(KafkaOp::Append {
+                            topic_id: TOPIC_ID,
+                            partition: p,
+                            offset_count: 1 + (seq % 5) as u32,
+                            max_timestamp: seq as i64,
+                            batch: marker(&id, &partitions, filler).into(),
+                            producer: None,
+                            transactional_id: None,
+                        })
                     })
                     .collect();
-                ops.push(Op::PutObject {
+                ops.push(Op::S3(S3Op::PutObject {
                     bucket: "crash".into(),
                     key: id.clone(),
                     version: ObjectVersion {
@@ -123,7 +126,7 @@ async fn main() {
                         part_checksums: Vec::new(),
                     },
                     replace_null: true,
-                });
+                }));
                 println!("SUBMIT {id}");
                 catalog.commit(Transaction::new(ops)).await.expect("commit");
                 let mut out = std::io::stdout().lock();

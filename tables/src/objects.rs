@@ -2,6 +2,7 @@
 //! files become blobs (small ones inline) and `PutObject` operations of the commit that
 //! publishes them; existing files are read back through the catalog.
 
+use catalog::S3Op;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -90,7 +91,7 @@ impl NewObjects {
         self.bytes += size;
         let mut metadata = BTreeMap::new();
         metadata.insert("content-type".to_owned(), content_type.to_owned());
-        self.ops.push(Op::PutObject {
+        self.ops.push(Op::S3(S3Op::PutObject {
             bucket: bucket.to_owned(),
             key,
             version: ObjectVersion {
@@ -110,7 +111,7 @@ impl NewObjects {
                 part_checksums: Vec::new(),
             },
             replace_null: true,
-        });
+        }));
         Ok(())
     }
 

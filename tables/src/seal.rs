@@ -5,6 +5,7 @@
 //! `FileIO`, then stored as objects of the broker bucket in that same transaction, so a
 //! snapshot and its files appear together or not at all.
 
+use catalog::{IcebergOp, S3Op};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -533,11 +534,11 @@ impl Tabler {
             start,
         };
         let mut ops = staged.ops;
-        ops.push(Op::PutTopicTable {
+        ops.push(Op::Iceberg(IcebergOp::PutTopicTable {
             topic: topic.to_owned(),
             expected: generation,
             table: table.clone(),
-        });
+        }));
         let bytes = self.commit_files(io, written, removed, ops).await?;
         self.metrics.snapshots.inc();
         for (label, c) in &counters {
@@ -624,11 +625,11 @@ impl Tabler {
             };
             // Only what is there: a missing file would fail the whole snapshot.
             if self.catalog.object(&self.bucket, key).await?.is_some() {
-                ops.push(Op::DeleteObjectVersion {
+                ops.push(Op::S3(S3Op::DeleteObjectVersion {
                     bucket: self.bucket.clone(),
                     key: key.to_owned(),
                     version_id: "null".to_owned(),
-                });
+                }));
             }
         }
         ops.extend(extra);

@@ -5,6 +5,7 @@
 //! (connection-rate quotas) and other keys are refused with the reason: no client is
 //! told it has a limit that is not enforced.
 
+use catalog::KafkaOp;
 use std::collections::BTreeMap;
 
 use catalog::{Op, QuotaEntity};
@@ -202,10 +203,10 @@ pub fn alter(ctx: Ctx, req: AlterClientQuotasRequest) -> Reply {
                 }
                 let commit = super::commit_ops(
                     broker.catalog.as_ref(),
-                    vec![Op::PutQuotas {
+                    vec![Op::Kafka(KafkaOp::PutQuotas {
                         entity: entity.clone(),
                         values: values.clone(),
-                    }],
+                    })],
                 );
                 if let Some(e) = commit.await {
                     return Err((e, "storing the quotas failed".into()));

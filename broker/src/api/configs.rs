@@ -1,6 +1,7 @@
 //! DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics (and read-only
 //! broker configs). Config changes are one catalog transaction per resource.
 
+use catalog::KafkaOp;
 use std::collections::BTreeMap;
 
 use catalog::{Op, TopicRecord, Transaction};
@@ -210,11 +211,9 @@ async fn change_topic(
     if validate_only {
         return Ok(None);
     }
-    Ok(Some(
-        ctx.broker
-            .catalog
-            .commit(Transaction::new(vec![Op::UpdateTopic(topic)])),
-    ))
+    Ok(Some(ctx.broker.catalog.commit(Transaction::new(vec![
+        Op::Kafka(KafkaOp::UpdateTopic(topic)),
+    ]))))
 }
 
 async fn settle(p: Result<Option<catalog::CommitFuture>, Outcome>) -> Outcome {

@@ -2,6 +2,7 @@
 //! watermark), in one transaction per request, never past what a topic's expansion has
 //! read.
 
+use catalog::KafkaOp;
 use catalog::Op;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::delete_records_response::{
@@ -48,11 +49,11 @@ async fn truncate(ctx: Ctx, req: DeleteRecordsRequest) -> Reply {
                                     Err(ResponseError::OffsetOutOfRange)
                                 } else {
                                     let low = target.max(st.log_start_offset as i64);
-                                    ops.push(Op::TruncateBefore {
+                                    ops.push(Op::Kafka(KafkaOp::TruncateBefore {
                                         topic_id: topic.id,
                                         partition: p.partition_index as u32,
                                         offset: low as u64,
-                                    });
+                                    }));
                                     Ok(low)
                                 }
                             }

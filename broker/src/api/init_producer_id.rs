@@ -2,6 +2,7 @@
 //! a transactional one the id's producer id with its epoch bumped, by the transaction
 //! coordinator (which aborts the previous producer's open transaction first).
 
+use catalog::KafkaOp;
 use catalog::{Op, OpOutcome, Transaction};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{
@@ -40,10 +41,9 @@ pub async fn handle(ctx: Ctx, req: InitProducerIdRequest) -> Reply {
             }
         });
     }
-    let commit = ctx
-        .broker
-        .catalog
-        .commit(Transaction::new(vec![Op::AllocateProducerId]));
+    let commit = ctx.broker.catalog.commit(Transaction::new(vec![Op::Kafka(
+        KafkaOp::AllocateProducerId,
+    )]));
     Box::pin(async move {
         match commit.await {
             Ok(out) => match out.ops.first() {

@@ -1,6 +1,7 @@
 //! Metadata: every listener address is a broker; each partition's leader is hashed onto
 //! them and is its only replica and in-sync replica. Topic ids are stable.
 
+use catalog::KafkaOp;
 use std::collections::BTreeMap;
 
 use catalog::{Op, TopicRecord, Transaction};
@@ -72,7 +73,9 @@ pub async fn handle(ctx: Ctx, req: MetadataRequest) -> Reply {
                     configs: BTreeMap::new(),
                     created_ms: super::now_ms(),
                 };
-                creating.push(catalog.commit(Transaction::new(vec![Op::CreateTopic(record)])));
+                creating.push(catalog.commit(Transaction::new(vec![Op::Kafka(
+                    KafkaOp::CreateTopic(record),
+                )])));
             }
         }
     }

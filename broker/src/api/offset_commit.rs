@@ -3,6 +3,7 @@
 //! Standalone commits (generation -1) work for groups with no members and create the
 //! group on first use.
 
+use catalog::GroupOp;
 use catalog::{GroupRecord, OffsetRecord, Op, Transaction};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::offset_commit_response::{
@@ -21,10 +22,10 @@ pub(crate) fn creates_group(
     group: &str,
 ) -> Option<Op> {
     (*checked == Ok(CommitCheck::CreatesGroup)).then(|| {
-        Op::PutGroup(GroupRecord {
+        Op::Group(GroupOp::PutGroup(GroupRecord {
             name: group.to_owned(),
             state: StoredGroup::default().encode(),
-        })
+        }))
     })
 }
 
@@ -56,12 +57,12 @@ pub(crate) async fn mirror_to_offsets_topic(catalog: &dyn catalog::Catalog, ops:
     let commits: Vec<_> = ops
         .iter()
         .filter_map(|o| match o {
-            Op::CommitOffset {
+            Op::Group(GroupOp::CommitOffset {
                 group,
                 topic,
                 partition,
                 offset,
-            } => Some((
+            }) => Some((
                 group.clone(),
                 topic.clone(),
                 *partition,
@@ -115,12 +116,12 @@ pub async fn handle(ctx: Ctx, req: OffsetCommitRequest) -> Reply {
                         now,
                     )
                     .map(|offset| {
-                        ops.push(Op::CommitOffset {
+                        ops.push(Op::Group(GroupOp::CommitOffset {
                             group: group.clone(),
                             topic: topic.name.clone(),
                             partition: p.partition_index as u32,
                             offset,
-                        })
+                        }))
                     })
                 }
                 (Ok(_), _, None) => Err(ResponseError::UnknownTopicOrPartition),
@@ -134,7 +135,7 @@ pub async fn handle(ctx: Ctx, req: OffsetCommitRequest) -> Reply {
     }
     let commits = ops
         .iter()
-        .filter(|o| matches!(o, Op::CommitOffset { .. }))
+        .filter(|o| matches!(o, Op::Group(GroupOp::CommitOffset { .. })))
         .count() as u64;
     if broker.config.offsets_topic && commits > 0 {
         mirror_to_offsets_topic(broker.catalog.as_ref(), &mut ops).await;

@@ -1,6 +1,7 @@
 //! OffsetDelete: removes a group's committed offsets for some partitions, except for
 //! topics its members are subscribed to (GROUP_SUBSCRIBED_TO_TOPIC).
 
+use catalog::GroupOp;
 use catalog::Op;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::offset_delete_response::{
@@ -42,11 +43,11 @@ pub async fn handle(ctx: Ctx, req: OffsetDeleteRequest) -> Reply {
                     Err(ResponseError::GroupSubscribedToTopic)
                 }
                 (Some(topic), None) if topic.has_partition(p.partition_index) => {
-                    ops.push(Op::DeleteOffset {
+                    ops.push(Op::Group(GroupOp::DeleteOffset {
                         group: group.clone(),
                         topic: topic.name.clone(),
                         partition: p.partition_index as u32,
-                    });
+                    }));
                     Ok(())
                 }
                 _ => Err(ResponseError::UnknownTopicOrPartition),

@@ -7,6 +7,7 @@
 //! else commits together or not at all. The response goes out only once the
 //! transaction is durable; acks=0 gets none.
 
+use catalog::KafkaOp;
 use catalog::{Op, ProducerBatch, ProducerState, Transaction};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
@@ -153,7 +154,7 @@ async fn plan_partition(
     }
     let first = ops.len();
     for b in batches {
-        ops.push(Op::Append {
+        ops.push(Op::Kafka(KafkaOp::Append {
             topic_id: topic.id,
             partition: index as u32,
             offset_count: b.offset_count,
@@ -161,7 +162,7 @@ async fn plan_partition(
             producer: producer_fields(&b),
             transactional_id: b.transactional.then(|| txn.unwrap_or_default().to_owned()),
             batch: b.bytes,
-        });
+        }));
     }
     Plan::Appending {
         first,
@@ -222,7 +223,7 @@ pub async fn handle(ctx: Ctx, req: ProduceRequest) -> Reply {
     let bytes: usize = ops
         .iter()
         .map(|op| match op {
-            Op::Append { batch, .. } => batch.len(),
+            Op::Kafka(KafkaOp::Append { batch, .. }) => batch.len(),
             _ => 0,
         })
         .sum();

@@ -1,6 +1,7 @@
 //! Topic admin: CreateTopics, DeleteTopics (by name or id) and CreatePartitions. Each
 //! topic is its own transaction, so one bad topic does not fail the others.
 
+use catalog::KafkaOp;
 use std::collections::BTreeMap;
 
 use catalog::{CatalogError, Op, TopicRecord, Transaction};
@@ -99,7 +100,11 @@ pub async fn create(ctx: Ctx, req: CreateTopicsRequest) -> Reply {
         };
         let commit = match &check {
             Ok(()) if !req.validate_only => {
-                Some(catalog.commit(Transaction::new(vec![Op::CreateTopic(record.clone())])))
+                Some(
+                    catalog.commit(Transaction::new(vec![Op::Kafka(KafkaOp::CreateTopic(
+                        record.clone(),
+                    ))])),
+                )
             }
             _ => None,
         };
@@ -191,7 +196,9 @@ pub async fn delete(ctx: Ctx, req: DeleteTopicsRequest) -> Reply {
                 ctx.broker.seal_expanded(topic).await;
             }
             let commit = doomed.map(|topic| {
-                catalog.commit(Transaction::new(vec![Op::DeleteTopic { name: topic }]))
+                catalog.commit(Transaction::new(vec![Op::Kafka(KafkaOp::DeleteTopic {
+                    name: topic,
+                })]))
             });
             // The catalog's message says why (an expansion holds the topic, say);
             // DeleteTopics v5 and later carry it.
@@ -236,9 +243,9 @@ pub async fn create_partitions(ctx: Ctx, req: CreatePartitionsRequest) -> Reply 
                     Ok(None)
                 } else {
                     record.partitions = t.count as u32;
-                    Ok(Some(
-                        catalog.commit(Transaction::new(vec![Op::UpdateTopic(record)])),
-                    ))
+                    Ok(Some(catalog.commit(Transaction::new(vec![Op::Kafka(
+                        KafkaOp::UpdateTopic(record),
+                    )]))))
                 }
             }
             Ok(None) => Err(failure(

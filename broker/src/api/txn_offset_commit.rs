@@ -3,6 +3,7 @@
 //! (open, this producer, the group added) and, from v3, against the group's generation
 //! and member, as OffsetCommit is.
 
+use catalog::TxnOp;
 use catalog::{Op, Transaction};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::txn_offset_commit_response::{
@@ -70,7 +71,7 @@ pub async fn handle(ctx: Ctx, req: TxnOffsetCommitRequest) -> Reply {
                         now,
                     )
                     .map(|offset| {
-                        ops.push(Op::TxnOffsetCommit {
+                        ops.push(Op::Txn(TxnOp::TxnOffsetCommit {
                             id: id.clone(),
                             producer_id,
                             epoch,
@@ -78,7 +79,7 @@ pub async fn handle(ctx: Ctx, req: TxnOffsetCommitRequest) -> Reply {
                             topic: topic.name.clone(),
                             partition: p.partition_index as u32,
                             offset,
-                        })
+                        }))
                     })
                 }
                 (Ok(_), _, None) => Err(ResponseError::UnknownTopicOrPartition),
@@ -87,7 +88,9 @@ pub async fn handle(ctx: Ctx, req: TxnOffsetCommitRequest) -> Reply {
         }
         plan.push((t.name, results));
     }
-    let held = ops.iter().any(|o| matches!(o, Op::TxnOffsetCommit { .. }));
+    let held = ops
+        .iter()
+        .any(|o| matches!(o, Op::Txn(TxnOp::TxnOffsetCommit { .. })));
     let leases = ctx.leases();
     let commit = held.then(|| broker.catalog.commit(Transaction::new(ops).under(leases)));
     let knows_fenced = ctx.version >= 3;

@@ -10,6 +10,7 @@
 //! several passes, each one whole).
 
 use bytes::{Bytes, BytesMut};
+use catalog::KafkaOp;
 use catalog::{
     Catalog, CatalogResult, CompactedBatch, CompactionState, Horizon, Op, PartitionState,
     StoredBatch,
@@ -288,7 +289,7 @@ impl Cleaner<'_> {
         }
         let more = cleaned_to < dirty.cleanable_end;
         Ok(Some(Pass {
-            op: Op::CompactPartition {
+            op: Op::Kafka(KafkaOp::CompactPartition {
                 topic_id: self.topic_id,
                 partition: self.partition,
                 log_start,
@@ -296,7 +297,7 @@ impl Cleaner<'_> {
                 removed: f.removed,
                 added: f.added,
                 state,
-            },
+            }),
             records: f.records,
             bytes: f.bytes,
             more,

@@ -14,6 +14,7 @@ pub mod lag;
 pub mod member;
 pub mod state;
 
+use catalog::GroupOp;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -357,7 +358,7 @@ impl GroupCoordinator {
         let leases = self.holdings.under_coordinator(name);
         let commit = self
             .catalog
-            .commit(Transaction::new(vec![Op::PutGroup(record)]).under(leases));
+            .commit(Transaction::new(vec![Op::Group(GroupOp::PutGroup(record))]).under(leases));
         async move {
             let result = commit.await.map(|_| ()).map_err(|e| from_catalog(&e));
             if let Err(e) = &result {
@@ -643,7 +644,7 @@ impl GroupCoordinator {
         for name in names {
             let r = self.deletable(&name).await;
             if r.is_ok() {
-                ops.push(Op::DeleteGroup { name: name.clone() });
+                ops.push(Op::Group(GroupOp::DeleteGroup { name: name.clone() }));
                 if let Some(slot) = self.slots().get(&name).cloned() {
                     slot.lock().kill();
                     killed.push(slot);

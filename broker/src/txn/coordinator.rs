@@ -7,6 +7,7 @@
 //! InitProducerId and EndTxn answer once theirs is durable, AddPartitionsToTxn and
 //! AddOffsetsToTxn at once (see [`TxnCoordinator::put_in_background`]).
 
+use catalog::{KafkaOp, TxnOp};
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -245,10 +246,10 @@ impl TxnCoordinator {
     /// Submits the `PutTxn` of a state.
     fn put(&self, id: &str, s: &TxnState) -> catalog::CommitFuture {
         let record = record_of(s, Instant::now(), now_ms());
-        let op = Op::PutTxn {
+        let op = Op::Txn(TxnOp::PutTxn {
             id: id.to_owned(),
             record,
-        };
+        });
         self.catalog
             .commit(Transaction::new(vec![op]).under(self.holdings.under_coordinator(id)))
     }
@@ -313,14 +314,14 @@ impl TxnCoordinator {
         let mut after = s.clone();
         let now = Instant::now();
         after.completed(now);
-        let op = Op::EndTxn {
+        let op = Op::Txn(TxnOp::EndTxn {
             id: id.to_owned(),
             producer_id: *producer_id,
             epoch: *epoch,
             commit: *commit,
             markers,
             record: record_of(&after, now, ts),
-        };
+        });
         self.catalog
             .commit(Transaction::new(vec![op]).under(self.holdings.under_coordinator(id)))
     }
@@ -465,7 +466,9 @@ impl TxnCoordinator {
     async fn allocate(&self) -> Result<i64, ResponseError> {
         let out = self
             .catalog
-            .commit(Transaction::new(vec![Op::AllocateProducerId]))
+            .commit(Transaction::new(vec![Op::Kafka(
+                KafkaOp::AllocateProducerId,
+            )]))
             .await
             .map_err(|e| from_catalog(&e))?;
         match out.ops.first() {
@@ -635,7 +638,7 @@ impl TxnCoordinator {
                 .into_iter()
                 .map(|id| {
                     ids.remove(&id);
-                    let op = Op::DropTxn { id: id.clone() };
+                    let op = Op::Txn(TxnOp::DropTxn { id: id.clone() });
                     let leases = self.holdings.under_coordinator(&id);
                     let c = self
                         .catalog

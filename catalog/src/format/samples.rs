@@ -2,6 +2,7 @@
 // same text compiles against the build of 2026-11-30, which is how `v1.golden` was made:
 // its bytes are what that build wrote for these values (see `tests.rs`).
 
+use crate::domain::{ExpansionOp, GroupOp, IamOp, IcebergOp, KafkaOp};
 use std::collections::BTreeMap;
 
 use crate::model::{
@@ -163,57 +164,57 @@ fn sample_producer_batch() -> ProducerBatch {
 /// Every live op variant once (format 1's legacy `UpdateBucket` is not a live op).
 fn sample_ops() -> Vec<(&'static str, Op)> {
     vec![
-        ("CreateBucket", Op::CreateBucket(sample_bucket())),
-        ("DeleteBucket", Op::DeleteBucket { name: "old".into() }),
+        ("CreateBucket", Op::S3(S3Op::CreateBucket(sample_bucket()))),
+        ("DeleteBucket", Op::S3(S3Op::DeleteBucket { name: "old".into() })),
         (
             "PutObject",
-            Op::PutObject {
+            Op::S3(S3Op::PutObject {
                 bucket: "photos".into(),
                 key: "a/b.png".into(),
                 version: sample_version(),
                 replace_null: true,
-            },
+            }),
         ),
         (
             "PutObjectInline",
-            Op::PutObject {
+            Op::S3(S3Op::PutObject {
                 bucket: "photos".into(),
                 key: "tiny".into(),
                 version: sample_inline_version(),
                 replace_null: false,
-            },
+            }),
         ),
         (
             "SetObjectTags",
-            Op::SetObjectTags {
+            Op::S3(S3Op::SetObjectTags {
                 bucket: "photos".into(),
                 key: "a/b.png".into(),
                 version_id: Some("v1".into()),
                 tags: map(&[("x", "y")]),
-            },
+            }),
         ),
         (
             "DeleteObjectVersion",
-            Op::DeleteObjectVersion {
+            Op::S3(S3Op::DeleteObjectVersion {
                 bucket: "photos".into(),
                 key: "a/b.png".into(),
                 version_id: "v0".into(),
-            },
+            }),
         ),
         (
             "ExpectEtag",
-            Op::ExpectEtag {
+            Op::S3(S3Op::ExpectEtag {
                 bucket: "photos".into(),
                 key: "a/b.png".into(),
                 etag: None,
-            },
+            }),
         ),
-        ("CreateTopic", Op::CreateTopic(sample_topic())),
-        ("UpdateTopic", Op::UpdateTopic(sample_topic())),
-        ("DeleteTopic", Op::DeleteTopic { name: "gone".into() }),
+        ("CreateTopic", Op::Kafka(KafkaOp::CreateTopic(sample_topic()))),
+        ("UpdateTopic", Op::Kafka(KafkaOp::UpdateTopic(sample_topic()))),
+        ("DeleteTopic", Op::Kafka(KafkaOp::DeleteTopic { name: "gone".into() })),
         (
             "Append",
-            Op::Append {
+            Op::Kafka(KafkaOp::Append {
                 topic_id: 99,
                 partition: 2,
                 offset_count: 10,
@@ -221,11 +222,11 @@ fn sample_ops() -> Vec<(&'static str, Op)> {
                 batch: bytes::Bytes::from_static(b"batch bytes are in the data section"),
                 producer: Some(sample_producer_batch()),
                 transactional_id: None,
-            },
+            }),
         ),
         (
             "AppendPlain",
-            Op::Append {
+            Op::Kafka(KafkaOp::Append {
                 topic_id: 99,
                 partition: 0,
                 offset_count: 1,
@@ -233,72 +234,72 @@ fn sample_ops() -> Vec<(&'static str, Op)> {
                 batch: bytes::Bytes::from_static(b"x"),
                 producer: None,
                 transactional_id: None,
-            },
+            }),
         ),
         (
             "TruncateBefore",
-            Op::TruncateBefore {
+            Op::Kafka(KafkaOp::TruncateBefore {
                 topic_id: 99,
                 partition: 1,
                 offset: 77,
-            },
+            }),
         ),
         (
             "CommitOffset",
-            Op::CommitOffset {
+            Op::Group(GroupOp::CommitOffset {
                 group: "readers".into(),
                 topic: "orders".into(),
                 partition: 3,
                 offset: sample_offset(),
-            },
+            }),
         ),
         (
             "DeleteOffset",
-            Op::DeleteOffset {
+            Op::Group(GroupOp::DeleteOffset {
                 group: "readers".into(),
                 topic: "orders".into(),
                 partition: 3,
-            },
+            }),
         ),
-        ("PutGroup", Op::PutGroup(sample_group())),
-        ("DeleteGroup", Op::DeleteGroup { name: "readers".into() }),
-        ("CreateUpload", Op::CreateUpload(sample_upload())),
+        ("PutGroup", Op::Group(GroupOp::PutGroup(sample_group()))),
+        ("DeleteGroup", Op::Group(GroupOp::DeleteGroup { name: "readers".into() })),
+        ("CreateUpload", Op::S3(S3Op::CreateUpload(sample_upload()))),
         (
             "PutPart",
-            Op::PutPart {
+            Op::S3(S3Op::PutPart {
                 bucket: "photos".into(),
                 key: "big.bin".into(),
                 upload_id: "upload-1".into(),
                 part: sample_part(),
-            },
+            }),
         ),
         (
             "DeleteUpload",
-            Op::DeleteUpload {
+            Op::S3(S3Op::DeleteUpload {
                 bucket: "photos".into(),
                 key: "big.bin".into(),
                 upload_id: "upload-1".into(),
                 keep: vec![blob(5, 6), blob(7, 8)],
-            },
+            }),
         ),
-        ("AllocateProducerId", Op::AllocateProducerId),
+        ("AllocateProducerId", Op::Kafka(KafkaOp::AllocateProducerId)),
         (
             "PutTopicTable",
-            Op::PutTopicTable {
+            Op::Iceberg(IcebergOp::PutTopicTable {
                 topic: "orders".into(),
                 expected: 3,
                 table: sample_table(),
-            },
+            }),
         ),
         (
             "ReplaceBucket",
-            Op::ReplaceBucket {
+            Op::S3(S3Op::ReplaceBucket {
                 expected: sample_bucket(),
                 record: BucketRecord {
                     versioning: Versioning::Enabled,
                     ..sample_bucket()
                 },
-            },
+            }),
         ),
     ]
 }
@@ -308,9 +309,9 @@ fn batches_of(ops: &[Op]) -> Vec<&bytes::Bytes> {
     let mut out = Vec::new();
     for op in ops {
         match op {
-            Op::Append { batch, .. } => out.push(batch),
-            Op::CompactPartition { added, .. } => out.extend(added.iter().map(|b| &b.batch)),
-            Op::EndTxn { markers, .. } => out.extend(markers.iter().map(|m| &m.batch)),
+            Op::Kafka(KafkaOp::Append { batch, .. }) => out.push(batch),
+            Op::Kafka(KafkaOp::CompactPartition { added, .. }) => out.extend(added.iter().map(|b| &b.batch)),
+            Op::Txn(TxnOp::EndTxn { markers, .. }) => out.extend(markers.iter().map(|m| &m.batch)),
             _ => {}
         }
     }
@@ -405,7 +406,7 @@ fn record_v6(ops: Vec<Op>) -> Vec<u8> {
 
 /// A compaction pass over one partition, the op format 2 added.
 fn sample_compact() -> Op {
-    Op::CompactPartition {
+    Op::Kafka(KafkaOp::CompactPartition {
         topic_id: 0x1234_5678_9abc_def0_1122_3344_5566_7788,
         partition: 3,
         log_start: 10,
@@ -418,7 +419,7 @@ fn sample_compact() -> Op {
             batch: bytes::Bytes::from_static(b"a compacted batch's bytes"),
         }],
         state: sample_compaction(),
-    }
+    })
 }
 
 fn sample_compaction() -> crate::model::CompactionState {
@@ -507,39 +508,39 @@ fn sample_expansion_ops() -> Vec<(&'static str, Op)> {
     vec![
         (
             "PutExpansion",
-            Op::PutExpansion {
+            Op::Expansion(ExpansionOp::PutExpansion {
                 topic: "orders".into(),
                 source: "value".into(),
                 expected: 2,
                 expansion: Some(sample_expansion()),
-            },
+            }),
         ),
         (
             "DropExpansion",
-            Op::PutExpansion {
+            Op::Expansion(ExpansionOp::PutExpansion {
                 topic: "orders".into(),
                 source: "key".into(),
                 expected: 7,
                 expansion: None,
-            },
+            }),
         ),
         (
             "PutTable",
-            Op::PutTable {
+            Op::Iceberg(IcebergOp::PutTable {
                 namespace: "expanded".into(),
                 name: "orders_rows".into(),
                 expected: 4,
                 table: Some(sample_table_record()),
-            },
+            }),
         ),
         (
             "DropTable",
-            Op::PutTable {
+            Op::Iceberg(IcebergOp::PutTable {
                 namespace: "expanded".into(),
                 name: "old_rows".into(),
                 expected: 9,
                 table: None,
-            },
+            }),
         ),
     ]
 }
@@ -660,7 +661,7 @@ fn sample_txn_ops() -> Vec<(&'static str, Op)> {
     vec![
         (
             "AppendTxn",
-            Op::Append {
+            Op::Kafka(KafkaOp::Append {
                 topic_id: 99,
                 partition: 2,
                 offset_count: 3,
@@ -673,24 +674,24 @@ fn sample_txn_ops() -> Vec<(&'static str, Op)> {
                     last_sequence: 12,
                 }),
                 transactional_id: Some("payments-1".into()),
-            },
+            }),
         ),
         (
             "PutTxn",
-            Op::PutTxn {
+            Op::Txn(TxnOp::PutTxn {
                 id: "payments-1".into(),
                 record: sample_txn_record(),
-            },
+            }),
         ),
         (
             "DropTxn",
-            Op::DropTxn {
+            Op::Txn(TxnOp::DropTxn {
                 id: "payments-0".into(),
-            },
+            }),
         ),
         (
             "TxnOffsetCommit",
-            Op::TxnOffsetCommit {
+            Op::Txn(TxnOp::TxnOffsetCommit {
                 id: "payments-1".into(),
                 producer_id: 4242,
                 epoch: 3,
@@ -698,11 +699,11 @@ fn sample_txn_ops() -> Vec<(&'static str, Op)> {
                 topic: "orders".into(),
                 partition: 0,
                 offset: sample_offset(),
-            },
+            }),
         ),
         (
             "EndTxn",
-            Op::EndTxn {
+            Op::Txn(TxnOp::EndTxn {
                 id: "payments-1".into(),
                 producer_id: 4242,
                 epoch: 4,
@@ -729,7 +730,7 @@ fn sample_txn_ops() -> Vec<(&'static str, Op)> {
                     started_ms: -1,
                     ..sample_txn_record()
                 },
-            },
+            }),
         ),
     ]
 }
@@ -785,21 +786,21 @@ fn sample_quota_ops() -> Vec<(&'static str, Op)> {
     vec![
         (
             "PutQuotas",
-            Op::PutQuotas {
+            Op::Kafka(KafkaOp::PutQuotas {
                 entity: sample_quota_entity(),
                 values: sample_quotas().values,
-            },
+            }),
         ),
         (
             "PutQuotas removed",
-            Op::PutQuotas {
+            Op::Kafka(KafkaOp::PutQuotas {
                 entity: crate::model::QuotaEntity {
                     user: None,
                     client_id: Some(Some("batch-job".into())),
                     ip: None,
                 },
                 values: BTreeMap::new(),
-            },
+            }),
         ),
     ]
 }
@@ -872,45 +873,45 @@ fn sample_iam_ops() -> Vec<(&'static str, Op)> {
     vec![
         (
             "PutUser",
-            Op::PutUser {
+            Op::Iam(IamOp::PutUser {
                 name: "alice".into(),
                 record: Some(sample_user()),
-            },
+            }),
         ),
         (
             "PutUser removed",
-            Op::PutUser {
+            Op::Iam(IamOp::PutUser {
                 name: "bob".into(),
                 record: None,
-            },
+            }),
         ),
         (
             "PutPolicy",
-            Op::PutPolicy {
+            Op::Iam(IamOp::PutPolicy {
                 name: "readers".into(),
                 record: Some(sample_policy()),
-            },
+            }),
         ),
         (
             "PutPolicy removed",
-            Op::PutPolicy {
+            Op::Iam(IamOp::PutPolicy {
                 name: "writers".into(),
                 record: None,
-            },
+            }),
         ),
         (
             "PutBucketPolicy",
-            Op::PutBucketPolicy {
+            Op::S3(S3Op::PutBucketPolicy {
                 bucket: "photos".into(),
                 document: Some(sample_bucket_policy().document),
-            },
+            }),
         ),
         (
             "PutBucketPolicy removed",
-            Op::PutBucketPolicy {
+            Op::S3(S3Op::PutBucketPolicy {
                 bucket: "photos".into(),
                 document: None,
-            },
+            }),
         ),
     ]
 }
@@ -960,27 +961,27 @@ fn sample_bucket_config_ops() -> Vec<(&'static str, Op)> {
     vec![
         (
             "PutBucketConfig lifecycle",
-            Op::PutBucketConfig {
+            Op::S3(S3Op::PutBucketConfig {
                 bucket: "photos".into(),
                 kind: BucketConfigKind::Lifecycle,
                 document: Some(sample_bucket_config().document),
-            },
+            }),
         ),
         (
             "PutBucketConfig cors",
-            Op::PutBucketConfig {
+            Op::S3(S3Op::PutBucketConfig {
                 bucket: "photos".into(),
                 kind: BucketConfigKind::Cors,
                 document: Some("<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod></CORSRule></CORSConfiguration>".into()),
-            },
+            }),
         ),
         (
             "PutBucketConfig removed",
-            Op::PutBucketConfig {
+            Op::S3(S3Op::PutBucketConfig {
                 bucket: "photos".into(),
                 kind: BucketConfigKind::Cors,
                 document: None,
-            },
+            }),
         ),
     ]
 }
@@ -1055,27 +1056,27 @@ fn sample_lock_ops() -> Vec<(&'static str, Op)> {
     vec![
         (
             "PutObject v8",
-            Op::PutObject {
+            Op::S3(S3Op::PutObject {
                 bucket: "photos".into(),
                 key: "locked.png".into(),
                 version: sample_version_v8(),
                 replace_null: false,
-            },
+            }),
         ),
-        ("CreateUpload v8", Op::CreateUpload(sample_upload_v8())),
+        ("CreateUpload v8", Op::S3(S3Op::CreateUpload(sample_upload_v8()))),
         (
             "ExpectUnlocked",
-            Op::ExpectUnlocked {
+            Op::S3(S3Op::ExpectUnlocked {
                 bucket: "photos".into(),
                 key: "locked.png".into(),
                 version_id: "0000000000000042-abc".into(),
                 now_ms: 1_764_600_000_000,
                 bypass_governance: true,
-            },
+            }),
         ),
         (
             "SetObjectRetention",
-            Op::SetObjectRetention {
+            Op::S3(S3Op::SetObjectRetention {
                 bucket: "photos".into(),
                 key: "locked.png".into(),
                 version_id: "0000000000000042-abc".into(),
@@ -1085,27 +1086,27 @@ fn sample_lock_ops() -> Vec<(&'static str, Op)> {
                 }),
                 now_ms: 1_764_600_000_001,
                 bypass_governance: false,
-            },
+            }),
         ),
         (
             "SetObjectRetention removed",
-            Op::SetObjectRetention {
+            Op::S3(S3Op::SetObjectRetention {
                 bucket: "photos".into(),
                 key: "locked.png".into(),
                 version_id: "null".into(),
                 retention: None,
                 now_ms: 1_764_600_000_002,
                 bypass_governance: true,
-            },
+            }),
         ),
         (
             "SetObjectLegalHold",
-            Op::SetObjectLegalHold {
+            Op::S3(S3Op::SetObjectLegalHold {
                 bucket: "photos".into(),
                 key: "locked.png".into(),
                 version_id: "0000000000000042-abc".into(),
                 on: true,
-            },
+            }),
         ),
     ]
 }

@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::apply::dec;
+use crate::domain::{S3Op, TxnOp};
 use crate::txn::Transaction;
 use storage::StorageError;
 
@@ -194,7 +195,7 @@ fn format_4_records_decode_into_the_live_ops() {
     // The first format-4 builds wrote the same ops but DropTxn, which 29839f8 added.
     let before: Vec<Op> = all_ops_v4()
         .into_iter()
-        .filter(|op| !matches!(op, Op::DropTxn { .. }))
+        .filter(|op| !matches!(op, Op::Txn(TxnOp::DropTxn { .. })))
         .collect();
     let txns = crate::record::decode(1, 4, bytes("record all-before-DropTxn")).unwrap();
     assert_eq!(txns, vec![Transaction::new(before)]);
@@ -461,10 +462,10 @@ fn format_1_update_bucket_replays_as_a_replace_of_the_same_record() {
     let txns = crate::record::decode(1, 1, golden_bytes("record UpdateBucket")).unwrap();
     assert_eq!(
         txns,
-        vec![Transaction::new(vec![Op::ReplaceBucket {
+        vec![Transaction::new(vec![Op::S3(S3Op::ReplaceBucket {
             expected: sample_bucket(),
             record: sample_bucket(),
-        }])]
+        })])]
     );
 }
 

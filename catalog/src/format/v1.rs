@@ -502,54 +502,55 @@ impl From<Transaction> for txn::Transaction {
 
 impl From<Op> for txn::Op {
     fn from(v: Op) -> Self {
-        use txn::Op as L;
         match v {
-            Op::CreateBucket(b) => L::CreateBucket(b.into()),
+            Op::CreateBucket(b) => txn::Op::S3(txn::S3Op::CreateBucket(b.into())),
             // Replay applies ops without checking them, and a replace applies as a plain
             // put of its record, so the record can stand in for the state it replaced.
             Op::UpdateBucket(b) => {
                 let record: model::BucketRecord = b.into();
-                L::ReplaceBucket {
+                txn::Op::S3(txn::S3Op::ReplaceBucket {
                     expected: record.clone(),
                     record,
-                }
+                })
             }
-            Op::DeleteBucket { name } => L::DeleteBucket { name },
+            Op::DeleteBucket { name } => txn::Op::S3(txn::S3Op::DeleteBucket { name }),
             Op::PutObject {
                 bucket,
                 key,
                 version,
                 replace_null,
-            } => L::PutObject {
+            } => txn::Op::S3(txn::S3Op::PutObject {
                 bucket,
                 key,
                 version: version.into(),
                 replace_null,
-            },
+            }),
             Op::SetObjectTags {
                 bucket,
                 key,
                 version_id,
                 tags,
-            } => L::SetObjectTags {
+            } => txn::Op::S3(txn::S3Op::SetObjectTags {
                 bucket,
                 key,
                 version_id,
                 tags,
-            },
+            }),
             Op::DeleteObjectVersion {
                 bucket,
                 key,
                 version_id,
-            } => L::DeleteObjectVersion {
+            } => txn::Op::S3(txn::S3Op::DeleteObjectVersion {
                 bucket,
                 key,
                 version_id,
-            },
-            Op::ExpectEtag { bucket, key, etag } => L::ExpectEtag { bucket, key, etag },
-            Op::CreateTopic(t) => L::CreateTopic(t.into()),
-            Op::UpdateTopic(t) => L::UpdateTopic(t.into()),
-            Op::DeleteTopic { name } => L::DeleteTopic { name },
+            }),
+            Op::ExpectEtag { bucket, key, etag } => {
+                txn::Op::S3(txn::S3Op::ExpectEtag { bucket, key, etag })
+            }
+            Op::CreateTopic(t) => txn::Op::Kafka(txn::KafkaOp::CreateTopic(t.into())),
+            Op::UpdateTopic(t) => txn::Op::Kafka(txn::KafkaOp::UpdateTopic(t.into())),
+            Op::DeleteTopic { name } => txn::Op::Kafka(txn::KafkaOp::DeleteTopic { name }),
             Op::Append {
                 topic_id,
                 partition,
@@ -557,7 +558,7 @@ impl From<Op> for txn::Op {
                 max_timestamp,
                 batch,
                 producer,
-            } => L::Append {
+            } => txn::Op::Kafka(txn::KafkaOp::Append {
                 topic_id,
                 partition,
                 offset_count,
@@ -565,75 +566,75 @@ impl From<Op> for txn::Op {
                 batch,
                 producer: opt(producer),
                 transactional_id: None,
-            },
+            }),
             Op::TruncateBefore {
                 topic_id,
                 partition,
                 offset,
-            } => L::TruncateBefore {
+            } => txn::Op::Kafka(txn::KafkaOp::TruncateBefore {
                 topic_id,
                 partition,
                 offset,
-            },
+            }),
             Op::CommitOffset {
                 group,
                 topic,
                 partition,
                 offset,
-            } => L::CommitOffset {
+            } => txn::Op::Group(txn::GroupOp::CommitOffset {
                 group,
                 topic,
                 partition,
                 offset: offset.into(),
-            },
+            }),
             Op::DeleteOffset {
                 group,
                 topic,
                 partition,
-            } => L::DeleteOffset {
+            } => txn::Op::Group(txn::GroupOp::DeleteOffset {
                 group,
                 topic,
                 partition,
-            },
-            Op::PutGroup(g) => L::PutGroup(g.into()),
-            Op::DeleteGroup { name } => L::DeleteGroup { name },
-            Op::CreateUpload(u) => L::CreateUpload(u.into()),
+            }),
+            Op::PutGroup(g) => txn::Op::Group(txn::GroupOp::PutGroup(g.into())),
+            Op::DeleteGroup { name } => txn::Op::Group(txn::GroupOp::DeleteGroup { name }),
+            Op::CreateUpload(u) => txn::Op::S3(txn::S3Op::CreateUpload(u.into())),
             Op::PutPart {
                 bucket,
                 key,
                 upload_id,
                 part,
-            } => L::PutPart {
+            } => txn::Op::S3(txn::S3Op::PutPart {
                 bucket,
                 key,
                 upload_id,
                 part: part.into(),
-            },
+            }),
             Op::DeleteUpload {
                 bucket,
                 key,
                 upload_id,
                 keep,
-            } => L::DeleteUpload {
+            } => txn::Op::S3(txn::S3Op::DeleteUpload {
                 bucket,
                 key,
                 upload_id,
                 keep: each(keep),
-            },
-            Op::AllocateProducerId => L::AllocateProducerId,
+            }),
+            Op::AllocateProducerId => txn::Op::Kafka(txn::KafkaOp::AllocateProducerId),
             Op::PutTopicTable {
                 topic,
                 expected,
                 table,
-            } => L::PutTopicTable {
+            } => txn::Op::Iceberg(txn::IcebergOp::PutTopicTable {
                 topic,
                 expected,
                 table: table.into(),
-            },
-            Op::ReplaceBucket { expected, record } => L::ReplaceBucket {
+            }),
+            Op::ReplaceBucket { expected, record } => txn::Op::S3(txn::S3Op::ReplaceBucket {
                 expected: expected.into(),
                 record: record.into(),
-            },
+            }),
         }
     }
 }
@@ -642,50 +643,51 @@ impl From<Op> for txn::Op {
 /// (its bytes go to the record's data section), so it is never copied. `None` for the ops
 /// later formats added.
 pub fn op_for_record(op: &txn::Op) -> Option<Op> {
-    use txn::Op as L;
     Some(match op {
-        L::CreateBucket(b) => Op::CreateBucket(b.clone().into()),
-        L::DeleteBucket { name } => Op::DeleteBucket { name: name.clone() },
-        L::PutObject {
+        txn::Op::S3(txn::S3Op::CreateBucket(b)) => Op::CreateBucket(b.clone().into()),
+        txn::Op::S3(txn::S3Op::DeleteBucket { name }) => Op::DeleteBucket { name: name.clone() },
+        txn::Op::S3(txn::S3Op::PutObject {
             bucket,
             key,
             version,
             replace_null,
-        } => Op::PutObject {
+        }) => Op::PutObject {
             bucket: bucket.clone(),
             key: key.clone(),
             version: version.clone().into(),
             replace_null: *replace_null,
         },
-        L::SetObjectTags {
+        txn::Op::S3(txn::S3Op::SetObjectTags {
             bucket,
             key,
             version_id,
             tags,
-        } => Op::SetObjectTags {
+        }) => Op::SetObjectTags {
             bucket: bucket.clone(),
             key: key.clone(),
             version_id: version_id.clone(),
             tags: tags.clone(),
         },
-        L::DeleteObjectVersion {
+        txn::Op::S3(txn::S3Op::DeleteObjectVersion {
             bucket,
             key,
             version_id,
-        } => Op::DeleteObjectVersion {
+        }) => Op::DeleteObjectVersion {
             bucket: bucket.clone(),
             key: key.clone(),
             version_id: version_id.clone(),
         },
-        L::ExpectEtag { bucket, key, etag } => Op::ExpectEtag {
+        txn::Op::S3(txn::S3Op::ExpectEtag { bucket, key, etag }) => Op::ExpectEtag {
             bucket: bucket.clone(),
             key: key.clone(),
             etag: etag.clone(),
         },
-        L::CreateTopic(t) => Op::CreateTopic(t.clone().into()),
-        L::UpdateTopic(t) => Op::UpdateTopic(t.clone().into()),
-        L::DeleteTopic { name } => Op::DeleteTopic { name: name.clone() },
-        L::Append {
+        txn::Op::Kafka(txn::KafkaOp::CreateTopic(t)) => Op::CreateTopic(t.clone().into()),
+        txn::Op::Kafka(txn::KafkaOp::UpdateTopic(t)) => Op::UpdateTopic(t.clone().into()),
+        txn::Op::Kafka(txn::KafkaOp::DeleteTopic { name }) => {
+            Op::DeleteTopic { name: name.clone() }
+        }
+        txn::Op::Kafka(txn::KafkaOp::Append {
             topic_id,
             partition,
             offset_count,
@@ -693,7 +695,7 @@ pub fn op_for_record(op: &txn::Op) -> Option<Op> {
             batch: _,
             producer,
             transactional_id: None,
-        } => Op::Append {
+        }) => Op::Append {
             topic_id: *topic_id,
             partition: *partition,
             offset_count: *offset_count,
@@ -701,89 +703,91 @@ pub fn op_for_record(op: &txn::Op) -> Option<Op> {
             batch: bytes::Bytes::new(),
             producer: opt(*producer),
         },
-        L::TruncateBefore {
+        txn::Op::Kafka(txn::KafkaOp::TruncateBefore {
             topic_id,
             partition,
             offset,
-        } => Op::TruncateBefore {
+        }) => Op::TruncateBefore {
             topic_id: *topic_id,
             partition: *partition,
             offset: *offset,
         },
-        L::CommitOffset {
+        txn::Op::Group(txn::GroupOp::CommitOffset {
             group,
             topic,
             partition,
             offset,
-        } => Op::CommitOffset {
+        }) => Op::CommitOffset {
             group: group.clone(),
             topic: topic.clone(),
             partition: *partition,
             offset: offset.clone().into(),
         },
-        L::DeleteOffset {
+        txn::Op::Group(txn::GroupOp::DeleteOffset {
             group,
             topic,
             partition,
-        } => Op::DeleteOffset {
+        }) => Op::DeleteOffset {
             group: group.clone(),
             topic: topic.clone(),
             partition: *partition,
         },
-        L::PutGroup(g) => Op::PutGroup(g.clone().into()),
-        L::DeleteGroup { name } => Op::DeleteGroup { name: name.clone() },
-        L::CreateUpload(u) => Op::CreateUpload(u.clone().into()),
-        L::PutPart {
+        txn::Op::Group(txn::GroupOp::PutGroup(g)) => Op::PutGroup(g.clone().into()),
+        txn::Op::Group(txn::GroupOp::DeleteGroup { name }) => {
+            Op::DeleteGroup { name: name.clone() }
+        }
+        txn::Op::S3(txn::S3Op::CreateUpload(u)) => Op::CreateUpload(u.clone().into()),
+        txn::Op::S3(txn::S3Op::PutPart {
             bucket,
             key,
             upload_id,
             part,
-        } => Op::PutPart {
+        }) => Op::PutPart {
             bucket: bucket.clone(),
             key: key.clone(),
             upload_id: upload_id.clone(),
             part: part.clone().into(),
         },
-        L::DeleteUpload {
+        txn::Op::S3(txn::S3Op::DeleteUpload {
             bucket,
             key,
             upload_id,
             keep,
-        } => Op::DeleteUpload {
+        }) => Op::DeleteUpload {
             bucket: bucket.clone(),
             key: key.clone(),
             upload_id: upload_id.clone(),
             keep: each(keep.clone()),
         },
-        L::AllocateProducerId => Op::AllocateProducerId,
-        L::PutTopicTable {
+        txn::Op::Kafka(txn::KafkaOp::AllocateProducerId) => Op::AllocateProducerId,
+        txn::Op::Iceberg(txn::IcebergOp::PutTopicTable {
             topic,
             expected,
             table,
-        } => Op::PutTopicTable {
+        }) => Op::PutTopicTable {
             topic: topic.clone(),
             expected: *expected,
             table: table.clone().into(),
         },
-        L::ReplaceBucket { expected, record } => Op::ReplaceBucket {
+        txn::Op::S3(txn::S3Op::ReplaceBucket { expected, record }) => Op::ReplaceBucket {
             expected: expected.clone().into(),
             record: record.clone().into(),
         },
-        L::CompactPartition { .. }
-        | L::PutExpansion { .. }
-        | L::PutTable { .. }
-        | L::Append { .. }
-        | L::PutTxn { .. }
-        | L::DropTxn { .. }
-        | L::TxnOffsetCommit { .. }
-        | L::EndTxn { .. }
-        | L::PutQuotas { .. }
-        | L::PutUser { .. }
-        | L::PutPolicy { .. }
-        | L::PutBucketPolicy { .. }
-        | L::PutBucketConfig { .. }
-        | L::ExpectUnlocked { .. }
-        | L::SetObjectRetention { .. }
-        | L::SetObjectLegalHold { .. } => return None,
+        txn::Op::Kafka(txn::KafkaOp::CompactPartition { .. })
+        | txn::Op::Expansion(txn::ExpansionOp::PutExpansion { .. })
+        | txn::Op::Iceberg(txn::IcebergOp::PutTable { .. })
+        | txn::Op::Kafka(txn::KafkaOp::Append { .. })
+        | txn::Op::Txn(txn::TxnOp::PutTxn { .. })
+        | txn::Op::Txn(txn::TxnOp::DropTxn { .. })
+        | txn::Op::Txn(txn::TxnOp::TxnOffsetCommit { .. })
+        | txn::Op::Txn(txn::TxnOp::EndTxn { .. })
+        | txn::Op::Kafka(txn::KafkaOp::PutQuotas { .. })
+        | txn::Op::Iam(txn::IamOp::PutUser { .. })
+        | txn::Op::Iam(txn::IamOp::PutPolicy { .. })
+        | txn::Op::S3(txn::S3Op::PutBucketPolicy { .. })
+        | txn::Op::S3(txn::S3Op::PutBucketConfig { .. })
+        | txn::Op::S3(txn::S3Op::ExpectUnlocked { .. })
+        | txn::Op::S3(txn::S3Op::SetObjectRetention { .. })
+        | txn::Op::S3(txn::S3Op::SetObjectLegalHold { .. }) => return None,
     })
 }

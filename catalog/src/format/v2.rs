@@ -21,7 +21,7 @@ use crate::{model, txn};
 pub enum Op {
     /// 0: a format-1 op, encoded as format 1 encodes it.
     V1(v1::Op),
-    /// 1: `txn::Op::CompactPartition`; the added batches' bytes are in the data section.
+    /// 1: `txn::KafkaOp::CompactPartition`; the added batches' bytes are in the data section.
     CompactPartition {
         topic_id: u128,
         partition: u32,
@@ -99,7 +99,7 @@ impl From<Op> for txn::Op {
                 removed,
                 added,
                 state,
-            } => txn::Op::CompactPartition {
+            } => txn::Op::Kafka(txn::KafkaOp::CompactPartition {
                 topic_id,
                 partition,
                 log_start,
@@ -115,7 +115,7 @@ impl From<Op> for txn::Op {
                     })
                     .collect(),
                 state: state.into(),
-            },
+            }),
         }
     }
 }
@@ -124,7 +124,7 @@ impl From<Op> for txn::Op {
 /// to the record's data section).
 pub fn op_for_record(op: &txn::Op) -> Op {
     match op {
-        txn::Op::CompactPartition {
+        txn::Op::Kafka(txn::KafkaOp::CompactPartition {
             topic_id,
             partition,
             log_start,
@@ -132,7 +132,7 @@ pub fn op_for_record(op: &txn::Op) -> Op {
             removed,
             added,
             state,
-        } => Op::CompactPartition {
+        }) => Op::CompactPartition {
             topic_id: *topic_id,
             partition: *partition,
             log_start: *log_start,

@@ -21,14 +21,14 @@ use crate::{model, txn};
 pub enum Op {
     /// 0: a format-2 op, encoded as format 2 encodes it.
     V2(v2::Op),
-    /// 1: `txn::Op::PutExpansion`.
+    /// 1: `txn::ExpansionOp::PutExpansion`.
     PutExpansion {
         topic: String,
         source: String,
         expected: u64,
         expansion: Option<Expansion>,
     },
-    /// 2: `txn::Op::PutTable`.
+    /// 2: `txn::IcebergOp::PutTable`.
     PutTable {
         namespace: String,
         name: String,
@@ -136,23 +136,23 @@ impl From<Op> for txn::Op {
                 source,
                 expected,
                 expansion,
-            } => txn::Op::PutExpansion {
+            } => txn::Op::Expansion(txn::ExpansionOp::PutExpansion {
                 topic,
                 source,
                 expected,
                 expansion: opt(expansion),
-            },
+            }),
             Op::PutTable {
                 namespace,
                 name,
                 expected,
                 table,
-            } => txn::Op::PutTable {
+            } => txn::Op::Iceberg(txn::IcebergOp::PutTable {
                 namespace,
                 name,
                 expected,
                 table: opt(table),
-            },
+            }),
         }
     }
 }
@@ -161,23 +161,23 @@ impl From<Op> for txn::Op {
 /// to the record's data section).
 pub fn op_for_record(op: &txn::Op) -> Op {
     match op {
-        txn::Op::PutExpansion {
+        txn::Op::Expansion(txn::ExpansionOp::PutExpansion {
             topic,
             source,
             expected,
             expansion,
-        } => Op::PutExpansion {
+        }) => Op::PutExpansion {
             topic: topic.clone(),
             source: source.clone(),
             expected: *expected,
             expansion: opt(expansion.clone()),
         },
-        txn::Op::PutTable {
+        txn::Op::Iceberg(txn::IcebergOp::PutTable {
             namespace,
             name,
             expected,
             table,
-        } => Op::PutTable {
+        }) => Op::PutTable {
             namespace: namespace.clone(),
             name: name.clone(),
             expected: *expected,

@@ -23,7 +23,7 @@ use crate::{model, txn};
 pub enum Op {
     /// 0: a format-3 op, encoded as format 3 encodes it.
     V3(v3::Op),
-    /// 1: `txn::Op::Append` of a transactional batch (its bytes in the data section).
+    /// 1: `txn::KafkaOp::Append` of a transactional batch (its bytes in the data section).
     AppendTxn {
         topic_id: u128,
         partition: u32,
@@ -32,9 +32,9 @@ pub enum Op {
         producer: Option<v1::ProducerBatch>,
         transactional_id: String,
     },
-    /// 2: `txn::Op::PutTxn`.
+    /// 2: `txn::TxnOp::PutTxn`.
     PutTxn { id: String, record: TxnRecord },
-    /// 3: `txn::Op::TxnOffsetCommit`.
+    /// 3: `txn::TxnOp::TxnOffsetCommit`.
     TxnOffsetCommit {
         id: String,
         producer_id: i64,
@@ -44,7 +44,7 @@ pub enum Op {
         partition: u32,
         offset: v1::OffsetRecord,
     },
-    /// 4: `txn::Op::EndTxn` (each marker's batch in the data section).
+    /// 4: `txn::TxnOp::EndTxn` (each marker's batch in the data section).
     EndTxn {
         id: String,
         producer_id: i64,
@@ -53,7 +53,7 @@ pub enum Op {
         markers: Vec<TxnMarker>,
         record: TxnRecord,
     },
-    /// 5: `txn::Op::DropTxn`.
+    /// 5: `txn::TxnOp::DropTxn`.
     DropTxn { id: String },
 }
 
@@ -171,7 +171,7 @@ impl From<Op> for txn::Op {
                 max_timestamp,
                 producer,
                 transactional_id,
-            } => txn::Op::Append {
+            } => txn::Op::Kafka(txn::KafkaOp::Append {
                 topic_id,
                 partition,
                 offset_count,
@@ -179,12 +179,12 @@ impl From<Op> for txn::Op {
                 batch: bytes::Bytes::new(),
                 producer: opt(producer),
                 transactional_id: Some(transactional_id),
-            },
-            Op::PutTxn { id, record } => txn::Op::PutTxn {
+            }),
+            Op::PutTxn { id, record } => txn::Op::Txn(txn::TxnOp::PutTxn {
                 id,
                 record: record.into(),
-            },
-            Op::DropTxn { id } => txn::Op::DropTxn { id },
+            }),
+            Op::DropTxn { id } => txn::Op::Txn(txn::TxnOp::DropTxn { id }),
             Op::TxnOffsetCommit {
                 id,
                 producer_id,
@@ -193,7 +193,7 @@ impl From<Op> for txn::Op {
                 topic,
                 partition,
                 offset,
-            } => txn::Op::TxnOffsetCommit {
+            } => txn::Op::Txn(txn::TxnOp::TxnOffsetCommit {
                 id,
                 producer_id,
                 epoch,
@@ -201,7 +201,7 @@ impl From<Op> for txn::Op {
                 topic,
                 partition,
                 offset: offset.into(),
-            },
+            }),
             Op::EndTxn {
                 id,
                 producer_id,
@@ -209,7 +209,7 @@ impl From<Op> for txn::Op {
                 commit,
                 markers,
                 record,
-            } => txn::Op::EndTxn {
+            } => txn::Op::Txn(txn::TxnOp::EndTxn {
                 id,
                 producer_id,
                 epoch,
@@ -224,7 +224,7 @@ impl From<Op> for txn::Op {
                     })
                     .collect(),
                 record: record.into(),
-            },
+            }),
         }
     }
 }
@@ -233,7 +233,7 @@ impl From<Op> for txn::Op {
 /// to the record's data section).
 pub fn op_for_record(op: &txn::Op) -> Op {
     match op {
-        txn::Op::Append {
+        txn::Op::Kafka(txn::KafkaOp::Append {
             topic_id,
             partition,
             offset_count,
@@ -241,7 +241,7 @@ pub fn op_for_record(op: &txn::Op) -> Op {
             batch: _,
             producer,
             transactional_id: Some(id),
-        } => Op::AppendTxn {
+        }) => Op::AppendTxn {
             topic_id: *topic_id,
             partition: *partition,
             offset_count: *offset_count,
@@ -249,12 +249,12 @@ pub fn op_for_record(op: &txn::Op) -> Op {
             producer: opt(*producer),
             transactional_id: id.clone(),
         },
-        txn::Op::PutTxn { id, record } => Op::PutTxn {
+        txn::Op::Txn(txn::TxnOp::PutTxn { id, record }) => Op::PutTxn {
             id: id.clone(),
             record: record.clone().into(),
         },
-        txn::Op::DropTxn { id } => Op::DropTxn { id: id.clone() },
-        txn::Op::TxnOffsetCommit {
+        txn::Op::Txn(txn::TxnOp::DropTxn { id }) => Op::DropTxn { id: id.clone() },
+        txn::Op::Txn(txn::TxnOp::TxnOffsetCommit {
             id,
             producer_id,
             epoch,
@@ -262,7 +262,7 @@ pub fn op_for_record(op: &txn::Op) -> Op {
             topic,
             partition,
             offset,
-        } => Op::TxnOffsetCommit {
+        }) => Op::TxnOffsetCommit {
             id: id.clone(),
             producer_id: *producer_id,
             epoch: *epoch,
@@ -271,14 +271,14 @@ pub fn op_for_record(op: &txn::Op) -> Op {
             partition: *partition,
             offset: offset.clone().into(),
         },
-        txn::Op::EndTxn {
+        txn::Op::Txn(txn::TxnOp::EndTxn {
             id,
             producer_id,
             epoch,
             commit,
             markers,
             record,
-        } => Op::EndTxn {
+        }) => Op::EndTxn {
             id: id.clone(),
             producer_id: *producer_id,
             epoch: *epoch,

@@ -20,7 +20,7 @@ use crate::{model, txn};
 pub enum Op {
     /// 0: a format-4 op, encoded as format 4 encodes it.
     V4(v4::Op),
-    /// 1: `txn::Op::PutQuotas`.
+    /// 1: `txn::KafkaOp::PutQuotas`.
     PutQuotas {
         entity: QuotaEntity,
         values: Vec<(String, f64)>,
@@ -89,10 +89,10 @@ impl From<Op> for txn::Op {
     fn from(v: Op) -> Self {
         match v {
             Op::V4(op) => op.into(),
-            Op::PutQuotas { entity, values } => txn::Op::PutQuotas {
+            Op::PutQuotas { entity, values } => txn::Op::Kafka(txn::KafkaOp::PutQuotas {
                 entity: entity.into(),
                 values: values.into_iter().collect(),
-            },
+            }),
         }
     }
 }
@@ -101,7 +101,7 @@ impl From<Op> for txn::Op {
 /// to the record's data section).
 pub fn op_for_record(op: &txn::Op) -> Op {
     match op {
-        txn::Op::PutQuotas { entity, values } => Op::PutQuotas {
+        txn::Op::Kafka(txn::KafkaOp::PutQuotas { entity, values }) => Op::PutQuotas {
             entity: entity.clone().into(),
             values: values.iter().map(|(k, v)| (k.clone(), *v)).collect(),
         },

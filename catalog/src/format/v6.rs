@@ -20,17 +20,17 @@ use crate::{model, txn};
 pub enum Op {
     /// 0: a format-5 op, encoded as format 5 encodes it.
     V5(v5::Op),
-    /// 1: `txn::Op::PutUser`.
+    /// 1: `txn::IamOp::PutUser`.
     PutUser {
         name: String,
         record: Option<UserRecord>,
     },
-    /// 2: `txn::Op::PutPolicy`.
+    /// 2: `txn::IamOp::PutPolicy`.
     PutPolicy {
         name: String,
         record: Option<PolicyRecord>,
     },
-    /// 3: `txn::Op::PutBucketPolicy`.
+    /// 3: `txn::S3Op::PutBucketPolicy`.
     PutBucketPolicy {
         bucket: String,
         document: Option<String>,
@@ -138,16 +138,16 @@ impl From<Op> for txn::Op {
     fn from(v: Op) -> Self {
         match v {
             Op::V5(op) => op.into(),
-            Op::PutUser { name, record } => txn::Op::PutUser {
+            Op::PutUser { name, record } => txn::Op::Iam(txn::IamOp::PutUser {
                 name,
                 record: opt(record),
-            },
-            Op::PutPolicy { name, record } => txn::Op::PutPolicy {
+            }),
+            Op::PutPolicy { name, record } => txn::Op::Iam(txn::IamOp::PutPolicy {
                 name,
                 record: opt(record),
-            },
+            }),
             Op::PutBucketPolicy { bucket, document } => {
-                txn::Op::PutBucketPolicy { bucket, document }
+                txn::Op::S3(txn::S3Op::PutBucketPolicy { bucket, document })
             }
         }
     }
@@ -157,15 +157,15 @@ impl From<Op> for txn::Op {
 /// to the record's data section).
 pub fn op_for_record(op: &txn::Op) -> Op {
     match op {
-        txn::Op::PutUser { name, record } => Op::PutUser {
+        txn::Op::Iam(txn::IamOp::PutUser { name, record }) => Op::PutUser {
             name: name.clone(),
             record: opt(record.clone()),
         },
-        txn::Op::PutPolicy { name, record } => Op::PutPolicy {
+        txn::Op::Iam(txn::IamOp::PutPolicy { name, record }) => Op::PutPolicy {
             name: name.clone(),
             record: opt(record.clone()),
         },
-        txn::Op::PutBucketPolicy { bucket, document } => Op::PutBucketPolicy {
+        txn::Op::S3(txn::S3Op::PutBucketPolicy { bucket, document }) => Op::PutBucketPolicy {
             bucket: bucket.clone(),
             document: document.clone(),
         },

@@ -21,7 +21,7 @@ pub enum Op {
     /// 0: a format-6 op, encoded as format 6 encodes it (boxing changes nothing in
     /// postcard's bytes).
     V6(Box<v6::Op>),
-    /// 1: `txn::Op::PutBucketConfig`.
+    /// 1: `txn::S3Op::PutBucketConfig`.
     PutBucketConfig {
         bucket: String,
         kind: BucketConfigKind,
@@ -98,11 +98,11 @@ impl From<Op> for txn::Op {
                 bucket,
                 kind,
                 document,
-            } => txn::Op::PutBucketConfig {
+            } => txn::Op::S3(txn::S3Op::PutBucketConfig {
                 bucket,
                 kind: kind.into(),
                 document,
-            },
+            }),
         }
     }
 }
@@ -111,11 +111,11 @@ impl From<Op> for txn::Op {
 /// to the record's data section).
 pub fn op_for_record(op: &txn::Op) -> Op {
     match op {
-        txn::Op::PutBucketConfig {
+        txn::Op::S3(txn::S3Op::PutBucketConfig {
             bucket,
             kind,
             document,
-        } => Op::PutBucketConfig {
+        }) => Op::PutBucketConfig {
             bucket: bucket.clone(),
             kind: (*kind).into(),
             document: document.clone(),

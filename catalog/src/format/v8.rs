@@ -24,16 +24,16 @@ use crate::{model, txn};
 pub enum Op {
     /// 0: a format-7 op, encoded as format 7 encodes it.
     V7(Box<v7::Op>),
-    /// 1: `txn::Op::PutObject`.
+    /// 1: `txn::S3Op::PutObject`.
     PutObject {
         bucket: String,
         key: String,
         version: ObjectVersion,
         replace_null: bool,
     },
-    /// 2: `txn::Op::CreateUpload`.
+    /// 2: `txn::S3Op::CreateUpload`.
     CreateUpload(UploadRecord),
-    /// 3: `txn::Op::ExpectUnlocked`.
+    /// 3: `txn::S3Op::ExpectUnlocked`.
     ExpectUnlocked {
         bucket: String,
         key: String,
@@ -41,7 +41,7 @@ pub enum Op {
         now_ms: i64,
         bypass_governance: bool,
     },
-    /// 4: `txn::Op::SetObjectRetention`.
+    /// 4: `txn::S3Op::SetObjectRetention`.
     SetObjectRetention {
         bucket: String,
         key: String,
@@ -50,7 +50,7 @@ pub enum Op {
         now_ms: i64,
         bypass_governance: bool,
     },
-    /// 5: `txn::Op::SetObjectLegalHold`.
+    /// 5: `txn::S3Op::SetObjectLegalHold`.
     SetObjectLegalHold {
         bucket: String,
         key: String,
@@ -218,26 +218,26 @@ impl From<Op> for txn::Op {
                 key,
                 version,
                 replace_null,
-            } => txn::Op::PutObject {
+            } => txn::Op::S3(txn::S3Op::PutObject {
                 bucket,
                 key,
                 version: version.into(),
                 replace_null,
-            },
-            Op::CreateUpload(u) => txn::Op::CreateUpload(u.into()),
+            }),
+            Op::CreateUpload(u) => txn::Op::S3(txn::S3Op::CreateUpload(u.into())),
             Op::ExpectUnlocked {
                 bucket,
                 key,
                 version_id,
                 now_ms,
                 bypass_governance,
-            } => txn::Op::ExpectUnlocked {
+            } => txn::Op::S3(txn::S3Op::ExpectUnlocked {
                 bucket,
                 key,
                 version_id,
                 now_ms,
                 bypass_governance,
-            },
+            }),
             Op::SetObjectRetention {
                 bucket,
                 key,
@@ -245,25 +245,25 @@ impl From<Op> for txn::Op {
                 retention,
                 now_ms,
                 bypass_governance,
-            } => txn::Op::SetObjectRetention {
+            } => txn::Op::S3(txn::S3Op::SetObjectRetention {
                 bucket,
                 key,
                 version_id,
                 retention: retention.map(Into::into),
                 now_ms,
                 bypass_governance,
-            },
+            }),
             Op::SetObjectLegalHold {
                 bucket,
                 key,
                 version_id,
                 on,
-            } => txn::Op::SetObjectLegalHold {
+            } => txn::Op::S3(txn::S3Op::SetObjectLegalHold {
                 bucket,
                 key,
                 version_id,
                 on,
-            },
+            }),
         }
     }
 }
@@ -272,39 +272,39 @@ impl From<Op> for txn::Op {
 /// to the record's data section).
 pub fn op_for_record(op: &txn::Op) -> Op {
     match op {
-        txn::Op::PutObject {
+        txn::Op::S3(txn::S3Op::PutObject {
             bucket,
             key,
             version,
             replace_null,
-        } => Op::PutObject {
+        }) => Op::PutObject {
             bucket: bucket.clone(),
             key: key.clone(),
             version: version.clone().into(),
             replace_null: *replace_null,
         },
-        txn::Op::CreateUpload(u) => Op::CreateUpload(u.clone().into()),
-        txn::Op::ExpectUnlocked {
+        txn::Op::S3(txn::S3Op::CreateUpload(u)) => Op::CreateUpload(u.clone().into()),
+        txn::Op::S3(txn::S3Op::ExpectUnlocked {
             bucket,
             key,
             version_id,
             now_ms,
             bypass_governance,
-        } => Op::ExpectUnlocked {
+        }) => Op::ExpectUnlocked {
             bucket: bucket.clone(),
             key: key.clone(),
             version_id: version_id.clone(),
             now_ms: *now_ms,
             bypass_governance: *bypass_governance,
         },
-        txn::Op::SetObjectRetention {
+        txn::Op::S3(txn::S3Op::SetObjectRetention {
             bucket,
             key,
             version_id,
             retention,
             now_ms,
             bypass_governance,
-        } => Op::SetObjectRetention {
+        }) => Op::SetObjectRetention {
             bucket: bucket.clone(),
             key: key.clone(),
             version_id: version_id.clone(),
@@ -312,12 +312,12 @@ pub fn op_for_record(op: &txn::Op) -> Op {
             now_ms: *now_ms,
             bypass_governance: *bypass_governance,
         },
-        txn::Op::SetObjectLegalHold {
+        txn::Op::S3(txn::S3Op::SetObjectLegalHold {
             bucket,
             key,
             version_id,
             on,
-        } => Op::SetObjectLegalHold {
+        }) => Op::SetObjectLegalHold {
             bucket: bucket.clone(),
             key: key.clone(),
             version_id: version_id.clone(),

@@ -1,18 +1,19 @@
 //! Operations the catalog suites build, shared by both.
 
+use catalog::{KafkaOp, S3Op};
 use std::collections::BTreeMap;
 
 use catalog::{BucketRecord, ObjectData, ObjectVersion, Op, TopicRecord, Versioning};
 
 pub fn bucket(name: &str) -> Op {
-    Op::CreateBucket(BucketRecord {
+    Op::S3(S3Op::CreateBucket(BucketRecord {
         name: name.into(),
         owner: "eddyadmin".into(),
         created_ms: 1,
         versioning: Versioning::Unversioned,
         tags: BTreeMap::new(),
         settings: BTreeMap::new(),
-    })
+    }))
 }
 
 pub fn object(bucket: &str, key: &str, body: &[u8]) -> Op {
@@ -25,7 +26,7 @@ pub fn object(bucket: &str, key: &str, body: &[u8]) -> Op {
 }
 
 pub fn object_with(bucket: &str, key: &str, size: u64, data: ObjectData) -> Op {
-    Op::PutObject {
+    Op::S3(S3Op::PutObject {
         bucket: bucket.into(),
         key: key.into(),
         version: ObjectVersion {
@@ -45,23 +46,23 @@ pub fn object_with(bucket: &str, key: &str, size: u64, data: ObjectData) -> Op {
             part_checksums: Vec::new(),
         },
         replace_null: true,
-    }
+    })
 }
 
 pub fn topic(name: &str, id: u128, partitions: u32) -> Op {
-    Op::CreateTopic(TopicRecord {
+    Op::Kafka(KafkaOp::CreateTopic(TopicRecord {
         name: name.into(),
         id,
         partitions,
         configs: BTreeMap::new(),
         created_ms: 3,
-    })
+    }))
 }
 
 pub fn append(id: u128, partition: u32, count: u32, tag: u8) -> Op {
     let mut batch = vec![0u8; 8];
     batch.extend_from_slice(&[tag; 32]);
-    Op::Append {
+    Op::Kafka(KafkaOp::Append {
         topic_id: id,
         partition,
         offset_count: count,
@@ -69,7 +70,7 @@ pub fn append(id: u128, partition: u32, count: u32, tag: u8) -> Op {
         batch: batch.into(),
         producer: None,
         transactional_id: None,
-    }
+    })
 }
 
 pub fn topic_table(id: u128, generation: u64, tabled: Vec<u64>) -> catalog::TopicTable {

@@ -4,6 +4,7 @@
 //! that a version rewritten since the pass looked at it is left alone. A pass does at
 //! most [`Settings::max_actions`] expirations; what is left is the next pass's.
 
+use catalog::S3Op;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -417,12 +418,12 @@ async fn expire(gw: &Gateway, b: &BucketRecord, action: Action) -> S3Result<()> 
         }
         Action::Upload { key, upload_id } => {
             change
-                .op(Op::DeleteUpload {
+                .op(Op::S3(S3Op::DeleteUpload {
                     bucket: b.name.clone(),
                     key,
                     upload_id,
                     keep: Vec::new(),
-                })
+                }))
                 .commit(gw)
                 .await?;
         }

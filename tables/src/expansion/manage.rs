@@ -5,6 +5,7 @@
 //! schema changes in the same transaction.
 
 use catalog::{Expansion, ExpansionSpec, ExpansionVersion, Op, TableRecord, TopicRecord};
+use catalog::{ExpansionOp, IcebergOp};
 use iceberg::io::FileIO;
 use iceberg::spec::{TableMetadata, TableMetadataBuilder};
 
@@ -143,7 +144,7 @@ async fn target_change(
     let (metadata_location, expired) = tabler
         .write_metadata(io, builder, &location, generation)
         .await?;
-    let op = Op::PutTable {
+    let op = Op::Iceberg(IcebergOp::PutTable {
         namespace: spec.namespace.clone(),
         name: spec.table.clone(),
         expected: generation,
@@ -153,7 +154,7 @@ async fn target_change(
             prefix,
             metadata_location: metadata_location.clone(),
         }),
-    };
+    });
     Ok(Some((op, metadata_location, expired)))
 }
 
@@ -192,7 +193,7 @@ async fn commit_version(
         spec,
         backfill,
     });
-    ops.push(Op::PutExpansion {
+    ops.push(Op::Expansion(ExpansionOp::PutExpansion {
         topic: t.name.clone(),
         source: source.name().to_owned(),
         expected: changes,
@@ -201,7 +202,7 @@ async fn commit_version(
             changes: changes + 1,
             versions,
         }),
-    });
+    }));
     tabler.commit_files(&io, written, removed, ops).await?;
     Ok(from)
 }
@@ -364,12 +365,12 @@ pub async fn drop_table(tabler: &Tabler, namespace: &str, table: &str) -> TableR
         .other_table(namespace, table)
         .await?
         .ok_or_else(|| TableError::NoSuchTable(format!("{namespace}.{table}")))?;
-    let op = Op::PutTable {
+    let op = Op::Iceberg(IcebergOp::PutTable {
         namespace: namespace.to_owned(),
         name: table.to_owned(),
         expected: rec.generation,
         table: None,
-    };
+    });
     tabler
         .catalog()
         .commit(catalog::Transaction::new(vec![op]))

@@ -8,6 +8,7 @@
 //! current when they were committed (`Expansion::version_at`); a step stops a partition
 //! where another version takes effect, so one step uses one version per partition.
 
+use catalog::{ExpansionOp, IcebergOp};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -327,12 +328,12 @@ impl StepExpansions {
     ) -> TableResult<Staged> {
         let mut staged = Staged::default();
         for (source, changes, next) in self.pruned(tabled) {
-            staged.ops.push(Op::PutExpansion {
+            staged.ops.push(Op::Expansion(ExpansionOp::PutExpansion {
                 topic: topic.name.clone(),
                 source: source.name().to_owned(),
                 expected: changes,
                 expansion: next,
-            });
+            }));
         }
         // In name order, so a step's ops are the same however the map iterates.
         let targets: BTreeMap<_, _> = self.targets.into_iter().collect();
@@ -362,7 +363,7 @@ impl StepExpansions {
                 .push((metadata_location.clone(), "application/json"));
             staged.removed.extend(unreferenced);
             staged.removed.extend(old_metadata);
-            staged.ops.push(Op::PutTable {
+            staged.ops.push(Op::Iceberg(IcebergOp::PutTable {
                 namespace: t.namespace.clone(),
                 name: t.name.clone(),
                 expected: t.record.generation,
@@ -371,7 +372,7 @@ impl StepExpansions {
                     metadata_location,
                     ..t.record.clone()
                 }),
-            });
+            }));
             staged.counters.push((t.label.clone(), t.counters));
         }
         Ok(staged)
