@@ -274,7 +274,7 @@ pub async fn complete_multipart_upload(
     let i = req.input;
     let upload = match upload_of(gw, &b.name, &i.key, &i.upload_id).await {
         Ok(u) => u,
-        Err(e) => return already_completed(gw, &b, &i).await.ok_or(e),
+        Err(e) => return already_completed(gw, &b, &i).await?.ok_or(e),
     };
     let requested = i
         .multipart_upload
@@ -460,29 +460,36 @@ fn multipart_etag<'a>(part_etags: impl ExactSizeIterator<Item = &'a str>) -> Str
 /// The answer to a CompleteMultipartUpload retried after it succeeded (its response was
 /// lost, say): AWS answers 200 with the object's ETag again. The upload is gone, so the
 /// object it made is recognized by its ETag, which the request's part ETags determine;
-/// `None` (the caller answers `NoSuchUpload`) unless the key's current object is exactly
-/// that one.
+/// `Ok(None)` (the caller answers `NoSuchUpload`) unless the key's current object is
+/// exactly that one; a catalog fault is answered as itself, never as `NoSuchUpload`.
 async fn already_completed(
     gw: &Gateway,
     b: &catalog::BucketRecord,
     i: &CompleteMultipartUploadInput,
-) -> Option<S3Response<CompleteMultipartUploadOutput>> {
-    let parts = i.multipart_upload.as_ref()?.parts.as_ref()?;
-    let etags: Vec<String> = parts
+) -> S3Result<Option<S3Response<CompleteMultipartUploadOutput>>> {
+    let Some(parts) = i.multipart_upload.as_ref().and_then(|u| u.parts.as_ref()) else {
+        return Ok(None);
+    };
+    let Some(etags) = parts
         .iter()
         .map(|p| Some(p.e_tag.as_ref()?.value().trim_matches('"').to_owned()))
-        .collect::<Option<_>>()?;
+        .collect::<Option<Vec<String>>>()
+    else {
+        return Ok(None);
+    };
     if etags.is_empty() {
-        return None;
+        return Ok(None);
     }
     let want = multipart_etag(etags.iter().map(String::as_str));
-    let v = gw.catalog().object(&b.name, &i.key).await.ok()??;
+    let Some(v) = gw.catalog().object(&b.name, &i.key).await.or_s3()? else {
+        return Ok(None);
+    };
     if v.etag != want || v.parts.len() != etags.len() {
-        return None;
+        return Ok(None);
     }
     let f = fields(&v.checksums);
     let r = sse::reported(v.encryption.as_ref());
-    Some(S3Response::new(CompleteMultipartUploadOutput {
+    Ok(Some(S3Response::new(CompleteMultipartUploadOutput {
         server_side_encryption: r.sse,
         bucket: Some(b.name.clone()),
         key: Some(i.key.clone()),
@@ -496,7 +503,7 @@ async fn already_completed(
         checksum_sha256: f.sha256,
         checksum_type: f.kind,
         ..Default::default()
-    }))
+    })))
 }
 
 /// AbortMultipartUpload: the upload and its parts go; the catalog frees the blobs.

@@ -27,9 +27,17 @@ pub async fn handle(ctx: &Ctx, req: DescribeLogDirsRequest) -> DescribeLogDirsRe
         },
     };
     let mut topics = Vec::new();
+    // A read fault is the dir's error (as a failed disk is Kafka's), not a missing topic
+    // or an empty partition.
+    let mut fault = None;
     for (name, parts) in wanted {
-        let Ok(Some(t)) = catalog.topic(&name).await else {
-            continue;
+        let t = match catalog.topic(&name).await {
+            Ok(Some(t)) => t,
+            Ok(None) => continue,
+            Err(e) => {
+                fault = Some(crate::error::from_catalog(&e));
+                continue;
+            }
         };
         let indexes = parts.unwrap_or_else(|| (0..t.partitions as i32).collect());
         let partitions: Vec<_> = {
@@ -39,12 +47,13 @@ pub async fn handle(ctx: &Ctx, req: DescribeLogDirsRequest) -> DescribeLogDirsRe
                 .filter(|p| t.has_partition(*p) && ctx.leads(&t.name, *p))
             {
                 out.push({
-                    let size = catalog
-                        .partition(t.id, p as u32)
-                        .await
-                        .ok()
-                        .flatten()
-                        .map_or(0, |s| s.bytes as i64);
+                    let size = match catalog.partition(t.id, p as u32).await {
+                        Ok(state) => state.map_or(0, |s| s.bytes as i64),
+                        Err(e) => {
+                            fault = Some(crate::error::from_catalog(&e));
+                            -1
+                        }
+                    };
                     DescribeLogDirsPartition::default()
                         .with_partition_index(p)
                         .with_partition_size(size)
@@ -63,7 +72,7 @@ pub async fn handle(ctx: &Ctx, req: DescribeLogDirsRequest) -> DescribeLogDirsRe
         }
     }
     let dir = DescribeLogDirsResult::default()
-        .with_error_code(0)
+        .with_error_code(fault.map_or(0, |e| e.code()))
         .with_log_dir(sb(&ctx.broker.config.log_dir))
         .with_topics(topics)
         .with_total_bytes(-1)

@@ -17,35 +17,42 @@ pub async fn handle(ctx: &Ctx, req: ElectLeadersRequest) -> ElectLeadersResponse
             .into_iter()
             .map(|t| (t.topic.to_string(), t.partitions))
             .collect(),
-        None => catalog
-            .topics()
-            .await
-            .unwrap_or_default()
-            .into_iter()
-            .map(|t| {
-                let all = (0..t.partitions as i32).collect();
-                (t.name, all)
-            })
-            .collect(),
+        None => match catalog.topics().await {
+            Ok(topics) => topics
+                .into_iter()
+                .map(|t| {
+                    let all = (0..t.partitions as i32).collect();
+                    (t.name, all)
+                })
+                .collect(),
+            // A read fault is the request's error, not an empty cluster.
+            Err(e) => {
+                return ElectLeadersResponse::default()
+                    .with_error_code(crate::error::from_catalog(&e).code());
+            }
+        },
     };
     let mut results = Vec::new();
     for (name, parts) in wanted {
         results.push({
-            let topic = catalog.topic(&name).await.ok().flatten();
+            let topic = catalog.topic(&name).await;
             let partition_result = parts
                 .into_iter()
                 .map(|p| {
-                    let exists = topic.as_ref().is_some_and(|t| t.has_partition(p));
-                    let (error, message) = if exists {
-                        (
+                    let (error, message) = match &topic {
+                        Ok(Some(t)) if t.has_partition(p) => (
                             ResponseError::ElectionNotNeeded,
                             "the partition's only replica leads it",
-                        )
-                    } else {
-                        (
+                        ),
+                        Ok(_) => (
                             ResponseError::UnknownTopicOrPartition,
                             "no such topic or partition",
-                        )
+                        ),
+                        // A read fault is not "no such topic": the client may retry.
+                        Err(e) => (
+                            crate::error::from_catalog(e),
+                            "the catalog could not be read",
+                        ),
                     };
                     PartitionResult::default()
                         .with_partition_id(p)

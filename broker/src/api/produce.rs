@@ -121,13 +121,17 @@ async fn plan_partition(
         let pos = match states.iter().position(|(id, _)| *id == p.producer_id) {
             Some(i) => i,
             None => {
-                let stored = ctx
+                let stored = match ctx
                     .broker
                     .catalog
                     .producer_state(p.producer_id, topic.id, index as u32)
                     .await
-                    .ok()
-                    .flatten();
+                {
+                    Ok(stored) => stored,
+                    // A read fault is not "no state": judging sequences without it could
+                    // take a duplicate, so the partition is refused and retried.
+                    Err(e) => return Plan::Refused(crate::error::from_catalog(&e), None),
+                };
                 states.push((p.producer_id, stored));
                 states.len() - 1
             }

@@ -32,13 +32,22 @@ pub async fn alter(
         for t in req.topics.into_iter() {
             out.push({
             let name = t.name.to_string();
-            let topic = catalog.topic(&name).await.ok().flatten();
+            let topic = catalog.topic(&name).await;
             let partitions = t
                 .partitions
                 .into_iter()
                 .map(|p| {
                     let i = p.partition_index;
-                    let exists = topic.as_ref().is_some_and(|t| t.has_partition(i));
+                    let exists = match &topic {
+                        Ok(topic) => topic.as_ref().is_some_and(|t| t.has_partition(i)),
+                        // A read fault is not "no such topic": the client may retry.
+                        Err(e) => {
+                            return ReassignablePartitionResponse::default()
+                                .with_partition_index(i)
+                                .with_error_code(crate::error::from_catalog(e).code())
+                                .with_error_message(Some(sb("the catalog could not be read")));
+                        }
+                    };
                     let leader = BrokerId(ctx.broker.cluster.leader(&name, i));
                     let (error, message) = match p.replicas {
                         _ if !exists => (Some(ResponseError::UnknownTopicOrPartition), None),

@@ -267,7 +267,16 @@ impl GroupCoordinator {
             if self.closed.load(Ordering::Acquire) || slot.lock().dead {
                 return;
             }
-            let topics = self.topic_metas().await.unwrap_or_default();
+            // An unreadable topic list is not an empty one: assignments computed from
+            // it would take every member's partitions away, so the round waits instead.
+            let topics = match self.topic_metas().await {
+                Ok(topics) => topics,
+                Err(e) => {
+                    tracing::warn!(error = ?e, "consumer group round: topics unreadable, retrying");
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    continue;
+                }
+            };
             let persist = {
                 let mut g = slot.lock();
                 if g.expire(Instant::now(), &topics) {
