@@ -1,5 +1,6 @@
 """Where a produce's time goes with the PostgreSQL catalog: PostgreSQL transactions per
-produce request, keyed reads per group commit (docs/benchmarks.md, session 17).
+produce request, keyed reads per group commit (docs/benchmarks.md, "PostgreSQL catalog:
+transactions per produce request").
 
     .venv/bin/python bench/pg_round_trips.py BIN [RATE]
 

@@ -572,7 +572,7 @@ impl Wal {
         // so the drives write all six at once while the syncs follow one another from
         // this thread. Measured alone on this VM's disk that beat one thread per drive
         // (each writing and syncing its own frame) in the median and the tail
-        // (docs/benchmarks.md), and a commit has no threads to wake and wait for.
+        // (docs/benchmarks-history.md), and a commit has no threads to wake and wait for.
         let mut results = Vec::new();
         let mut written = Vec::new();
         for i in self.online_drives() {

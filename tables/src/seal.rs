@@ -56,8 +56,9 @@ const SMALL_FILE_BYTES: u64 = 16 << 20;
 /// ... and below this many rows. Compressible topics make files that are small on disk
 /// but hold up to a whole snapshot's 64 MiB of records each (65,536 rows of 1 KiB):
 /// rewriting those would pass every such row through Parquet twice (the tabler used
-/// 40 % less CPU at half load without it, docs/benchmarks.md) for no fewer files worth
-/// having. The files of short, age-triggered seals stay below it and are merged.
+/// 40 % less CPU at half load without it, docs/benchmarks-history.md) for no fewer
+/// files worth having. The files of short, age-triggered seals stay below it and are
+/// merged.
 const SMALL_FILE_ROWS: u64 = 1 << 15;
 /// How many small files of a partition make a rewrite worth it.
 const COMPACT_FILES: usize = 4;

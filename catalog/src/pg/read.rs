@@ -5,7 +5,8 @@
 //!
 //! The `BEGIN` goes out in one pipeline with the snapshot's first query, not a round
 //! trip ahead of it: most snapshots make one query, and a produce request's reads were
-//! three of the four PostgreSQL transactions it cost (docs/benchmarks.md, session 17).
+//! three of the four PostgreSQL transactions it cost (docs/benchmarks.md, "PostgreSQL
+//! catalog: transactions per produce request").
 
 use std::ops::Bound;
 

@@ -32,7 +32,8 @@ const PAGE: usize = 1000;
 /// Expirations committed at once (each is its own transaction; the committer groups
 /// them). A commit waits mostly for its group's fsync, so the rate grows with this: 32
 /// expired 2,763 objects/s here against 9,328/s for a client's DeleteObjects (4 requests
-/// of 64 deletes in flight); 256 matches the client (docs/benchmarks.md, "Session 14").
+/// of 64 deletes in flight); 256 matches the client (docs/benchmarks.md, "Lifecycle
+/// expiry rate").
 const IN_FLIGHT: usize = 256;
 
 /// How the worker runs.
