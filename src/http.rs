@@ -179,6 +179,7 @@ pub fn endpoint(
     metrics: Arc<Metrics>,
     iceberg: Arc<tables::rest::RestCatalog>,
     views: Vec<(String, Arc<tables::rest::RestCatalog>)>,
+    admin: Arc<admin::Admin>,
 ) -> impl Fn(Request<Incoming>) -> PendingReply + Send + Sync + 'static {
     move |req| {
         // A broker view's own REST catalog: /iceberg/views/NAME/v1/...
@@ -186,7 +187,7 @@ pub fn endpoint(
             let (name, path) = rest.split_once('/').unwrap_or((rest, ""));
             if let Some((_, view)) = views.iter().find(|(n, _)| n == name) {
                 let path = format!("/{path}");
-                return Box::pin(iceberg_request(view.clone(), path, false, req));
+                return Box::pin(rest_request(Rest::Iceberg(view.clone()), path, req));
             }
             return Box::pin(std::future::ready(reply(
                 StatusCode::NOT_FOUND,
@@ -198,11 +199,11 @@ pub fn endpoint(
         }
         if let Some(rest) = req.uri().path().strip_prefix("/iceberg") {
             let path = rest.to_owned();
-            return Box::pin(iceberg_request(iceberg.clone(), path, false, req));
+            return Box::pin(rest_request(Rest::Iceberg(iceberg.clone()), path, req));
         }
         if let Some(rest) = req.uri().path().strip_prefix("/admin/") {
             let path = format!("/{rest}");
-            return Box::pin(iceberg_request(iceberg.clone(), path, true, req));
+            return Box::pin(rest_request(Rest::Admin(admin.clone()), path, req));
         }
         let r = match (req.method(), req.uri().path()) {
             (&Method::GET, "/health") => health(&catalog),
@@ -217,13 +218,15 @@ pub fn endpoint(
     }
 }
 
-/// A request to the REST catalog, or (`admin`) to the admin API it serves too.
-async fn iceberg_request(
-    iceberg: Arc<tables::rest::RestCatalog>,
-    path: String,
-    admin: bool,
-    req: Request<Incoming>,
-) -> Reply {
+/// Which JSON API a request is for.
+enum Rest {
+    Iceberg(Arc<tables::rest::RestCatalog>),
+    Admin(Arc<admin::Admin>),
+}
+
+/// A request to the Iceberg REST catalog or the admin API (they share request and error
+/// shapes and the body bound).
+async fn rest_request(to: Rest, path: String, req: Request<Incoming>) -> Reply {
     let header = |name: hyper::header::HeaderName| {
         req.headers()
             .get(name)
@@ -252,10 +255,9 @@ async fn iceberg_request(
         host,
         body,
     };
-    let r = if admin {
-        iceberg.handle_admin(req).await
-    } else {
-        iceberg.handle(req).await
+    let r = match to {
+        Rest::Iceberg(iceberg) => iceberg.handle(req).await,
+        Rest::Admin(admin) => admin.handle(req).await,
     };
     reply(r.status, "application/json", r.body)
 }

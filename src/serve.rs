@@ -261,6 +261,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             region: "us-east-1".to_owned(),
         },
     ));
+    let admin = Arc::new(admin::Admin::new(tabler.clone(), iceberg.tokens().clone()));
     // A view's tables have a REST catalog of their own, at /iceberg/views/NAME.
     let view_icebergs: Vec<(String, Arc<tables::rest::RestCatalog>)> = config
         .views
@@ -284,6 +285,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             metrics.clone(),
             iceberg,
             view_icebergs,
+            admin,
         ),
         stop_rx.clone(),
     ));

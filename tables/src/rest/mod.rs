@@ -1,14 +1,13 @@
 //! The Iceberg REST catalog, served under `/iceberg` on the HTTP port: config,
 //! OAuth2 tokens, namespaces (`kafka_topics`, and those of expansions' target tables),
-//! list and load tables; and the admin API under `/admin` (`admin`). Topic tables are
+//! list and load tables; and the request, response and error shapes the admin API
+//! (crate `admin`) shares. Topic tables are
 //! read-only and target tables are written by their expansions, so every write route
 //! but dropping an unused target table answers 403 with a clear message. Loading a
 //! table seals its untabled tail first (for a target table, that of every topic that
 //! expands into it), so a query that starts after a produce ack sees it.
 
-mod admin;
 pub mod auth;
-mod iam_admin;
 mod model;
 
 use std::collections::HashMap;
@@ -91,7 +90,7 @@ impl RestCatalog {
     }
 
     /// The bearer tokens it grants (the admin API checks them too).
-    pub fn tokens(&self) -> &Tokens {
+    pub fn tokens(&self) -> &Arc<Tokens> {
         &self.tokens
     }
 
@@ -99,27 +98,11 @@ impl RestCatalog {
     /// topic's table is its records, so the policies that guard the topic guard the
     /// table.
     pub fn may(&self, user: &str, action: &str, topic: &str) -> bool {
-        let context = iam::Context::default();
-        let resource = format!("vast:kafka:topic:{}:{topic}", self.view);
-        self.tokens.directory().allows_kafka(
-            Some(user),
-            &iam::Request {
-                action,
-                resource: &resource,
-                principal: Some(user),
-                context: &context,
-            },
-        )
+        may_topic(self.tokens.directory(), &self.view, user, action, topic)
     }
 
     fn must(&self, user: &str, action: &str, topic: &str) -> TableResult<()> {
-        if self.may(user, action, topic) {
-            Ok(())
-        } else {
-            Err(TableError::Forbidden(format!(
-                "{user} may not {action} topic {topic} (a policy refuses it)"
-            )))
-        }
+        must_topic(self.tokens.directory(), &self.view, user, action, topic)
     }
 
     /// Answers one request.
@@ -437,8 +420,40 @@ impl RestCatalog {
     }
 }
 
+/// Whether `user` may do a Kafka action on a topic of `view`, as the broker decides it.
+pub fn may_topic(dir: &iam::Directory, view: &str, user: &str, action: &str, topic: &str) -> bool {
+    let context = iam::Context::default();
+    let resource = format!("vast:kafka:topic:{view}:{topic}");
+    dir.allows_kafka(
+        Some(user),
+        &iam::Request {
+            action,
+            resource: &resource,
+            principal: Some(user),
+            context: &context,
+        },
+    )
+}
+
+/// [`may_topic`], or 403 saying who may not do what.
+pub fn must_topic(
+    dir: &iam::Directory,
+    view: &str,
+    user: &str,
+    action: &str,
+    topic: &str,
+) -> TableResult<()> {
+    if may_topic(dir, view, user, action, topic) {
+        Ok(())
+    } else {
+        Err(TableError::Forbidden(format!(
+            "{user} may not {action} topic {topic} (a policy refuses it)"
+        )))
+    }
+}
+
 /// A request path's segments, percent-decoded.
-fn segments(path: &str) -> Vec<String> {
+pub fn segments(path: &str) -> Vec<String> {
     path.trim_start_matches('/')
         .split('/')
         .map(|s| {
@@ -453,7 +468,8 @@ fn no_such_table(table: &str) -> TableError {
     TableError::NoSuchTable(format!("{NAMESPACE}.{table}"))
 }
 
-fn query_param(query: Option<&str>, name: &str) -> Option<String> {
+/// A query parameter's value, decoded.
+pub fn query_param(query: Option<&str>, name: &str) -> Option<String> {
     form_urlencoded::parse(query?.as_bytes())
         .find(|(k, _)| k == name)
         .map(|(_, v)| v.into_owned())
@@ -467,14 +483,16 @@ fn basic_auth(header: Option<&str>) -> Option<(String, String)> {
     Some((id.to_owned(), secret.to_owned()))
 }
 
-fn json<T: serde::Serialize>(status: StatusCode, body: &T) -> TableResult<Response> {
+/// A JSON response.
+pub fn json<T: serde::Serialize>(status: StatusCode, body: &T) -> TableResult<Response> {
     Ok(Response {
         status,
         body: serde_json::to_vec(body).map_err(|e| TableError::Task(e.to_string()))?,
     })
 }
 
-fn no_content() -> Response {
+/// An empty 204 response.
+pub fn no_content() -> Response {
     Response {
         status: StatusCode::NO_CONTENT,
         body: Vec::new(),

@@ -18,8 +18,10 @@ use http::{Method, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json as j};
 
-use super::{Request, Response, json, no_content};
-use crate::{TableError, TableResult};
+use tables::rest::{Request, Response, json, no_content};
+use tables::{TableError, TableResult};
+
+use crate::body_json as body;
 
 /// Body of `PUT /v1/users/{name}`.
 #[derive(Deserialize)]
@@ -72,28 +74,22 @@ fn policy_json(p: &iam::NamedPolicy) -> Value {
     j!({"name": p.record.name, "document": document, "attached": p.record.attached})
 }
 
-fn body<T: serde::de::DeserializeOwned>(req: &Request) -> TableResult<T> {
-    serde_json::from_slice(&req.body).map_err(|e| TableError::BadRequest(format!("body: {e}")))
-}
-
-/// Answers an admin request about users and policies (`None`: not such a route).
+/// Answers an admin request about users and policies (`segs`: the path's segments
+/// below `/admin`).
 pub async fn route(
     dir: &iam::Directory,
     user: &str,
     req: &Request,
     segs: &[&str],
-) -> Option<TableResult<Response>> {
-    if !matches!(segs, ["v1", "users", ..] | ["v1", "policies", ..]) {
-        return None;
-    }
+) -> TableResult<Response> {
     if !dir.is_admin(user) {
-        return Some(Err(TableError::Forbidden(format!(
+        return Err(TableError::Forbidden(format!(
             "{user} is not the administrator; users and policies are managed by {}",
             dir.admin()
-        ))));
+        )));
     }
     let m = &req.method;
-    Some(match segs {
+    match segs {
         ["v1", "users"] if m == Method::GET => {
             let users: Vec<Value> = dir
                 .users()
@@ -160,5 +156,5 @@ pub async fn route(
             "no admin route {} {}",
             req.method, req.path
         ))),
-    })
+    }
 }

@@ -1,0 +1,60 @@
+//! The admin HTTP API, served under `/admin` on the HTTP port and described route by
+//! route in `docs/admin-api.yaml`: users and identity policies ([`identities`], the
+//! administrator's alone) and topic expansions ([`expansions`], guarded by the topic's
+//! Kafka policies). Requests carry the bearer tokens the Iceberg REST catalog grants
+//! (`/iceberg/v1/oauth/tokens`), and errors are the REST catalog's error bodies, so one
+//! client setup serves both.
+
+pub mod expansions;
+pub mod identities;
+
+use std::sync::Arc;
+
+use tables::rest::{Request, Response, Tokens, error_response, must_topic, segments};
+use tables::{TableError, TableResult, Tabler};
+
+/// The admin API of one node (the default broker view's topics).
+pub struct Admin {
+    tabler: Arc<Tabler>,
+    tokens: Arc<Tokens>,
+}
+
+impl Admin {
+    /// The admin API over `tabler`'s topics, accepting `tokens`' bearer tokens.
+    pub fn new(tabler: Arc<Tabler>, tokens: Arc<Tokens>) -> Self {
+        Self { tabler, tokens }
+    }
+
+    /// Answers one request (its path below `/admin`).
+    pub async fn handle(&self, req: Request) -> Response {
+        self.route(req).await.unwrap_or_else(|e| error_response(&e))
+    }
+
+    async fn route(&self, req: Request) -> TableResult<Response> {
+        let user = self.tokens.check(req.authorization.as_deref())?;
+        let segments = segments(&req.path);
+        let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
+        let directory = self.tokens.directory();
+        match segs.as_slice() {
+            ["v1", "users", ..] | ["v1", "policies", ..] => {
+                identities::route(directory, &user, &req, &segs).await
+            }
+            // An expansion decides how a topic is tabled: a KafkaCreate, as a topic
+            // config change is.
+            ["v1", "topics", topic, ..] => {
+                must_topic(directory, "default", &user, "KafkaCreate", topic)?;
+                expansions::route(&self.tabler, &req, &segs).await
+            }
+            _ => Err(TableError::NotFound(format!(
+                "no admin route for {} /admin{}",
+                req.method, req.path
+            ))),
+        }
+    }
+}
+
+/// A request body as JSON of the expected shape, or 400 naming what is wrong.
+fn body_json<T: serde::de::DeserializeOwned>(req: &Request) -> TableResult<T> {
+    serde_json::from_slice(&req.body)
+        .map_err(|e| TableError::BadRequest(format!("request body is not the expected JSON: {e}")))
+}
