@@ -7,6 +7,7 @@
 //! ACLs and policies alike, and `eddy policy list` shows them. DescribeAcls and
 //! DeleteAcls see the bindings made this way.
 
+use crate::authz::*;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::create_acls_response::AclCreationResult;
 use kafka_protocol::messages::delete_acls_response::{
@@ -17,6 +18,7 @@ use kafka_protocol::messages::{
     CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse,
     DescribeAclsRequest, DescribeAclsResponse, ResponseKind,
 };
+use kafka_protocol::messages::{create_acls_response, delete_acls_response};
 use serde_json::{Value, json};
 
 use super::{Ctx, Reply, sb};
@@ -415,6 +417,67 @@ pub fn delete(ctx: Ctx, req: DeleteAclsRequest) -> Reply {
             DeleteAclsResponse::default().with_filter_results(filter_results),
         ))
     })
+}
+
+/// Authorizes CreateAcls before its handler, as Kafka's `Authorizer` is called from each
+/// API: refused whole, with the error alone.
+pub(crate) fn authorize_create_acls(
+    ctx: &Ctx,
+    r: CreateAclsRequest,
+) -> Result<CreateAclsRequest, Reply> {
+    if !ctx.may_manage_principals() {
+        let results = r
+                .creations
+                .iter()
+                .map(|_| {
+                    create_acls_response::AclCreationResult::default()
+                        .with_error_code(CLUSTER_DENIED)
+                        .with_error_message(Some(sb(
+                            "only the administrator, or a principal a policy allows KafkaAlter on the cluster, changes ACLs",
+                        )))
+                })
+                .collect();
+        return refuse_whole(ResponseKind::CreateAcls(
+            CreateAclsResponse::default().with_results(results),
+        ));
+    }
+    Ok(r)
+}
+
+/// Authorizes DeleteAcls before its handler, as Kafka's `Authorizer` is called from each
+/// API: refused whole, with the error alone.
+pub(crate) fn authorize_delete_acls(
+    ctx: &Ctx,
+    r: DeleteAclsRequest,
+) -> Result<DeleteAclsRequest, Reply> {
+    if !ctx.may_manage_principals() {
+        let results = r
+            .filters
+            .iter()
+            .map(|_| {
+                delete_acls_response::DeleteAclsFilterResult::default()
+                    .with_error_code(CLUSTER_DENIED)
+            })
+            .collect();
+        return refuse_whole(ResponseKind::DeleteAcls(
+            DeleteAclsResponse::default().with_filter_results(results),
+        ));
+    }
+    Ok(r)
+}
+
+/// Authorizes DescribeAcls before its handler, as Kafka's `Authorizer` is called from each
+/// API: refused whole, with the error alone.
+pub(crate) fn authorize_describe_acls(
+    ctx: &Ctx,
+    r: DescribeAclsRequest,
+) -> Result<DescribeAclsRequest, Reply> {
+    if !ctx.may_cluster(DESCRIBE) {
+        return refuse_whole(ResponseKind::DescribeAcls(
+            DescribeAclsResponse::default().with_error_code(CLUSTER_DENIED),
+        ));
+    }
+    Ok(r)
 }
 
 #[cfg(test)]

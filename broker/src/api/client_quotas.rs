@@ -5,7 +5,9 @@
 //! (connection-rate quotas) and other keys are refused with the reason: no client is
 //! told it has a limit that is not enforced.
 
+use crate::authz::*;
 use catalog::KafkaOp;
+use kafka_protocol::messages::alter_client_quotas_response;
 use std::collections::BTreeMap;
 
 use catalog::{Op, QuotaEntity};
@@ -230,4 +232,36 @@ pub fn alter(ctx: Ctx, req: AlterClientQuotasRequest) -> Reply {
             AlterClientQuotasResponse::default().with_entries(entries),
         ))
     })
+}
+
+/// Authorizes AlterClientQuotas before its handler, as Kafka's `Authorizer` is called from each
+/// API: refused whole, with the error alone.
+pub(crate) fn authorize_alter_client_quotas(
+    ctx: &Ctx,
+    r: AlterClientQuotasRequest,
+) -> Result<AlterClientQuotasRequest, Reply> {
+    if !ctx.may_cluster(ALTER) {
+        let entries = r
+            .entries
+            .iter()
+            .map(|e| {
+                alter_client_quotas_response::EntryData::default()
+                    .with_error_code(CLUSTER_DENIED)
+                    .with_entity(
+                        e.entity
+                            .iter()
+                            .map(|x| {
+                                alter_client_quotas_response::EntityData::default()
+                                    .with_entity_type(x.entity_type.clone())
+                                    .with_entity_name(x.entity_name.clone())
+                            })
+                            .collect(),
+                    )
+            })
+            .collect();
+        return refuse_whole(ResponseKind::AlterClientQuotas(
+            AlterClientQuotasResponse::default().with_entries(entries),
+        ));
+    }
+    Ok(r)
 }

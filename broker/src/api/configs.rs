@@ -1,7 +1,11 @@
 //! DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics (and read-only
 //! broker configs). Config changes are one catalog transaction per resource.
 
+use crate::authz::*;
 use catalog::KafkaOp;
+use kafka_protocol::messages::{
+    alter_configs_response, describe_configs_response, incremental_alter_configs_response,
+};
 use std::collections::BTreeMap;
 
 use catalog::{Op, TopicRecord, Transaction};
@@ -384,4 +388,91 @@ pub async fn incremental_alter(ctx: Ctx, req: IncrementalAlterConfigsRequest) ->
             IncrementalAlterConfigsResponse::default().with_responses(responses),
         ))
     })
+}
+
+/// Authorizes DescribeConfigs before its handler, as Kafka's `Authorizer` is called from each
+/// API: what the policies refuse is taken out of the request into `out` (and put back
+/// with its error by `answer_refused`), or the whole answer is returned.
+pub(crate) fn authorize_describe_configs(
+    ctx: &Ctx,
+    mut r: DescribeConfigsRequest,
+    out: &mut Refused,
+) -> Result<DescribeConfigsRequest, Reply> {
+    r.resources
+        .retain(|c| config_allowed(ctx, c.resource_type, &c.resource_name, DESCRIBE, out));
+    Ok(r)
+}
+
+/// Puts what [`authorize_describe_configs`] refused back into the response, with its error.
+pub(crate) fn answer_refused_describe_configs(
+    mut r: DescribeConfigsResponse,
+    refused: Refused,
+) -> DescribeConfigsResponse {
+    for (kind, name, code) in refused.resources {
+        r.results.push(
+            describe_configs_response::DescribeConfigsResult::default()
+                .with_resource_type(kind)
+                .with_resource_name(sb(&name))
+                .with_error_code(code),
+        );
+    }
+    r
+}
+
+/// Authorizes AlterConfigs before its handler, as Kafka's `Authorizer` is called from each
+/// API: what the policies refuse is taken out of the request into `out` (and put back
+/// with its error by `answer_refused`), or the whole answer is returned.
+pub(crate) fn authorize_alter_configs(
+    ctx: &Ctx,
+    mut r: AlterConfigsRequest,
+    out: &mut Refused,
+) -> Result<AlterConfigsRequest, Reply> {
+    r.resources
+        .retain(|c| config_allowed(ctx, c.resource_type, &c.resource_name, CREATE, out));
+    Ok(r)
+}
+
+/// Puts what [`authorize_alter_configs`] refused back into the response, with its error.
+pub(crate) fn answer_refused_alter_configs(
+    mut r: AlterConfigsResponse,
+    refused: Refused,
+) -> AlterConfigsResponse {
+    for (kind, name, code) in refused.resources {
+        r.responses.push(
+            alter_configs_response::AlterConfigsResourceResponse::default()
+                .with_resource_type(kind)
+                .with_resource_name(sb(&name))
+                .with_error_code(code),
+        );
+    }
+    r
+}
+
+/// Authorizes IncrementalAlterConfigs before its handler, as Kafka's `Authorizer` is called from each
+/// API: what the policies refuse is taken out of the request into `out` (and put back
+/// with its error by `answer_refused`), or the whole answer is returned.
+pub(crate) fn authorize_incremental_alter_configs(
+    ctx: &Ctx,
+    mut r: IncrementalAlterConfigsRequest,
+    out: &mut Refused,
+) -> Result<IncrementalAlterConfigsRequest, Reply> {
+    r.resources
+        .retain(|c| config_allowed(ctx, c.resource_type, &c.resource_name, CREATE, out));
+    Ok(r)
+}
+
+/// Puts what [`authorize_incremental_alter_configs`] refused back into the response, with its error.
+pub(crate) fn answer_refused_incremental_alter_configs(
+    mut r: IncrementalAlterConfigsResponse,
+    refused: Refused,
+) -> IncrementalAlterConfigsResponse {
+    for (kind, name, code) in refused.resources {
+        r.responses.push(
+            incremental_alter_configs_response::AlterConfigsResourceResponse::default()
+                .with_resource_type(kind)
+                .with_resource_name(sb(&name))
+                .with_error_code(code),
+        );
+    }
+    r
 }

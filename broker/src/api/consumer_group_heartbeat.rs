@@ -2,6 +2,7 @@
 //! consumer-protocol group, answering its epoch and, when it changed, the partitions it
 //! should own. v1 members choose their own ids (KIP-1082); v0 members get one here.
 
+use crate::authz::*;
 use std::collections::BTreeSet;
 
 use kafka_protocol::error::ResponseError;
@@ -87,4 +88,18 @@ pub async fn handle(ctx: Ctx, req: ConsumerGroupHeartbeatRequest) -> Reply {
             ),
         })
     })
+}
+
+/// Authorizes ConsumerGroupHeartbeat before its handler, as Kafka's `Authorizer` is called from each
+/// API: refused whole, with the error alone.
+pub(crate) fn authorize(
+    ctx: &Ctx,
+    r: ConsumerGroupHeartbeatRequest,
+) -> Result<ConsumerGroupHeartbeatRequest, Reply> {
+    if !ctx.may_group(READ, &r.group_id.0) {
+        return refuse_whole(ResponseKind::ConsumerGroupHeartbeat(
+            ConsumerGroupHeartbeatResponse::default().with_error_code(GROUP_DENIED),
+        ));
+    }
+    Ok(r)
 }

@@ -1,7 +1,9 @@
 //! DeleteGroups: groups without members are deleted with their committed offsets, in
 //! one transaction.
 
+use crate::authz::*;
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::delete_groups_response;
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse, GroupId, ResponseKind};
 
@@ -36,4 +38,36 @@ pub async fn handle(ctx: Ctx, req: DeleteGroupsRequest) -> Reply {
             DeleteGroupsResponse::default().with_results(results),
         ))
     })
+}
+
+/// Authorizes DeleteGroups before its handler, as Kafka's `Authorizer` is called from each
+/// API: what the policies refuse is taken out of the request into `out` (and put back
+/// with its error by `answer_refused`), or the whole answer is returned.
+pub(crate) fn authorize(
+    ctx: &Ctx,
+    mut r: DeleteGroupsRequest,
+    out: &mut Refused,
+) -> Result<DeleteGroupsRequest, Reply> {
+    let (kept, denied): (Vec<_>, Vec<_>) = r
+        .groups_names
+        .into_iter()
+        .partition(|g| ctx.may_group(DELETE, &g.0));
+    r.groups_names = kept;
+    out.groups = denied.into_iter().map(|g| g.0.to_string()).collect();
+    Ok(r)
+}
+
+/// Puts what [`authorize`] refused back into the response, with its error.
+pub(crate) fn answer_refused(
+    mut r: DeleteGroupsResponse,
+    refused: Refused,
+) -> DeleteGroupsResponse {
+    for g in refused.groups {
+        r.results.push(
+            delete_groups_response::DeletableGroupResult::default()
+                .with_group_id(GroupId(sb(&g)))
+                .with_error_code(GROUP_DENIED),
+        );
+    }
+    r
 }

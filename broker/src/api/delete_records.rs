@@ -2,9 +2,11 @@
 //! watermark), in one transaction per request, never past what a topic's expansion has
 //! read.
 
+use crate::authz::*;
 use catalog::KafkaOp;
 use catalog::Op;
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::delete_records_response;
 use kafka_protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
 };
@@ -95,4 +97,47 @@ async fn truncate(ctx: Ctx, req: DeleteRecordsRequest) -> Reply {
             DeleteRecordsResponse::default().with_topics(topics),
         ))
     })
+}
+
+/// Authorizes DeleteRecords before its handler, as Kafka's `Authorizer` is called from each
+/// API: what the policies refuse is taken out of the request into `out` (and put back
+/// with its error by `answer_refused`), or the whole answer is returned.
+pub(crate) fn authorize(
+    ctx: &Ctx,
+    mut r: DeleteRecordsRequest,
+    out: &mut Refused,
+) -> Result<DeleteRecordsRequest, Reply> {
+    r.topics = split(
+        r.topics,
+        |t| t.name.0.to_string(),
+        |t| t.partitions.iter().map(|p| p.partition_index).collect(),
+        |n| ctx.may_topic(DELETE, n),
+        out,
+    );
+    Ok(r)
+}
+
+/// Puts what [`authorize`] refused back into the response, with its error.
+pub(crate) fn answer_refused(
+    mut r: DeleteRecordsResponse,
+    refused: Refused,
+) -> DeleteRecordsResponse {
+    for (name, parts) in refused.topics {
+        r.topics.push(
+            delete_records_response::DeleteRecordsTopicResult::default()
+                .with_name(topic_of(&name))
+                .with_partitions(
+                    parts
+                        .into_iter()
+                        .map(|p| {
+                            delete_records_response::DeleteRecordsPartitionResult::default()
+                                .with_partition_index(p)
+                                .with_error_code(TOPIC_DENIED)
+                                .with_low_watermark(-1)
+                        })
+                        .collect(),
+                ),
+        );
+    }
+    r
 }

@@ -2,9 +2,12 @@
 //! assignments only for a stable group, as in Kafka. An unknown group is reported
 //! `Dead` with no error.
 
+use super::Reply;
+use crate::authz::*;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
+use kafka_protocol::messages::{GroupId, describe_groups_response};
 
 use super::{Ctx, sb};
 
@@ -60,4 +63,36 @@ pub async fn handle(ctx: &Ctx, req: DescribeGroupsRequest) -> DescribeGroupsResp
         out
     };
     DescribeGroupsResponse::default().with_groups(groups)
+}
+
+/// Authorizes DescribeGroups before its handler, as Kafka's `Authorizer` is called from each
+/// API: what the policies refuse is taken out of the request into `out` (and put back
+/// with its error by `answer_refused`), or the whole answer is returned.
+pub(crate) fn authorize(
+    ctx: &Ctx,
+    mut r: DescribeGroupsRequest,
+    out: &mut Refused,
+) -> Result<DescribeGroupsRequest, Reply> {
+    let (kept, denied): (Vec<_>, Vec<_>) = r
+        .groups
+        .into_iter()
+        .partition(|g| ctx.may_group(DESCRIBE, &g.0));
+    r.groups = kept;
+    out.groups = denied.into_iter().map(|g| g.0.to_string()).collect();
+    Ok(r)
+}
+
+/// Puts what [`authorize`] refused back into the response, with its error.
+pub(crate) fn answer_refused(
+    mut r: DescribeGroupsResponse,
+    refused: Refused,
+) -> DescribeGroupsResponse {
+    for g in refused.groups {
+        r.groups.push(
+            describe_groups_response::DescribedGroup::default()
+                .with_group_id(GroupId(sb(&g)))
+                .with_error_code(GROUP_DENIED),
+        );
+    }
+    r
 }

@@ -3,7 +3,10 @@
 //! order, at most `response_partition_limit` partitions per response, continued from a
 //! cursor. Leaders as Metadata gives them; each partition's only replica is its leader.
 
+use super::Reply;
+use crate::authz::*;
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::describe_topic_partitions_response;
 use kafka_protocol::messages::describe_topic_partitions_response::{
     Cursor, DescribeTopicPartitionsResponsePartition, DescribeTopicPartitionsResponseTopic,
 };
@@ -111,4 +114,37 @@ pub async fn handle(
     DescribeTopicPartitionsResponse::default()
         .with_topics(topics)
         .with_next_cursor(next)
+}
+
+/// Authorizes DescribeTopicPartitions before its handler, as Kafka's `Authorizer` is called from each
+/// API: what the policies refuse is taken out of the request into `out` (and put back
+/// with its error by `answer_refused`), or the whole answer is returned.
+pub(crate) fn authorize(
+    ctx: &Ctx,
+    mut r: DescribeTopicPartitionsRequest,
+    out: &mut Refused,
+) -> Result<DescribeTopicPartitionsRequest, Reply> {
+    r.topics = split(
+        r.topics,
+        |t| t.name.0.to_string(),
+        |_| Vec::new(),
+        |n| ctx.may_topic(DESCRIBE, n),
+        out,
+    );
+    Ok(r)
+}
+
+/// Puts what [`authorize`] refused back into the response, with its error.
+pub(crate) fn answer_refused(
+    mut r: DescribeTopicPartitionsResponse,
+    refused: Refused,
+) -> DescribeTopicPartitionsResponse {
+    for (name, _) in refused.topics {
+        r.topics.push(
+            describe_topic_partitions_response::DescribeTopicPartitionsResponseTopic::default()
+                .with_name(Some(topic_of(&name)))
+                .with_error_code(TOPIC_DENIED),
+        );
+    }
+    r
 }

@@ -3,7 +3,10 @@
 //! `ELECTION_NOT_NEEDED`, as Kafka does for a partition already led by its preferred
 //! replica.
 
+use super::Reply;
+use crate::authz::*;
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::ResponseKind;
 use kafka_protocol::messages::elect_leaders_response::{PartitionResult, ReplicaElectionResult};
 use kafka_protocol::messages::{ElectLeadersRequest, ElectLeadersResponse};
 
@@ -66,4 +69,15 @@ pub async fn handle(ctx: &Ctx, req: ElectLeadersRequest) -> ElectLeadersResponse
         });
     }
     ElectLeadersResponse::default().with_replica_election_results(results)
+}
+
+/// Authorizes ElectLeaders before its handler, as Kafka's `Authorizer` is called from each
+/// API: refused whole, with the error alone.
+pub(crate) fn authorize(ctx: &Ctx, r: ElectLeadersRequest) -> Result<ElectLeadersRequest, Reply> {
+    if !ctx.may_cluster(ALTER) {
+        return refuse_whole(ResponseKind::ElectLeaders(
+            ElectLeadersResponse::default().with_error_code(CLUSTER_DENIED),
+        ));
+    }
+    Ok(r)
 }

@@ -8,6 +8,8 @@
 //! of its session and answers those with news. Fetch v0-3 (removed in Kafka 4.0) get
 //! their batches as message sets (`crate::message_set`).
 
+use crate::authz::*;
+use kafka_protocol::messages::fetch_response;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -334,4 +336,52 @@ impl Drop for Parked {
     fn drop(&mut self) {
         self.0.dec();
     }
+}
+
+/// Authorizes Fetch before its handler, as Kafka's `Authorizer` is called from each
+/// API: what the policies refuse is taken out of the request into `out` (and put back
+/// with its error by `answer_refused`), or the whole answer is returned.
+pub(crate) async fn authorize(
+    ctx: &Ctx,
+    mut r: FetchRequest,
+    out: &mut Refused,
+) -> Result<FetchRequest, Reply> {
+    if r.replica_id.0 < 0 {
+        let names = topic_names_by_id(ctx, r.topics.iter().map(|t| t.topic_id)).await;
+        out.ids = names.iter().map(|(id, n)| (n.clone(), *id)).collect();
+        r.topics = split(
+            r.topics,
+            |t| id_or_name(&names, &t.topic.0, t.topic_id),
+            |t| t.partitions.iter().map(|p| p.partition).collect(),
+            |n| ctx.may_topic(READ, n),
+            out,
+        );
+    }
+    Ok(r)
+}
+
+/// Puts what [`authorize`] refused back into the response, with its error.
+pub(crate) fn answer_refused(mut r: FetchResponse, refused: Refused) -> FetchResponse {
+    for (name, parts) in refused.topics {
+        let id = refused.ids.get(&name).copied().unwrap_or_default();
+        r.responses.push(
+            fetch_response::FetchableTopicResponse::default()
+                .with_topic(topic_of(&name))
+                .with_topic_id(id)
+                .with_partitions(
+                    parts
+                        .into_iter()
+                        .map(|p| {
+                            fetch_response::PartitionData::default()
+                                .with_partition_index(p)
+                                .with_error_code(TOPIC_DENIED)
+                                .with_high_watermark(-1)
+                                .with_last_stable_offset(-1)
+                                .with_log_start_offset(-1)
+                        })
+                        .collect(),
+                ),
+        );
+    }
+    r
 }

@@ -1,6 +1,8 @@
 //! FindCoordinator: a group's or a transactional id's coordinator is the node its id
 //! hashes to, so every address answers alike. Single keys (v0-3) and batches (v4+).
 
+use super::Reply;
+use crate::authz::*;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
@@ -56,4 +58,51 @@ pub fn handle(ctx: &Ctx, req: FindCoordinatorRequest) -> FindCoordinatorResponse
         .with_node_id(c.node_id)
         .with_host(c.host)
         .with_port(c.port)
+}
+
+/// Authorizes FindCoordinator before its handler, as Kafka's `Authorizer` is called from each
+/// API: what the policies refuse is taken out of the request into `out` (and put back
+/// with its error by `answer_refused`), or the whole answer is returned.
+pub(crate) fn authorize(
+    ctx: &Ctx,
+    r: FindCoordinatorRequest,
+    out: &mut Refused,
+) -> Result<FindCoordinatorRequest, Reply> {
+    let keys = if r.coordinator_keys.is_empty() {
+        vec![r.key.to_string()]
+    } else {
+        r.coordinator_keys.iter().map(|k| k.to_string()).collect()
+    };
+    if r.key_type == 0 {
+        out.groups = keys
+            .into_iter()
+            .filter(|g| !ctx.may_group(DESCRIBE, g))
+            .collect();
+    }
+    Ok(r)
+}
+
+/// Puts what [`authorize`] refused back into the response, with its error.
+pub(crate) fn answer_refused(
+    mut r: FindCoordinatorResponse,
+    refused: Refused,
+) -> FindCoordinatorResponse {
+    if r.coordinators.is_empty() {
+        if !refused.groups.is_empty() {
+            r.error_code = GROUP_DENIED;
+            r.node_id = BrokerId(-1);
+            r.host = sb("");
+            r.port = -1;
+        }
+    } else {
+        for c in &mut r.coordinators {
+            if refused.groups.iter().any(|g| *g == *c.key) {
+                c.error_code = GROUP_DENIED;
+                c.node_id = BrokerId(-1);
+                c.host = sb("");
+                c.port = -1;
+            }
+        }
+    }
+    r
 }

@@ -1,6 +1,9 @@
 //! Heartbeat: keeps a member's session alive and tells it when to rejoin.
 
+use super::Reply;
+use crate::authz::*;
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::ResponseKind;
 use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
 
 use super::Ctx;
@@ -24,4 +27,15 @@ pub async fn handle(ctx: &Ctx, req: HeartbeatRequest) -> HeartbeatResponse {
             .await
     };
     HeartbeatResponse::default().with_error_code(result.err().map_or(0, |e| e.code()))
+}
+
+/// Authorizes Heartbeat before its handler, as Kafka's `Authorizer` is called from each
+/// API: refused whole, with the error alone.
+pub(crate) fn authorize(ctx: &Ctx, r: HeartbeatRequest) -> Result<HeartbeatRequest, Reply> {
+    if !ctx.may_group(READ, &r.group_id.0) {
+        return refuse_whole(ResponseKind::Heartbeat(
+            HeartbeatResponse::default().with_error_code(GROUP_DENIED),
+        ));
+    }
+    Ok(r)
 }

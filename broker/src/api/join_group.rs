@@ -3,6 +3,7 @@
 //! leader also gets every member's metadata. Protocols and metadata pass through
 //! untouched, so any client-side assignor (eager, cooperative, Connect's) works.
 
+use crate::authz::*;
 use std::time::Duration;
 
 use kafka_protocol::error::ResponseError;
@@ -78,4 +79,17 @@ fn response(a: JoinAnswer, version: i16) -> JoinGroupResponse {
                 })
                 .collect(),
         )
+}
+
+/// Authorizes JoinGroup before its handler, as Kafka's `Authorizer` is called from each
+/// API: refused whole, with the error alone.
+pub(crate) fn authorize(ctx: &Ctx, r: JoinGroupRequest) -> Result<JoinGroupRequest, Reply> {
+    if !ctx.may_group(READ, &r.group_id.0) {
+        return refuse_whole(ResponseKind::JoinGroup(
+            JoinGroupResponse::default()
+                .with_error_code(GROUP_DENIED)
+                .with_generation_id(-1),
+        ));
+    }
+    Ok(r)
 }

@@ -1,6 +1,7 @@
 //! LeaveGroup: one member (v0-2) or a batch of members by member or instance id (v3+)
 //! leave, and the others rebalance.
 
+use crate::authz::*;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse, ResponseKind};
@@ -60,4 +61,15 @@ pub async fn handle(ctx: Ctx, req: LeaveGroupRequest) -> Reply {
         };
         Some(ResponseKind::LeaveGroup(response))
     })
+}
+
+/// Authorizes LeaveGroup before its handler, as Kafka's `Authorizer` is called from each
+/// API: refused whole, with the error alone.
+pub(crate) fn authorize(ctx: &Ctx, r: LeaveGroupRequest) -> Result<LeaveGroupRequest, Reply> {
+    if !ctx.may_group(READ, &r.group_id.0) {
+        return refuse_whole(ResponseKind::LeaveGroup(
+            LeaveGroupResponse::default().with_error_code(GROUP_DENIED),
+        ));
+    }
+    Ok(r)
 }

@@ -1,6 +1,8 @@
 //! ListGroups: the groups this address coordinates, filtered by state (v4+) and type
 //! (v5+: `classic` or `consumer`, KIP-848).
 
+use super::Reply;
+use crate::authz::*;
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
 
@@ -27,4 +29,21 @@ pub async fn handle(ctx: &Ctx, req: ListGroupsRequest) -> ListGroupsResponse {
                 .collect(),
         ),
     }
+}
+
+/// Authorizes ListGroups before its handler, as Kafka's `Authorizer` is called from each
+/// API: what the policies refuse is taken out of the request into `out` (and put back
+/// with its error by `answer_refused`), or the whole answer is returned.
+pub(crate) fn authorize(
+    r: ListGroupsRequest,
+    out: &mut Refused,
+) -> Result<ListGroupsRequest, Reply> {
+    out.hidden = true;
+    Ok(r)
+}
+
+/// Puts what [`authorize`] refused back into the response, with its error.
+pub(crate) fn answer_refused(ctx: &Ctx, mut r: ListGroupsResponse) -> ListGroupsResponse {
+    r.groups.retain(|g| ctx.may_group(DESCRIBE, &g.group_id.0));
+    r
 }

@@ -2,7 +2,9 @@
 //! last stable offset at read_committed), max timestamp (-3), and the first offset whose
 //! timestamp is at or after a given time.
 
+use crate::authz::*;
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::list_offsets_response;
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
@@ -146,4 +148,45 @@ pub async fn handle(ctx: Ctx, req: ListOffsetsRequest) -> Reply {
             ListOffsetsResponse::default().with_topics(topics),
         ))
     })
+}
+
+/// Authorizes ListOffsets before its handler, as Kafka's `Authorizer` is called from each
+/// API: what the policies refuse is taken out of the request into `out` (and put back
+/// with its error by `answer_refused`), or the whole answer is returned.
+pub(crate) fn authorize(
+    ctx: &Ctx,
+    mut r: ListOffsetsRequest,
+    out: &mut Refused,
+) -> Result<ListOffsetsRequest, Reply> {
+    r.topics = split(
+        r.topics,
+        |t| t.name.0.to_string(),
+        |t| t.partitions.iter().map(|p| p.partition_index).collect(),
+        |n| ctx.may_topic(DESCRIBE, n),
+        out,
+    );
+    Ok(r)
+}
+
+/// Puts what [`authorize`] refused back into the response, with its error.
+pub(crate) fn answer_refused(mut r: ListOffsetsResponse, refused: Refused) -> ListOffsetsResponse {
+    for (name, parts) in refused.topics {
+        r.topics.push(
+            list_offsets_response::ListOffsetsTopicResponse::default()
+                .with_name(topic_of(&name))
+                .with_partitions(
+                    parts
+                        .into_iter()
+                        .map(|p| {
+                            list_offsets_response::ListOffsetsPartitionResponse::default()
+                                .with_partition_index(p)
+                                .with_error_code(TOPIC_DENIED)
+                                .with_timestamp(-1)
+                                .with_offset(-1)
+                        })
+                        .collect(),
+                ),
+        );
+    }
+    r
 }

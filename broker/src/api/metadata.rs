@@ -1,7 +1,9 @@
 //! Metadata: every listener address is a broker; each partition's leader is hashed onto
 //! them and is its only replica and in-sync replica. Topic ids are stable.
 
+use crate::authz::*;
 use catalog::KafkaOp;
+use kafka_protocol::messages::metadata_response;
 use std::collections::BTreeMap;
 
 use catalog::{Op, TopicRecord, Transaction};
@@ -140,4 +142,50 @@ pub async fn handle(ctx: Ctx, req: MetadataRequest) -> Reply {
                 .with_topics(topics),
         ))
     })
+}
+
+/// Authorizes Metadata before its handler, as Kafka's `Authorizer` is called from each
+/// API: what the policies refuse is taken out of the request into `out` (and put back
+/// with its error by `answer_refused`), or the whole answer is returned.
+pub(crate) fn authorize(
+    ctx: &Ctx,
+    mut r: MetadataRequest,
+    out: &mut Refused,
+) -> Result<MetadataRequest, Reply> {
+    match r.topics.take() {
+        Some(topics) => {
+            r.topics = Some(split(
+                topics,
+                |t| t.name.as_ref().map(|n| n.0.to_string()).unwrap_or_default(),
+                |_| Vec::new(),
+                |n| ctx.may_topic(DESCRIBE, n),
+                out,
+            ))
+        }
+        None => out.hidden = true,
+    }
+    Ok(r)
+}
+
+/// Puts what [`authorize`] refused back into the response, with its error.
+pub(crate) fn answer_refused(
+    ctx: &Ctx,
+    mut r: MetadataResponse,
+    refused: Refused,
+) -> MetadataResponse {
+    if refused.hidden {
+        r.topics.retain(|t| {
+            t.name
+                .as_ref()
+                .is_none_or(|n| ctx.may_topic(DESCRIBE, &n.0))
+        });
+    }
+    for (name, _) in refused.topics {
+        r.topics.push(
+            metadata_response::MetadataResponseTopic::default()
+                .with_name(Some(topic_of(&name)))
+                .with_error_code(TOPIC_DENIED),
+        );
+    }
+    r
 }

@@ -41,6 +41,7 @@ pub mod telemetry;
 pub mod topics;
 pub mod txn_offset_commit;
 
+use crate::authz::Refused;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -240,7 +241,7 @@ pub const SERVED: &[ApiKey] = &[
 /// connection awaits the first phase before it reads its next request, so pipelined
 /// requests commit in the order they were sent.
 pub async fn handle(ctx: Ctx, request: RequestKind) -> Reply {
-    let (request, refused) = match crate::authz::check(&ctx, request).await {
+    let (request, refused) = match authorize(&ctx, request).await {
         Ok(r) => r,
         Err(answer) => return answer,
     };
@@ -249,11 +250,162 @@ pub async fn handle(ctx: Ctx, request: RequestKind) -> Reply {
     }
     let check = ctx.clone();
     let reply = dispatch(ctx, request).await;
-    Box::pin(async move {
-        reply
-            .await
-            .map(|r| crate::authz::answer(&check, r, refused))
-    })
+    Box::pin(async move { reply.await.map(|r| answer_refused(&check, r, refused)) })
+}
+
+/// Authorizes a request before its handler, by its API module's own `authorize`
+/// (`crate::authz` keeps the policy evaluation): `Err` with the whole answer when it is
+/// refused outright, else the request with what was refused taken out.
+pub(crate) async fn authorize(
+    ctx: &Ctx,
+    request: RequestKind,
+) -> Result<(RequestKind, Refused), Reply> {
+    let mut out = Refused::default();
+    let request = match request {
+        RequestKind::CreateAcls(r) => RequestKind::CreateAcls(acls::authorize_create_acls(ctx, r)?),
+        RequestKind::DeleteAcls(r) => RequestKind::DeleteAcls(acls::authorize_delete_acls(ctx, r)?),
+        RequestKind::DescribeAcls(r) => {
+            RequestKind::DescribeAcls(acls::authorize_describe_acls(ctx, r)?)
+        }
+        RequestKind::AlterClientQuotas(r) => {
+            RequestKind::AlterClientQuotas(client_quotas::authorize_alter_client_quotas(ctx, r)?)
+        }
+        RequestKind::DescribeConfigs(r) => {
+            RequestKind::DescribeConfigs(configs::authorize_describe_configs(ctx, r, &mut out)?)
+        }
+        RequestKind::AlterConfigs(r) => {
+            RequestKind::AlterConfigs(configs::authorize_alter_configs(ctx, r, &mut out)?)
+        }
+        RequestKind::IncrementalAlterConfigs(r) => RequestKind::IncrementalAlterConfigs(
+            configs::authorize_incremental_alter_configs(ctx, r, &mut out)?,
+        ),
+        RequestKind::ConsumerGroupHeartbeat(r) => {
+            RequestKind::ConsumerGroupHeartbeat(consumer_group_heartbeat::authorize(ctx, r)?)
+        }
+        RequestKind::DeleteGroups(r) => {
+            RequestKind::DeleteGroups(delete_groups::authorize(ctx, r, &mut out)?)
+        }
+        RequestKind::DeleteRecords(r) => {
+            RequestKind::DeleteRecords(delete_records::authorize(ctx, r, &mut out)?)
+        }
+        RequestKind::DescribeGroups(r) => {
+            RequestKind::DescribeGroups(describe_groups::authorize(ctx, r, &mut out)?)
+        }
+        RequestKind::DescribeTopicPartitions(r) => RequestKind::DescribeTopicPartitions(
+            describe_topic_partitions::authorize(ctx, r, &mut out)?,
+        ),
+        RequestKind::ElectLeaders(r) => {
+            RequestKind::ElectLeaders(elect_leaders::authorize(ctx, r)?)
+        }
+        RequestKind::Fetch(r) => RequestKind::Fetch(fetch::authorize(ctx, r, &mut out).await?),
+        RequestKind::FindCoordinator(r) => {
+            RequestKind::FindCoordinator(find_coordinator::authorize(ctx, r, &mut out)?)
+        }
+        RequestKind::Heartbeat(r) => RequestKind::Heartbeat(heartbeat::authorize(ctx, r)?),
+        RequestKind::JoinGroup(r) => RequestKind::JoinGroup(join_group::authorize(ctx, r)?),
+        RequestKind::LeaveGroup(r) => RequestKind::LeaveGroup(leave_group::authorize(ctx, r)?),
+        RequestKind::ListGroups(r) => RequestKind::ListGroups(list_groups::authorize(r, &mut out)?),
+        RequestKind::ListOffsets(r) => {
+            RequestKind::ListOffsets(list_offsets::authorize(ctx, r, &mut out)?)
+        }
+        RequestKind::Metadata(r) => RequestKind::Metadata(metadata::authorize(ctx, r, &mut out)?),
+        RequestKind::OffsetCommit(r) => {
+            RequestKind::OffsetCommit(offset_commit::authorize(ctx, r, &mut out)?)
+        }
+        RequestKind::OffsetDelete(r) => {
+            RequestKind::OffsetDelete(offset_delete::authorize(ctx, r)?)
+        }
+        RequestKind::OffsetFetch(r) => {
+            RequestKind::OffsetFetch(offset_fetch::authorize(ctx, r, &mut out)?)
+        }
+        RequestKind::Produce(r) => RequestKind::Produce(produce::authorize(ctx, r, &mut out)?),
+        RequestKind::AlterPartitionReassignments(r) => RequestKind::AlterPartitionReassignments(
+            reassignments::authorize_alter_partition_reassignments(ctx, r)?,
+        ),
+        RequestKind::AlterUserScramCredentials(r) => RequestKind::AlterUserScramCredentials(
+            scram_credentials::authorize_alter_user_scram_credentials(ctx, r)?,
+        ),
+        RequestKind::DescribeUserScramCredentials(r) => RequestKind::DescribeUserScramCredentials(
+            scram_credentials::authorize_describe_user_scram_credentials(ctx, r)?,
+        ),
+        RequestKind::SyncGroup(r) => RequestKind::SyncGroup(sync_group::authorize(ctx, r)?),
+        RequestKind::CreateTopics(r) => {
+            RequestKind::CreateTopics(topics::authorize_create_topics(ctx, r, &mut out)?)
+        }
+        RequestKind::CreatePartitions(r) => {
+            RequestKind::CreatePartitions(topics::authorize_create_partitions(ctx, r, &mut out)?)
+        }
+        RequestKind::DeleteTopics(r) => {
+            RequestKind::DeleteTopics(topics::authorize_delete_topics(ctx, r, &mut out).await?)
+        }
+        // The rest need no policy check of their own: the handshake and version APIs, SASL
+        // (answered by the connection), telemetry, cluster and transaction descriptions
+        // that name no resource a policy guards, and the transaction APIs whose writes
+        // are checked where they land (a transactional Produce is a Produce).
+        other => other,
+    };
+    Ok((request, out))
+}
+
+/// Puts what [`authorize`] took out back into the response, by its API's own
+/// `answer_refused`.
+pub(crate) fn answer_refused(ctx: &Ctx, response: ResponseKind, refused: Refused) -> ResponseKind {
+    if refused.is_empty() {
+        return response;
+    }
+    match response {
+        ResponseKind::DescribeConfigs(r) => {
+            ResponseKind::DescribeConfigs(configs::answer_refused_describe_configs(r, refused))
+        }
+        ResponseKind::AlterConfigs(r) => {
+            ResponseKind::AlterConfigs(configs::answer_refused_alter_configs(r, refused))
+        }
+        ResponseKind::IncrementalAlterConfigs(r) => ResponseKind::IncrementalAlterConfigs(
+            configs::answer_refused_incremental_alter_configs(r, refused),
+        ),
+        ResponseKind::DeleteGroups(r) => {
+            ResponseKind::DeleteGroups(delete_groups::answer_refused(r, refused))
+        }
+        ResponseKind::DeleteRecords(r) => {
+            ResponseKind::DeleteRecords(delete_records::answer_refused(r, refused))
+        }
+        ResponseKind::DescribeGroups(r) => {
+            ResponseKind::DescribeGroups(describe_groups::answer_refused(r, refused))
+        }
+        ResponseKind::DescribeTopicPartitions(r) => ResponseKind::DescribeTopicPartitions(
+            describe_topic_partitions::answer_refused(r, refused),
+        ),
+        ResponseKind::Fetch(r) => ResponseKind::Fetch(fetch::answer_refused(r, refused)),
+        ResponseKind::FindCoordinator(r) => {
+            ResponseKind::FindCoordinator(find_coordinator::answer_refused(r, refused))
+        }
+        ResponseKind::ListGroups(r) => {
+            ResponseKind::ListGroups(list_groups::answer_refused(ctx, r))
+        }
+        ResponseKind::ListOffsets(r) => {
+            ResponseKind::ListOffsets(list_offsets::answer_refused(r, refused))
+        }
+        ResponseKind::Metadata(r) => {
+            ResponseKind::Metadata(metadata::answer_refused(ctx, r, refused))
+        }
+        ResponseKind::OffsetCommit(r) => {
+            ResponseKind::OffsetCommit(offset_commit::answer_refused(r, refused))
+        }
+        ResponseKind::OffsetFetch(r) => {
+            ResponseKind::OffsetFetch(offset_fetch::answer_refused(ctx, r, refused))
+        }
+        ResponseKind::Produce(r) => ResponseKind::Produce(produce::answer_refused(r, refused)),
+        ResponseKind::CreateTopics(r) => {
+            ResponseKind::CreateTopics(topics::answer_refused_create_topics(r, refused))
+        }
+        ResponseKind::CreatePartitions(r) => {
+            ResponseKind::CreatePartitions(topics::answer_refused_create_partitions(r, refused))
+        }
+        ResponseKind::DeleteTopics(r) => {
+            ResponseKind::DeleteTopics(topics::answer_refused_delete_topics(r, refused))
+        }
+        other => other,
+    }
 }
 
 /// Dispatches a request to its handler.

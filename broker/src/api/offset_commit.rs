@@ -3,9 +3,11 @@
 //! Standalone commits (generation -1) work for groups with no members and create the
 //! group on first use.
 
+use crate::authz::*;
 use catalog::GroupOp;
 use catalog::{GroupRecord, OffsetRecord, Op, Transaction};
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::offset_commit_response;
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
@@ -168,4 +170,69 @@ pub async fn handle(ctx: Ctx, req: OffsetCommitRequest) -> Reply {
             OffsetCommitResponse::default().with_topics(topics),
         ))
     })
+}
+
+/// Authorizes OffsetCommit before its handler, as Kafka's `Authorizer` is called from each
+/// API: what the policies refuse is taken out of the request into `out` (and put back
+/// with its error by `answer_refused`), or the whole answer is returned.
+pub(crate) fn authorize(
+    ctx: &Ctx,
+    mut r: OffsetCommitRequest,
+    out: &mut Refused,
+) -> Result<OffsetCommitRequest, Reply> {
+    if !ctx.may_group(READ, &r.group_id.0) {
+        let mut resp = OffsetCommitResponse::default();
+        resp.topics = r
+            .topics
+            .iter()
+            .map(|t| {
+                let mut rt = offset_commit_response::OffsetCommitResponseTopic::default();
+                rt.name = t.name.clone();
+                rt.topic_id = t.topic_id;
+                rt.partitions = t
+                    .partitions
+                    .iter()
+                    .map(|p| {
+                        offset_commit_response::OffsetCommitResponsePartition::default()
+                            .with_partition_index(p.partition_index)
+                            .with_error_code(GROUP_DENIED)
+                    })
+                    .collect();
+                rt
+            })
+            .collect();
+        return refuse_whole(ResponseKind::OffsetCommit(resp));
+    }
+    r.topics = split(
+        r.topics,
+        |t| t.name.0.to_string(),
+        |t| t.partitions.iter().map(|p| p.partition_index).collect(),
+        |n| ctx.may_topic(READ, n),
+        out,
+    );
+    Ok(r)
+}
+
+/// Puts what [`authorize`] refused back into the response, with its error.
+pub(crate) fn answer_refused(
+    mut r: OffsetCommitResponse,
+    refused: Refused,
+) -> OffsetCommitResponse {
+    for (name, parts) in refused.topics {
+        r.topics.push(
+            offset_commit_response::OffsetCommitResponseTopic::default()
+                .with_name(topic_of(&name))
+                .with_partitions(
+                    parts
+                        .into_iter()
+                        .map(|p| {
+                            offset_commit_response::OffsetCommitResponsePartition::default()
+                                .with_partition_index(p)
+                                .with_error_code(TOPIC_DENIED)
+                        })
+                        .collect(),
+                ),
+        );
+    }
+    r
 }

@@ -1,6 +1,7 @@
 //! OffsetDelete: removes a group's committed offsets for some partitions, except for
 //! topics its members are subscribed to (GROUP_SUBSCRIBED_TO_TOPIC).
 
+use crate::authz::*;
 use catalog::GroupOp;
 use catalog::Op;
 use kafka_protocol::error::ResponseError;
@@ -81,4 +82,15 @@ pub async fn handle(ctx: Ctx, req: OffsetDeleteRequest) -> Reply {
             OffsetDeleteResponse::default().with_topics(topics),
         ))
     })
+}
+
+/// Authorizes OffsetDelete before its handler, as Kafka's `Authorizer` is called from each
+/// API: refused whole, with the error alone.
+pub(crate) fn authorize(ctx: &Ctx, r: OffsetDeleteRequest) -> Result<OffsetDeleteRequest, Reply> {
+    if !ctx.may_group(DELETE, &r.group_id.0) {
+        return refuse_whole(ResponseKind::OffsetDelete(
+            OffsetDeleteResponse::default().with_error_code(GROUP_DENIED),
+        ));
+    }
+    Ok(r)
 }

@@ -5,6 +5,9 @@
 //! transaction ends). From v9 a consumer-protocol member's fetch carries its member id
 //! and epoch, checked as its commits are (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID).
 
+use super::Reply;
+use crate::authz::*;
+use kafka_protocol::messages::ResponseKind;
 use std::collections::BTreeMap;
 
 use catalog::OffsetRecord;
@@ -221,4 +224,45 @@ fn group_response(
                     .collect(),
             ),
     }
+}
+
+/// Authorizes OffsetFetch before its handler, as Kafka's `Authorizer` is called from each
+/// API: what the policies refuse is taken out of the request into `out` (and put back
+/// with its error by `answer_refused`), or the whole answer is returned.
+pub(crate) fn authorize(
+    ctx: &Ctx,
+    r: OffsetFetchRequest,
+    out: &mut Refused,
+) -> Result<OffsetFetchRequest, Reply> {
+    if r.groups.is_empty() && !ctx.may_group(DESCRIBE, &r.group_id.0) {
+        return refuse_whole(ResponseKind::OffsetFetch(
+            OffsetFetchResponse::default().with_error_code(GROUP_DENIED),
+        ));
+    }
+    out.groups = r
+        .groups
+        .iter()
+        .map(|g| g.group_id.0.to_string())
+        .filter(|g| !ctx.may_group(DESCRIBE, g))
+        .collect();
+    // Offsets of topics the principal may not describe are left out.
+    out.hidden = true;
+    Ok(r)
+}
+
+/// Puts what [`authorize`] refused back into the response, with its error.
+pub(crate) fn answer_refused(
+    ctx: &Ctx,
+    mut r: OffsetFetchResponse,
+    refused: Refused,
+) -> OffsetFetchResponse {
+    r.topics.retain(|t| ctx.may_topic(DESCRIBE, &t.name.0));
+    for g in &mut r.groups {
+        if refused.groups.iter().any(|d| *d == *g.group_id.0) {
+            g.error_code = GROUP_DENIED;
+            g.topics.clear();
+        }
+        g.topics.retain(|t| ctx.may_topic(DESCRIBE, &t.name.0));
+    }
+    r
 }

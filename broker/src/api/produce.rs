@@ -7,9 +7,11 @@
 //! else commits together or not at all. The response goes out only once the
 //! transaction is durable; acks=0 gets none.
 
+use crate::authz::*;
 use catalog::KafkaOp;
 use catalog::{Op, ProducerBatch, ProducerState, Transaction};
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::produce_response;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
 
@@ -319,4 +321,46 @@ pub async fn handle(ctx: Ctx, req: ProduceRequest) -> Reply {
             ProduceResponse::default().with_responses(responses),
         ))
     })
+}
+
+/// Authorizes Produce before its handler, as Kafka's `Authorizer` is called from each
+/// API: what the policies refuse is taken out of the request into `out` (and put back
+/// with its error by `answer_refused`), or the whole answer is returned.
+pub(crate) fn authorize(
+    ctx: &Ctx,
+    mut r: ProduceRequest,
+    out: &mut Refused,
+) -> Result<ProduceRequest, Reply> {
+    r.topic_data = split(
+        r.topic_data,
+        |t| t.name.0.to_string(),
+        |t| t.partition_data.iter().map(|p| p.index).collect(),
+        |n| ctx.may_topic(WRITE, n),
+        out,
+    );
+    Ok(r)
+}
+
+/// Puts what [`authorize`] refused back into the response, with its error.
+pub(crate) fn answer_refused(mut r: ProduceResponse, refused: Refused) -> ProduceResponse {
+    for (name, parts) in refused.topics {
+        r.responses.push(
+            produce_response::TopicProduceResponse::default()
+                .with_name(topic_of(&name))
+                .with_partition_responses(
+                    parts
+                        .into_iter()
+                        .map(|p| {
+                            produce_response::PartitionProduceResponse::default()
+                                .with_index(p)
+                                .with_error_code(TOPIC_DENIED)
+                                .with_base_offset(-1)
+                                .with_log_append_time_ms(-1)
+                                .with_log_start_offset(-1)
+                        })
+                        .collect(),
+                ),
+        );
+    }
+    r
 }

@@ -4,7 +4,10 @@
 //! partition's leader alone is accepted as already done, and any other is refused with
 //! `INVALID_REPLICA_ASSIGNMENT` and the reason.
 
+use super::Reply;
+use crate::authz::*;
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::ResponseKind;
 use kafka_protocol::messages::alter_partition_reassignments_response::{
     ReassignablePartitionResponse, ReassignableTopicResponse,
 };
@@ -77,4 +80,18 @@ pub async fn alter(
         out
     };
     AlterPartitionReassignmentsResponse::default().with_responses(responses)
+}
+
+/// Authorizes AlterPartitionReassignments before its handler, as Kafka's `Authorizer` is called from each
+/// API: refused whole, with the error alone.
+pub(crate) fn authorize_alter_partition_reassignments(
+    ctx: &Ctx,
+    r: AlterPartitionReassignmentsRequest,
+) -> Result<AlterPartitionReassignmentsRequest, Reply> {
+    if !ctx.may_cluster(ALTER) {
+        return refuse_whole(ResponseKind::AlterPartitionReassignments(
+            AlterPartitionReassignmentsResponse::default().with_error_code(CLUSTER_DENIED),
+        ));
+    }
+    Ok(r)
 }

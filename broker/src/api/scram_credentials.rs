@@ -7,6 +7,8 @@
 //! outside 4096..=16384, an empty salt or password, or deleting a credential that does
 //! not exist fail that user only. A config file's users are changed in the config file.
 
+use crate::authz::*;
+use kafka_protocol::messages::alter_user_scram_credentials_response;
 use std::collections::BTreeMap;
 
 use iam::scram::{Credential, ScramHash};
@@ -226,4 +228,51 @@ fn iam_error(e: iam::IamError, deleting: bool) -> (ResponseError, String) {
         iam::IamError::Catalog(c) => crate::error::from_catalog(&c),
     };
     (code, message)
+}
+
+/// Authorizes AlterUserScramCredentials before its handler, as Kafka's `Authorizer` is called from each
+/// API: refused whole, with the error alone.
+pub(crate) fn authorize_alter_user_scram_credentials(
+    ctx: &Ctx,
+    r: AlterUserScramCredentialsRequest,
+) -> Result<AlterUserScramCredentialsRequest, Reply> {
+    if !ctx.may_manage_principals() {
+        let mut users: Vec<String> = r
+            .deletions
+            .iter()
+            .map(|d| d.name.to_string())
+            .chain(r.upsertions.iter().map(|u| u.name.to_string()))
+            .collect();
+        users.sort();
+        users.dedup();
+        let results = users
+                .iter()
+                .map(|u| {
+                    alter_user_scram_credentials_response::AlterUserScramCredentialsResult::default()
+                        .with_user(sb(u))
+                        .with_error_code(CLUSTER_DENIED)
+                        .with_error_message(Some(sb(
+                            "only the administrator, or a principal a policy allows KafkaAlter on the cluster, changes credentials",
+                        )))
+                })
+                .collect();
+        return refuse_whole(ResponseKind::AlterUserScramCredentials(
+            AlterUserScramCredentialsResponse::default().with_results(results),
+        ));
+    }
+    Ok(r)
+}
+
+/// Authorizes DescribeUserScramCredentials before its handler, as Kafka's `Authorizer` is called from each
+/// API: refused whole, with the error alone.
+pub(crate) fn authorize_describe_user_scram_credentials(
+    ctx: &Ctx,
+    r: DescribeUserScramCredentialsRequest,
+) -> Result<DescribeUserScramCredentialsRequest, Reply> {
+    if !ctx.may_cluster(DESCRIBE) {
+        return refuse_whole(ResponseKind::DescribeUserScramCredentials(
+            DescribeUserScramCredentialsResponse::default().with_error_code(CLUSTER_DENIED),
+        ));
+    }
+    Ok(r)
 }

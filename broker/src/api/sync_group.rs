@@ -1,6 +1,7 @@
 //! SyncGroup: the leader sends every member's assignment; once it is durable each
 //! member gets its own, untouched.
 
+use crate::authz::*;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{ResponseKind, SyncGroupRequest, SyncGroupResponse};
 
@@ -48,4 +49,15 @@ pub async fn handle(ctx: Ctx, req: SyncGroupRequest) -> Reply {
         };
         Some(ResponseKind::SyncGroup(response))
     })
+}
+
+/// Authorizes SyncGroup before its handler, as Kafka's `Authorizer` is called from each
+/// API: refused whole, with the error alone.
+pub(crate) fn authorize(ctx: &Ctx, r: SyncGroupRequest) -> Result<SyncGroupRequest, Reply> {
+    if !ctx.may_group(READ, &r.group_id.0) {
+        return refuse_whole(ResponseKind::SyncGroup(
+            SyncGroupResponse::default().with_error_code(GROUP_DENIED),
+        ));
+    }
+    Ok(r)
 }

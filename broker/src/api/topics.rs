@@ -1,7 +1,11 @@
 //! Topic admin: CreateTopics, DeleteTopics (by name or id) and CreatePartitions. Each
 //! topic is its own transaction, so one bad topic does not fail the others.
 
+use crate::authz::*;
 use catalog::KafkaOp;
+use kafka_protocol::messages::{
+    create_partitions_response, create_topics_response, delete_topics_response,
+};
 use std::collections::BTreeMap;
 
 use catalog::{CatalogError, Op, TopicRecord, Transaction};
@@ -279,4 +283,120 @@ pub async fn create_partitions(ctx: Ctx, req: CreatePartitionsRequest) -> Reply 
             CreatePartitionsResponse::default().with_results(results),
         ))
     })
+}
+
+/// Authorizes CreateTopics before its handler, as Kafka's `Authorizer` is called from each
+/// API: what the policies refuse is taken out of the request into `out` (and put back
+/// with its error by `answer_refused`), or the whole answer is returned.
+pub(crate) fn authorize_create_topics(
+    ctx: &Ctx,
+    mut r: CreateTopicsRequest,
+    out: &mut Refused,
+) -> Result<CreateTopicsRequest, Reply> {
+    r.topics = split(
+        r.topics,
+        |t| t.name.0.to_string(),
+        |_| Vec::new(),
+        |n| ctx.may_topic(CREATE, n),
+        out,
+    );
+    Ok(r)
+}
+
+/// Puts what [`authorize_create_topics`] refused back into the response, with its error.
+pub(crate) fn answer_refused_create_topics(
+    mut r: CreateTopicsResponse,
+    refused: Refused,
+) -> CreateTopicsResponse {
+    for (name, _) in refused.topics {
+        r.topics.push(
+            create_topics_response::CreatableTopicResult::default()
+                .with_name(topic_of(&name))
+                .with_error_code(TOPIC_DENIED)
+                .with_error_message(Some(sb("not authorized to create this topic")))
+                .with_num_partitions(-1)
+                .with_replication_factor(-1),
+        );
+    }
+    r
+}
+
+/// Authorizes CreatePartitions before its handler, as Kafka's `Authorizer` is called from each
+/// API: what the policies refuse is taken out of the request into `out` (and put back
+/// with its error by `answer_refused`), or the whole answer is returned.
+pub(crate) fn authorize_create_partitions(
+    ctx: &Ctx,
+    mut r: CreatePartitionsRequest,
+    out: &mut Refused,
+) -> Result<CreatePartitionsRequest, Reply> {
+    r.topics = split(
+        r.topics,
+        |t| t.name.0.to_string(),
+        |_| Vec::new(),
+        |n| ctx.may_topic(CREATE, n),
+        out,
+    );
+    Ok(r)
+}
+
+/// Puts what [`authorize_create_partitions`] refused back into the response, with its error.
+pub(crate) fn answer_refused_create_partitions(
+    mut r: CreatePartitionsResponse,
+    refused: Refused,
+) -> CreatePartitionsResponse {
+    for (name, _) in refused.topics {
+        r.results.push(
+            create_partitions_response::CreatePartitionsTopicResult::default()
+                .with_name(topic_of(&name))
+                .with_error_code(TOPIC_DENIED),
+        );
+    }
+    r
+}
+
+/// Authorizes DeleteTopics before its handler, as Kafka's `Authorizer` is called from each
+/// API: what the policies refuse is taken out of the request into `out` (and put back
+/// with its error by `answer_refused`), or the whole answer is returned.
+pub(crate) async fn authorize_delete_topics(
+    ctx: &Ctx,
+    mut r: DeleteTopicsRequest,
+    out: &mut Refused,
+) -> Result<DeleteTopicsRequest, Reply> {
+    let names = topic_names_by_id(ctx, r.topics.iter().map(|t| t.topic_id)).await;
+    r.topic_names = split(
+        r.topic_names,
+        |t| t.0.to_string(),
+        |_| Vec::new(),
+        |n| ctx.may_topic(DELETE, n),
+        out,
+    );
+    r.topics = split(
+        r.topics,
+        |t| {
+            id_or_name(
+                &names,
+                t.name.as_ref().map_or("", |n| n.0.as_str()),
+                t.topic_id,
+            )
+        },
+        |_| Vec::new(),
+        |n| ctx.may_topic(DELETE, n),
+        out,
+    );
+    Ok(r)
+}
+
+/// Puts what [`authorize_delete_topics`] refused back into the response, with its error.
+pub(crate) fn answer_refused_delete_topics(
+    mut r: DeleteTopicsResponse,
+    refused: Refused,
+) -> DeleteTopicsResponse {
+    for (name, _) in refused.topics {
+        r.responses.push(
+            delete_topics_response::DeletableTopicResult::default()
+                .with_name(Some(topic_of(&name)))
+                .with_error_code(TOPIC_DENIED),
+        );
+    }
+    r
 }
