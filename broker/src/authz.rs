@@ -135,6 +135,26 @@ pub struct Refused {
 }
 
 impl Refused {
+    /// The refused topics as a response's topic entries: `topic` makes one of a topic's
+    /// name and its partitions' entries, which `partition` makes of each partition index.
+    pub(crate) fn topic_results<'a, T: 'a, P>(
+        &'a self,
+        topic: impl Fn(TopicName, Vec<P>) -> T + 'a,
+        partition: impl Fn(i32) -> P + 'a,
+    ) -> impl Iterator<Item = T> + 'a {
+        self.topics.iter().map(move |(name, parts)| {
+            topic(
+                topic_of(name),
+                parts.iter().map(|p| partition(*p)).collect(),
+            )
+        })
+    }
+
+    /// The names of the refused topics, as responses carry them.
+    pub(crate) fn topic_names(&self) -> impl Iterator<Item = TopicName> + '_ {
+        self.topics.iter().map(|(name, _)| topic_of(name))
+    }
+
     /// Whether nothing was taken out (the response needs no change).
     pub fn is_empty(&self) -> bool {
         self.topics.is_empty()

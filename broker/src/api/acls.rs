@@ -419,8 +419,8 @@ pub fn delete(ctx: Ctx, req: DeleteAclsRequest) -> Reply {
     })
 }
 
-/// Authorizes CreateAcls before its handler, as Kafka's `Authorizer` is called from each
-/// API: refused whole, with the error alone.
+/// CreateAcls changes who may connect: only the administrator, or a principal a statement
+/// allows KafkaAlter on the cluster.
 pub(crate) fn authorize_create_acls(
     ctx: &Ctx,
     r: CreateAclsRequest,
@@ -444,8 +444,8 @@ pub(crate) fn authorize_create_acls(
     Ok(r)
 }
 
-/// Authorizes DeleteAcls before its handler, as Kafka's `Authorizer` is called from each
-/// API: refused whole, with the error alone.
+/// DeleteAcls changes who may connect: only the administrator, or a principal a statement
+/// allows KafkaAlter on the cluster.
 pub(crate) fn authorize_delete_acls(
     ctx: &Ctx,
     r: DeleteAclsRequest,
@@ -466,8 +466,7 @@ pub(crate) fn authorize_delete_acls(
     Ok(r)
 }
 
-/// Authorizes DescribeAcls before its handler, as Kafka's `Authorizer` is called from each
-/// API: refused whole, with the error alone.
+/// DescribeAcls needs KafkaDescribe on the cluster.
 pub(crate) fn authorize_describe_acls(
     ctx: &Ctx,
     r: DescribeAclsRequest,

@@ -234,8 +234,7 @@ pub fn alter(ctx: Ctx, req: AlterClientQuotasRequest) -> Reply {
     })
 }
 
-/// Authorizes AlterClientQuotas before its handler, as Kafka's `Authorizer` is called from each
-/// API: refused whole, with the error alone.
+/// AlterClientQuotas needs KafkaAlter on the cluster.
 pub(crate) fn authorize_alter_client_quotas(
     ctx: &Ctx,
     r: AlterClientQuotasRequest,

@@ -390,9 +390,8 @@ pub async fn incremental_alter(ctx: Ctx, req: IncrementalAlterConfigsRequest) ->
     })
 }
 
-/// Authorizes DescribeConfigs before its handler, as Kafka's `Authorizer` is called from each
-/// API: what the policies refuse is taken out of the request into `out` (and put back
-/// with its error by `answer_refused`), or the whole answer is returned.
+/// DescribeConfigs needs KafkaDescribe on each topic resource, on the cluster for a
+/// broker's.
 pub(crate) fn authorize_describe_configs(
     ctx: &Ctx,
     mut r: DescribeConfigsRequest,
@@ -403,7 +402,8 @@ pub(crate) fn authorize_describe_configs(
     Ok(r)
 }
 
-/// Puts what [`authorize_describe_configs`] refused back into the response, with its error.
+/// The parts [`authorize_describe_configs`] refused, put back into the response with
+/// their errors.
 pub(crate) fn answer_refused_describe_configs(
     mut r: DescribeConfigsResponse,
     refused: Refused,
@@ -419,9 +419,8 @@ pub(crate) fn answer_refused_describe_configs(
     r
 }
 
-/// Authorizes AlterConfigs before its handler, as Kafka's `Authorizer` is called from each
-/// API: what the policies refuse is taken out of the request into `out` (and put back
-/// with its error by `answer_refused`), or the whole answer is returned.
+/// AlterConfigs needs KafkaCreate on each topic resource, KafkaAlter on the cluster for a
+/// broker's.
 pub(crate) fn authorize_alter_configs(
     ctx: &Ctx,
     mut r: AlterConfigsRequest,
@@ -432,7 +431,8 @@ pub(crate) fn authorize_alter_configs(
     Ok(r)
 }
 
-/// Puts what [`authorize_alter_configs`] refused back into the response, with its error.
+/// The parts [`authorize_alter_configs`] refused, put back into the response with their
+/// errors.
 pub(crate) fn answer_refused_alter_configs(
     mut r: AlterConfigsResponse,
     refused: Refused,
@@ -448,9 +448,8 @@ pub(crate) fn answer_refused_alter_configs(
     r
 }
 
-/// Authorizes IncrementalAlterConfigs before its handler, as Kafka's `Authorizer` is called from each
-/// API: what the policies refuse is taken out of the request into `out` (and put back
-/// with its error by `answer_refused`), or the whole answer is returned.
+/// IncrementalAlterConfigs needs KafkaCreate on each topic resource, KafkaAlter on the
+/// cluster for a broker's.
 pub(crate) fn authorize_incremental_alter_configs(
     ctx: &Ctx,
     mut r: IncrementalAlterConfigsRequest,
@@ -461,7 +460,8 @@ pub(crate) fn authorize_incremental_alter_configs(
     Ok(r)
 }
 
-/// Puts what [`authorize_incremental_alter_configs`] refused back into the response, with its error.
+/// The parts [`authorize_incremental_alter_configs`] refused, put back into the response
+/// with their errors.
 pub(crate) fn answer_refused_incremental_alter_configs(
     mut r: IncrementalAlterConfigsResponse,
     refused: Refused,

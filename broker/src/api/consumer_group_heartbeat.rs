@@ -90,8 +90,7 @@ pub async fn handle(ctx: Ctx, req: ConsumerGroupHeartbeatRequest) -> Reply {
     })
 }
 
-/// Authorizes ConsumerGroupHeartbeat before its handler, as Kafka's `Authorizer` is called from each
-/// API: refused whole, with the error alone.
+/// ConsumerGroupHeartbeat needs KafkaRead on the group.
 pub(crate) fn authorize(
     ctx: &Ctx,
     r: ConsumerGroupHeartbeatRequest,

@@ -99,9 +99,7 @@ async fn truncate(ctx: Ctx, req: DeleteRecordsRequest) -> Reply {
     })
 }
 
-/// Authorizes DeleteRecords before its handler, as Kafka's `Authorizer` is called from each
-/// API: what the policies refuse is taken out of the request into `out` (and put back
-/// with its error by `answer_refused`), or the whole answer is returned.
+/// DeleteRecords needs KafkaDelete on each topic.
 pub(crate) fn authorize(
     ctx: &Ctx,
     mut r: DeleteRecordsRequest,
@@ -117,27 +115,23 @@ pub(crate) fn authorize(
     Ok(r)
 }
 
-/// Puts what [`authorize`] refused back into the response, with its error.
+/// The parts [`authorize`] refused, put back into the response with their errors.
 pub(crate) fn answer_refused(
     mut r: DeleteRecordsResponse,
     refused: Refused,
 ) -> DeleteRecordsResponse {
-    for (name, parts) in refused.topics {
-        r.topics.push(
+    r.topics.extend(refused.topic_results(
+        |name, parts| {
             delete_records_response::DeleteRecordsTopicResult::default()
-                .with_name(topic_of(&name))
-                .with_partitions(
-                    parts
-                        .into_iter()
-                        .map(|p| {
-                            delete_records_response::DeleteRecordsPartitionResult::default()
-                                .with_partition_index(p)
-                                .with_error_code(TOPIC_DENIED)
-                                .with_low_watermark(-1)
-                        })
-                        .collect(),
-                ),
-        );
-    }
+                .with_name(name)
+                .with_partitions(parts)
+        },
+        |p| {
+            delete_records_response::DeleteRecordsPartitionResult::default()
+                .with_partition_index(p)
+                .with_error_code(TOPIC_DENIED)
+                .with_low_watermark(-1)
+        },
+    ));
     r
 }

@@ -65,9 +65,7 @@ pub async fn handle(ctx: &Ctx, req: DescribeGroupsRequest) -> DescribeGroupsResp
     DescribeGroupsResponse::default().with_groups(groups)
 }
 
-/// Authorizes DescribeGroups before its handler, as Kafka's `Authorizer` is called from each
-/// API: what the policies refuse is taken out of the request into `out` (and put back
-/// with its error by `answer_refused`), or the whole answer is returned.
+/// DescribeGroups needs KafkaDescribe on each group.
 pub(crate) fn authorize(
     ctx: &Ctx,
     mut r: DescribeGroupsRequest,
@@ -82,7 +80,7 @@ pub(crate) fn authorize(
     Ok(r)
 }
 
-/// Puts what [`authorize`] refused back into the response, with its error.
+/// The parts [`authorize`] refused, put back into the response with their errors.
 pub(crate) fn answer_refused(
     mut r: DescribeGroupsResponse,
     refused: Refused,

@@ -116,9 +116,7 @@ pub async fn handle(
         .with_next_cursor(next)
 }
 
-/// Authorizes DescribeTopicPartitions before its handler, as Kafka's `Authorizer` is called from each
-/// API: what the policies refuse is taken out of the request into `out` (and put back
-/// with its error by `answer_refused`), or the whole answer is returned.
+/// DescribeTopicPartitions needs KafkaDescribe on each topic.
 pub(crate) fn authorize(
     ctx: &Ctx,
     mut r: DescribeTopicPartitionsRequest,
@@ -134,17 +132,15 @@ pub(crate) fn authorize(
     Ok(r)
 }
 
-/// Puts what [`authorize`] refused back into the response, with its error.
+/// The parts [`authorize`] refused, put back into the response with their errors.
 pub(crate) fn answer_refused(
     mut r: DescribeTopicPartitionsResponse,
     refused: Refused,
 ) -> DescribeTopicPartitionsResponse {
-    for (name, _) in refused.topics {
-        r.topics.push(
-            describe_topic_partitions_response::DescribeTopicPartitionsResponseTopic::default()
-                .with_name(Some(topic_of(&name)))
-                .with_error_code(TOPIC_DENIED),
-        );
-    }
+    r.topics.extend(refused.topic_names().map(|name| {
+        describe_topic_partitions_response::DescribeTopicPartitionsResponseTopic::default()
+            .with_name(Some(name))
+            .with_error_code(TOPIC_DENIED)
+    }));
     r
 }

@@ -71,8 +71,7 @@ pub async fn handle(ctx: &Ctx, req: ElectLeadersRequest) -> ElectLeadersResponse
     ElectLeadersResponse::default().with_replica_election_results(results)
 }
 
-/// Authorizes ElectLeaders before its handler, as Kafka's `Authorizer` is called from each
-/// API: refused whole, with the error alone.
+/// ElectLeaders needs KafkaAlter on the cluster.
 pub(crate) fn authorize(ctx: &Ctx, r: ElectLeadersRequest) -> Result<ElectLeadersRequest, Reply> {
     if !ctx.may_cluster(ALTER) {
         return refuse_whole(ResponseKind::ElectLeaders(

@@ -338,9 +338,8 @@ impl Drop for Parked {
     }
 }
 
-/// Authorizes Fetch before its handler, as Kafka's `Authorizer` is called from each
-/// API: what the policies refuse is taken out of the request into `out` (and put back
-/// with its error by `answer_refused`), or the whole answer is returned.
+/// Fetch needs KafkaRead on each topic (a consumer's fetch; topics named by id are looked
+/// up first).
 pub(crate) async fn authorize(
     ctx: &Ctx,
     mut r: FetchRequest,
@@ -360,7 +359,7 @@ pub(crate) async fn authorize(
     Ok(r)
 }
 
-/// Puts what [`authorize`] refused back into the response, with its error.
+/// The parts [`authorize`] refused, put back into the response with their errors.
 pub(crate) fn answer_refused(mut r: FetchResponse, refused: Refused) -> FetchResponse {
     for (name, parts) in refused.topics {
         let id = refused.ids.get(&name).copied().unwrap_or_default();

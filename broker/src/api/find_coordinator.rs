@@ -60,9 +60,7 @@ pub fn handle(ctx: &Ctx, req: FindCoordinatorRequest) -> FindCoordinatorResponse
         .with_port(c.port)
 }
 
-/// Authorizes FindCoordinator before its handler, as Kafka's `Authorizer` is called from each
-/// API: what the policies refuse is taken out of the request into `out` (and put back
-/// with its error by `answer_refused`), or the whole answer is returned.
+/// FindCoordinator needs KafkaDescribe on each group asked about.
 pub(crate) fn authorize(
     ctx: &Ctx,
     r: FindCoordinatorRequest,
@@ -82,7 +80,7 @@ pub(crate) fn authorize(
     Ok(r)
 }
 
-/// Puts what [`authorize`] refused back into the response, with its error.
+/// The parts [`authorize`] refused, put back into the response with their errors.
 pub(crate) fn answer_refused(
     mut r: FindCoordinatorResponse,
     refused: Refused,

@@ -29,8 +29,7 @@ pub async fn handle(ctx: &Ctx, req: HeartbeatRequest) -> HeartbeatResponse {
     HeartbeatResponse::default().with_error_code(result.err().map_or(0, |e| e.code()))
 }
 
-/// Authorizes Heartbeat before its handler, as Kafka's `Authorizer` is called from each
-/// API: refused whole, with the error alone.
+/// Heartbeat needs KafkaRead on the group.
 pub(crate) fn authorize(ctx: &Ctx, r: HeartbeatRequest) -> Result<HeartbeatRequest, Reply> {
     if !ctx.may_group(READ, &r.group_id.0) {
         return refuse_whole(ResponseKind::Heartbeat(

@@ -81,8 +81,7 @@ fn response(a: JoinAnswer, version: i16) -> JoinGroupResponse {
         )
 }
 
-/// Authorizes JoinGroup before its handler, as Kafka's `Authorizer` is called from each
-/// API: refused whole, with the error alone.
+/// JoinGroup needs KafkaRead on the group.
 pub(crate) fn authorize(ctx: &Ctx, r: JoinGroupRequest) -> Result<JoinGroupRequest, Reply> {
     if !ctx.may_group(READ, &r.group_id.0) {
         return refuse_whole(ResponseKind::JoinGroup(

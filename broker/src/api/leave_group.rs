@@ -63,8 +63,7 @@ pub async fn handle(ctx: Ctx, req: LeaveGroupRequest) -> Reply {
     })
 }
 
-/// Authorizes LeaveGroup before its handler, as Kafka's `Authorizer` is called from each
-/// API: refused whole, with the error alone.
+/// LeaveGroup needs KafkaRead on the group.
 pub(crate) fn authorize(ctx: &Ctx, r: LeaveGroupRequest) -> Result<LeaveGroupRequest, Reply> {
     if !ctx.may_group(READ, &r.group_id.0) {
         return refuse_whole(ResponseKind::LeaveGroup(

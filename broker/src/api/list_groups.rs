@@ -31,9 +31,7 @@ pub async fn handle(ctx: &Ctx, req: ListGroupsRequest) -> ListGroupsResponse {
     }
 }
 
-/// Authorizes ListGroups before its handler, as Kafka's `Authorizer` is called from each
-/// API: what the policies refuse is taken out of the request into `out` (and put back
-/// with its error by `answer_refused`), or the whole answer is returned.
+/// ListGroups needs KafkaDescribe on each group listed (the others are left out).
 pub(crate) fn authorize(
     r: ListGroupsRequest,
     out: &mut Refused,
@@ -42,7 +40,7 @@ pub(crate) fn authorize(
     Ok(r)
 }
 
-/// Puts what [`authorize`] refused back into the response, with its error.
+/// The parts [`authorize`] refused, put back into the response with their errors.
 pub(crate) fn answer_refused(ctx: &Ctx, mut r: ListGroupsResponse) -> ListGroupsResponse {
     r.groups.retain(|g| ctx.may_group(DESCRIBE, &g.group_id.0));
     r

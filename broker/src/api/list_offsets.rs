@@ -150,9 +150,7 @@ pub async fn handle(ctx: Ctx, req: ListOffsetsRequest) -> Reply {
     })
 }
 
-/// Authorizes ListOffsets before its handler, as Kafka's `Authorizer` is called from each
-/// API: what the policies refuse is taken out of the request into `out` (and put back
-/// with its error by `answer_refused`), or the whole answer is returned.
+/// ListOffsets needs KafkaDescribe on each topic.
 pub(crate) fn authorize(
     ctx: &Ctx,
     mut r: ListOffsetsRequest,
@@ -168,25 +166,21 @@ pub(crate) fn authorize(
     Ok(r)
 }
 
-/// Puts what [`authorize`] refused back into the response, with its error.
+/// The parts [`authorize`] refused, put back into the response with their errors.
 pub(crate) fn answer_refused(mut r: ListOffsetsResponse, refused: Refused) -> ListOffsetsResponse {
-    for (name, parts) in refused.topics {
-        r.topics.push(
+    r.topics.extend(refused.topic_results(
+        |name, parts| {
             list_offsets_response::ListOffsetsTopicResponse::default()
-                .with_name(topic_of(&name))
-                .with_partitions(
-                    parts
-                        .into_iter()
-                        .map(|p| {
-                            list_offsets_response::ListOffsetsPartitionResponse::default()
-                                .with_partition_index(p)
-                                .with_error_code(TOPIC_DENIED)
-                                .with_timestamp(-1)
-                                .with_offset(-1)
-                        })
-                        .collect(),
-                ),
-        );
-    }
+                .with_name(name)
+                .with_partitions(parts)
+        },
+        |p| {
+            list_offsets_response::ListOffsetsPartitionResponse::default()
+                .with_partition_index(p)
+                .with_error_code(TOPIC_DENIED)
+                .with_timestamp(-1)
+                .with_offset(-1)
+        },
+    ));
     r
 }

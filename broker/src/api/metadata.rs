@@ -144,9 +144,7 @@ pub async fn handle(ctx: Ctx, req: MetadataRequest) -> Reply {
     })
 }
 
-/// Authorizes Metadata before its handler, as Kafka's `Authorizer` is called from each
-/// API: what the policies refuse is taken out of the request into `out` (and put back
-/// with its error by `answer_refused`), or the whole answer is returned.
+/// Metadata needs KafkaDescribe on each topic (an all-topics request lists only those).
 pub(crate) fn authorize(
     ctx: &Ctx,
     mut r: MetadataRequest,
@@ -167,7 +165,7 @@ pub(crate) fn authorize(
     Ok(r)
 }
 
-/// Puts what [`authorize`] refused back into the response, with its error.
+/// The parts [`authorize`] refused, put back into the response with their errors.
 pub(crate) fn answer_refused(
     ctx: &Ctx,
     mut r: MetadataResponse,
@@ -180,12 +178,10 @@ pub(crate) fn answer_refused(
                 .is_none_or(|n| ctx.may_topic(DESCRIBE, &n.0))
         });
     }
-    for (name, _) in refused.topics {
-        r.topics.push(
-            metadata_response::MetadataResponseTopic::default()
-                .with_name(Some(topic_of(&name)))
-                .with_error_code(TOPIC_DENIED),
-        );
-    }
+    r.topics.extend(refused.topic_names().map(|name| {
+        metadata_response::MetadataResponseTopic::default()
+            .with_name(Some(name))
+            .with_error_code(TOPIC_DENIED)
+    }));
     r
 }

@@ -347,7 +347,7 @@ pub(crate) async fn authorize(
     Ok((request, out))
 }
 
-/// Puts what [`authorize`] took out back into the response, by its API's own
+/// The parts [`authorize`] took out back into the response, by its API's own
 /// `answer_refused`.
 pub(crate) fn answer_refused(ctx: &Ctx, response: ResponseKind, refused: Refused) -> ResponseKind {
     if refused.is_empty() {

@@ -172,9 +172,7 @@ pub async fn handle(ctx: Ctx, req: OffsetCommitRequest) -> Reply {
     })
 }
 
-/// Authorizes OffsetCommit before its handler, as Kafka's `Authorizer` is called from each
-/// API: what the policies refuse is taken out of the request into `out` (and put back
-/// with its error by `answer_refused`), or the whole answer is returned.
+/// OffsetCommit needs KafkaRead on the group, then on each topic.
 pub(crate) fn authorize(
     ctx: &Ctx,
     mut r: OffsetCommitRequest,
@@ -213,26 +211,22 @@ pub(crate) fn authorize(
     Ok(r)
 }
 
-/// Puts what [`authorize`] refused back into the response, with its error.
+/// The parts [`authorize`] refused, put back into the response with their errors.
 pub(crate) fn answer_refused(
     mut r: OffsetCommitResponse,
     refused: Refused,
 ) -> OffsetCommitResponse {
-    for (name, parts) in refused.topics {
-        r.topics.push(
+    r.topics.extend(refused.topic_results(
+        |name, parts| {
             offset_commit_response::OffsetCommitResponseTopic::default()
-                .with_name(topic_of(&name))
-                .with_partitions(
-                    parts
-                        .into_iter()
-                        .map(|p| {
-                            offset_commit_response::OffsetCommitResponsePartition::default()
-                                .with_partition_index(p)
-                                .with_error_code(TOPIC_DENIED)
-                        })
-                        .collect(),
-                ),
-        );
-    }
+                .with_name(name)
+                .with_partitions(parts)
+        },
+        |p| {
+            offset_commit_response::OffsetCommitResponsePartition::default()
+                .with_partition_index(p)
+                .with_error_code(TOPIC_DENIED)
+        },
+    ));
     r
 }

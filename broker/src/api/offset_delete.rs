@@ -84,8 +84,7 @@ pub async fn handle(ctx: Ctx, req: OffsetDeleteRequest) -> Reply {
     })
 }
 
-/// Authorizes OffsetDelete before its handler, as Kafka's `Authorizer` is called from each
-/// API: refused whole, with the error alone.
+/// OffsetDelete needs KafkaDelete on the group.
 pub(crate) fn authorize(ctx: &Ctx, r: OffsetDeleteRequest) -> Result<OffsetDeleteRequest, Reply> {
     if !ctx.may_group(DELETE, &r.group_id.0) {
         return refuse_whole(ResponseKind::OffsetDelete(

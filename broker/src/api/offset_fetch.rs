@@ -226,9 +226,8 @@ fn group_response(
     }
 }
 
-/// Authorizes OffsetFetch before its handler, as Kafka's `Authorizer` is called from each
-/// API: what the policies refuse is taken out of the request into `out` (and put back
-/// with its error by `answer_refused`), or the whole answer is returned.
+/// OffsetFetch needs KafkaDescribe on each group, and on each topic whose offsets it
+/// returns.
 pub(crate) fn authorize(
     ctx: &Ctx,
     r: OffsetFetchRequest,
@@ -250,7 +249,7 @@ pub(crate) fn authorize(
     Ok(r)
 }
 
-/// Puts what [`authorize`] refused back into the response, with its error.
+/// The parts [`authorize`] refused, put back into the response with their errors.
 pub(crate) fn answer_refused(
     ctx: &Ctx,
     mut r: OffsetFetchResponse,

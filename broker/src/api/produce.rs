@@ -323,9 +323,7 @@ pub async fn handle(ctx: Ctx, req: ProduceRequest) -> Reply {
     })
 }
 
-/// Authorizes Produce before its handler, as Kafka's `Authorizer` is called from each
-/// API: what the policies refuse is taken out of the request into `out` (and put back
-/// with its error by `answer_refused`), or the whole answer is returned.
+/// Produce needs KafkaWrite on each topic.
 pub(crate) fn authorize(
     ctx: &Ctx,
     mut r: ProduceRequest,
@@ -341,26 +339,22 @@ pub(crate) fn authorize(
     Ok(r)
 }
 
-/// Puts what [`authorize`] refused back into the response, with its error.
+/// The parts [`authorize`] refused, put back into the response with their errors.
 pub(crate) fn answer_refused(mut r: ProduceResponse, refused: Refused) -> ProduceResponse {
-    for (name, parts) in refused.topics {
-        r.responses.push(
+    r.responses.extend(refused.topic_results(
+        |name, parts| {
             produce_response::TopicProduceResponse::default()
-                .with_name(topic_of(&name))
-                .with_partition_responses(
-                    parts
-                        .into_iter()
-                        .map(|p| {
-                            produce_response::PartitionProduceResponse::default()
-                                .with_index(p)
-                                .with_error_code(TOPIC_DENIED)
-                                .with_base_offset(-1)
-                                .with_log_append_time_ms(-1)
-                                .with_log_start_offset(-1)
-                        })
-                        .collect(),
-                ),
-        );
-    }
+                .with_name(name)
+                .with_partition_responses(parts)
+        },
+        |p| {
+            produce_response::PartitionProduceResponse::default()
+                .with_index(p)
+                .with_error_code(TOPIC_DENIED)
+                .with_base_offset(-1)
+                .with_log_append_time_ms(-1)
+                .with_log_start_offset(-1)
+        },
+    ));
     r
 }

@@ -82,8 +82,7 @@ pub async fn alter(
     AlterPartitionReassignmentsResponse::default().with_responses(responses)
 }
 
-/// Authorizes AlterPartitionReassignments before its handler, as Kafka's `Authorizer` is called from each
-/// API: refused whole, with the error alone.
+/// AlterPartitionReassignments needs KafkaAlter on the cluster.
 pub(crate) fn authorize_alter_partition_reassignments(
     ctx: &Ctx,
     r: AlterPartitionReassignmentsRequest,

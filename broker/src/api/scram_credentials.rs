@@ -230,8 +230,8 @@ fn iam_error(e: iam::IamError, deleting: bool) -> (ResponseError, String) {
     (code, message)
 }
 
-/// Authorizes AlterUserScramCredentials before its handler, as Kafka's `Authorizer` is called from each
-/// API: refused whole, with the error alone.
+/// AlterUserScramCredentials changes who may connect: only the administrator, or a
+/// principal a statement allows KafkaAlter on the cluster.
 pub(crate) fn authorize_alter_user_scram_credentials(
     ctx: &Ctx,
     r: AlterUserScramCredentialsRequest,
@@ -263,8 +263,7 @@ pub(crate) fn authorize_alter_user_scram_credentials(
     Ok(r)
 }
 
-/// Authorizes DescribeUserScramCredentials before its handler, as Kafka's `Authorizer` is called from each
-/// API: refused whole, with the error alone.
+/// DescribeUserScramCredentials needs KafkaDescribe on the cluster.
 pub(crate) fn authorize_describe_user_scram_credentials(
     ctx: &Ctx,
     r: DescribeUserScramCredentialsRequest,

@@ -51,8 +51,7 @@ pub async fn handle(ctx: Ctx, req: SyncGroupRequest) -> Reply {
     })
 }
 
-/// Authorizes SyncGroup before its handler, as Kafka's `Authorizer` is called from each
-/// API: refused whole, with the error alone.
+/// SyncGroup needs KafkaRead on the group.
 pub(crate) fn authorize(ctx: &Ctx, r: SyncGroupRequest) -> Result<SyncGroupRequest, Reply> {
     if !ctx.may_group(READ, &r.group_id.0) {
         return refuse_whole(ResponseKind::SyncGroup(

@@ -285,9 +285,7 @@ pub async fn create_partitions(ctx: Ctx, req: CreatePartitionsRequest) -> Reply 
     })
 }
 
-/// Authorizes CreateTopics before its handler, as Kafka's `Authorizer` is called from each
-/// API: what the policies refuse is taken out of the request into `out` (and put back
-/// with its error by `answer_refused`), or the whole answer is returned.
+/// CreateTopics needs KafkaCreate on each topic.
 pub(crate) fn authorize_create_topics(
     ctx: &Ctx,
     mut r: CreateTopicsRequest,
@@ -303,27 +301,24 @@ pub(crate) fn authorize_create_topics(
     Ok(r)
 }
 
-/// Puts what [`authorize_create_topics`] refused back into the response, with its error.
+/// The parts [`authorize_create_topics`] refused, put back into the response with their
+/// errors.
 pub(crate) fn answer_refused_create_topics(
     mut r: CreateTopicsResponse,
     refused: Refused,
 ) -> CreateTopicsResponse {
-    for (name, _) in refused.topics {
-        r.topics.push(
-            create_topics_response::CreatableTopicResult::default()
-                .with_name(topic_of(&name))
-                .with_error_code(TOPIC_DENIED)
-                .with_error_message(Some(sb("not authorized to create this topic")))
-                .with_num_partitions(-1)
-                .with_replication_factor(-1),
-        );
-    }
+    r.topics.extend(refused.topic_names().map(|name| {
+        create_topics_response::CreatableTopicResult::default()
+            .with_name(name)
+            .with_error_code(TOPIC_DENIED)
+            .with_error_message(Some(sb("not authorized to create this topic")))
+            .with_num_partitions(-1)
+            .with_replication_factor(-1)
+    }));
     r
 }
 
-/// Authorizes CreatePartitions before its handler, as Kafka's `Authorizer` is called from each
-/// API: what the policies refuse is taken out of the request into `out` (and put back
-/// with its error by `answer_refused`), or the whole answer is returned.
+/// CreatePartitions needs KafkaCreate on each topic.
 pub(crate) fn authorize_create_partitions(
     ctx: &Ctx,
     mut r: CreatePartitionsRequest,
@@ -339,24 +334,21 @@ pub(crate) fn authorize_create_partitions(
     Ok(r)
 }
 
-/// Puts what [`authorize_create_partitions`] refused back into the response, with its error.
+/// The parts [`authorize_create_partitions`] refused, put back into the response with
+/// their errors.
 pub(crate) fn answer_refused_create_partitions(
     mut r: CreatePartitionsResponse,
     refused: Refused,
 ) -> CreatePartitionsResponse {
-    for (name, _) in refused.topics {
-        r.results.push(
-            create_partitions_response::CreatePartitionsTopicResult::default()
-                .with_name(topic_of(&name))
-                .with_error_code(TOPIC_DENIED),
-        );
-    }
+    r.results.extend(refused.topic_names().map(|name| {
+        create_partitions_response::CreatePartitionsTopicResult::default()
+            .with_name(name)
+            .with_error_code(TOPIC_DENIED)
+    }));
     r
 }
 
-/// Authorizes DeleteTopics before its handler, as Kafka's `Authorizer` is called from each
-/// API: what the policies refuse is taken out of the request into `out` (and put back
-/// with its error by `answer_refused`), or the whole answer is returned.
+/// DeleteTopics needs KafkaDelete on each topic (topics named by id are looked up first).
 pub(crate) async fn authorize_delete_topics(
     ctx: &Ctx,
     mut r: DeleteTopicsRequest,
@@ -386,17 +378,16 @@ pub(crate) async fn authorize_delete_topics(
     Ok(r)
 }
 
-/// Puts what [`authorize_delete_topics`] refused back into the response, with its error.
+/// The parts [`authorize_delete_topics`] refused, put back into the response with their
+/// errors.
 pub(crate) fn answer_refused_delete_topics(
     mut r: DeleteTopicsResponse,
     refused: Refused,
 ) -> DeleteTopicsResponse {
-    for (name, _) in refused.topics {
-        r.responses.push(
-            delete_topics_response::DeletableTopicResult::default()
-                .with_name(Some(topic_of(&name)))
-                .with_error_code(TOPIC_DENIED),
-        );
-    }
+    r.responses.extend(refused.topic_names().map(|name| {
+        delete_topics_response::DeletableTopicResult::default()
+            .with_name(Some(name))
+            .with_error_code(TOPIC_DENIED)
+    }));
     r
 }
