@@ -115,6 +115,10 @@ impl Ctx {
     }
 }
 
+/// What an API's `authorize` gives: the request with what was refused taken out, or the
+/// whole answer.
+pub(crate) type Authorized<T> = Result<T, Reply>;
+
 /// A response for a request refused whole.
 pub(crate) fn refuse_whole<T>(r: ResponseKind) -> Result<T, Reply> {
     Err(crate::api::ready(r))
@@ -183,6 +187,64 @@ pub(crate) fn split<T>(
         }
     }
     kept
+}
+
+/// A request's entry about one topic, by its name: the partitions it names (none for
+/// requests about whole topics).
+pub(crate) trait TopicEntry {
+    /// The topic's name.
+    fn topic(&self) -> String;
+    /// The partitions the entry names.
+    fn partitions(&self) -> Vec<i32> {
+        Vec::new()
+    }
+}
+
+/// [`TopicEntry`] for each request type: `type => name, partitions;` (partitions left out
+/// for entries about whole topics).
+macro_rules! topic_entries {
+    ($($ty:ty => |$t:ident| $name:expr $(, $parts:expr)?;)*) => {$(
+        impl TopicEntry for $ty {
+            fn topic(&self) -> String {
+                let $t = self;
+                $name
+            }
+            $(fn partitions(&self) -> Vec<i32> {
+                let $t = self;
+                $parts
+            })?
+        }
+    )*};
+}
+
+topic_entries! {
+    produce_request::TopicProduceData => |t| t.name.0.to_string(),
+        t.partition_data.iter().map(|p| p.index).collect();
+    list_offsets_request::ListOffsetsTopic => |t| t.name.0.to_string(),
+        t.partitions.iter().map(|p| p.partition_index).collect();
+    delete_records_request::DeleteRecordsTopic => |t| t.name.0.to_string(),
+        t.partitions.iter().map(|p| p.partition_index).collect();
+    offset_commit_request::OffsetCommitRequestTopic => |t| t.name.0.to_string(),
+        t.partitions.iter().map(|p| p.partition_index).collect();
+    metadata_request::MetadataRequestTopic =>
+        |t| t.name.as_ref().map(|n| n.0.to_string()).unwrap_or_default();
+    describe_topic_partitions_request::TopicRequest => |t| t.name.0.to_string();
+    create_topics_request::CreatableTopic => |t| t.name.0.to_string();
+    create_partitions_request::CreatePartitionsTopic => |t| t.name.0.to_string();
+    TopicName => |t| t.0.to_string();
+}
+
+impl Refused {
+    /// The entries `ctx`'s principal may do `action` on; the others are noted as refused.
+    pub(crate) fn keep<T: TopicEntry>(&mut self, ctx: &Ctx, action: &str, items: Vec<T>) -> Vec<T> {
+        split(
+            items,
+            T::topic,
+            T::partitions,
+            |n| ctx.may_topic(action, n),
+            self,
+        )
+    }
 }
 
 /// Whether a config resource may be described or changed: a topic's (type 2) by the

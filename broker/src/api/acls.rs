@@ -424,7 +424,7 @@ pub fn delete(ctx: Ctx, req: DeleteAclsRequest) -> Reply {
 pub(crate) fn authorize_create_acls(
     ctx: &Ctx,
     r: CreateAclsRequest,
-) -> Result<CreateAclsRequest, Reply> {
+) -> Authorized<CreateAclsRequest> {
     if !ctx.may_manage_principals() {
         let results = r
                 .creations
@@ -449,7 +449,7 @@ pub(crate) fn authorize_create_acls(
 pub(crate) fn authorize_delete_acls(
     ctx: &Ctx,
     r: DeleteAclsRequest,
-) -> Result<DeleteAclsRequest, Reply> {
+) -> Authorized<DeleteAclsRequest> {
     if !ctx.may_manage_principals() {
         let results = r
             .filters
@@ -470,7 +470,7 @@ pub(crate) fn authorize_delete_acls(
 pub(crate) fn authorize_describe_acls(
     ctx: &Ctx,
     r: DescribeAclsRequest,
-) -> Result<DescribeAclsRequest, Reply> {
+) -> Authorized<DescribeAclsRequest> {
     if !ctx.may_cluster(DESCRIBE) {
         return refuse_whole(ResponseKind::DescribeAcls(
             DescribeAclsResponse::default().with_error_code(CLUSTER_DENIED),

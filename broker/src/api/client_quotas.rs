@@ -238,7 +238,7 @@ pub fn alter(ctx: Ctx, req: AlterClientQuotasRequest) -> Reply {
 pub(crate) fn authorize_alter_client_quotas(
     ctx: &Ctx,
     r: AlterClientQuotasRequest,
-) -> Result<AlterClientQuotasRequest, Reply> {
+) -> Authorized<AlterClientQuotasRequest> {
     if !ctx.may_cluster(ALTER) {
         let entries = r
             .entries

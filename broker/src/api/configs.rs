@@ -396,7 +396,7 @@ pub(crate) fn authorize_describe_configs(
     ctx: &Ctx,
     mut r: DescribeConfigsRequest,
     out: &mut Refused,
-) -> Result<DescribeConfigsRequest, Reply> {
+) -> Authorized<DescribeConfigsRequest> {
     r.resources
         .retain(|c| config_allowed(ctx, c.resource_type, &c.resource_name, DESCRIBE, out));
     Ok(r)
@@ -425,7 +425,7 @@ pub(crate) fn authorize_alter_configs(
     ctx: &Ctx,
     mut r: AlterConfigsRequest,
     out: &mut Refused,
-) -> Result<AlterConfigsRequest, Reply> {
+) -> Authorized<AlterConfigsRequest> {
     r.resources
         .retain(|c| config_allowed(ctx, c.resource_type, &c.resource_name, CREATE, out));
     Ok(r)
@@ -454,7 +454,7 @@ pub(crate) fn authorize_incremental_alter_configs(
     ctx: &Ctx,
     mut r: IncrementalAlterConfigsRequest,
     out: &mut Refused,
-) -> Result<IncrementalAlterConfigsRequest, Reply> {
+) -> Authorized<IncrementalAlterConfigsRequest> {
     r.resources
         .retain(|c| config_allowed(ctx, c.resource_type, &c.resource_name, CREATE, out));
     Ok(r)

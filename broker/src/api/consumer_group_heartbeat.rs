@@ -94,7 +94,7 @@ pub async fn handle(ctx: Ctx, req: ConsumerGroupHeartbeatRequest) -> Reply {
 pub(crate) fn authorize(
     ctx: &Ctx,
     r: ConsumerGroupHeartbeatRequest,
-) -> Result<ConsumerGroupHeartbeatRequest, Reply> {
+) -> Authorized<ConsumerGroupHeartbeatRequest> {
     if !ctx.may_group(READ, &r.group_id.0) {
         return refuse_whole(ResponseKind::ConsumerGroupHeartbeat(
             ConsumerGroupHeartbeatResponse::default().with_error_code(GROUP_DENIED),

@@ -45,7 +45,7 @@ pub(crate) fn authorize(
     ctx: &Ctx,
     mut r: DeleteGroupsRequest,
     out: &mut Refused,
-) -> Result<DeleteGroupsRequest, Reply> {
+) -> Authorized<DeleteGroupsRequest> {
     let (kept, denied): (Vec<_>, Vec<_>) = r
         .groups_names
         .into_iter()

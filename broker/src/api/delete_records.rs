@@ -104,14 +104,8 @@ pub(crate) fn authorize(
     ctx: &Ctx,
     mut r: DeleteRecordsRequest,
     out: &mut Refused,
-) -> Result<DeleteRecordsRequest, Reply> {
-    r.topics = split(
-        r.topics,
-        |t| t.name.0.to_string(),
-        |t| t.partitions.iter().map(|p| p.partition_index).collect(),
-        |n| ctx.may_topic(DELETE, n),
-        out,
-    );
+) -> Authorized<DeleteRecordsRequest> {
+    r.topics = out.keep(ctx, DELETE, r.topics);
     Ok(r)
 }
 

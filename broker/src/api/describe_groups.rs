@@ -2,7 +2,6 @@
 //! assignments only for a stable group, as in Kafka. An unknown group is reported
 //! `Dead` with no error.
 
-use super::Reply;
 use crate::authz::*;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
@@ -70,7 +69,7 @@ pub(crate) fn authorize(
     ctx: &Ctx,
     mut r: DescribeGroupsRequest,
     out: &mut Refused,
-) -> Result<DescribeGroupsRequest, Reply> {
+) -> Authorized<DescribeGroupsRequest> {
     let (kept, denied): (Vec<_>, Vec<_>) = r
         .groups
         .into_iter()

@@ -3,7 +3,6 @@
 //! order, at most `response_partition_limit` partitions per response, continued from a
 //! cursor. Leaders as Metadata gives them; each partition's only replica is its leader.
 
-use super::Reply;
 use crate::authz::*;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_topic_partitions_response;
@@ -121,14 +120,8 @@ pub(crate) fn authorize(
     ctx: &Ctx,
     mut r: DescribeTopicPartitionsRequest,
     out: &mut Refused,
-) -> Result<DescribeTopicPartitionsRequest, Reply> {
-    r.topics = split(
-        r.topics,
-        |t| t.name.0.to_string(),
-        |_| Vec::new(),
-        |n| ctx.may_topic(DESCRIBE, n),
-        out,
-    );
+) -> Authorized<DescribeTopicPartitionsRequest> {
+    r.topics = out.keep(ctx, DESCRIBE, r.topics);
     Ok(r)
 }
 

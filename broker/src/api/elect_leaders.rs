@@ -3,7 +3,6 @@
 //! `ELECTION_NOT_NEEDED`, as Kafka does for a partition already led by its preferred
 //! replica.
 
-use super::Reply;
 use crate::authz::*;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::ResponseKind;
@@ -72,7 +71,7 @@ pub async fn handle(ctx: &Ctx, req: ElectLeadersRequest) -> ElectLeadersResponse
 }
 
 /// ElectLeaders needs KafkaAlter on the cluster.
-pub(crate) fn authorize(ctx: &Ctx, r: ElectLeadersRequest) -> Result<ElectLeadersRequest, Reply> {
+pub(crate) fn authorize(ctx: &Ctx, r: ElectLeadersRequest) -> Authorized<ElectLeadersRequest> {
     if !ctx.may_cluster(ALTER) {
         return refuse_whole(ResponseKind::ElectLeaders(
             ElectLeadersResponse::default().with_error_code(CLUSTER_DENIED),

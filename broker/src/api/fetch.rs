@@ -344,7 +344,7 @@ pub(crate) async fn authorize(
     ctx: &Ctx,
     mut r: FetchRequest,
     out: &mut Refused,
-) -> Result<FetchRequest, Reply> {
+) -> Authorized<FetchRequest> {
     if r.replica_id.0 < 0 {
         let names = topic_names_by_id(ctx, r.topics.iter().map(|t| t.topic_id)).await;
         out.ids = names.iter().map(|(id, n)| (n.clone(), *id)).collect();

@@ -1,7 +1,6 @@
 //! FindCoordinator: a group's or a transactional id's coordinator is the node its id
 //! hashes to, so every address answers alike. Single keys (v0-3) and batches (v4+).
 
-use super::Reply;
 use crate::authz::*;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
@@ -65,7 +64,7 @@ pub(crate) fn authorize(
     ctx: &Ctx,
     r: FindCoordinatorRequest,
     out: &mut Refused,
-) -> Result<FindCoordinatorRequest, Reply> {
+) -> Authorized<FindCoordinatorRequest> {
     let keys = if r.coordinator_keys.is_empty() {
         vec![r.key.to_string()]
     } else {

@@ -1,6 +1,5 @@
 //! Heartbeat: keeps a member's session alive and tells it when to rejoin.
 
-use super::Reply;
 use crate::authz::*;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::ResponseKind;
@@ -30,7 +29,7 @@ pub async fn handle(ctx: &Ctx, req: HeartbeatRequest) -> HeartbeatResponse {
 }
 
 /// Heartbeat needs KafkaRead on the group.
-pub(crate) fn authorize(ctx: &Ctx, r: HeartbeatRequest) -> Result<HeartbeatRequest, Reply> {
+pub(crate) fn authorize(ctx: &Ctx, r: HeartbeatRequest) -> Authorized<HeartbeatRequest> {
     if !ctx.may_group(READ, &r.group_id.0) {
         return refuse_whole(ResponseKind::Heartbeat(
             HeartbeatResponse::default().with_error_code(GROUP_DENIED),

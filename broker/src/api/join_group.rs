@@ -82,7 +82,7 @@ fn response(a: JoinAnswer, version: i16) -> JoinGroupResponse {
 }
 
 /// JoinGroup needs KafkaRead on the group.
-pub(crate) fn authorize(ctx: &Ctx, r: JoinGroupRequest) -> Result<JoinGroupRequest, Reply> {
+pub(crate) fn authorize(ctx: &Ctx, r: JoinGroupRequest) -> Authorized<JoinGroupRequest> {
     if !ctx.may_group(READ, &r.group_id.0) {
         return refuse_whole(ResponseKind::JoinGroup(
             JoinGroupResponse::default()

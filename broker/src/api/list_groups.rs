@@ -1,7 +1,6 @@
 //! ListGroups: the groups this address coordinates, filtered by state (v4+) and type
 //! (v5+: `classic` or `consumer`, KIP-848).
 
-use super::Reply;
 use crate::authz::*;
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
@@ -32,10 +31,7 @@ pub async fn handle(ctx: &Ctx, req: ListGroupsRequest) -> ListGroupsResponse {
 }
 
 /// ListGroups needs KafkaDescribe on each group listed (the others are left out).
-pub(crate) fn authorize(
-    r: ListGroupsRequest,
-    out: &mut Refused,
-) -> Result<ListGroupsRequest, Reply> {
+pub(crate) fn authorize(r: ListGroupsRequest, out: &mut Refused) -> Authorized<ListGroupsRequest> {
     out.hidden = true;
     Ok(r)
 }

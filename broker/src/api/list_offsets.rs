@@ -155,14 +155,8 @@ pub(crate) fn authorize(
     ctx: &Ctx,
     mut r: ListOffsetsRequest,
     out: &mut Refused,
-) -> Result<ListOffsetsRequest, Reply> {
-    r.topics = split(
-        r.topics,
-        |t| t.name.0.to_string(),
-        |t| t.partitions.iter().map(|p| p.partition_index).collect(),
-        |n| ctx.may_topic(DESCRIBE, n),
-        out,
-    );
+) -> Authorized<ListOffsetsRequest> {
+    r.topics = out.keep(ctx, DESCRIBE, r.topics);
     Ok(r)
 }
 

@@ -149,17 +149,9 @@ pub(crate) fn authorize(
     ctx: &Ctx,
     mut r: MetadataRequest,
     out: &mut Refused,
-) -> Result<MetadataRequest, Reply> {
+) -> Authorized<MetadataRequest> {
     match r.topics.take() {
-        Some(topics) => {
-            r.topics = Some(split(
-                topics,
-                |t| t.name.as_ref().map(|n| n.0.to_string()).unwrap_or_default(),
-                |_| Vec::new(),
-                |n| ctx.may_topic(DESCRIBE, n),
-                out,
-            ))
-        }
+        Some(topics) => r.topics = Some(out.keep(ctx, DESCRIBE, topics)),
         None => out.hidden = true,
     }
     Ok(r)

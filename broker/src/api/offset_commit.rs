@@ -177,7 +177,7 @@ pub(crate) fn authorize(
     ctx: &Ctx,
     mut r: OffsetCommitRequest,
     out: &mut Refused,
-) -> Result<OffsetCommitRequest, Reply> {
+) -> Authorized<OffsetCommitRequest> {
     if !ctx.may_group(READ, &r.group_id.0) {
         let mut resp = OffsetCommitResponse::default();
         resp.topics = r
@@ -201,13 +201,7 @@ pub(crate) fn authorize(
             .collect();
         return refuse_whole(ResponseKind::OffsetCommit(resp));
     }
-    r.topics = split(
-        r.topics,
-        |t| t.name.0.to_string(),
-        |t| t.partitions.iter().map(|p| p.partition_index).collect(),
-        |n| ctx.may_topic(READ, n),
-        out,
-    );
+    r.topics = out.keep(ctx, READ, r.topics);
     Ok(r)
 }
 

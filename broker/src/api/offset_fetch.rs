@@ -5,7 +5,6 @@
 //! transaction ends). From v9 a consumer-protocol member's fetch carries its member id
 //! and epoch, checked as its commits are (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID).
 
-use super::Reply;
 use crate::authz::*;
 use kafka_protocol::messages::ResponseKind;
 use std::collections::BTreeMap;
@@ -232,7 +231,7 @@ pub(crate) fn authorize(
     ctx: &Ctx,
     r: OffsetFetchRequest,
     out: &mut Refused,
-) -> Result<OffsetFetchRequest, Reply> {
+) -> Authorized<OffsetFetchRequest> {
     if r.groups.is_empty() && !ctx.may_group(DESCRIBE, &r.group_id.0) {
         return refuse_whole(ResponseKind::OffsetFetch(
             OffsetFetchResponse::default().with_error_code(GROUP_DENIED),

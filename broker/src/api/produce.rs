@@ -328,14 +328,8 @@ pub(crate) fn authorize(
     ctx: &Ctx,
     mut r: ProduceRequest,
     out: &mut Refused,
-) -> Result<ProduceRequest, Reply> {
-    r.topic_data = split(
-        r.topic_data,
-        |t| t.name.0.to_string(),
-        |t| t.partition_data.iter().map(|p| p.index).collect(),
-        |n| ctx.may_topic(WRITE, n),
-        out,
-    );
+) -> Authorized<ProduceRequest> {
+    r.topic_data = out.keep(ctx, WRITE, r.topic_data);
     Ok(r)
 }
 

@@ -4,7 +4,6 @@
 //! partition's leader alone is accepted as already done, and any other is refused with
 //! `INVALID_REPLICA_ASSIGNMENT` and the reason.
 
-use super::Reply;
 use crate::authz::*;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::ResponseKind;
@@ -86,7 +85,7 @@ pub async fn alter(
 pub(crate) fn authorize_alter_partition_reassignments(
     ctx: &Ctx,
     r: AlterPartitionReassignmentsRequest,
-) -> Result<AlterPartitionReassignmentsRequest, Reply> {
+) -> Authorized<AlterPartitionReassignmentsRequest> {
     if !ctx.may_cluster(ALTER) {
         return refuse_whole(ResponseKind::AlterPartitionReassignments(
             AlterPartitionReassignmentsResponse::default().with_error_code(CLUSTER_DENIED),

@@ -235,7 +235,7 @@ fn iam_error(e: iam::IamError, deleting: bool) -> (ResponseError, String) {
 pub(crate) fn authorize_alter_user_scram_credentials(
     ctx: &Ctx,
     r: AlterUserScramCredentialsRequest,
-) -> Result<AlterUserScramCredentialsRequest, Reply> {
+) -> Authorized<AlterUserScramCredentialsRequest> {
     if !ctx.may_manage_principals() {
         let mut users: Vec<String> = r
             .deletions
@@ -267,7 +267,7 @@ pub(crate) fn authorize_alter_user_scram_credentials(
 pub(crate) fn authorize_describe_user_scram_credentials(
     ctx: &Ctx,
     r: DescribeUserScramCredentialsRequest,
-) -> Result<DescribeUserScramCredentialsRequest, Reply> {
+) -> Authorized<DescribeUserScramCredentialsRequest> {
     if !ctx.may_cluster(DESCRIBE) {
         return refuse_whole(ResponseKind::DescribeUserScramCredentials(
             DescribeUserScramCredentialsResponse::default().with_error_code(CLUSTER_DENIED),

@@ -52,7 +52,7 @@ pub async fn handle(ctx: Ctx, req: SyncGroupRequest) -> Reply {
 }
 
 /// SyncGroup needs KafkaRead on the group.
-pub(crate) fn authorize(ctx: &Ctx, r: SyncGroupRequest) -> Result<SyncGroupRequest, Reply> {
+pub(crate) fn authorize(ctx: &Ctx, r: SyncGroupRequest) -> Authorized<SyncGroupRequest> {
     if !ctx.may_group(READ, &r.group_id.0) {
         return refuse_whole(ResponseKind::SyncGroup(
             SyncGroupResponse::default().with_error_code(GROUP_DENIED),

@@ -290,14 +290,8 @@ pub(crate) fn authorize_create_topics(
     ctx: &Ctx,
     mut r: CreateTopicsRequest,
     out: &mut Refused,
-) -> Result<CreateTopicsRequest, Reply> {
-    r.topics = split(
-        r.topics,
-        |t| t.name.0.to_string(),
-        |_| Vec::new(),
-        |n| ctx.may_topic(CREATE, n),
-        out,
-    );
+) -> Authorized<CreateTopicsRequest> {
+    r.topics = out.keep(ctx, CREATE, r.topics);
     Ok(r)
 }
 
@@ -323,14 +317,8 @@ pub(crate) fn authorize_create_partitions(
     ctx: &Ctx,
     mut r: CreatePartitionsRequest,
     out: &mut Refused,
-) -> Result<CreatePartitionsRequest, Reply> {
-    r.topics = split(
-        r.topics,
-        |t| t.name.0.to_string(),
-        |_| Vec::new(),
-        |n| ctx.may_topic(CREATE, n),
-        out,
-    );
+) -> Authorized<CreatePartitionsRequest> {
+    r.topics = out.keep(ctx, CREATE, r.topics);
     Ok(r)
 }
 
@@ -353,15 +341,9 @@ pub(crate) async fn authorize_delete_topics(
     ctx: &Ctx,
     mut r: DeleteTopicsRequest,
     out: &mut Refused,
-) -> Result<DeleteTopicsRequest, Reply> {
+) -> Authorized<DeleteTopicsRequest> {
     let names = topic_names_by_id(ctx, r.topics.iter().map(|t| t.topic_id)).await;
-    r.topic_names = split(
-        r.topic_names,
-        |t| t.0.to_string(),
-        |_| Vec::new(),
-        |n| ctx.may_topic(DELETE, n),
-        out,
-    );
+    r.topic_names = out.keep(ctx, DELETE, r.topic_names);
     r.topics = split(
         r.topics,
         |t| {
