@@ -17,8 +17,8 @@ use catalog::pg::PgCatalog;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::kafka_serving::KafkaServing;
 use crate::listen::KafkaListener;
-use crate::serve::KafkaServing;
 
 /// The epochs of the addresses this node holds, as the broker sees them, each with the
 /// moment its lease runs out by this node's own clock: the round that renewed it started

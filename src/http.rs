@@ -1,5 +1,4 @@
-//! A small HTTP/1 accept loop (HTTPS when given a certificate) with graceful shutdown
-//! for the HTTP endpoint, and its
+//! The HTTP endpoint: its server (on the shared accept loop of `hyper_serve`) and its
 //! routes (`/health`, `/metrics`, the Iceberg REST catalog under `/iceberg`, the admin
 //! API under `/admin`).
 
@@ -13,11 +12,11 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use listener::tls::Tls;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::hyper_serve::serve_hyper;
 use crate::metrics::Metrics;
 
 /// A response with a full body.
@@ -63,107 +62,6 @@ pub async fn serve<F, Fut>(
         })
     };
     serve_hyper(name, listener, tls, limits, &metrics, shutdown, service).await;
-}
-
-/// Serves HTTP/1 on `listener` (HTTPS with `tls`) through the shared accept loop
-/// (connection cap, backoff, shutdown); `service` makes each connection's service from
-/// its peer's address.
-pub async fn serve_hyper<S, B>(
-    name: &'static str,
-    listener: TcpListener,
-    tls: Option<Arc<Tls>>,
-    limits: listener::Limits,
-    metrics: &Metrics,
-    shutdown: watch::Receiver<bool>,
-    mut service: impl FnMut(std::net::SocketAddr) -> S,
-) where
-    S: hyper::service::Service<Request<Incoming>, Response = hyper::Response<B>> + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    B: hyper::body::Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    let stop = shutdown.clone();
-    let on_connection = move |stream, peer| {
-        serve_connection(
-            name,
-            stream,
-            tls.clone(),
-            service(peer),
-            limits.idle_timeout,
-            stop.clone(),
-        )
-    };
-    listener::serve(
-        name,
-        listener,
-        limits,
-        metrics.listeners.clone(),
-        shutdown,
-        on_connection,
-        || {},
-    )
-    .await;
-}
-
-/// One HTTP/1 connection (after its TLS handshake, with `tls`): closed when it sits
-/// `idle` without sending a request's headers, and finished gracefully (the request in
-/// hand answered) on shutdown.
-async fn serve_connection<S, B>(
-    name: &'static str,
-    stream: tokio::net::TcpStream,
-    tls: Option<Arc<Tls>>,
-    service: S,
-    idle: std::time::Duration,
-    shutdown: watch::Receiver<bool>,
-) where
-    S: hyper::service::Service<Request<Incoming>, Response = hyper::Response<B>> + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    B: hyper::body::Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    match tls {
-        None => drive(name, stream, service, idle, shutdown).await,
-        Some(tls) => match tls.accept(stream, idle).await {
-            Ok(stream) => drive(name, stream, service, idle, shutdown).await,
-            Err(e) => tracing::debug!(listener = name, error = %e, "TLS handshake failed"),
-        },
-    }
-}
-
-async fn drive<I, S, B>(
-    name: &'static str,
-    io: I,
-    service: S,
-    idle: std::time::Duration,
-    mut shutdown: watch::Receiver<bool>,
-) where
-    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
-    S: hyper::service::Service<Request<Incoming>, Response = hyper::Response<B>> + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    B: hyper::body::Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    let conn = hyper::server::conn::http1::Builder::new()
-        .timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(idle)
-        .serve_connection(TokioIo::new(io), service);
-    tokio::pin!(conn);
-    let ended = tokio::select! {
-        r = conn.as_mut() => r,
-        _ = shutdown.changed() => {
-            conn.as_mut().graceful_shutdown();
-            conn.await
-        }
-    };
-    if let Err(e) = ended {
-        tracing::debug!(listener = name, error = %e, "connection ended with an error");
-    }
 }
 
 /// A response still being computed.

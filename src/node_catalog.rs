@@ -5,8 +5,10 @@
 use std::sync::Arc;
 
 use catalog::pg::{PgCatalog, PgConfig};
-use catalog::{Catalog, CatalogMetrics, EmbeddedCatalog};
-use storage::DriveSet;
+use catalog::{Catalog, CatalogConfig, CatalogMetrics, EmbeddedCatalog};
+use storage::{DriveSet, DriveSetConfig};
+
+use crate::config::StorageConfig;
 
 /// The node's catalog.
 pub enum NodeCatalog {
@@ -20,7 +22,7 @@ impl NodeCatalog {
     /// Opens the catalog the configuration names.
     pub async fn open(config: &crate::config::ServeConfig) -> anyhow::Result<Self> {
         use anyhow::Context;
-        let embedded = crate::serve::catalog_config(&config.storage);
+        let embedded = catalog_config(&config.storage);
         Ok(match &config.catalog_url {
             None => Self::Embedded(
                 tokio::task::spawn_blocking(move || EmbeddedCatalog::open(embedded))
@@ -88,4 +90,16 @@ impl NodeCatalog {
             Self::Postgres(c) => c.shutdown(),
         }
     }
+}
+
+/// Catalog settings from the resolved storage settings.
+pub fn catalog_config(s: &StorageConfig) -> CatalogConfig {
+    let mut c = CatalogConfig::new(DriveSetConfig {
+        drives: s.drives.clone(),
+        k: s.k,
+        m: s.m,
+    });
+    c.meta_dir = s.meta_dir.clone();
+    c.checkpoint_bytes = s.checkpoint_mb << 20;
+    c
 }

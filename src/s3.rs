@@ -106,7 +106,7 @@ pub async fn serve(
             }
         })
     };
-    crate::http::serve_hyper(
+    crate::hyper_serve::serve_hyper(
         "s3",
         listener,
         tls,

@@ -279,10 +279,7 @@ pub const PRODUCER_RECENT_BATCHES: usize = 5;
 
 impl ProducerState {
     /// Checks a batch against this state (`None`: a producer never seen here).
-    pub fn check(
-        state: Option<&Self>,
-        batch: &crate::txn::ProducerBatch,
-    ) -> Result<(), crate::CatalogError> {
+    pub fn check(state: Option<&Self>, batch: &ProducerBatch) -> Result<(), crate::CatalogError> {
         use crate::CatalogError;
         let Some(st) = state else {
             return if batch.first_sequence == 0 {
@@ -320,7 +317,7 @@ impl ProducerState {
     }
 
     /// Records an accepted batch.
-    pub fn record(&mut self, batch: &crate::txn::ProducerBatch, base_offset: u64) {
+    pub fn record(&mut self, batch: &ProducerBatch, base_offset: u64) {
         if batch.epoch != self.epoch {
             self.epoch = batch.epoch;
             self.recent.clear();
@@ -765,4 +762,17 @@ impl StoredBatch {
             })
         })
     }
+}
+
+/// An idempotent producer's fields of one batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerBatch {
+    /// Producer id.
+    pub producer_id: i64,
+    /// Producer epoch.
+    pub epoch: i16,
+    /// Sequence of the batch's first record.
+    pub first_sequence: i32,
+    /// Sequence of its last record.
+    pub last_sequence: i32,
 }

@@ -1,6 +1,7 @@
 //! Transactions: lists of operations that commit all together or not at all.
 
 pub use crate::domain::{ExpansionOp, GroupOp, IamOp, IcebergOp, KafkaOp, S3Op, TxnOp};
+pub use crate::model::ProducerBatch;
 
 /// One change. Operations in a transaction are checked against the state before the
 /// transaction, then applied in order; an operation cannot depend on an earlier one in
@@ -95,19 +96,6 @@ pub struct TxnMarker {
     pub timestamp: i64,
     /// The control batch (base offset overwritten at commit).
     pub batch: bytes::Bytes,
-}
-
-/// An idempotent producer's fields of one batch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProducerBatch {
-    /// Producer id.
-    pub producer_id: i64,
-    /// Producer epoch.
-    pub epoch: i16,
-    /// Sequence of the batch's first record.
-    pub first_sequence: i32,
-    /// Sequence of its last record.
-    pub last_sequence: i32,
 }
 
 /// Operations that commit together.

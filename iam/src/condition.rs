@@ -14,7 +14,7 @@ use std::net::IpAddr;
 
 use serde_json::{Map, Value};
 
-use crate::policy::PolicyError;
+use crate::error::PolicyError;
 use crate::wildcard;
 
 /// Facts about a request that condition keys refer to.

@@ -33,6 +33,7 @@
 
 pub mod condition;
 pub mod directory;
+pub mod error;
 pub mod policy;
 pub mod scram;
 pub mod wildcard;

@@ -14,6 +14,7 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
 use crate::condition::{Conditions, Context, describe};
+pub use crate::error::PolicyError;
 use crate::wildcard;
 
 /// The largest document accepted, in bytes: AWS's limit for a bucket policy (20 KB).
@@ -27,46 +28,6 @@ const VERSIONS: [&str; 2] = ["2012-10-17", "2008-10-17"];
 
 const STATEMENT_KEYS: &str =
     "Sid, Effect, Principal, NotPrincipal, Action, NotAction, Resource, NotResource, Condition";
-
-/// Why a policy document was rejected.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PolicyError {
-    /// The text is not well-formed JSON, or repeats a key inside one object.
-    #[error("policy is not valid JSON: {0}")]
-    Json(String),
-    /// The document is longer than [`MAX_POLICY_BYTES`].
-    #[error("policy is {size} bytes; the limit is {limit} bytes")]
-    TooLarge {
-        /// The document's length in bytes.
-        size: usize,
-        /// The limit it exceeds.
-        limit: usize,
-    },
-    /// The document has more than [`MAX_STATEMENTS`] statements.
-    #[error("policy has {count} statements; the limit is {limit}")]
-    TooManyStatements {
-        /// How many statements the document has.
-        count: usize,
-        /// The limit it exceeds.
-        limit: usize,
-    },
-    /// Something about the document outside its statements (Version, Id, the Statement list).
-    #[error("{0}")]
-    Document(String),
-    /// One statement is invalid.
-    #[error("Statement {index}: {message}")]
-    Statement {
-        /// The statement's position in the document, counting from 1.
-        index: usize,
-        /// What is wrong with it.
-        message: String,
-    },
-    /// A Condition block is invalid. [`Policy::parse`] reports these as
-    /// [`PolicyError::Statement`] so the statement is named; this variant is what
-    /// [`Conditions::parse`] returns on its own.
-    #[error("{0}")]
-    Condition(String),
-}
 
 /// Which kind of document: identity policies are attached to users and may not name a Principal;
 /// bucket (resource) policies must name one in every statement.
