@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use kafka_protocol::messages::*;
 
-use crate::api::{Ctx, Reply, sb};
+use crate::context::{Ctx, Reply, sb};
 
 /// Reading a topic or a group (Fetch, OffsetCommit, group membership).
 pub const READ: &str = "KafkaRead";
@@ -121,7 +121,7 @@ pub(crate) type Authorized<T> = Result<T, Reply>;
 
 /// A response for a request refused whole.
 pub(crate) fn refuse_whole<T>(r: ResponseKind) -> Result<T, Reply> {
-    Err(crate::api::ready(r))
+    Err(crate::context::ready(r))
 }
 
 /// What an API's `authorize` took out of a request, to put back into its response.

@@ -30,7 +30,8 @@ use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
 use crate::Broker;
-use crate::api::{self, Ctx, Reply};
+use crate::api;
+use crate::context::{Ctx, Reply};
 use crate::legacy;
 use crate::metrics::{ApiLabels, OutcomeLabels, QuotaLabels};
 use crate::quota::{self, throttle::Cost};
@@ -285,7 +286,7 @@ async fn serve<R, W>(
         };
         let client_id = ctx.client_id.clone().unwrap_or_default();
         let reply = match sasl_reply {
-            Some(r) => api::ready(r),
+            Some(r) => crate::context::ready(r),
             None => api::handle(ctx, request).await,
         };
         let pending = Pending {

@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod compaction;
 pub mod configs;
 pub mod connection;
+pub mod context;
 pub mod error;
 pub mod fetch_session;
 pub mod group;

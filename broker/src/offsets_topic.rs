@@ -46,7 +46,7 @@ pub async fn ensure(catalog: &dyn Catalog) -> Result<(), catalog::CatalogError> 
         id: uuid::Uuid::new_v4().as_u128(),
         partitions: PARTITIONS,
         configs: [("cleanup.policy".to_string(), "compact".to_string())].into(),
-        created_ms: crate::api::now_ms(),
+        created_ms: crate::context::now_ms(),
     };
     match catalog
         .commit(Transaction::new(vec![Op::Kafka(KafkaOp::CreateTopic(
@@ -93,7 +93,7 @@ pub fn appends(
     commits: &[(String, String, u32, Option<OffsetRecord>)],
 ) -> Vec<Op> {
     let mut by_partition: std::collections::BTreeMap<u32, Vec<Record>> = Default::default();
-    let now = crate::api::now_ms();
+    let now = crate::context::now_ms();
     for (group, t, p, offset) in commits {
         let Some(key) = key(group, t, *p) else {
             tracing::warn!(%group, "a group id too long for __consumer_offsets is not mirrored");

@@ -15,8 +15,8 @@ use std::time::Duration;
 use catalog::{BatchInfo, Catalog, CatalogResult, Op, PartitionState};
 use tokio::sync::watch;
 
-use crate::api::{commit_under, now_ms};
 use crate::configs;
+use crate::context::{commit_under, now_ms};
 use crate::{Broker, Holdings};
 
 /// Batch index entries read at a time while walking a partition's head.

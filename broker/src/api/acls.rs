@@ -21,7 +21,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::messages::{create_acls_response, delete_acls_response};
 use serde_json::{Value, json};
 
-use super::{Ctx, Reply, sb};
+use crate::context::{Ctx, Reply, sb};
 
 /// Names of the policies that hold ACL bindings: this prefix and the principal.
 pub const PREFIX: &str = "kafka-acl:";

@@ -3,7 +3,7 @@
 
 use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, ResponseKind};
 
-use super::{Ctx, Reply};
+use crate::context::{Ctx, Reply};
 use crate::error::fenced_for;
 
 /// Handles AddOffsetsToTxn.

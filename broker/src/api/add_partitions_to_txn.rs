@@ -10,7 +10,7 @@ use kafka_protocol::messages::{
     AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, ResponseKind,
 };
 
-use super::{Ctx, Reply};
+use crate::context::{Ctx, Reply};
 use crate::error::fenced_for;
 
 /// Handles AddPartitionsToTxn.
@@ -20,7 +20,7 @@ pub async fn handle(ctx: Ctx, req: AddPartitionsToTxnRequest) -> Reply {
     // (topic, partition, error if it cannot be added)
     let mut asked: Vec<(String, i32, Option<ResponseError>)> = Vec::new();
     for t in &req.v3_and_below_topics {
-        let (topic, unreadable) = super::found(catalog.topic(&t.name).await);
+        let (topic, unreadable) = crate::context::found(catalog.topic(&t.name).await);
         for &p in &t.partitions {
             let error = match (&topic, unreadable) {
                 (_, Some(e)) => Some(e),
@@ -67,7 +67,7 @@ pub async fn handle(ctx: Ctx, req: AddPartitionsToTxnRequest) -> Reply {
                 Some(t) => t.results_by_partition.push(r),
                 None => topics.push(
                     AddPartitionsToTxnTopicResult::default()
-                        .with_name(super::topic_name(&name))
+                        .with_name(crate::context::topic_name(&name))
                         .with_results_by_partition(vec![r]),
                 ),
             }

@@ -5,7 +5,8 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
 
-use super::{Ctx, SERVED, supported};
+use super::{SERVED, supported};
+use crate::context::Ctx;
 
 /// Answers ApiVersions.
 pub fn handle(ctx: &Ctx, _req: ApiVersionsRequest) -> ApiVersionsResponse {

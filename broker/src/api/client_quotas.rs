@@ -22,7 +22,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::{Ctx, Reply, sb};
+use crate::context::{Ctx, Reply, sb};
 use crate::quota::QuotaKind;
 
 const USER: &str = "user";
@@ -203,7 +203,7 @@ pub fn alter(ctx: Ctx, req: AlterClientQuotasRequest) -> Reply {
                 if req.validate_only {
                     return Ok(());
                 }
-                let commit = super::commit_ops(
+                let commit = crate::context::commit_ops(
                     broker.catalog.as_ref(),
                     vec![Op::Kafka(KafkaOp::PutQuotas {
                         entity: entity.clone(),

@@ -20,8 +20,8 @@ use kafka_protocol::messages::{
 
 use kafka_protocol::protocol::StrBytes;
 
-use super::{Ctx, Reply, sb};
 use crate::configs::{self, Kind};
+use crate::context::{Ctx, Reply, sb};
 use crate::error::from_catalog;
 
 const TOPIC: i8 = 2;

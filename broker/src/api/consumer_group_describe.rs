@@ -13,7 +13,7 @@ use kafka_protocol::messages::{
     ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, GroupId,
 };
 
-use super::{Ctx, sb, topic_name, uuid};
+use crate::context::{Ctx, sb, topic_name, uuid};
 use crate::group::consumer::assignor::Partitions;
 use crate::group::consumer::state::ConsumerGroup;
 

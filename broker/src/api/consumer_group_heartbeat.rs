@@ -11,7 +11,7 @@ use kafka_protocol::messages::{
     ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, ResponseKind,
 };
 
-use super::{Ctx, Reply, ready, sb, uuid};
+use crate::context::{Ctx, Reply, ready, sb, uuid};
 use crate::group::consumer::assignor::Partitions;
 use crate::group::consumer::state::Beat;
 

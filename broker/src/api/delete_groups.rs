@@ -7,7 +7,7 @@ use kafka_protocol::messages::delete_groups_response;
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse, GroupId, ResponseKind};
 
-use super::{Ctx, Reply, sb};
+use crate::context::{Ctx, Reply, sb};
 
 /// Handles DeleteGroups.
 pub async fn handle(ctx: Ctx, req: DeleteGroupsRequest) -> Reply {

@@ -12,7 +12,7 @@ use kafka_protocol::messages::delete_records_response::{
 };
 use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse, ResponseKind};
 
-use super::{Ctx, Reply, commit_under, unless_failed};
+use crate::context::{Ctx, Reply, commit_under, unless_failed};
 use crate::error::from_catalog;
 
 /// Handles DeleteRecords. A topic with an expansion is sealed first, so its expansion has
@@ -31,7 +31,7 @@ async fn truncate(ctx: Ctx, req: DeleteRecordsRequest) -> Reply {
     let mut ops = Vec::new();
     let mut plan = Vec::new();
     for t in req.topics {
-        let (topic, unreadable) = super::found(catalog.topic(&t.name).await);
+        let (topic, unreadable) = crate::context::found(catalog.topic(&t.name).await);
         let mut parts = Vec::new();
         for p in t.partitions {
             let result = match (&topic, unreadable) {

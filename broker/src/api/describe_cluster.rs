@@ -3,7 +3,7 @@
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
 
-use super::{Ctx, sb};
+use crate::context::{Ctx, sb};
 
 /// Answers DescribeCluster.
 pub fn handle(ctx: &Ctx, _req: DescribeClusterRequest) -> DescribeClusterResponse {

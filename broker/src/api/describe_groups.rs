@@ -8,7 +8,7 @@ use kafka_protocol::messages::describe_groups_response::{DescribedGroup, Describ
 use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
 use kafka_protocol::messages::{GroupId, describe_groups_response};
 
-use super::{Ctx, sb};
+use crate::context::{Ctx, sb};
 
 /// Handles DescribeGroups.
 pub async fn handle(ctx: &Ctx, req: DescribeGroupsRequest) -> DescribeGroupsResponse {

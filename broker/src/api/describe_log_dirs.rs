@@ -8,7 +8,7 @@ use kafka_protocol::messages::describe_log_dirs_response::{
 };
 use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
 
-use super::{Ctx, sb, topic_name};
+use crate::context::{Ctx, sb, topic_name};
 
 /// Answers DescribeLogDirs (every topic when none is named).
 pub async fn handle(ctx: &Ctx, req: DescribeLogDirsRequest) -> DescribeLogDirsResponse {

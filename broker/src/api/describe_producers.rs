@@ -7,7 +7,7 @@ use kafka_protocol::messages::describe_producers_response::{
 };
 use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse, ProducerId};
 
-use super::{Ctx, topic_name};
+use crate::context::{Ctx, topic_name};
 use crate::error::from_catalog;
 
 async fn producers(
@@ -56,7 +56,8 @@ pub async fn handle(ctx: &Ctx, req: DescribeProducersRequest) -> DescribeProduce
         let mut out = Vec::new();
         for t in req.topics.into_iter() {
             out.push({
-                let (topic, unreadable) = super::found(ctx.broker.catalog.topic(&t.name).await);
+                let (topic, unreadable) =
+                    crate::context::found(ctx.broker.catalog.topic(&t.name).await);
                 let partitions = {
                     let mut out = Vec::new();
                     for p in t.partition_indexes.into_iter() {

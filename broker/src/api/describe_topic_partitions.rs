@@ -13,7 +13,7 @@ use kafka_protocol::messages::{
     BrokerId, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse,
 };
 
-use super::{Ctx, topic_name, uuid};
+use crate::context::{Ctx, topic_name, uuid};
 use crate::error::from_catalog;
 
 /// Partitions per response when the request asks for none or more (Kafka's

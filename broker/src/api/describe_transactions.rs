@@ -10,7 +10,7 @@ use kafka_protocol::messages::{
     DescribeTransactionsRequest, DescribeTransactionsResponse, ProducerId,
 };
 
-use super::{Ctx, now_ms, sb, topic_name};
+use crate::context::{Ctx, now_ms, sb, topic_name};
 
 /// Handles DescribeTransactions.
 pub async fn handle(ctx: &Ctx, req: DescribeTransactionsRequest) -> DescribeTransactionsResponse {

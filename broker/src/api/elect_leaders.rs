@@ -9,7 +9,7 @@ use kafka_protocol::messages::ResponseKind;
 use kafka_protocol::messages::elect_leaders_response::{PartitionResult, ReplicaElectionResult};
 use kafka_protocol::messages::{ElectLeadersRequest, ElectLeadersResponse};
 
-use super::{Ctx, sb, topic_name};
+use crate::context::{Ctx, sb, topic_name};
 
 /// Answers ElectLeaders (every partition when none is named).
 pub async fn handle(ctx: &Ctx, req: ElectLeadersRequest) -> ElectLeadersResponse {

@@ -4,7 +4,7 @@
 
 use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse, ResponseKind};
 
-use super::{Ctx, Reply};
+use crate::context::{Ctx, Reply};
 use crate::error::fenced_for;
 
 /// Handles EndTxn.

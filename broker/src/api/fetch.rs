@@ -20,7 +20,7 @@ use kafka_protocol::messages::fetch_response::{
 use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, ProducerId, ResponseKind};
 use tokio::time::Instant;
 
-use super::{Ctx, Reply, topic_name, uuid};
+use crate::context::{Ctx, Reply, topic_name, uuid};
 use crate::error::from_catalog;
 use crate::fetch_session::Plan;
 use crate::message_set::{self, Aborted};
@@ -53,7 +53,7 @@ async fn read_once(ctx: &Ctx, req: &FetchRequest) -> Read {
         } else {
             catalog.topic(&t.topic)
         };
-        let (topic, unreadable) = super::found(found.await);
+        let (topic, unreadable) = crate::context::found(found.await);
         let mut partitions = Vec::with_capacity(t.partitions.len());
         for p in &t.partitions {
             let mut data = PartitionData::default()

@@ -7,7 +7,7 @@ use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use super::{Ctx, sb};
+use crate::context::{Ctx, sb};
 
 /// Key type of a consumer group.
 const GROUP: i8 = 0;

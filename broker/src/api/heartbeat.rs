@@ -5,7 +5,7 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::ResponseKind;
 use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
 
-use super::Ctx;
+use crate::context::Ctx;
 
 /// Handles Heartbeat.
 pub async fn handle(ctx: &Ctx, req: HeartbeatRequest) -> HeartbeatResponse {

@@ -9,7 +9,7 @@ use kafka_protocol::messages::{
     InitProducerIdRequest, InitProducerIdResponse, ProducerId, ResponseKind,
 };
 
-use super::{Ctx, Reply};
+use crate::context::{Ctx, Reply};
 use crate::error::from_catalog;
 
 /// Handles InitProducerId.

@@ -10,7 +10,7 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse, ResponseKind};
 
-use super::{Ctx, Reply, ready, sb};
+use crate::context::{Ctx, Reply, ready, sb};
 use crate::group::member::{JoinAnswer, JoinRequest};
 
 /// Handles JoinGroup.

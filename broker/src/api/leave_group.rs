@@ -6,7 +6,7 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse, ResponseKind};
 
-use super::{Ctx, Reply, ready, sb};
+use crate::context::{Ctx, Reply, ready, sb};
 
 /// Handles LeaveGroup.
 pub async fn handle(ctx: Ctx, req: LeaveGroupRequest) -> Reply {

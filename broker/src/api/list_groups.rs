@@ -5,7 +5,7 @@ use crate::authz::*;
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
 
-use super::{Ctx, sb};
+use crate::context::{Ctx, sb};
 
 /// Handles ListGroups.
 pub async fn handle(ctx: &Ctx, req: ListGroupsRequest) -> ListGroupsResponse {

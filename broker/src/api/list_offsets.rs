@@ -11,7 +11,7 @@ use kafka_protocol::messages::list_offsets_response::{
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse, ResponseKind};
 use kafka_protocol::records::RecordBatchDecoder;
 
-use super::{Ctx, Reply, topic_name};
+use crate::context::{Ctx, Reply, topic_name};
 use crate::error::from_catalog;
 
 const LATEST: i64 = -1;
@@ -103,7 +103,7 @@ pub async fn handle(ctx: Ctx, req: ListOffsetsRequest) -> Reply {
         let read_committed = req.isolation_level == 1;
         let mut topics = Vec::with_capacity(req.topics.len());
         for t in &req.topics {
-            let (topic, unreadable) = super::found(c.broker.catalog.topic(&t.name).await);
+            let (topic, unreadable) = crate::context::found(c.broker.catalog.topic(&t.name).await);
             let mut partitions = Vec::with_capacity(t.partitions.len());
             for p in &t.partitions {
                 let r = ListOffsetsPartitionResponse::default()

@@ -8,7 +8,7 @@ use kafka_protocol::messages::{
     ListTransactionsRequest, ListTransactionsResponse, ProducerId, TransactionalId,
 };
 
-use super::{Ctx, sb};
+use crate::context::{Ctx, sb};
 use crate::txn::state::Phase;
 
 /// Every state name Kafka reports.

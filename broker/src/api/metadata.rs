@@ -13,7 +13,7 @@ use kafka_protocol::messages::metadata_response::{
 };
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, ResponseKind};
 
-use super::{Ctx, Reply, sb, topic_name, uuid};
+use crate::context::{Ctx, Reply, sb, topic_name, uuid};
 use crate::error::from_catalog;
 
 /// The brokers as metadata lists them.
@@ -73,7 +73,7 @@ pub async fn handle(ctx: Ctx, req: MetadataRequest) -> Reply {
                     id: uuid::Uuid::new_v4().as_u128(),
                     partitions: ctx.broker.config.default_partitions,
                     configs: BTreeMap::new(),
-                    created_ms: super::now_ms(),
+                    created_ms: crate::context::now_ms(),
                 };
                 creating.push(catalog.commit(Transaction::new(vec![Op::Kafka(
                     KafkaOp::CreateTopic(record),

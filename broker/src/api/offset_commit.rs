@@ -13,7 +13,7 @@ use kafka_protocol::messages::offset_commit_response::{
 };
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse, ResponseKind};
 
-use super::{Ctx, Reply, now_ms, unless_failed};
+use crate::context::{Ctx, Reply, now_ms, unless_failed};
 use crate::error::from_catalog;
 use crate::group::CommitCheck;
 use crate::group::durable::StoredGroup;
@@ -100,7 +100,7 @@ pub async fn handle(ctx: Ctx, req: OffsetCommitRequest) -> Reply {
     let now = now_ms();
     let mut plan: Vec<(OffsetCommitResponseTopic, Vec<Result<(), ResponseError>>)> = Vec::new();
     for t in req.topics {
-        let (topic, unreadable) = super::found(broker.catalog.topic(&t.name).await);
+        let (topic, unreadable) = crate::context::found(broker.catalog.topic(&t.name).await);
         let mut results = Vec::new();
         let mut out = OffsetCommitResponseTopic::default()
             .with_name(t.name.clone())

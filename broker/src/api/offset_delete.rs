@@ -10,7 +10,7 @@ use kafka_protocol::messages::offset_delete_response::{
 };
 use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse, ResponseKind};
 
-use super::{Ctx, Reply, commit_under, ready, unless_failed};
+use crate::context::{Ctx, Reply, commit_under, ready, unless_failed};
 
 /// Handles OffsetDelete.
 pub async fn handle(ctx: Ctx, req: OffsetDeleteRequest) -> Reply {
@@ -35,7 +35,7 @@ pub async fn handle(ctx: Ctx, req: OffsetDeleteRequest) -> Reply {
     let mut ops = Vec::new();
     let mut plan = Vec::new();
     for t in req.topics {
-        let (topic, unreadable) = super::found(catalog.topic(&t.name).await);
+        let (topic, unreadable) = crate::context::found(catalog.topic(&t.name).await);
         let mut parts = Vec::new();
         for p in t.partitions {
             let r = match (&topic, unreadable) {

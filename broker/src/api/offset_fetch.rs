@@ -17,7 +17,7 @@ use kafka_protocol::messages::offset_fetch_response::{
 };
 use kafka_protocol::messages::{GroupId, OffsetFetchRequest, OffsetFetchResponse, TopicName};
 
-use super::{Ctx, sb, topic_name};
+use crate::context::{Ctx, sb, topic_name};
 use crate::error::from_catalog;
 
 /// Offsets by topic and partition; `None` offset = nothing committed; an error code for

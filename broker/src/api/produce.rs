@@ -15,9 +15,9 @@ use kafka_protocol::messages::produce_response;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
 
-use super::{Ctx, Reply, sb, topic_name, uuid};
 use crate::batch::{self, Batch};
 use crate::configs;
+use crate::context::{Ctx, Reply, sb, topic_name, uuid};
 use crate::error::from_catalog;
 
 enum Plan {
@@ -106,7 +106,7 @@ async fn plan_partition(
         }
     }
     let log_append_time = if configs::log_append_time(&topic.configs) {
-        let now = super::now_ms();
+        let now = crate::context::now_ms();
         batches
             .iter_mut()
             .for_each(|b| b.stamp_log_append_time(now));
@@ -188,7 +188,7 @@ pub async fn handle(ctx: Ctx, req: ProduceRequest) -> Reply {
         } else {
             catalog.topic(&t.name)
         };
-        let (record, unreadable) = super::found(found.await);
+        let (record, unreadable) = crate::context::found(found.await);
         let unknown = if ctx.version >= 13 {
             ResponseError::UnknownTopicId
         } else if super::topics::valid_name(&t.name).is_err() {

@@ -15,7 +15,7 @@ use kafka_protocol::messages::{
     ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
 };
 
-use super::{Ctx, sb, topic_name};
+use crate::context::{Ctx, sb, topic_name};
 
 /// Answers ListPartitionReassignments: none in progress.
 pub fn list(req: ListPartitionReassignmentsRequest) -> ListPartitionReassignmentsResponse {

@@ -22,7 +22,7 @@ use kafka_protocol::messages::{
     DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse, ResponseKind,
 };
 
-use super::{Ctx, Reply, sb};
+use crate::context::{Ctx, Reply, sb};
 
 /// Kafka's most PBKDF2 iterations for a SCRAM credential.
 const MAX_ITERATIONS: i32 = 16384;

@@ -5,7 +5,7 @@ use crate::authz::*;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{ResponseKind, SyncGroupRequest, SyncGroupResponse};
 
-use super::{Ctx, Reply, ready, sb};
+use crate::context::{Ctx, Reply, ready, sb};
 
 /// Handles SyncGroup.
 pub async fn handle(ctx: Ctx, req: SyncGroupRequest) -> Reply {

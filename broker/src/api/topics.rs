@@ -20,8 +20,8 @@ use kafka_protocol::messages::{
     DeleteTopicsRequest, DeleteTopicsResponse, ResponseKind,
 };
 
-use super::{Ctx, Reply, sb, topic_name, uuid};
 use crate::configs;
+use crate::context::{Ctx, Reply, sb, topic_name, uuid};
 use crate::error::from_catalog;
 
 /// Most partitions one topic may have.
@@ -100,7 +100,7 @@ pub async fn create(ctx: Ctx, req: CreateTopicsRequest) -> Reply {
             id: uuid::Uuid::new_v4().as_u128(),
             partitions: partitions.max(0) as u32,
             configs,
-            created_ms: super::now_ms(),
+            created_ms: crate::context::now_ms(),
         };
         let commit = match &check {
             Ok(()) if !req.validate_only => {

@@ -12,7 +12,7 @@ use kafka_protocol::messages::txn_offset_commit_response::{
 use kafka_protocol::messages::{ResponseKind, TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 
 use super::offset_commit::{creates_group, offset_record};
-use super::{Ctx, Reply, now_ms, unless_failed};
+use crate::context::{Ctx, Reply, now_ms, unless_failed};
 use crate::error::{fenced_for, from_catalog};
 
 /// Handles TxnOffsetCommit.
@@ -56,7 +56,7 @@ pub async fn handle(ctx: Ctx, req: TxnOffsetCommitRequest) -> Reply {
     let now = now_ms();
     let mut plan = Vec::new();
     for t in req.topics {
-        let (topic, unreadable) = super::found(broker.catalog.topic(&t.name).await);
+        let (topic, unreadable) = crate::context::found(broker.catalog.topic(&t.name).await);
         let mut results = Vec::new();
         for p in t.partitions {
             let r = match (&checked, &topic, unreadable) {

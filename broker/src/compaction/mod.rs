@@ -22,7 +22,7 @@ use catalog::{CatalogError, Transaction};
 use tokio::sync::watch;
 
 use crate::Broker;
-use crate::api::now_ms;
+use crate::context::now_ms;
 use crate::metrics::PartitionLabels;
 
 pub use clean::Limits;

@@ -660,7 +660,7 @@ impl GroupCoordinator {
             .collect();
         leases.sort_by(|a, b| a.address.cmp(&b.address));
         leases.dedup();
-        let commit = crate::api::commit_under(self.catalog.as_ref(), ops, leases);
+        let commit = crate::context::commit_under(self.catalog.as_ref(), ops, leases);
         let me = self.clone();
         Box::pin(async move {
             let failed = commit.await;
@@ -677,7 +677,7 @@ impl GroupCoordinator {
             }
             results
                 .into_iter()
-                .map(|(n, r)| (n, crate::api::unless_failed(r, failed)))
+                .map(|(n, r)| (n, crate::context::unless_failed(r, failed)))
                 .collect()
         })
     }

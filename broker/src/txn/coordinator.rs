@@ -55,7 +55,7 @@ pub struct TxnCoordinator {
 }
 
 fn now_ms() -> i64 {
-    crate::api::now_ms()
+    crate::context::now_ms()
 }
 
 /// The stored form of a state at `now` (`now_ms` on the wall clock). A `Prepare*` state
