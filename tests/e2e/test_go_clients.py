@@ -1,30 +1,44 @@
-"""The Go Kafka ecosystem from Debian packages against eddy: Sarama 1.22.1
-(golang-github-shopify-sarama-dev) and segmentio/kafka-go 0.2.1
-(golang-github-segmentio-kafka-go-dev), built with Debian's Go 1.19 in GOPATH mode.
+"""The Go Kafka ecosystem against eddy: IBM/sarama 1.61.1 and segmentio/kafka-go 0.4.51,
+the versions tests/go/go.mod and go.sum pin, built in module mode with Go 1.26.
 
-Go programs are what much Kafka tooling is (Burrow, kafka exporters, operators), and
-these two libraries speak old, fixed protocol versions that no other suite sends: Sarama
-1.22 at its newest known version (2.2.0) sends Metadata v5, Produce v3, Fetch v4,
-ListOffsets v1, FindCoordinator v0, JoinGroup v1, SyncGroup/Heartbeat/LeaveGroup v0,
-OffsetCommit v1 (v2 once `Consumer.Offsets.Retention` is set), OffsetFetch v1,
-CreateTopics v2, DeleteTopics v1, DescribeConfigs v0, ListGroups/DescribeGroups v0;
-kafka-go 0.2.1 sends Produce v2 and Fetch v2 (message sets of magic 0/1), Metadata v1,
-CreateTopics v0, DeleteTopics v1, OffsetCommit v2, OffsetFetch v1, JoinGroup v1.
+Go programs are what much Kafka tooling is (Burrow, kafka exporters, operators). Sarama
+takes each request's version from the Kafka version it is configured with, lowered to
+what eddy's ApiVersions advertises; kafka-go picks the highest of a few versions it
+knows that eddy advertises for some requests (its Conn's Metadata, Fetch, JoinGroup,
+CreateTopics and DeleteTopics, and whatever its Writer sends) and sends the others at
+fixed versions. What they send here (each request frame's header, read off the clients'
+socket writes during a run of this module):
+
+- Sarama at its newest version (sarama.MaxVersion, 4.3.1): ApiVersions v4, Metadata v11,
+  Produce v10, Fetch v12, ListOffsets v6, FindCoordinator v3, JoinGroup v8, SyncGroup
+  v5, Heartbeat v4, LeaveGroup v5, OffsetCommit v8, OffsetFetch v8, ListGroups v5,
+  DescribeGroups v5, CreateTopics v7, DeleteTopics v6, DescribeConfigs v4.
+- Sarama at 0.11.0.0, the oldest version whose Produce and Fetch carry record batches:
+  ApiVersions v3, Metadata v4, Produce v3, Fetch v5, ListOffsets v2, FindCoordinator v1,
+  JoinGroup v2, SyncGroup/Heartbeat/LeaveGroup v1, OffsetCommit v3 (with the retention
+  time of `Consumer.Offsets.Retention`, or -1 for Kafka's default), OffsetFetch v3,
+  ListGroups v1, DescribeGroups v0; at 1.0.0 its admin calls are CreateTopics v2,
+  Metadata v5 and DeleteTopics v1.
+- kafka-go: ApiVersions v0; its Writer Metadata v8 and Produce v8 (record batches); its
+  Reader Fetch v10, ListOffsets v1, FindCoordinator v0, JoinGroup v2, SyncGroup,
+  Heartbeat and LeaveGroup v0, OffsetCommit v2 (with a 24 h retention time) and
+  OffsetFetch v1; its Conn Metadata v6, CreateTopics v2 and DeleteTopics v1.
 
 The CLIs are tests/go/sarama_client and tests/go/kafkago_client (one JSON line per
 event on stdout); a session fixture builds them into ~/.cache/eddy/go, keyed on a hash
-of the source and the Go version. Checked: a Sarama ConsumerGroup of two member
-processes reads every produced message exactly once, its commits are the offsets
-confluent-kafka's admin client reads, and a restarted member resumes at them (at
-Sarama's newest version and at 0.11, the oldest whose Produce and Fetch carry record
-batches); Sarama's batches, whose header leaves the max timestamp unset, keep their
-records' time for retention and ListOffsets; Sarama's ClusterAdmin topic and group
-calls agree with kafka-python; kafka-go's Writer and group Reader round-trip keyed
-messages with commits; kafka-go's Conn creates, reads and deletes topics.
+of the source, go.mod, go.sum and the Go version, with Go's module and build caches
+beside them. Checked: a Sarama ConsumerGroup of two member processes reads every
+produced message exactly once, its commits are the offsets confluent-kafka's admin
+client reads, and a restarted member resumes at them (at Sarama's newest version and at
+0.11, with and without a retention time); Sarama's records keep their time for
+retention and ListOffsets; Sarama's ClusterAdmin topic and group calls agree with
+kafka-python; kafka-go's Writer and group Reader round-trip keyed messages with
+commits; kafka-go's Conn creates, reads and deletes topics.
 
-A missing Go toolchain or library fails these tests (it does not skip them): the Debian
-packages golang-go, golang-github-shopify-sarama-dev and
-golang-github-segmentio-kafka-go-dev are part of what scripts/test installs."""
+A missing Go toolchain or library fails these tests (it does not skip them): Go 1.26
+comes with the machine (/usr/local/go, used when `go` is not on PATH), and the build
+fetches the libraries go.sum names through the Go module proxy (into the module cache,
+once)."""
 
 import hashlib
 import json
@@ -45,13 +59,10 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from conftest import metric, new_eddy
 
 GO_DIR = Path(__file__).resolve().parents[1] / "go"
-GOPATH = Path("/usr/share/gocode")
+# The Go of the machines the tests run on: /usr/local/go, also when it is not on PATH.
+GO_FALLBACK = Path("/usr/local/go/bin/go")
+# The built programs and Go's module and build caches, outside the clone (CI keeps them).
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "eddy" / "go"
-# What each program imports, and the Debian package that installs it under GOPATH.
-LIBRARIES = {
-    "sarama_client": ("github.com/Shopify/sarama", "golang-github-shopify-sarama-dev"),
-    "kafkago_client": ("github.com/segmentio/kafka-go", "golang-github-segmentio-kafka-go-dev"),
-}
 PARTITIONS = 3
 
 def name(prefix):
@@ -74,33 +85,45 @@ def wait_for(cond, timeout, what, procs=()):
         time.sleep(0.1)
 
 
-def go_build(program: str) -> Path:
-    """tests/go/<program>/main.go built once per source, Go version and library version
-    (GOPATH mode, Debian's library sources), into the cache; older builds of it are
-    removed."""
-    go = shutil.which("go")
+def go_tool() -> str:
+    """The `go` command: on PATH, else /usr/local/go/bin/go; a failure saying so if neither."""
+    go = shutil.which("go") or (str(GO_FALLBACK) if os.access(GO_FALLBACK, os.X_OK) else None)
     if go is None:
-        pytest.fail("the Go toolchain is missing: apt-get install golang-go", pytrace=False)
-    lib, package = LIBRARIES[program]
-    if not (GOPATH / "src" / lib).is_dir():
-        pytest.fail(f"{lib} is missing under {GOPATH}/src: apt-get install {package}", pytrace=False)
-    src = GO_DIR / program / "main.go"
+        pytest.fail(f"the Go toolchain is missing: no `go` on PATH nor at {GO_FALLBACK} "
+                    "(tests/go/go.mod needs Go 1.26; install it from https://go.dev/dl into /usr/local/go)",
+                    pytrace=False)
+    return go
+
+
+def go_build(program: str) -> Path:
+    """tests/go/<program> built once per source, go.mod, go.sum and Go version into the
+    cache (module mode: the libraries are the versions tests/go/go.sum pins, fetched
+    through the module proxy into the module cache under ~/.cache/eddy/go); older builds
+    of it are removed."""
+    go = go_tool()
     version = subprocess.run([go, "version"], capture_output=True, text=True, check=True).stdout
-    # And the library package's Debian version: an upgrade rebuilds.
-    version += subprocess.run(["dpkg-query", "-W", "-f", "${Version}", package],
-                              capture_output=True, text=True).stdout if shutil.which("dpkg-query") else ""
-    key = hashlib.sha256(src.read_bytes() + version.encode()).hexdigest()[:16]
+    sources = [GO_DIR / program / "main.go", GO_DIR / "go.mod", GO_DIR / "go.sum"]
+    key = hashlib.sha256(b"".join(f.read_bytes() for f in sources) + version.encode()).hexdigest()[:16]
     out = CACHE / f"{program}-{key}" / program
     if out.exists():
         return out
     for old in CACHE.glob(f"{program}-*"):
         shutil.rmtree(old, ignore_errors=True)
     out.parent.mkdir(parents=True, exist_ok=True)
-    # cgo off: Sarama then uses its pure-Go zstd (no C compiler or libzstd needed).
-    env = {**os.environ, "GO111MODULE": "off", "GOPATH": str(GOPATH), "GOCACHE": str(CACHE / "build"),
-           "GOFLAGS": "", "CGO_ENABLED": "0"}
+    env = {**os.environ, "GO111MODULE": "on", "GOWORK": "off",
+           "GOMODCACHE": str(CACHE / "mod"), "GOCACHE": str(CACHE / "build"),
+           # go.mod and go.sum as committed (a library missing from them fails the build
+           # instead of being added); module cache files deletable like the rest of the
+           # cache; no VCS stamp (it needs git to trust the clone, and the key already
+           # covers the source).
+           "GOFLAGS": "-mod=readonly -modcacherw -buildvcs=false",
+           # The Go at hand builds, or the build says which Go go.mod needs (no toolchain
+           # download).
+           "GOTOOLCHAIN": "local",
+           # cgo off: a static binary, and Sarama's pure-Go zstd (no C compiler needed).
+           "CGO_ENABLED": "0"}
     tmp = out.with_name(f".{program}.{os.getpid()}")
-    built = subprocess.run([go, "build", "-o", str(tmp), "main.go"], cwd=src.parent, env=env,
+    built = subprocess.run([go, "build", "-o", str(tmp), f"./{program}"], cwd=GO_DIR, env=env,
                            capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, f"go build {program} failed:\n{built.stdout}\n{built.stderr[-6000:]}"
     os.replace(tmp, out)
@@ -226,13 +249,16 @@ def ends(acked):
 
 
 @pytest.mark.parametrize("version,retention", [
-    # Sarama's newest version and its default offset settings: commits are OffsetCommit v1.
-    ("2.2.0", "0s"),
-    # With a retention time Sarama commits with OffsetCommit v2.
-    ("2.2.0", "24h"),
-    # The oldest version whose Produce (v3) and Fetch (v4) carry record batches.
+    # Sarama's newest version (sarama.MaxVersion): flexible OffsetCommit v8, which has no
+    # retention time.
+    ("newest", "0s"),
+    # The oldest version whose Produce and Fetch carry record batches (Sarama sends
+    # Produce v3 and Fetch v5); commits are OffsetCommit v3, with Kafka's default
+    # retention (-1) ...
+    ("0.11.0.0", "0s"),
+    # ... or with a retention time of their own.
     ("0.11.0.0", "24h"),
-], ids=["v2.2.0-default-commit", "v2.2.0-retention-commit", "v0.11.0.0-retention-commit"])
+], ids=["newest", "v0.11.0.0-default-retention", "v0.11.0.0-retention-24h"])
 def test_sarama_group_of_two_reads_each_message_once_and_resumes(eddy, sarama, tmp_path, version, retention):
     topic, group = name("sarama"), name("sarama-g")
     create_topic(eddy, topic)
@@ -318,10 +344,11 @@ def retention_eddy():
 
 
 def test_sarama_batches_keep_their_records_time(retention_eddy, sarama):
-    """Sarama 1.22 leaves a batch's max timestamp unset (-1 on the wire) and gives the
-    time in the records (first timestamp plus deltas); Kafka's log validator rewrites
-    the batch's max timestamp from its records, so time-based retention, ListOffsets by
-    timestamp and max_timestamp see when the records were written."""
+    """Sarama's record batches (Produce v10) give the time in the records (first
+    timestamp plus deltas), so time-based retention, ListOffsets by timestamp and
+    max_timestamp see when the records were written. (Sarama 1.22, which Debian's
+    Burrow still carries, left the batch header's max timestamp at -1; Sarama 1.61 sets
+    it, and broker/src/batch.rs's unit tests cover the unset header.)"""
     topic = name("sarama-time")
     create_topic(retention_eddy, topic, 1, {"retention.ms": "3600000"})
     before = int(time.time() * 1000)
@@ -355,9 +382,10 @@ def test_sarama_batches_keep_their_records_time(retention_eddy, sarama):
     assert max_timestamp(retention_eddy, topic, 0) == (stamps.index(max(stamps)), max(stamps)), stamps
 
 
-@pytest.mark.parametrize("version", ["2.2.0", "1.0.0"])
+@pytest.mark.parametrize("version", ["newest", "1.0.0"])
 def test_sarama_admin_creates_describes_and_deletes_topics(eddy, sarama, version):
-    """CreateTopic (v2), DescribeTopics (Metadata v5) and DeleteTopic (v1), checked
+    """CreateTopic, DescribeTopics (Metadata) and DeleteTopic: CreateTopics v7, Metadata
+    v11 and DeleteTopics v6 at Sarama's newest version, v2, v5 and v1 at 1.0.0; checked
     against kafka-python's view of the same topic."""
     from kafka import KafkaAdminClient
     from kafka.admin import ConfigResource, ConfigResourceType
@@ -397,8 +425,8 @@ def test_sarama_admin_creates_describes_and_deletes_topics(eddy, sarama, version
 
 
 def test_sarama_admin_lists_topics_and_describes_configs(eddy, sarama):
-    """ListTopics (Metadata, then DescribeConfigs v0 for every topic) and DescribeConfig
-    (DescribeConfigs v0), checked against kafka-python."""
+    """ListTopics (Metadata, then DescribeConfigs for every topic) and DescribeConfig
+    (DescribeConfigs v4 at Sarama's newest version), checked against kafka-python."""
     from kafka import KafkaAdminClient
     from kafka.admin import ConfigResource, ConfigResourceType
 
@@ -423,8 +451,8 @@ def test_sarama_admin_lists_topics_and_describes_configs(eddy, sarama):
 
 
 def test_kafkago_writer_and_group_reader_round_trip(eddy, kafkago, tmp_path):
-    """kafka-go's Writer (Produce v2, hash balancer) and a Reader with a GroupID
-    (Fetch v2, OffsetCommit v2 per message) read back every keyed message once; the
+    """kafka-go's Writer (Produce v8, hash balancer) and a Reader with a GroupID
+    (Fetch v10, OffsetCommit v2 per message) read back every keyed message once; the
     commits are what confluent-kafka reads, and a second reader of the group finds
     nothing left."""
     topic, group = name("kafkago"), name("kafkago-g")
@@ -462,7 +490,7 @@ def test_kafkago_writer_and_group_reader_round_trip(eddy, kafkago, tmp_path):
 
 
 def test_kafkago_conn_creates_reads_and_deletes_topics(eddy, kafkago):
-    """kafka-go's Conn: CreateTopics (v0), ReadPartitions (Metadata v1) and DeleteTopics
+    """kafka-go's Conn: CreateTopics (v2), ReadPartitions (Metadata v6) and DeleteTopics
     (v1), checked against kafka-python."""
     from kafka import KafkaAdminClient
 

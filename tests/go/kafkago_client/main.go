@@ -1,5 +1,5 @@
-// A small CLI over segmentio/kafka-go 0.2.1 (Debian's golang-github-segmentio-kafka-go-dev)
-// that tests/e2e/test_go_clients.py drives against eddy. Every result is a JSON line on
+// A small CLI over segmentio/kafka-go (v0.4.51, from tests/go/go.mod) that
+// tests/e2e/test_go_clients.py drives against eddy. Every result is a JSON line on
 // stdout; kafka-go's own log goes to stderr with -verbose.
 //
 //	kafkago_client create-topic  -brokers B -topic T -partitions P   (Conn.CreateTopics)
@@ -8,12 +8,11 @@
 //	kafkago_client produce       -brokers B -topic T -count N [-prefix v]   (Writer)
 //	kafkago_client consume-group -brokers B -topic T -group G [-max N] [-idle D] (Reader)
 //
-// kafka-go 0.2.1 speaks fixed versions: Produce v2 and Fetch v2 (message sets of magic
-// 0/1), ListOffsets v1, Metadata v1, CreateTopics v0, DeleteTopics v1, FindCoordinator
-// v0, JoinGroup v1, SyncGroup v0, Heartbeat v0, LeaveGroup v0, OffsetCommit v2,
-// OffsetFetch v1, ListGroups v1, DescribeGroups v1.
-//
-// Built in GOPATH mode against /usr/share/gocode (GO111MODULE=off).
+// kafka-go 0.4 picks some versions from the broker's ApiVersions (a Conn's Metadata,
+// Fetch, JoinGroup, CreateTopics and DeleteTopics, and the Writer's requests, which go
+// through its Transport) and sends others at fixed versions (ListOffsets and its
+// consumer group's FindCoordinator, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit and
+// OffsetFetch); test_go_clients.py's docstring lists what it sends to eddy.
 package main
 
 import (
@@ -63,7 +62,9 @@ func (c *common) register(fs *flag.FlagSet) {
 
 func (c *common) brokerList() []string { return strings.Split(c.brokers, ",") }
 
-func (c *common) logger(prefix string) *log.Logger {
+// logger is kafka-go's log on stderr with -verbose, else nil (an untyped nil: kafka-go
+// calls any non-nil Logger).
+func (c *common) logger(prefix string) kafka.Logger {
 	if !c.verbose {
 		return nil
 	}
@@ -138,11 +139,11 @@ func produce(args []string) {
 	count := fs.Int("count", 10, "messages")
 	prefix := fs.String("prefix", "v", "value prefix")
 	fs.Parse(args)
-	w := kafka.NewWriter(kafka.WriterConfig{
-		Brokers: c.brokerList(), Topic: c.topic, Balancer: &kafka.Hash{},
-		RequiredAcks: -1, MaxAttempts: 3, BatchTimeout: 50 * time.Millisecond,
+	w := &kafka.Writer{
+		Addr: kafka.TCP(c.brokerList()...), Topic: c.topic, Balancer: &kafka.Hash{},
+		RequiredAcks: kafka.RequireAll, MaxAttempts: 3, BatchTimeout: 50 * time.Millisecond,
 		Logger: c.logger("[kafka-go writer] "), ErrorLogger: c.logger("[kafka-go writer error] "),
-	})
+	}
 	msgs := make([]kafka.Message, *count)
 	for i := range msgs {
 		msgs[i] = kafka.Message{Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf("%s%d", *prefix, i))}

@@ -1,4 +1,4 @@
-// A small CLI over Sarama 1.22 (Debian's golang-github-shopify-sarama-dev) that
+// A small CLI over IBM/sarama (v1.61.1, from tests/go/go.mod) that
 // tests/e2e/test_go_clients.py drives against eddy. Every result is a JSON line on
 // stdout; Sarama's own log goes to stderr with -verbose.
 //
@@ -7,11 +7,13 @@
 //	sarama_client admin OP       -brokers B [-topic T] [-group G] [-partitions P] [-config k=v,...]
 //
 // with OP one of create, list, describe, config, groups, describe-groups, offsets,
-// delete. Every subcommand takes -version (a Kafka version Sarama knows, default its
-// newest, 2.2.0) and -offsets-retention (0: Sarama's default, which commits with
-// OffsetCommit v1; more: v2 with that retention time).
+// delete. Every subcommand takes -version (a Kafka version Sarama knows, or "newest":
+// sarama.MaxVersion, the default) and -offsets-retention (Consumer.Offsets.Retention:
+// the retention time of OffsetCommit v2-v4, which Sarama sends at versions 0.9 to 2.0;
+// 0 sends Kafka's default, -1; later versions carry no retention time).
 //
-// Built in GOPATH mode against /usr/share/gocode (GO111MODULE=off).
+// Sarama picks each request's version from -version and clamps it to what the broker
+// advertises in ApiVersions.
 package main
 
 import (
@@ -28,7 +30,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/Shopify/sarama"
+	"github.com/IBM/sarama"
 )
 
 var out = json.NewEncoder(os.Stdout)
@@ -57,8 +59,8 @@ type common struct {
 
 func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.brokers, "brokers", "127.0.0.1:9092", "bootstrap brokers, comma-separated")
-	fs.StringVar(&c.version, "version", sarama.MaxVersion.String(), "Kafka version Sarama speaks")
-	fs.DurationVar(&c.retention, "offsets-retention", 0, "Consumer.Offsets.Retention (0: OffsetCommit v1, else v2)")
+	fs.StringVar(&c.version, "version", "newest", "Kafka version Sarama speaks (newest: sarama.MaxVersion)")
+	fs.DurationVar(&c.retention, "offsets-retention", 0, "Consumer.Offsets.Retention (OffsetCommit v2-v4 only; 0: Kafka's default)")
 	fs.BoolVar(&c.verbose, "verbose", false, "Sarama's log on stderr")
 	fs.StringVar(&c.clientID, "client-id", "eddy-e2e-sarama", "client id")
 }
@@ -67,9 +69,12 @@ func (c *common) config() *sarama.Config {
 	if c.verbose {
 		sarama.Logger = log.New(os.Stderr, "[sarama] ", log.LstdFlags|log.Lmicroseconds)
 	}
-	v, err := sarama.ParseKafkaVersion(c.version)
-	if err != nil {
-		fail("config", err)
+	v := sarama.MaxVersion
+	if c.version != "newest" {
+		var err error
+		if v, err = sarama.ParseKafkaVersion(c.version); err != nil {
+			fail("config", err)
+		}
 	}
 	cfg := sarama.NewConfig()
 	cfg.Version = v
