@@ -5,6 +5,10 @@
 //! logical length, the shard bytes and a checksum over the block's identity, so a block is
 //! located by arithmetic (ranged reads touch only the stripes they need) and verified
 //! before use. The trailer is written last: a shard without one is an unfinished write.
+//!
+//! It imports its spare shard files from `spare.rs`, which imports this module back on
+//! purpose: the pool is a part of the store, making files with the store's ids, paths
+//! and headers.
 
 use std::fmt;
 use std::fs::{self, File, OpenOptions};

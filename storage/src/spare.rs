@@ -10,6 +10,10 @@
 //! a store starts its pool, every listed id that is not a finished blob is removed, so
 //! spares never outlive the process that made them; finished blobs (spares that were
 //! used) are kept.
+//!
+//! The pool is a part of the blob store (`blob.rs`), and the two import each other on
+//! purpose: the store takes its shard files from the pool, and the pool lays out files
+//! with the store's own ids, paths and headers.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::fs::{self, File};

@@ -9,6 +9,9 @@ use iceberg::spec::{
 
 use crate::TableResult;
 
+/// Namespace of every topic table.
+pub const NAMESPACE: &str = "kafka_topics";
+
 /// Column names, in schema order.
 pub const PARTITION: &str = "partition";
 /// Record offset.

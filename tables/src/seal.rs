@@ -23,6 +23,7 @@ use parquet::file::properties::WriterProperties;
 
 use crate::objects::{self, NewObjects};
 use crate::rows::RowBuilder;
+pub use crate::schema::NAMESPACE;
 use crate::schema::{topic_partition_spec, topic_schema};
 use crate::{TableError, TableResult, now_ms};
 
@@ -34,9 +35,6 @@ mod snapshot;
 use log_rows::*;
 use rewrite::*;
 use snapshot::*;
-
-/// Namespace of every topic table.
-pub const NAMESPACE: &str = "kafka_topics";
 
 /// A snapshot whose parent lists this many manifests merges them into one, so scan
 /// planning reads a bounded number of manifests however many seals there were.

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::layout::{Layout, Options, Source};
-use crate::seal::NAMESPACE;
+use crate::schema::NAMESPACE;
 use crate::{TableError, TableResult};
 
 /// `PUT /admin/v1/topics/{topic}/expansion`.
