@@ -53,8 +53,16 @@ impl Admin {
     }
 }
 
-/// A request body as JSON of the expected shape, or 400 naming what is wrong.
+/// A request body as JSON of the expected shape, or 400 naming what is wrong. Every body
+/// is an object: serde would also take a struct from an array of its fields in order,
+/// which would make `["key", "password"]` a user.
 fn body_json<T: serde::de::DeserializeOwned>(req: &Request) -> TableResult<T> {
-    serde_json::from_slice(&req.body)
-        .map_err(|e| TableError::BadRequest(format!("request body is not the expected JSON: {e}")))
+    let bad =
+        |e: String| TableError::BadRequest(format!("request body is not the expected JSON: {e}"));
+    let value: serde_json::Value =
+        serde_json::from_slice(&req.body).map_err(|e| bad(e.to_string()))?;
+    if !value.is_object() {
+        return Err(bad("it must be a JSON object".into()));
+    }
+    serde_json::from_value(value).map_err(|e| bad(e.to_string()))
 }

@@ -232,9 +232,27 @@ topic_entries! {
     create_topics_request::CreatableTopic => |t| t.name.0.to_string();
     create_partitions_request::CreatePartitionsTopic => |t| t.name.0.to_string();
     TopicName => |t| t.0.to_string();
+    txn_offset_commit_request::TxnOffsetCommitRequestTopic => |t| t.name.0.to_string(),
+        t.partitions.iter().map(|p| p.partition_index).collect();
+    describe_producers_request::TopicRequest => |t| t.name.0.to_string(),
+        t.partition_indexes.clone();
 }
 
 impl Refused {
+    /// The groups `ctx`'s principal may do `action` on; the others are noted as refused.
+    pub(crate) fn keep_groups(
+        &mut self,
+        ctx: &Ctx,
+        action: &str,
+        groups: Vec<GroupId>,
+    ) -> Vec<GroupId> {
+        let (kept, denied): (Vec<_>, Vec<_>) = groups
+            .into_iter()
+            .partition(|g| ctx.may_group(action, &g.0));
+        self.groups = denied.into_iter().map(|g| g.0.to_string()).collect();
+        kept
+    }
+
     /// The entries `ctx`'s principal may do `action` on; the others are noted as refused.
     pub(crate) fn keep<T: TopicEntry>(&mut self, ctx: &Ctx, action: &str, items: Vec<T>) -> Vec<T> {
         split(

@@ -420,7 +420,7 @@ impl Directory {
             return Err(IamError::FromConfig(name.to_owned()));
         }
         if let Some(s) = s3_secret {
-            if s.len() < 8 || s.chars().any(char::is_control) {
+            if s.chars().count() < 8 || s.chars().any(char::is_control) {
                 return Err(IamError::Invalid(
                     "an S3 secret key has at least 8 characters and no control characters".into(),
                 ));
@@ -511,7 +511,7 @@ impl Directory {
         document: &str,
         attached: Option<Vec<String>>,
     ) -> Result<(), IamError> {
-        if name.is_empty() || name.len() > 128 || name.chars().any(char::is_control) {
+        if name.is_empty() || name.chars().count() > 128 || name.chars().any(char::is_control) {
             return Err(IamError::Invalid(format!(
                 "policy name {name:?}: 1 to 128 characters, no control characters"
             )));

@@ -822,3 +822,78 @@ def test_policy_conditions_on_prefix_transport_and_address(eddy, bob, tmp_path):
                 mine.list_objects_v2(Bucket=own)
         finally:
             ok(eddy, "policy", "delete", policy)
+
+
+@pytest.fixture(scope="module")
+def java_describes(tmp_path_factory):
+    """Runs tests/e2e/java/Describes.java as a user: {call: "ok" or the exception's class}."""
+    import shutil
+    from test_kafka import kafka_clients_classpath
+    from conftest import javac
+    cp = kafka_clients_classpath()
+    if shutil.which("javac") is None or cp is None:
+        pytest.fail("Java or the kafka-clients jar is not installed", pytrace=False)
+    out = javac(Path(__file__).parent / "java" / "Describes.java", cp)
+
+    def run(eddy, user, password, topic, group):
+        p = subprocess.run(["java", "-cp", f"{out}:{cp}", "Describes", f"127.0.0.1:{eddy.sasl_port}",
+                            user, password, topic, group], capture_output=True, text=True, timeout=180)
+        assert p.returncode == 0, p.stderr[-4000:]
+        # The client logs to stdout too: the program's lines are those naming a call.
+        calls = ("producers", "logdirs", "quotas", "group")
+        found = [line.split(" ", 1) for line in p.stdout.splitlines() if line.split(" ")[0] in calls]
+        assert sorted(k for k, _ in found) == sorted(calls), p.stdout
+        return dict(found)
+    return run
+
+
+def test_describes_and_transactional_offsets_follow_the_policies(eddy, bob, tmp_path, java_describes):
+    """The APIs a policy used to let through: describeProducers (KafkaRead on the topic),
+    describeLogDirs and describeClientQuotas (KafkaDescribe on the cluster),
+    describeConsumerGroups of a consumer-protocol group (ConsumerGroupDescribe: KafkaDescribe
+    on the group), and a transaction's offsets (AddOffsetsToTxn, TxnOffsetCommit: KafkaRead
+    on the group) are refused with the authorization errors under a Deny, and served
+    without one."""
+    topic, group = name("desc"), name("desc-group")
+    create(eddy, topic)
+    # A consumer-protocol group to describe, made by the administrator.
+    c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": group, "group.protocol": "consumer",
+                  "auto.offset.reset": "earliest"})
+    c.subscribe([topic])
+    c.poll(5)
+    try:
+        allowed = java_describes(eddy, "bob", "bob-pw", topic, group)
+        assert allowed == {"producers": "ok", "logdirs": "ok", "quotas": "ok", "group": "ok"}, allowed
+        policy = name("no-describe")
+        put_policy(eddy, tmp_path, policy, {"Version": "2012-10-17", "Statement": [
+            {"Effect": "Deny", "Action": "KafkaRead", "Resource": f"vast:kafka:topic:*:{topic}"},
+            {"Effect": "Deny", "Action": "KafkaDescribe", "Resource": "vast:kafka:cluster:*"},
+            {"Effect": "Deny", "Action": ["KafkaDescribe", "KafkaRead"],
+             "Resource": f"vast:kafka:group:*:{group}"}]}, "bob")
+        try:
+            denied = java_describes(eddy, "bob", "bob-pw", topic, group)
+            assert denied == {"producers": "TopicAuthorizationException",
+                              "logdirs": "ClusterAuthorizationException",
+                              "quotas": "ClusterAuthorizationException",
+                              "group": "GroupAuthorizationException"}, denied
+            # A transaction may not hold offsets of a group its user may not read.
+            other = name("txn-out")
+            create(eddy, other)
+            p = Producer({**bob, "transactional.id": name("bob-txn"), "transaction.timeout.ms": 10000})
+            p.init_transactions(30)
+            p.begin_transaction()
+            p.produce(other, value=b"v")
+            meta = Consumer({**bob, "group.id": group}).consumer_group_metadata()
+            with pytest.raises(KafkaException) as e:
+                p.send_offsets_to_transaction([TopicPartition(topic, 0, 1)], meta, 30)
+            assert e.value.args[0].code() == KafkaError.GROUP_AUTHORIZATION_FAILED, e.value
+            p.abort_transaction(30)
+            admin = AdminClient(admin_conf(eddy))
+            from confluent_kafka import ConsumerGroupTopicPartitions
+            offsets = admin.list_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0)])])[group].result(30)
+            assert [tp.offset for tp in offsets.topic_partitions] == [-1001]
+        finally:
+            ok(eddy, "policy", "delete", policy)
+    finally:
+        c.close()

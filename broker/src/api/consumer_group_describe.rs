@@ -3,6 +3,7 @@
 //! answers GROUP_ID_NOT_FOUND, as in Kafka (admin clients then fall back to
 //! DescribeGroups).
 
+use crate::authz::{Authorized, DESCRIBE, GROUP_DENIED, Refused};
 use std::collections::BTreeMap;
 
 use kafka_protocol::error::ResponseError;
@@ -99,4 +100,27 @@ pub async fn handle(ctx: &Ctx, req: ConsumerGroupDescribeRequest) -> ConsumerGro
         out
     };
     ConsumerGroupDescribeResponse::default().with_groups(groups)
+}
+
+/// ConsumerGroupDescribe needs KafkaDescribe on each group.
+pub(crate) fn authorize(
+    ctx: &Ctx,
+    mut r: ConsumerGroupDescribeRequest,
+    out: &mut Refused,
+) -> Authorized<ConsumerGroupDescribeRequest> {
+    r.group_ids = out.keep_groups(ctx, DESCRIBE, r.group_ids);
+    Ok(r)
+}
+
+/// The groups [`authorize`] refused, put back into the response with their error.
+pub(crate) fn answer_refused(
+    mut r: ConsumerGroupDescribeResponse,
+    refused: Refused,
+) -> ConsumerGroupDescribeResponse {
+    r.groups.extend(refused.groups.iter().map(|g| {
+        DescribedGroup::default()
+            .with_group_id(GroupId(sb(g)))
+            .with_error_code(GROUP_DENIED)
+    }));
+    r
 }

@@ -46,12 +46,7 @@ pub(crate) fn authorize(
     mut r: DeleteGroupsRequest,
     out: &mut Refused,
 ) -> Authorized<DeleteGroupsRequest> {
-    let (kept, denied): (Vec<_>, Vec<_>) = r
-        .groups_names
-        .into_iter()
-        .partition(|g| ctx.may_group(DELETE, &g.0));
-    r.groups_names = kept;
-    out.groups = denied.into_iter().map(|g| g.0.to_string()).collect();
+    r.groups_names = out.keep_groups(ctx, DELETE, r.groups_names);
     Ok(r)
 }
 

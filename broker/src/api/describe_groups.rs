@@ -70,12 +70,7 @@ pub(crate) fn authorize(
     mut r: DescribeGroupsRequest,
     out: &mut Refused,
 ) -> Authorized<DescribeGroupsRequest> {
-    let (kept, denied): (Vec<_>, Vec<_>) = r
-        .groups
-        .into_iter()
-        .partition(|g| ctx.may_group(DESCRIBE, &g.0));
-    r.groups = kept;
-    out.groups = denied.into_iter().map(|g| g.0.to_string()).collect();
+    r.groups = out.keep_groups(ctx, DESCRIBE, r.groups);
     Ok(r)
 }
 

@@ -1,6 +1,7 @@
 //! DescribeProducers: the idempotent and transactional producers a partition has seen,
 //! with each one's epoch, last sequence and the first offset of its open transaction.
 
+use crate::authz::{Authorized, READ, Refused, TOPIC_DENIED};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_producers_response::{
     PartitionResponse, ProducerState, TopicResponse,
@@ -84,4 +85,34 @@ pub async fn handle(ctx: &Ctx, req: DescribeProducersRequest) -> DescribeProduce
         out
     };
     DescribeProducersResponse::default().with_topics(topics)
+}
+
+/// DescribeProducers needs KafkaRead on each topic.
+pub(crate) fn authorize(
+    ctx: &Ctx,
+    mut r: DescribeProducersRequest,
+    out: &mut Refused,
+) -> Authorized<DescribeProducersRequest> {
+    r.topics = out.keep(ctx, READ, r.topics);
+    Ok(r)
+}
+
+/// The topics [`authorize`] refused, put back into the response with their error.
+pub(crate) fn answer_refused(
+    mut r: DescribeProducersResponse,
+    refused: Refused,
+) -> DescribeProducersResponse {
+    r.topics.extend(refused.topic_results(
+        |name, parts| {
+            TopicResponse::default()
+                .with_name(name)
+                .with_partitions(parts)
+        },
+        |p| {
+            PartitionResponse::default()
+                .with_partition_index(p)
+                .with_error_code(TOPIC_DENIED)
+        },
+    ));
+    r
 }

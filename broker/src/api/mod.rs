@@ -273,10 +273,29 @@ pub(crate) async fn authorize(
         RequestKind::DeleteTopics(r) => {
             RequestKind::DeleteTopics(topics::authorize_delete_topics(ctx, r, &mut out).await?)
         }
+        RequestKind::ConsumerGroupDescribe(r) => RequestKind::ConsumerGroupDescribe(
+            consumer_group_describe::authorize(ctx, r, &mut out)?,
+        ),
+        RequestKind::TxnOffsetCommit(r) => {
+            RequestKind::TxnOffsetCommit(txn_offset_commit::authorize(ctx, r, &mut out)?)
+        }
+        RequestKind::AddOffsetsToTxn(r) => {
+            RequestKind::AddOffsetsToTxn(add_offsets_to_txn::authorize(ctx, r)?)
+        }
+        RequestKind::DescribeLogDirs(r) => {
+            RequestKind::DescribeLogDirs(describe_log_dirs::authorize(ctx, r)?)
+        }
+        RequestKind::DescribeClientQuotas(r) => RequestKind::DescribeClientQuotas(
+            client_quotas::authorize_describe_client_quotas(ctx, r)?,
+        ),
+        RequestKind::DescribeProducers(r) => {
+            RequestKind::DescribeProducers(describe_producers::authorize(ctx, r, &mut out)?)
+        }
         // The rest need no policy check of their own: the handshake and version APIs, SASL
-        // (answered by the connection), telemetry, cluster and transaction descriptions
-        // that name no resource a policy guards, and the transaction APIs whose writes
-        // are checked where they land (a transactional Produce is a Produce).
+        // (answered by the connection), telemetry, DescribeCluster (what Metadata tells
+        // too), the transaction coordinator's own APIs (InitProducerId, AddPartitionsToTxn,
+        // EndTxn: the writes they frame are checked where they land, as a transactional
+        // Produce is a Produce, and TxnOffsetCommit above) and the transaction listings.
         other => other,
     };
     Ok((request, out))
@@ -316,6 +335,15 @@ pub(crate) fn answer_refused(ctx: &Ctx, response: ResponseKind, refused: Refused
         }
         ResponseKind::ListGroups(r) => {
             ResponseKind::ListGroups(list_groups::answer_refused(ctx, r))
+        }
+        ResponseKind::ConsumerGroupDescribe(r) => {
+            ResponseKind::ConsumerGroupDescribe(consumer_group_describe::answer_refused(r, refused))
+        }
+        ResponseKind::TxnOffsetCommit(r) => {
+            ResponseKind::TxnOffsetCommit(txn_offset_commit::answer_refused(r, refused))
+        }
+        ResponseKind::DescribeProducers(r) => {
+            ResponseKind::DescribeProducers(describe_producers::answer_refused(r, refused))
         }
         ResponseKind::ListOffsets(r) => {
             ResponseKind::ListOffsets(list_offsets::answer_refused(r, refused))

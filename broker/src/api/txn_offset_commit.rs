@@ -3,6 +3,7 @@
 //! (open, this producer, the group added) and, from v3, against the group's generation
 //! and member, as OffsetCommit is.
 
+use crate::authz::{Authorized, GROUP_DENIED, READ, Refused, TOPIC_DENIED, refuse_whole};
 use catalog::TxnOp;
 use catalog::{Op, Transaction};
 use kafka_protocol::error::ResponseError;
@@ -123,4 +124,55 @@ pub async fn handle(ctx: Ctx, req: TxnOffsetCommitRequest) -> Reply {
             TxnOffsetCommitResponse::default().with_topics(topics),
         ))
     })
+}
+
+/// TxnOffsetCommit needs KafkaRead on the group, then on each topic, as OffsetCommit does.
+pub(crate) fn authorize(
+    ctx: &Ctx,
+    mut r: TxnOffsetCommitRequest,
+    out: &mut Refused,
+) -> Authorized<TxnOffsetCommitRequest> {
+    if !ctx.may_group(READ, &r.group_id.0) {
+        let topics = r
+            .topics
+            .iter()
+            .map(|t| {
+                TxnOffsetCommitResponseTopic::default()
+                    .with_name(t.name.clone())
+                    .with_partitions(
+                        t.partitions
+                            .iter()
+                            .map(|p| denied_partition(p.partition_index, GROUP_DENIED))
+                            .collect(),
+                    )
+            })
+            .collect();
+        return refuse_whole(ResponseKind::TxnOffsetCommit(
+            TxnOffsetCommitResponse::default().with_topics(topics),
+        ));
+    }
+    r.topics = out.keep(ctx, READ, r.topics);
+    Ok(r)
+}
+
+/// The topics [`authorize`] refused, put back into the response with their error.
+pub(crate) fn answer_refused(
+    mut r: TxnOffsetCommitResponse,
+    refused: Refused,
+) -> TxnOffsetCommitResponse {
+    r.topics.extend(refused.topic_results(
+        |name, parts| {
+            TxnOffsetCommitResponseTopic::default()
+                .with_name(name)
+                .with_partitions(parts)
+        },
+        |p| denied_partition(p, TOPIC_DENIED),
+    ));
+    r
+}
+
+fn denied_partition(index: i32, code: i16) -> TxnOffsetCommitResponsePartition {
+    TxnOffsetCommitResponsePartition::default()
+        .with_partition_index(index)
+        .with_error_code(code)
 }
