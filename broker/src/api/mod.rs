@@ -1,6 +1,8 @@
-//! One module per Kafka API. Each handler does its checks and submits its catalog
-//! transaction before returning (so requests on one connection reach the catalog in the
-//! order they arrived), and returns a future of the response.
+//! One module per Kafka API, each with what its request needs from the policies
+//! (`authorize`, and `answer_refused` to put refused parts back into its response) and
+//! its handler; this module dispatches both. Each handler does its checks and submits its
+//! catalog transaction before returning (so requests on one connection reach the catalog
+//! in the order they arrived), and returns a future of the response.
 
 pub mod acls;
 pub mod add_offsets_to_txn;
