@@ -154,6 +154,11 @@ impl Refused {
         })
     }
 
+    /// The ids of the refused groups, as responses carry them.
+    pub(crate) fn group_ids(&self) -> impl Iterator<Item = GroupId> + '_ {
+        self.groups.iter().map(|g| GroupId(sb(g)))
+    }
+
     /// The names of the refused topics, as responses carry them.
     pub(crate) fn topic_names(&self) -> impl Iterator<Item = TopicName> + '_ {
         self.topics.iter().map(|(name, _)| topic_of(name))

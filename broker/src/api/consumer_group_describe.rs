@@ -117,9 +117,9 @@ pub(crate) fn answer_refused(
     mut r: ConsumerGroupDescribeResponse,
     refused: Refused,
 ) -> ConsumerGroupDescribeResponse {
-    r.groups.extend(refused.groups.iter().map(|g| {
+    r.groups.extend(refused.group_ids().map(|g| {
         DescribedGroup::default()
-            .with_group_id(GroupId(sb(g)))
+            .with_group_id(g)
             .with_error_code(GROUP_DENIED)
     }));
     r

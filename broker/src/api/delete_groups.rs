@@ -55,12 +55,10 @@ pub(crate) fn answer_refused(
     mut r: DeleteGroupsResponse,
     refused: Refused,
 ) -> DeleteGroupsResponse {
-    for g in refused.groups {
-        r.results.push(
-            delete_groups_response::DeletableGroupResult::default()
-                .with_group_id(GroupId(sb(&g)))
-                .with_error_code(GROUP_DENIED),
-        );
-    }
+    r.results.extend(refused.group_ids().map(|g| {
+        delete_groups_response::DeletableGroupResult::default()
+            .with_group_id(g)
+            .with_error_code(GROUP_DENIED)
+    }));
     r
 }

@@ -4,9 +4,9 @@
 
 use crate::authz::*;
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::describe_groups_response;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
-use kafka_protocol::messages::{GroupId, describe_groups_response};
 
 use crate::context::{Ctx, sb};
 
@@ -79,12 +79,10 @@ pub(crate) fn answer_refused(
     mut r: DescribeGroupsResponse,
     refused: Refused,
 ) -> DescribeGroupsResponse {
-    for g in refused.groups {
-        r.groups.push(
-            describe_groups_response::DescribedGroup::default()
-                .with_group_id(GroupId(sb(&g)))
-                .with_error_code(GROUP_DENIED),
-        );
-    }
+    r.groups.extend(refused.group_ids().map(|g| {
+        describe_groups_response::DescribedGroup::default()
+            .with_group_id(g)
+            .with_error_code(GROUP_DENIED)
+    }));
     r
 }
