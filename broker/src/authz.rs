@@ -124,6 +124,79 @@ pub(crate) fn refuse_whole<T>(r: ResponseKind) -> Result<T, Reply> {
     Err(crate::context::ready(r))
 }
 
+/// The `authorize` of an API whose request lists topics or groups: the entries the
+/// principal may do the action on stay, the others are noted as refused (`keep` for
+/// topic entries, `keep_groups` for group ids). Written in the API's module as
+/// `authorize_each! { /// doc  fn name(Request, field, keep, ACTION) }`.
+macro_rules! authorize_each {
+    ($(#[$doc:meta])* fn $name:ident($req:ty, $field:ident, $keep:ident, $action:expr)) => {
+        $(#[$doc])*
+        pub(crate) fn $name(
+            ctx: &$crate::context::Ctx,
+            mut r: $req,
+            out: &mut $crate::authz::Refused,
+        ) -> $crate::authz::Authorized<$req> {
+            r.$field = out.$keep(ctx, $action, r.$field);
+            Ok(r)
+        }
+    };
+}
+pub(crate) use authorize_each;
+
+/// The `authorize` of an API whose request is about one resource (a group, the
+/// cluster): the request as it came when `allowed` holds, else `refusal` is the whole
+/// answer. Written as `authorize_whole! { /// doc  fn name(ctx, r: Request) if allowed;
+/// else refusal }`.
+macro_rules! authorize_whole {
+    ($(#[$doc:meta])* fn $name:ident($ctx:ident, $r:ident: $req:ty)
+     if $allowed:expr; else $refusal:expr) => {
+        $(#[$doc])*
+        pub(crate) fn $name($ctx: &$crate::context::Ctx, $r: $req) -> $crate::authz::Authorized<$req> {
+            if $allowed {
+                Ok($r)
+            } else {
+                $crate::authz::refuse_whole($refusal)
+            }
+        }
+    };
+}
+pub(crate) use authorize_whole;
+
+/// The `answer_refused` that puts the refused groups back into a list of the response,
+/// each an `entry` with GROUP_AUTHORIZATION_FAILED. Written as
+/// `answer_refused_groups! { /// doc  fn name(Response, field, Entry) }`.
+macro_rules! answer_refused_groups {
+    ($(#[$doc:meta])* fn $name:ident($resp:ty, $field:ident, $entry:ty)) => {
+        $(#[$doc])*
+        pub(crate) fn $name(mut r: $resp, refused: $crate::authz::Refused) -> $resp {
+            r.$field.extend(refused.group_ids().map(|g| {
+                <$entry>::default()
+                    .with_group_id(g)
+                    .with_error_code($crate::authz::GROUP_DENIED)
+            }));
+            r
+        }
+    };
+}
+pub(crate) use answer_refused_groups;
+
+/// The `answer_refused` that puts the refused topics back into a list of the response:
+/// `topic` makes a topic's entry of its name and partition entries, `partition` a
+/// partition's entry of its index. Written as `answer_refused_topics! { /// doc
+/// fn name(Response, field) |name, parts| topic, |p| partition }`.
+macro_rules! answer_refused_topics {
+    ($(#[$doc:meta])* fn $name:ident($resp:ty, $field:ident)
+     |$n:ident, $ps:ident| $topic:expr, |$p:ident| $partition:expr) => {
+        $(#[$doc])*
+        pub(crate) fn $name(mut r: $resp, refused: $crate::authz::Refused) -> $resp {
+            r.$field
+                .extend(refused.topic_results(|$n, $ps| $topic, |$p| $partition));
+            r
+        }
+    };
+}
+pub(crate) use answer_refused_topics;
+
 /// What an API's `authorize` took out of a request, to put back into its response.
 #[derive(Default)]
 pub struct Refused {

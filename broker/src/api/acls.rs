@@ -466,17 +466,10 @@ pub(crate) fn authorize_delete_acls(
     Ok(r)
 }
 
-/// DescribeAcls needs KafkaDescribe on the cluster.
-pub(crate) fn authorize_describe_acls(
-    ctx: &Ctx,
-    r: DescribeAclsRequest,
-) -> Authorized<DescribeAclsRequest> {
-    if !ctx.may_cluster(DESCRIBE) {
-        return refuse_whole(ResponseKind::DescribeAcls(
-            DescribeAclsResponse::default().with_error_code(CLUSTER_DENIED),
-        ));
-    }
-    Ok(r)
+authorize_whole! {
+    /// DescribeAcls needs KafkaDescribe on the cluster.
+    fn authorize_describe_acls(ctx, r: DescribeAclsRequest) if ctx.may_cluster(DESCRIBE);
+    else ResponseKind::DescribeAcls(DescribeAclsResponse::default().with_error_code(CLUSTER_DENIED))
 }
 
 #[cfg(test)]

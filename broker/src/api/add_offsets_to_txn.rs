@@ -1,7 +1,7 @@
 //! AddOffsetsToTxn: adds a consumer group to the producer's open transaction, so its
 //! TxnOffsetCommits are committed (or dropped) with it.
 
-use crate::authz::{Authorized, GROUP_DENIED, READ, refuse_whole};
+use crate::authz::{GROUP_DENIED, READ, authorize_whole};
 use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, ResponseKind};
 
 use crate::context::{Ctx, Reply};
@@ -37,15 +37,9 @@ pub async fn handle(ctx: Ctx, req: AddOffsetsToTxnRequest) -> Reply {
     })
 }
 
-/// AddOffsetsToTxn needs KafkaRead on the group whose offsets the transaction will hold.
-pub(crate) fn authorize(
-    ctx: &Ctx,
-    r: AddOffsetsToTxnRequest,
-) -> Authorized<AddOffsetsToTxnRequest> {
-    if !ctx.may_group(READ, &r.group_id.0) {
-        return refuse_whole(ResponseKind::AddOffsetsToTxn(
-            AddOffsetsToTxnResponse::default().with_error_code(GROUP_DENIED),
-        ));
-    }
-    Ok(r)
+authorize_whole! {
+    /// AddOffsetsToTxn needs KafkaRead on the group whose offsets the transaction will hold.
+    fn authorize(ctx, r: AddOffsetsToTxnRequest) if ctx.may_group(READ, &r.group_id.0);
+    else ResponseKind::AddOffsetsToTxn(AddOffsetsToTxnResponse::default()
+        .with_error_code(GROUP_DENIED))
 }

@@ -265,19 +265,12 @@ pub(crate) fn authorize_alter_client_quotas(
     Ok(r)
 }
 
-/// DescribeClientQuotas needs KafkaDescribe on the cluster.
-pub(crate) fn authorize_describe_client_quotas(
-    ctx: &Ctx,
-    r: DescribeClientQuotasRequest,
-) -> Authorized<DescribeClientQuotasRequest> {
-    if !ctx.may_cluster(DESCRIBE) {
-        return refuse_whole(ResponseKind::DescribeClientQuotas(
-            DescribeClientQuotasResponse::default()
-                .with_error_code(CLUSTER_DENIED)
-                .with_error_message(Some(sb(
-                    "describing client quotas needs KafkaDescribe on the cluster",
-                ))),
-        ));
-    }
-    Ok(r)
+authorize_whole! {
+    /// DescribeClientQuotas needs KafkaDescribe on the cluster.
+    fn authorize_describe_client_quotas(ctx, r: DescribeClientQuotasRequest)
+        if ctx.may_cluster(DESCRIBE);
+    else ResponseKind::DescribeClientQuotas(DescribeClientQuotasResponse::default()
+        .with_error_code(CLUSTER_DENIED)
+        .with_error_message(Some(sb(
+            "describing client quotas needs KafkaDescribe on the cluster"))))
 }

@@ -390,89 +390,53 @@ pub async fn incremental_alter(ctx: Ctx, req: IncrementalAlterConfigsRequest) ->
     })
 }
 
-/// DescribeConfigs needs KafkaDescribe on each topic resource, on the cluster for a
-/// broker's.
-pub(crate) fn authorize_describe_configs(
-    ctx: &Ctx,
-    mut r: DescribeConfigsRequest,
-    out: &mut Refused,
-) -> Authorized<DescribeConfigsRequest> {
-    r.resources
-        .retain(|c| config_allowed(ctx, c.resource_type, &c.resource_name, DESCRIBE, out));
-    Ok(r)
+/// The `authorize` and `answer_refused` of a configs API: each resource is checked by
+/// [`config_allowed`] (the topic action on a topic's, the cluster's on a broker's), and a
+/// refused one goes back into the response's `field` as an `entry` with its error.
+macro_rules! config_authorization {
+    ($(#[$doc:meta])* fn $authorize:ident($req:ty, $action:expr);
+     fn $answer:ident($resp:ty, $field:ident, $entry:ty)) => {
+        $(#[$doc])*
+        pub(crate) fn $authorize(ctx: &Ctx, mut r: $req, out: &mut Refused) -> Authorized<$req> {
+            r.resources
+                .retain(|c| config_allowed(ctx, c.resource_type, &c.resource_name, $action, out));
+            Ok(r)
+        }
+
+        /// The resources the `authorize` above refused, put back into the response with
+        /// their errors.
+        pub(crate) fn $answer(mut r: $resp, refused: Refused) -> $resp {
+            r.$field.extend(refused.resources.into_iter().map(|(kind, name, code)| {
+                <$entry>::default()
+                    .with_resource_type(kind)
+                    .with_resource_name(sb(&name))
+                    .with_error_code(code)
+            }));
+            r
+        }
+    };
 }
 
-/// The parts [`authorize_describe_configs`] refused, put back into the response with
-/// their errors.
-pub(crate) fn answer_refused_describe_configs(
-    mut r: DescribeConfigsResponse,
-    refused: Refused,
-) -> DescribeConfigsResponse {
-    for (kind, name, code) in refused.resources {
-        r.results.push(
-            describe_configs_response::DescribeConfigsResult::default()
-                .with_resource_type(kind)
-                .with_resource_name(sb(&name))
-                .with_error_code(code),
-        );
-    }
-    r
+config_authorization! {
+    /// DescribeConfigs needs KafkaDescribe on each topic resource, on the cluster for a
+    /// broker's.
+    fn authorize_describe_configs(DescribeConfigsRequest, DESCRIBE);
+    fn answer_refused_describe_configs(DescribeConfigsResponse, results,
+        describe_configs_response::DescribeConfigsResult)
 }
 
-/// AlterConfigs needs KafkaCreate on each topic resource, KafkaAlter on the cluster for a
-/// broker's.
-pub(crate) fn authorize_alter_configs(
-    ctx: &Ctx,
-    mut r: AlterConfigsRequest,
-    out: &mut Refused,
-) -> Authorized<AlterConfigsRequest> {
-    r.resources
-        .retain(|c| config_allowed(ctx, c.resource_type, &c.resource_name, CREATE, out));
-    Ok(r)
+config_authorization! {
+    /// AlterConfigs needs KafkaCreate on each topic resource, KafkaAlter on the cluster for
+    /// a broker's.
+    fn authorize_alter_configs(AlterConfigsRequest, CREATE);
+    fn answer_refused_alter_configs(AlterConfigsResponse, responses,
+        alter_configs_response::AlterConfigsResourceResponse)
 }
 
-/// The parts [`authorize_alter_configs`] refused, put back into the response with their
-/// errors.
-pub(crate) fn answer_refused_alter_configs(
-    mut r: AlterConfigsResponse,
-    refused: Refused,
-) -> AlterConfigsResponse {
-    for (kind, name, code) in refused.resources {
-        r.responses.push(
-            alter_configs_response::AlterConfigsResourceResponse::default()
-                .with_resource_type(kind)
-                .with_resource_name(sb(&name))
-                .with_error_code(code),
-        );
-    }
-    r
-}
-
-/// IncrementalAlterConfigs needs KafkaCreate on each topic resource, KafkaAlter on the
-/// cluster for a broker's.
-pub(crate) fn authorize_incremental_alter_configs(
-    ctx: &Ctx,
-    mut r: IncrementalAlterConfigsRequest,
-    out: &mut Refused,
-) -> Authorized<IncrementalAlterConfigsRequest> {
-    r.resources
-        .retain(|c| config_allowed(ctx, c.resource_type, &c.resource_name, CREATE, out));
-    Ok(r)
-}
-
-/// The parts [`authorize_incremental_alter_configs`] refused, put back into the response
-/// with their errors.
-pub(crate) fn answer_refused_incremental_alter_configs(
-    mut r: IncrementalAlterConfigsResponse,
-    refused: Refused,
-) -> IncrementalAlterConfigsResponse {
-    for (kind, name, code) in refused.resources {
-        r.responses.push(
-            incremental_alter_configs_response::AlterConfigsResourceResponse::default()
-                .with_resource_type(kind)
-                .with_resource_name(sb(&name))
-                .with_error_code(code),
-        );
-    }
-    r
+config_authorization! {
+    /// IncrementalAlterConfigs needs KafkaCreate on each topic resource, KafkaAlter on the
+    /// cluster for a broker's.
+    fn authorize_incremental_alter_configs(IncrementalAlterConfigsRequest, CREATE);
+    fn answer_refused_incremental_alter_configs(IncrementalAlterConfigsResponse, responses,
+        incremental_alter_configs_response::AlterConfigsResourceResponse)
 }

@@ -3,7 +3,7 @@
 //! answers GROUP_ID_NOT_FOUND, as in Kafka (admin clients then fall back to
 //! DescribeGroups).
 
-use crate::authz::{Authorized, DESCRIBE, GROUP_DENIED, Refused};
+use crate::authz::{DESCRIBE, answer_refused_groups, authorize_each};
 use std::collections::BTreeMap;
 
 use kafka_protocol::error::ResponseError;
@@ -102,25 +102,12 @@ pub async fn handle(ctx: &Ctx, req: ConsumerGroupDescribeRequest) -> ConsumerGro
     ConsumerGroupDescribeResponse::default().with_groups(groups)
 }
 
-/// ConsumerGroupDescribe needs KafkaDescribe on each group.
-pub(crate) fn authorize(
-    ctx: &Ctx,
-    mut r: ConsumerGroupDescribeRequest,
-    out: &mut Refused,
-) -> Authorized<ConsumerGroupDescribeRequest> {
-    r.group_ids = out.keep_groups(ctx, DESCRIBE, r.group_ids);
-    Ok(r)
+authorize_each! {
+    /// ConsumerGroupDescribe needs KafkaDescribe on each group.
+    fn authorize(ConsumerGroupDescribeRequest, group_ids, keep_groups, DESCRIBE)
 }
 
-/// The groups [`authorize`] refused, put back into the response with their error.
-pub(crate) fn answer_refused(
-    mut r: ConsumerGroupDescribeResponse,
-    refused: Refused,
-) -> ConsumerGroupDescribeResponse {
-    r.groups.extend(refused.group_ids().map(|g| {
-        DescribedGroup::default()
-            .with_group_id(g)
-            .with_error_code(GROUP_DENIED)
-    }));
-    r
+answer_refused_groups! {
+    /// The groups [`authorize`] refused, put back into the response with their error.
+    fn answer_refused(ConsumerGroupDescribeResponse, groups, DescribedGroup)
 }

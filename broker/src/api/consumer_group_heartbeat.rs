@@ -90,15 +90,9 @@ pub async fn handle(ctx: Ctx, req: ConsumerGroupHeartbeatRequest) -> Reply {
     })
 }
 
-/// ConsumerGroupHeartbeat needs KafkaRead on the group.
-pub(crate) fn authorize(
-    ctx: &Ctx,
-    r: ConsumerGroupHeartbeatRequest,
-) -> Authorized<ConsumerGroupHeartbeatRequest> {
-    if !ctx.may_group(READ, &r.group_id.0) {
-        return refuse_whole(ResponseKind::ConsumerGroupHeartbeat(
-            ConsumerGroupHeartbeatResponse::default().with_error_code(GROUP_DENIED),
-        ));
-    }
-    Ok(r)
+authorize_whole! {
+    /// ConsumerGroupHeartbeat needs KafkaRead on the group.
+    fn authorize(ctx, r: ConsumerGroupHeartbeatRequest) if ctx.may_group(READ, &r.group_id.0);
+    else ResponseKind::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponse::default()
+        .with_error_code(GROUP_DENIED))
 }

@@ -40,25 +40,12 @@ pub async fn handle(ctx: Ctx, req: DeleteGroupsRequest) -> Reply {
     })
 }
 
-/// DeleteGroups needs KafkaDelete on each group.
-pub(crate) fn authorize(
-    ctx: &Ctx,
-    mut r: DeleteGroupsRequest,
-    out: &mut Refused,
-) -> Authorized<DeleteGroupsRequest> {
-    r.groups_names = out.keep_groups(ctx, DELETE, r.groups_names);
-    Ok(r)
+authorize_each! {
+    /// DeleteGroups needs KafkaDelete on each group.
+    fn authorize(DeleteGroupsRequest, groups_names, keep_groups, DELETE)
 }
 
-/// The parts [`authorize`] refused, put back into the response with their errors.
-pub(crate) fn answer_refused(
-    mut r: DeleteGroupsResponse,
-    refused: Refused,
-) -> DeleteGroupsResponse {
-    r.results.extend(refused.group_ids().map(|g| {
-        delete_groups_response::DeletableGroupResult::default()
-            .with_group_id(g)
-            .with_error_code(GROUP_DENIED)
-    }));
-    r
+answer_refused_groups! {
+    /// The parts [`authorize`] refused, put back into the response with their errors.
+    fn answer_refused(DeleteGroupsResponse, results, delete_groups_response::DeletableGroupResult)
 }

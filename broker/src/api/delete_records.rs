@@ -99,33 +99,17 @@ async fn truncate(ctx: Ctx, req: DeleteRecordsRequest) -> Reply {
     })
 }
 
-/// DeleteRecords needs KafkaDelete on each topic.
-pub(crate) fn authorize(
-    ctx: &Ctx,
-    mut r: DeleteRecordsRequest,
-    out: &mut Refused,
-) -> Authorized<DeleteRecordsRequest> {
-    r.topics = out.keep(ctx, DELETE, r.topics);
-    Ok(r)
+authorize_each! {
+    /// DeleteRecords needs KafkaDelete on each topic.
+    fn authorize(DeleteRecordsRequest, topics, keep, DELETE)
 }
 
-/// The parts [`authorize`] refused, put back into the response with their errors.
-pub(crate) fn answer_refused(
-    mut r: DeleteRecordsResponse,
-    refused: Refused,
-) -> DeleteRecordsResponse {
-    r.topics.extend(refused.topic_results(
-        |name, parts| {
-            delete_records_response::DeleteRecordsTopicResult::default()
-                .with_name(name)
-                .with_partitions(parts)
-        },
-        |p| {
-            delete_records_response::DeleteRecordsPartitionResult::default()
-                .with_partition_index(p)
-                .with_error_code(TOPIC_DENIED)
-                .with_low_watermark(-1)
-        },
-    ));
-    r
+answer_refused_topics! {
+    /// The parts [`authorize`] refused, put back into the response with their errors.
+    fn answer_refused(DeleteRecordsResponse, topics)
+    |name, parts| delete_records_response::DeleteRecordsTopicResult::default()
+        .with_name(name)
+        .with_partitions(parts),
+    |p| delete_records_response::DeleteRecordsPartitionResult::default().with_partition_index(p)
+        .with_error_code(TOPIC_DENIED).with_low_watermark(-1)
 }

@@ -64,25 +64,12 @@ pub async fn handle(ctx: &Ctx, req: DescribeGroupsRequest) -> DescribeGroupsResp
     DescribeGroupsResponse::default().with_groups(groups)
 }
 
-/// DescribeGroups needs KafkaDescribe on each group.
-pub(crate) fn authorize(
-    ctx: &Ctx,
-    mut r: DescribeGroupsRequest,
-    out: &mut Refused,
-) -> Authorized<DescribeGroupsRequest> {
-    r.groups = out.keep_groups(ctx, DESCRIBE, r.groups);
-    Ok(r)
+authorize_each! {
+    /// DescribeGroups needs KafkaDescribe on each group.
+    fn authorize(DescribeGroupsRequest, groups, keep_groups, DESCRIBE)
 }
 
-/// The parts [`authorize`] refused, put back into the response with their errors.
-pub(crate) fn answer_refused(
-    mut r: DescribeGroupsResponse,
-    refused: Refused,
-) -> DescribeGroupsResponse {
-    r.groups.extend(refused.group_ids().map(|g| {
-        describe_groups_response::DescribedGroup::default()
-            .with_group_id(g)
-            .with_error_code(GROUP_DENIED)
-    }));
-    r
+answer_refused_groups! {
+    /// The parts [`authorize`] refused, put back into the response with their errors.
+    fn answer_refused(DescribeGroupsResponse, groups, describe_groups_response::DescribedGroup)
 }

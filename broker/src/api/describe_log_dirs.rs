@@ -3,7 +3,7 @@
 //! stored bytes (record batches as stored, before erasure coding). Capacity is not
 //! reported (-1): the drives are shared and `/health` and the drive metrics say more.
 
-use crate::authz::{Authorized, CLUSTER_DENIED, DESCRIBE, refuse_whole};
+use crate::authz::{CLUSTER_DENIED, DESCRIBE, authorize_whole};
 use kafka_protocol::messages::ResponseKind;
 use kafka_protocol::messages::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
@@ -82,15 +82,9 @@ pub async fn handle(ctx: &Ctx, req: DescribeLogDirsRequest) -> DescribeLogDirsRe
     DescribeLogDirsResponse::default().with_results(vec![dir])
 }
 
-/// DescribeLogDirs needs KafkaDescribe on the cluster.
-pub(crate) fn authorize(
-    ctx: &Ctx,
-    r: DescribeLogDirsRequest,
-) -> Authorized<DescribeLogDirsRequest> {
-    if !ctx.may_cluster(DESCRIBE) {
-        return refuse_whole(ResponseKind::DescribeLogDirs(
-            DescribeLogDirsResponse::default().with_error_code(CLUSTER_DENIED),
-        ));
-    }
-    Ok(r)
+authorize_whole! {
+    /// DescribeLogDirs needs KafkaDescribe on the cluster.
+    fn authorize(ctx, r: DescribeLogDirsRequest) if ctx.may_cluster(DESCRIBE);
+    else ResponseKind::DescribeLogDirs(DescribeLogDirsResponse::default()
+        .with_error_code(CLUSTER_DENIED))
 }

@@ -1,7 +1,7 @@
 //! DescribeProducers: the idempotent and transactional producers a partition has seen,
 //! with each one's epoch, last sequence and the first offset of its open transaction.
 
-use crate::authz::{Authorized, READ, Refused, TOPIC_DENIED};
+use crate::authz::{READ, TOPIC_DENIED, answer_refused_topics, authorize_each};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_producers_response::{
     PartitionResponse, ProducerState, TopicResponse,
@@ -87,32 +87,14 @@ pub async fn handle(ctx: &Ctx, req: DescribeProducersRequest) -> DescribeProduce
     DescribeProducersResponse::default().with_topics(topics)
 }
 
-/// DescribeProducers needs KafkaRead on each topic.
-pub(crate) fn authorize(
-    ctx: &Ctx,
-    mut r: DescribeProducersRequest,
-    out: &mut Refused,
-) -> Authorized<DescribeProducersRequest> {
-    r.topics = out.keep(ctx, READ, r.topics);
-    Ok(r)
+authorize_each! {
+    /// DescribeProducers needs KafkaRead on each topic.
+    fn authorize(DescribeProducersRequest, topics, keep, READ)
 }
 
-/// The topics [`authorize`] refused, put back into the response with their error.
-pub(crate) fn answer_refused(
-    mut r: DescribeProducersResponse,
-    refused: Refused,
-) -> DescribeProducersResponse {
-    r.topics.extend(refused.topic_results(
-        |name, parts| {
-            TopicResponse::default()
-                .with_name(name)
-                .with_partitions(parts)
-        },
-        |p| {
-            PartitionResponse::default()
-                .with_partition_index(p)
-                .with_error_code(TOPIC_DENIED)
-        },
-    ));
-    r
+answer_refused_topics! {
+    /// The topics [`authorize`] refused, put back into the response with their error.
+    fn answer_refused(DescribeProducersResponse, topics)
+    |name, parts| TopicResponse::default().with_name(name).with_partitions(parts),
+    |p| PartitionResponse::default().with_partition_index(p).with_error_code(TOPIC_DENIED)
 }

@@ -115,14 +115,9 @@ pub async fn handle(
         .with_next_cursor(next)
 }
 
-/// DescribeTopicPartitions needs KafkaDescribe on each topic.
-pub(crate) fn authorize(
-    ctx: &Ctx,
-    mut r: DescribeTopicPartitionsRequest,
-    out: &mut Refused,
-) -> Authorized<DescribeTopicPartitionsRequest> {
-    r.topics = out.keep(ctx, DESCRIBE, r.topics);
-    Ok(r)
+authorize_each! {
+    /// DescribeTopicPartitions needs KafkaDescribe on each topic.
+    fn authorize(DescribeTopicPartitionsRequest, topics, keep, DESCRIBE)
 }
 
 /// The parts [`authorize`] refused, put back into the response with their errors.

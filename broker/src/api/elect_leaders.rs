@@ -70,12 +70,8 @@ pub async fn handle(ctx: &Ctx, req: ElectLeadersRequest) -> ElectLeadersResponse
     ElectLeadersResponse::default().with_replica_election_results(results)
 }
 
-/// ElectLeaders needs KafkaAlter on the cluster.
-pub(crate) fn authorize(ctx: &Ctx, r: ElectLeadersRequest) -> Authorized<ElectLeadersRequest> {
-    if !ctx.may_cluster(ALTER) {
-        return refuse_whole(ResponseKind::ElectLeaders(
-            ElectLeadersResponse::default().with_error_code(CLUSTER_DENIED),
-        ));
-    }
-    Ok(r)
+authorize_whole! {
+    /// ElectLeaders needs KafkaAlter on the cluster.
+    fn authorize(ctx, r: ElectLeadersRequest) if ctx.may_cluster(ALTER);
+    else ResponseKind::ElectLeaders(ElectLeadersResponse::default().with_error_code(CLUSTER_DENIED))
 }

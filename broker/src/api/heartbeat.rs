@@ -28,12 +28,8 @@ pub async fn handle(ctx: &Ctx, req: HeartbeatRequest) -> HeartbeatResponse {
     HeartbeatResponse::default().with_error_code(result.err().map_or(0, |e| e.code()))
 }
 
-/// Heartbeat needs KafkaRead on the group.
-pub(crate) fn authorize(ctx: &Ctx, r: HeartbeatRequest) -> Authorized<HeartbeatRequest> {
-    if !ctx.may_group(READ, &r.group_id.0) {
-        return refuse_whole(ResponseKind::Heartbeat(
-            HeartbeatResponse::default().with_error_code(GROUP_DENIED),
-        ));
-    }
-    Ok(r)
+authorize_whole! {
+    /// Heartbeat needs KafkaRead on the group.
+    fn authorize(ctx, r: HeartbeatRequest) if ctx.may_group(READ, &r.group_id.0);
+    else ResponseKind::Heartbeat(HeartbeatResponse::default().with_error_code(GROUP_DENIED))
 }

@@ -81,14 +81,10 @@ fn response(a: JoinAnswer, version: i16) -> JoinGroupResponse {
         )
 }
 
-/// JoinGroup needs KafkaRead on the group.
-pub(crate) fn authorize(ctx: &Ctx, r: JoinGroupRequest) -> Authorized<JoinGroupRequest> {
-    if !ctx.may_group(READ, &r.group_id.0) {
-        return refuse_whole(ResponseKind::JoinGroup(
-            JoinGroupResponse::default()
-                .with_error_code(GROUP_DENIED)
-                .with_generation_id(-1),
-        ));
-    }
-    Ok(r)
+authorize_whole! {
+    /// JoinGroup needs KafkaRead on the group.
+    fn authorize(ctx, r: JoinGroupRequest) if ctx.may_group(READ, &r.group_id.0);
+    else ResponseKind::JoinGroup(JoinGroupResponse::default()
+        .with_error_code(GROUP_DENIED)
+        .with_generation_id(-1))
 }

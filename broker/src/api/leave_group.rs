@@ -63,12 +63,8 @@ pub async fn handle(ctx: Ctx, req: LeaveGroupRequest) -> Reply {
     })
 }
 
-/// LeaveGroup needs KafkaRead on the group.
-pub(crate) fn authorize(ctx: &Ctx, r: LeaveGroupRequest) -> Authorized<LeaveGroupRequest> {
-    if !ctx.may_group(READ, &r.group_id.0) {
-        return refuse_whole(ResponseKind::LeaveGroup(
-            LeaveGroupResponse::default().with_error_code(GROUP_DENIED),
-        ));
-    }
-    Ok(r)
+authorize_whole! {
+    /// LeaveGroup needs KafkaRead on the group.
+    fn authorize(ctx, r: LeaveGroupRequest) if ctx.may_group(READ, &r.group_id.0);
+    else ResponseKind::LeaveGroup(LeaveGroupResponse::default().with_error_code(GROUP_DENIED))
 }

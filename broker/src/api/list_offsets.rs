@@ -150,31 +150,17 @@ pub async fn handle(ctx: Ctx, req: ListOffsetsRequest) -> Reply {
     })
 }
 
-/// ListOffsets needs KafkaDescribe on each topic.
-pub(crate) fn authorize(
-    ctx: &Ctx,
-    mut r: ListOffsetsRequest,
-    out: &mut Refused,
-) -> Authorized<ListOffsetsRequest> {
-    r.topics = out.keep(ctx, DESCRIBE, r.topics);
-    Ok(r)
+authorize_each! {
+    /// ListOffsets needs KafkaDescribe on each topic.
+    fn authorize(ListOffsetsRequest, topics, keep, DESCRIBE)
 }
 
-/// The parts [`authorize`] refused, put back into the response with their errors.
-pub(crate) fn answer_refused(mut r: ListOffsetsResponse, refused: Refused) -> ListOffsetsResponse {
-    r.topics.extend(refused.topic_results(
-        |name, parts| {
-            list_offsets_response::ListOffsetsTopicResponse::default()
-                .with_name(name)
-                .with_partitions(parts)
-        },
-        |p| {
-            list_offsets_response::ListOffsetsPartitionResponse::default()
-                .with_partition_index(p)
-                .with_error_code(TOPIC_DENIED)
-                .with_timestamp(-1)
-                .with_offset(-1)
-        },
-    ));
-    r
+answer_refused_topics! {
+    /// The parts [`authorize`] refused, put back into the response with their errors.
+    fn answer_refused(ListOffsetsResponse, topics)
+    |name, parts| list_offsets_response::ListOffsetsTopicResponse::default()
+        .with_name(name)
+        .with_partitions(parts),
+    |p| list_offsets_response::ListOffsetsPartitionResponse::default().with_partition_index(p)
+        .with_error_code(TOPIC_DENIED).with_timestamp(-1).with_offset(-1)
 }

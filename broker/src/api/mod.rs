@@ -198,107 +198,71 @@ pub(crate) async fn authorize(
     request: RequestKind,
 ) -> Result<(RequestKind, Refused), Reply> {
     let mut out = Refused::default();
-    let request = match request {
-        RequestKind::CreateAcls(r) => RequestKind::CreateAcls(acls::authorize_create_acls(ctx, r)?),
-        RequestKind::DeleteAcls(r) => RequestKind::DeleteAcls(acls::authorize_delete_acls(ctx, r)?),
-        RequestKind::DescribeAcls(r) => {
-            RequestKind::DescribeAcls(acls::authorize_describe_acls(ctx, r)?)
-        }
-        RequestKind::AlterClientQuotas(r) => {
-            RequestKind::AlterClientQuotas(client_quotas::authorize_alter_client_quotas(ctx, r)?)
-        }
-        RequestKind::DescribeConfigs(r) => {
-            RequestKind::DescribeConfigs(configs::authorize_describe_configs(ctx, r, &mut out)?)
-        }
-        RequestKind::AlterConfigs(r) => {
-            RequestKind::AlterConfigs(configs::authorize_alter_configs(ctx, r, &mut out)?)
-        }
-        RequestKind::IncrementalAlterConfigs(r) => RequestKind::IncrementalAlterConfigs(
-            configs::authorize_incremental_alter_configs(ctx, r, &mut out)?,
-        ),
-        RequestKind::ConsumerGroupHeartbeat(r) => {
-            RequestKind::ConsumerGroupHeartbeat(consumer_group_heartbeat::authorize(ctx, r)?)
-        }
-        RequestKind::DeleteGroups(r) => {
-            RequestKind::DeleteGroups(delete_groups::authorize(ctx, r, &mut out)?)
-        }
-        RequestKind::DeleteRecords(r) => {
-            RequestKind::DeleteRecords(delete_records::authorize(ctx, r, &mut out)?)
-        }
-        RequestKind::DescribeGroups(r) => {
-            RequestKind::DescribeGroups(describe_groups::authorize(ctx, r, &mut out)?)
-        }
-        RequestKind::DescribeTopicPartitions(r) => RequestKind::DescribeTopicPartitions(
-            describe_topic_partitions::authorize(ctx, r, &mut out)?,
-        ),
-        RequestKind::ElectLeaders(r) => {
-            RequestKind::ElectLeaders(elect_leaders::authorize(ctx, r)?)
-        }
-        RequestKind::Fetch(r) => RequestKind::Fetch(fetch::authorize(ctx, r, &mut out).await?),
-        RequestKind::FindCoordinator(r) => {
-            RequestKind::FindCoordinator(find_coordinator::authorize(ctx, r, &mut out)?)
-        }
-        RequestKind::Heartbeat(r) => RequestKind::Heartbeat(heartbeat::authorize(ctx, r)?),
-        RequestKind::JoinGroup(r) => RequestKind::JoinGroup(join_group::authorize(ctx, r)?),
-        RequestKind::LeaveGroup(r) => RequestKind::LeaveGroup(leave_group::authorize(ctx, r)?),
-        RequestKind::ListGroups(r) => RequestKind::ListGroups(list_groups::authorize(r, &mut out)?),
-        RequestKind::ListOffsets(r) => {
-            RequestKind::ListOffsets(list_offsets::authorize(ctx, r, &mut out)?)
-        }
-        RequestKind::Metadata(r) => RequestKind::Metadata(metadata::authorize(ctx, r, &mut out)?),
-        RequestKind::OffsetCommit(r) => {
-            RequestKind::OffsetCommit(offset_commit::authorize(ctx, r, &mut out)?)
-        }
-        RequestKind::OffsetDelete(r) => {
-            RequestKind::OffsetDelete(offset_delete::authorize(ctx, r)?)
-        }
-        RequestKind::OffsetFetch(r) => {
-            RequestKind::OffsetFetch(offset_fetch::authorize(ctx, r, &mut out)?)
-        }
-        RequestKind::Produce(r) => RequestKind::Produce(produce::authorize(ctx, r, &mut out)?),
-        RequestKind::AlterPartitionReassignments(r) => RequestKind::AlterPartitionReassignments(
-            reassignments::authorize_alter_partition_reassignments(ctx, r)?,
-        ),
-        RequestKind::AlterUserScramCredentials(r) => RequestKind::AlterUserScramCredentials(
-            scram_credentials::authorize_alter_user_scram_credentials(ctx, r)?,
-        ),
-        RequestKind::DescribeUserScramCredentials(r) => RequestKind::DescribeUserScramCredentials(
-            scram_credentials::authorize_describe_user_scram_credentials(ctx, r)?,
-        ),
-        RequestKind::SyncGroup(r) => RequestKind::SyncGroup(sync_group::authorize(ctx, r)?),
-        RequestKind::CreateTopics(r) => {
-            RequestKind::CreateTopics(topics::authorize_create_topics(ctx, r, &mut out)?)
-        }
-        RequestKind::CreatePartitions(r) => {
-            RequestKind::CreatePartitions(topics::authorize_create_partitions(ctx, r, &mut out)?)
-        }
-        RequestKind::DeleteTopics(r) => {
-            RequestKind::DeleteTopics(topics::authorize_delete_topics(ctx, r, &mut out).await?)
-        }
-        RequestKind::ConsumerGroupDescribe(r) => RequestKind::ConsumerGroupDescribe(
-            consumer_group_describe::authorize(ctx, r, &mut out)?,
-        ),
-        RequestKind::TxnOffsetCommit(r) => {
-            RequestKind::TxnOffsetCommit(txn_offset_commit::authorize(ctx, r, &mut out)?)
-        }
-        RequestKind::AddOffsetsToTxn(r) => {
-            RequestKind::AddOffsetsToTxn(add_offsets_to_txn::authorize(ctx, r)?)
-        }
-        RequestKind::DescribeLogDirs(r) => {
-            RequestKind::DescribeLogDirs(describe_log_dirs::authorize(ctx, r)?)
-        }
-        RequestKind::DescribeClientQuotas(r) => RequestKind::DescribeClientQuotas(
-            client_quotas::authorize_describe_client_quotas(ctx, r)?,
-        ),
-        RequestKind::DescribeProducers(r) => {
-            RequestKind::DescribeProducers(describe_producers::authorize(ctx, r, &mut out)?)
-        }
-        // The rest need no policy check of their own: the handshake and version APIs, SASL
-        // (answered by the connection), telemetry, DescribeCluster (what Metadata tells
-        // too), the transaction coordinator's own APIs (InitProducerId, AddPartitionsToTxn,
-        // EndTxn: the writes they frame are checked where they land, as a transactional
-        // Produce is a Produce, and TxnOffsetCommit above) and the transaction listings.
-        other => other,
+    // Each API's check, by what it takes: the request alone (a request about one group or
+    // the cluster, refused whole), or also what it refuses in part (`out`).
+    macro_rules! checks {
+        (whole: [$($w:ident => $wf:path,)*] in_part: [$($p:ident => $pf:path,)*]) => {
+            match request {
+                $(RequestKind::$w(r) => RequestKind::$w($wf(ctx, r)?),)*
+                $(RequestKind::$p(r) => RequestKind::$p($pf(ctx, r, &mut out)?),)*
+                RequestKind::Fetch(r) => RequestKind::Fetch(fetch::authorize(ctx, r, &mut out).await?),
+                RequestKind::DeleteTopics(r) => RequestKind::DeleteTopics(
+                    topics::authorize_delete_topics(ctx, r, &mut out).await?,
+                ),
+                RequestKind::ListGroups(r) => {
+                    RequestKind::ListGroups(list_groups::authorize(r, &mut out)?)
+                }
+                // The rest need no policy check of their own: the handshake and version
+                // APIs, SASL (answered by the connection), telemetry, DescribeCluster (what
+                // Metadata tells too), the transaction coordinator's own APIs
+                // (InitProducerId, AddPartitionsToTxn, EndTxn: the writes they frame are
+                // checked where they land, as a transactional Produce is a Produce, and
+                // TxnOffsetCommit above) and the transaction listings.
+                other => other,
+            }
+        };
+    }
+    let request = checks! {
+        whole: [
+            CreateAcls => acls::authorize_create_acls,
+            DeleteAcls => acls::authorize_delete_acls,
+            DescribeAcls => acls::authorize_describe_acls,
+            AlterClientQuotas => client_quotas::authorize_alter_client_quotas,
+            DescribeClientQuotas => client_quotas::authorize_describe_client_quotas,
+            ConsumerGroupHeartbeat => consumer_group_heartbeat::authorize,
+            ElectLeaders => elect_leaders::authorize,
+            Heartbeat => heartbeat::authorize,
+            JoinGroup => join_group::authorize,
+            LeaveGroup => leave_group::authorize,
+            SyncGroup => sync_group::authorize,
+            OffsetDelete => offset_delete::authorize,
+            AddOffsetsToTxn => add_offsets_to_txn::authorize,
+            DescribeLogDirs => describe_log_dirs::authorize,
+            AlterPartitionReassignments => reassignments::authorize_alter_partition_reassignments,
+            AlterUserScramCredentials => scram_credentials::authorize_alter_user_scram_credentials,
+            DescribeUserScramCredentials =>
+                scram_credentials::authorize_describe_user_scram_credentials,
+        ]
+        in_part: [
+            DescribeConfigs => configs::authorize_describe_configs,
+            AlterConfigs => configs::authorize_alter_configs,
+            IncrementalAlterConfigs => configs::authorize_incremental_alter_configs,
+            DeleteGroups => delete_groups::authorize,
+            DeleteRecords => delete_records::authorize,
+            DescribeGroups => describe_groups::authorize,
+            DescribeTopicPartitions => describe_topic_partitions::authorize,
+            FindCoordinator => find_coordinator::authorize,
+            ListOffsets => list_offsets::authorize,
+            Metadata => metadata::authorize,
+            OffsetCommit => offset_commit::authorize,
+            OffsetFetch => offset_fetch::authorize,
+            Produce => produce::authorize,
+            CreateTopics => topics::authorize_create_topics,
+            CreatePartitions => topics::authorize_create_partitions,
+            ConsumerGroupDescribe => consumer_group_describe::authorize,
+            TxnOffsetCommit => txn_offset_commit::authorize,
+            DescribeProducers => describe_producers::authorize,
+        ]
     };
     Ok((request, out))
 }
@@ -309,67 +273,45 @@ pub(crate) fn answer_refused(ctx: &Ctx, response: ResponseKind, refused: Refused
     if refused.is_empty() {
         return response;
     }
-    match response {
-        ResponseKind::DescribeConfigs(r) => {
-            ResponseKind::DescribeConfigs(configs::answer_refused_describe_configs(r, refused))
-        }
-        ResponseKind::AlterConfigs(r) => {
-            ResponseKind::AlterConfigs(configs::answer_refused_alter_configs(r, refused))
-        }
-        ResponseKind::IncrementalAlterConfigs(r) => ResponseKind::IncrementalAlterConfigs(
-            configs::answer_refused_incremental_alter_configs(r, refused),
-        ),
-        ResponseKind::DeleteGroups(r) => {
-            ResponseKind::DeleteGroups(delete_groups::answer_refused(r, refused))
-        }
-        ResponseKind::DeleteRecords(r) => {
-            ResponseKind::DeleteRecords(delete_records::answer_refused(r, refused))
-        }
-        ResponseKind::DescribeGroups(r) => {
-            ResponseKind::DescribeGroups(describe_groups::answer_refused(r, refused))
-        }
-        ResponseKind::DescribeTopicPartitions(r) => ResponseKind::DescribeTopicPartitions(
-            describe_topic_partitions::answer_refused(r, refused),
-        ),
-        ResponseKind::Fetch(r) => ResponseKind::Fetch(fetch::answer_refused(r, refused)),
-        ResponseKind::FindCoordinator(r) => {
-            ResponseKind::FindCoordinator(find_coordinator::answer_refused(r, refused))
-        }
-        ResponseKind::ListGroups(r) => {
-            ResponseKind::ListGroups(list_groups::answer_refused(ctx, r))
-        }
-        ResponseKind::ConsumerGroupDescribe(r) => {
-            ResponseKind::ConsumerGroupDescribe(consumer_group_describe::answer_refused(r, refused))
-        }
-        ResponseKind::TxnOffsetCommit(r) => {
-            ResponseKind::TxnOffsetCommit(txn_offset_commit::answer_refused(r, refused))
-        }
-        ResponseKind::DescribeProducers(r) => {
-            ResponseKind::DescribeProducers(describe_producers::answer_refused(r, refused))
-        }
-        ResponseKind::ListOffsets(r) => {
-            ResponseKind::ListOffsets(list_offsets::answer_refused(r, refused))
-        }
-        ResponseKind::Metadata(r) => {
-            ResponseKind::Metadata(metadata::answer_refused(ctx, r, refused))
-        }
-        ResponseKind::OffsetCommit(r) => {
-            ResponseKind::OffsetCommit(offset_commit::answer_refused(r, refused))
-        }
-        ResponseKind::OffsetFetch(r) => {
-            ResponseKind::OffsetFetch(offset_fetch::answer_refused(ctx, r, refused))
-        }
-        ResponseKind::Produce(r) => ResponseKind::Produce(produce::answer_refused(r, refused)),
-        ResponseKind::CreateTopics(r) => {
-            ResponseKind::CreateTopics(topics::answer_refused_create_topics(r, refused))
-        }
-        ResponseKind::CreatePartitions(r) => {
-            ResponseKind::CreatePartitions(topics::answer_refused_create_partitions(r, refused))
-        }
-        ResponseKind::DeleteTopics(r) => {
-            ResponseKind::DeleteTopics(topics::answer_refused_delete_topics(r, refused))
-        }
-        other => other,
+    // Each API's answer, by what it takes: the refused parts, or also the connection's
+    // principal (listings filtered by what it may see).
+    macro_rules! answers {
+        (refused: [$($k:ident => $f:path,)*] with_ctx: [$($c:ident => $cf:path,)*]) => {
+            match response {
+                $(ResponseKind::$k(r) => ResponseKind::$k($f(r, refused)),)*
+                $(ResponseKind::$c(r) => ResponseKind::$c($cf(ctx, r, refused)),)*
+                ResponseKind::ListGroups(r) => {
+                    ResponseKind::ListGroups(list_groups::answer_refused(ctx, r))
+                }
+                other => other,
+            }
+        };
+    }
+    answers! {
+        refused: [
+            DescribeConfigs => configs::answer_refused_describe_configs,
+            AlterConfigs => configs::answer_refused_alter_configs,
+            IncrementalAlterConfigs => configs::answer_refused_incremental_alter_configs,
+            DeleteGroups => delete_groups::answer_refused,
+            DeleteRecords => delete_records::answer_refused,
+            DescribeGroups => describe_groups::answer_refused,
+            DescribeTopicPartitions => describe_topic_partitions::answer_refused,
+            Fetch => fetch::answer_refused,
+            FindCoordinator => find_coordinator::answer_refused,
+            ConsumerGroupDescribe => consumer_group_describe::answer_refused,
+            TxnOffsetCommit => txn_offset_commit::answer_refused,
+            DescribeProducers => describe_producers::answer_refused,
+            ListOffsets => list_offsets::answer_refused,
+            OffsetCommit => offset_commit::answer_refused,
+            Produce => produce::answer_refused,
+            CreateTopics => topics::answer_refused_create_topics,
+            CreatePartitions => topics::answer_refused_create_partitions,
+            DeleteTopics => topics::answer_refused_delete_topics,
+        ]
+        with_ctx: [
+            Metadata => metadata::answer_refused,
+            OffsetFetch => offset_fetch::answer_refused,
+        ]
     }
 }
 

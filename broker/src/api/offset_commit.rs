@@ -205,22 +205,12 @@ pub(crate) fn authorize(
     Ok(r)
 }
 
-/// The parts [`authorize`] refused, put back into the response with their errors.
-pub(crate) fn answer_refused(
-    mut r: OffsetCommitResponse,
-    refused: Refused,
-) -> OffsetCommitResponse {
-    r.topics.extend(refused.topic_results(
-        |name, parts| {
-            offset_commit_response::OffsetCommitResponseTopic::default()
-                .with_name(name)
-                .with_partitions(parts)
-        },
-        |p| {
-            offset_commit_response::OffsetCommitResponsePartition::default()
-                .with_partition_index(p)
-                .with_error_code(TOPIC_DENIED)
-        },
-    ));
-    r
+answer_refused_topics! {
+    /// The parts [`authorize`] refused, put back into the response with their errors.
+    fn answer_refused(OffsetCommitResponse, topics)
+    |name, parts| offset_commit_response::OffsetCommitResponseTopic::default()
+        .with_name(name)
+        .with_partitions(parts),
+    |p| offset_commit_response::OffsetCommitResponsePartition::default().with_partition_index(p)
+        .with_error_code(TOPIC_DENIED)
 }

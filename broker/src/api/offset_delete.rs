@@ -84,12 +84,8 @@ pub async fn handle(ctx: Ctx, req: OffsetDeleteRequest) -> Reply {
     })
 }
 
-/// OffsetDelete needs KafkaDelete on the group.
-pub(crate) fn authorize(ctx: &Ctx, r: OffsetDeleteRequest) -> Authorized<OffsetDeleteRequest> {
-    if !ctx.may_group(DELETE, &r.group_id.0) {
-        return refuse_whole(ResponseKind::OffsetDelete(
-            OffsetDeleteResponse::default().with_error_code(GROUP_DENIED),
-        ));
-    }
-    Ok(r)
+authorize_whole! {
+    /// OffsetDelete needs KafkaDelete on the group.
+    fn authorize(ctx, r: OffsetDeleteRequest) if ctx.may_group(DELETE, &r.group_id.0);
+    else ResponseKind::OffsetDelete(OffsetDeleteResponse::default().with_error_code(GROUP_DENIED))
 }

@@ -323,32 +323,19 @@ pub async fn handle(ctx: Ctx, req: ProduceRequest) -> Reply {
     })
 }
 
-/// Produce needs KafkaWrite on each topic.
-pub(crate) fn authorize(
-    ctx: &Ctx,
-    mut r: ProduceRequest,
-    out: &mut Refused,
-) -> Authorized<ProduceRequest> {
-    r.topic_data = out.keep(ctx, WRITE, r.topic_data);
-    Ok(r)
+authorize_each! {
+    /// Produce needs KafkaWrite on each topic.
+    fn authorize(ProduceRequest, topic_data, keep, WRITE)
 }
 
-/// The parts [`authorize`] refused, put back into the response with their errors.
-pub(crate) fn answer_refused(mut r: ProduceResponse, refused: Refused) -> ProduceResponse {
-    r.responses.extend(refused.topic_results(
-        |name, parts| {
-            produce_response::TopicProduceResponse::default()
-                .with_name(name)
-                .with_partition_responses(parts)
-        },
-        |p| {
-            produce_response::PartitionProduceResponse::default()
-                .with_index(p)
-                .with_error_code(TOPIC_DENIED)
-                .with_base_offset(-1)
-                .with_log_append_time_ms(-1)
-                .with_log_start_offset(-1)
-        },
-    ));
-    r
+answer_refused_topics! {
+    /// The parts [`authorize`] refused, put back into the response with their errors.
+    fn answer_refused(ProduceResponse, responses)
+    |name, parts| produce_response::TopicProduceResponse::default()
+        .with_name(name)
+        .with_partition_responses(parts),
+    |p| produce_response::PartitionProduceResponse::default()
+        .with_index(p)
+        .with_error_code(TOPIC_DENIED)
+        .with_base_offset(-1).with_log_append_time_ms(-1).with_log_start_offset(-1)
 }

@@ -81,15 +81,10 @@ pub async fn alter(
     AlterPartitionReassignmentsResponse::default().with_responses(responses)
 }
 
-/// AlterPartitionReassignments needs KafkaAlter on the cluster.
-pub(crate) fn authorize_alter_partition_reassignments(
-    ctx: &Ctx,
-    r: AlterPartitionReassignmentsRequest,
-) -> Authorized<AlterPartitionReassignmentsRequest> {
-    if !ctx.may_cluster(ALTER) {
-        return refuse_whole(ResponseKind::AlterPartitionReassignments(
-            AlterPartitionReassignmentsResponse::default().with_error_code(CLUSTER_DENIED),
-        ));
-    }
-    Ok(r)
+authorize_whole! {
+    /// AlterPartitionReassignments needs KafkaAlter on the cluster.
+    fn authorize_alter_partition_reassignments(ctx, r: AlterPartitionReassignmentsRequest)
+        if ctx.may_cluster(ALTER);
+    else ResponseKind::AlterPartitionReassignments(AlterPartitionReassignmentsResponse::default()
+        .with_error_code(CLUSTER_DENIED))
 }

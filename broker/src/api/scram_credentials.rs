@@ -263,15 +263,10 @@ pub(crate) fn authorize_alter_user_scram_credentials(
     Ok(r)
 }
 
-/// DescribeUserScramCredentials needs KafkaDescribe on the cluster.
-pub(crate) fn authorize_describe_user_scram_credentials(
-    ctx: &Ctx,
-    r: DescribeUserScramCredentialsRequest,
-) -> Authorized<DescribeUserScramCredentialsRequest> {
-    if !ctx.may_cluster(DESCRIBE) {
-        return refuse_whole(ResponseKind::DescribeUserScramCredentials(
-            DescribeUserScramCredentialsResponse::default().with_error_code(CLUSTER_DENIED),
-        ));
-    }
-    Ok(r)
+authorize_whole! {
+    /// DescribeUserScramCredentials needs KafkaDescribe on the cluster.
+    fn authorize_describe_user_scram_credentials(ctx, r: DescribeUserScramCredentialsRequest)
+        if ctx.may_cluster(DESCRIBE);
+    else ResponseKind::DescribeUserScramCredentials(DescribeUserScramCredentialsResponse::default()
+        .with_error_code(CLUSTER_DENIED))
 }

@@ -51,12 +51,8 @@ pub async fn handle(ctx: Ctx, req: SyncGroupRequest) -> Reply {
     })
 }
 
-/// SyncGroup needs KafkaRead on the group.
-pub(crate) fn authorize(ctx: &Ctx, r: SyncGroupRequest) -> Authorized<SyncGroupRequest> {
-    if !ctx.may_group(READ, &r.group_id.0) {
-        return refuse_whole(ResponseKind::SyncGroup(
-            SyncGroupResponse::default().with_error_code(GROUP_DENIED),
-        ));
-    }
-    Ok(r)
+authorize_whole! {
+    /// SyncGroup needs KafkaRead on the group.
+    fn authorize(ctx, r: SyncGroupRequest) if ctx.may_group(READ, &r.group_id.0);
+    else ResponseKind::SyncGroup(SyncGroupResponse::default().with_error_code(GROUP_DENIED))
 }

@@ -285,14 +285,9 @@ pub async fn create_partitions(ctx: Ctx, req: CreatePartitionsRequest) -> Reply 
     })
 }
 
-/// CreateTopics needs KafkaCreate on each topic.
-pub(crate) fn authorize_create_topics(
-    ctx: &Ctx,
-    mut r: CreateTopicsRequest,
-    out: &mut Refused,
-) -> Authorized<CreateTopicsRequest> {
-    r.topics = out.keep(ctx, CREATE, r.topics);
-    Ok(r)
+authorize_each! {
+    /// CreateTopics needs KafkaCreate on each topic.
+    fn authorize_create_topics(CreateTopicsRequest, topics, keep, CREATE)
 }
 
 /// The parts [`authorize_create_topics`] refused, put back into the response with their
@@ -312,14 +307,9 @@ pub(crate) fn answer_refused_create_topics(
     r
 }
 
-/// CreatePartitions needs KafkaCreate on each topic.
-pub(crate) fn authorize_create_partitions(
-    ctx: &Ctx,
-    mut r: CreatePartitionsRequest,
-    out: &mut Refused,
-) -> Authorized<CreatePartitionsRequest> {
-    r.topics = out.keep(ctx, CREATE, r.topics);
-    Ok(r)
+authorize_each! {
+    /// CreatePartitions needs KafkaCreate on each topic.
+    fn authorize_create_partitions(CreatePartitionsRequest, topics, keep, CREATE)
 }
 
 /// The parts [`authorize_create_partitions`] refused, put back into the response with

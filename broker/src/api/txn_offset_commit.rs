@@ -3,7 +3,9 @@
 //! (open, this producer, the group added) and, from v3, against the group's generation
 //! and member, as OffsetCommit is.
 
-use crate::authz::{Authorized, GROUP_DENIED, READ, Refused, TOPIC_DENIED, refuse_whole};
+use crate::authz::{
+    Authorized, GROUP_DENIED, READ, Refused, TOPIC_DENIED, answer_refused_topics, refuse_whole,
+};
 use catalog::TxnOp;
 use catalog::{Op, Transaction};
 use kafka_protocol::error::ResponseError;
@@ -155,20 +157,11 @@ pub(crate) fn authorize(
     Ok(r)
 }
 
-/// The topics [`authorize`] refused, put back into the response with their error.
-pub(crate) fn answer_refused(
-    mut r: TxnOffsetCommitResponse,
-    refused: Refused,
-) -> TxnOffsetCommitResponse {
-    r.topics.extend(refused.topic_results(
-        |name, parts| {
-            TxnOffsetCommitResponseTopic::default()
-                .with_name(name)
-                .with_partitions(parts)
-        },
-        |p| denied_partition(p, TOPIC_DENIED),
-    ));
-    r
+answer_refused_topics! {
+    /// The topics [`authorize`] refused, put back into the response with their error.
+    fn answer_refused(TxnOffsetCommitResponse, topics)
+    |name, parts| TxnOffsetCommitResponseTopic::default().with_name(name).with_partitions(parts),
+    |p| denied_partition(p, TOPIC_DENIED)
 }
 
 fn denied_partition(index: i32, code: i16) -> TxnOffsetCommitResponsePartition {
