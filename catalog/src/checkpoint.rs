@@ -10,7 +10,7 @@
 use std::path::Path;
 
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableError};
-use storage::{BlobMeta, BlobStore, replicated};
+use storage::{BlobStore, replicated};
 
 use crate::apply::{dec, enc};
 use crate::error::{CatalogError, CatalogResult};
@@ -24,14 +24,7 @@ const META_TAG: u8 = 1;
 /// Entries per store transaction while restoring.
 const RESTORE_BATCH: usize = 50_000;
 
-/// Where the newest checkpoint is.
-#[derive(Debug, Clone, Copy)]
-pub struct CheckpointPointer {
-    /// The last log record the checkpoint includes.
-    pub lsn: u64,
-    /// The dump.
-    pub blob: BlobMeta,
-}
+pub use crate::model::CheckpointPointer;
 
 /// The newest checkpoint pointer on the drives.
 pub fn pointer(blobs: &BlobStore) -> CatalogResult<Option<CheckpointPointer>> {

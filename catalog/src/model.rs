@@ -776,3 +776,12 @@ pub struct ProducerBatch {
     /// Sequence of its last record.
     pub last_sequence: i32,
 }
+
+/// Where the newest checkpoint is (`crate::checkpoint` writes and reads it).
+#[derive(Debug, Clone, Copy)]
+pub struct CheckpointPointer {
+    /// The last log record the checkpoint includes.
+    pub lsn: u64,
+    /// The dump.
+    pub blob: BlobMeta,
+}

@@ -94,18 +94,16 @@ impl Notifier {
         now.max(prev + 1)
     }
 
-    /// The bucket's notification configuration and the topics its rules name for
-    /// `changes`, read from the catalog: the first half of [`Notifier::rows`], done before
-    /// the caller takes the ordering lock ([`Notifier::ordered`]), since catalog reads
-    /// may wait on the network.
+    /// The topics the rules of a bucket's notification configuration (`config`, as the
+    /// request decoded it from the bucket's record) name for `changes`, read from the
+    /// catalog: the first half of [`Notifier::rows`], done before the caller takes the
+    /// ordering lock ([`Notifier::ordered`]), since catalog reads may wait on the network.
     pub async fn targets(
         &self,
         catalog: &dyn Catalog,
-        bucket: &BucketRecord,
+        config: Option<NotificationConfig>,
         changes: &[ObjectChange],
     ) -> Result<Targets, CatalogError> {
-        let config = NotificationConfig::load(&bucket.settings)
-            .map_err(|e| CatalogError::Corrupt(format!("bucket {}: {e}", bucket.name)))?;
         let mut topics = BTreeMap::new();
         if let Some(config) = &config {
             for change in changes {

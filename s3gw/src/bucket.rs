@@ -7,13 +7,11 @@ use catalog::{BucketRecord, CatalogError, Op, Transaction, Versioning};
 use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
+use crate::bucket_settings::{location_of, region, set_location, update_bucket};
 use crate::error::{OrS3, catalog_error};
 use crate::protections;
 use crate::tagging::{tag_set, validate_tags};
 use crate::{Gateway, now_ms, timestamp};
-
-/// Settings key of the bucket's location constraint.
-const LOCATION: &str = "s3.location";
 
 /// Whether `name` follows S3's bucket naming rules.
 pub fn valid_bucket_name(name: &str) -> bool {
@@ -54,24 +52,23 @@ pub async fn create_bucket(
         ));
     }
     protections::bucket_creation(&req.input)?;
-    let mut settings = BTreeMap::new();
     let asked_location = req
         .input
         .create_bucket_configuration
         .as_ref()
         .and_then(|c| c.location_constraint.as_ref())
-        .map(|l| l.as_str().as_bytes().to_vec());
-    if let Some(loc) = &asked_location {
-        settings.insert(LOCATION.to_owned(), loc.clone());
-    }
+        .map(|l| l.as_str().to_owned());
     let mut record = BucketRecord {
         name: name.clone(),
         owner: user.clone(),
         created_ms: now_ms(),
         versioning: Versioning::Unversioned,
         tags: BTreeMap::new(),
-        settings,
+        settings: BTreeMap::new(),
     };
+    if let Some(loc) = &asked_location {
+        set_location(&mut record, loc);
+    }
     if req.input.object_lock_enabled_for_bucket == Some(true) {
         crate::object_lock::enable(&mut record);
     }
@@ -97,14 +94,12 @@ pub async fn create_bucket(
             let existing = gw.catalog().bucket(&name).await.or_s3()?;
             let owner = existing.as_ref().map(|b| b.owner.as_str());
             let us_east_1 =
-                |loc: Option<&[u8]>| loc.is_none_or(|l| l.is_empty() || l == b"us-east-1");
+                |loc: Option<&str>| loc.is_none_or(|l| l.is_empty() || l == "us-east-1");
             if owner == Some(user.as_str()) {
                 // AWS answers a repeated create of your own bucket in us-east-1 with 200
                 // (the bucket is left as it is), and anywhere else with 409.
-                let existing_loc = existing.as_ref().and_then(|b| b.settings.get(LOCATION));
-                if us_east_1(asked_location.as_deref())
-                    && us_east_1(existing_loc.map(Vec::as_slice))
-                {
+                let existing_loc = existing.as_ref().and_then(location_of);
+                if us_east_1(asked_location.as_deref()) && us_east_1(existing_loc.as_deref()) {
                     return Ok(S3Response::new(CreateBucketOutput {
                         location: Some(format!("/{name}")),
                     }));
@@ -146,7 +141,9 @@ pub async fn delete_bucket(
             })
         })
         .collect();
-    ops.push(Op::S3(S3Op::DeleteBucket { name: b.name }));
+    ops.push(Op::S3(S3Op::DeleteBucket {
+        name: b.name.clone(),
+    }));
     gw.catalog().commit(Transaction::new(ops)).await.or_s3()?;
     // The bucket's policy went with it: forget it now, or a bucket made again under the
     // same name would be open to what the old one granted.
@@ -164,22 +161,9 @@ pub async fn head_bucket(
 ) -> S3Result<S3Response<HeadBucketOutput>> {
     let b = gw.bucket_for(&req, &req.input.bucket).await?;
     Ok(S3Response::new(HeadBucketOutput {
-        bucket_region: location(&b),
+        bucket_region: b.location.clone(),
         ..Default::default()
     }))
-}
-
-fn location(b: &BucketRecord) -> Option<String> {
-    b.settings
-        .get(LOCATION)
-        .map(|v| String::from_utf8_lossy(v).into_owned())
-}
-
-/// The bucket's region: its location constraint, `us-east-1` without one.
-pub fn region(b: &BucketRecord) -> String {
-    location(b)
-        .filter(|l| !l.is_empty())
-        .unwrap_or_else(|| "us-east-1".to_owned())
 }
 
 /// GetBucketLocation.
@@ -189,7 +173,7 @@ pub async fn get_bucket_location(
 ) -> S3Result<S3Response<GetBucketLocationOutput>> {
     let b = gw.bucket_for(&req, &req.input.bucket).await?;
     Ok(S3Response::new(GetBucketLocationOutput {
-        location_constraint: location(&b).map(BucketLocationConstraint::from),
+        location_constraint: b.location.clone().map(BucketLocationConstraint::from),
     }))
 }
 
@@ -232,7 +216,7 @@ pub async fn list_buckets(
     let buckets: Vec<Bucket> = records
         .into_iter()
         .map(|b| Bucket {
-            bucket_region: location(&b),
+            bucket_region: location_of(&b),
             creation_date: Some(timestamp(b.created_ms)),
             name: Some(b.name),
         })
@@ -247,37 +231,6 @@ pub async fn list_buckets(
 
 /// The most buckets one ListBuckets page may ask for (AWS's limit).
 const MAX_BUCKETS_PER_PAGE: i32 = 10_000;
-
-/// Attempts at a bucket setting change before giving up on concurrent changes.
-const UPDATE_ATTEMPTS: usize = 16;
-
-/// Changes a bucket's record with `change` as a compare-and-set ([`S3Op::ReplaceBucket`]):
-/// when another request changed the record first, reads it again and applies `change`
-/// to that, so concurrent changes of different settings (tags, versioning,
-/// notifications) are all kept, and a bucket deleted and re-created meanwhile is not
-/// overwritten with the old one's record.
-pub(crate) async fn update_bucket<T: Sync>(
-    gw: &Gateway,
-    req: &S3Request<T>,
-    name: &str,
-    mut change: impl FnMut(&mut BucketRecord) -> S3Result<()> + Send,
-) -> S3Result<()> {
-    for _ in 0..UPDATE_ATTEMPTS {
-        let expected = gw.bucket_for(req, name).await?;
-        let mut record = expected.clone();
-        change(&mut record)?;
-        let op = Op::S3(S3Op::ReplaceBucket { expected, record });
-        match gw.catalog().commit(Transaction::new(vec![op])).await {
-            Ok(_) => return Ok(()),
-            Err(CatalogError::PreconditionFailed(_)) => continue,
-            Err(e) => return Err(catalog_error(e)),
-        }
-    }
-    Err(s3_error!(
-        OperationAborted,
-        "A conflicting conditional operation is currently in progress against this resource. Please try again."
-    ))
-}
 
 /// PutBucketTagging (at most 50 tags).
 pub async fn put_bucket_tagging(

@@ -9,14 +9,15 @@
 use catalog::S3Op;
 use std::collections::BTreeMap;
 
-use catalog::{BucketRecord, CatalogError, CommitOutcome, ObjectVersion, Op, Transaction};
+use catalog::{CatalogError, CommitOutcome, ObjectVersion, Op, Transaction};
 use notify::{ObjectChange, Requester, Rows, Targets};
 use s3s::S3Result;
 use storage::BlobMeta;
 
 use crate::body::delete_blobs;
+use crate::bucket_settings::Bucket;
 use crate::error::{OrS3, catalog_error};
-use crate::{Gateway, bucket, versioning};
+use crate::{Gateway, versioning};
 
 /// What kind of S3 event a change is (the notification's `eventName`).
 pub use notify::EventKind as Event;
@@ -41,7 +42,7 @@ pub struct Change<'a> {
     ops: Vec<Op>,
     /// The bucket of its events, as the request loaded it: its notification
     /// configuration decides their rows (a change touches one bucket).
-    bucket: Option<&'a BucketRecord>,
+    bucket: Option<&'a Bucket>,
     events: Vec<Pending>,
     new_blobs: Vec<BlobMeta>,
     requester: Requester,
@@ -97,7 +98,7 @@ impl<'a> Change<'a> {
     pub fn put_version(
         mut self,
         event: Event,
-        bucket: &'a BucketRecord,
+        bucket: &'a Bucket,
         key: &str,
         version: ObjectVersion,
         replace_null: bool,
@@ -127,7 +128,7 @@ impl<'a> Change<'a> {
     }
 
     /// Removes one version permanently.
-    pub fn delete_version(self, bucket: &'a BucketRecord, key: &str, version_id: &str) -> Self {
+    pub fn delete_version(self, bucket: &'a Bucket, key: &str, version_id: &str) -> Self {
         self.delete_version_as(Event::Delete, bucket, key, version_id)
     }
 
@@ -137,7 +138,7 @@ impl<'a> Change<'a> {
     pub fn delete_version_as(
         mut self,
         event: Event,
-        bucket: &'a BucketRecord,
+        bucket: &'a Bucket,
         key: &str,
         version_id: &str,
     ) -> Self {
@@ -168,7 +169,7 @@ impl<'a> Change<'a> {
     pub fn set_tags(
         mut self,
         event: Event,
-        bucket: &'a BucketRecord,
+        bucket: &'a Bucket,
         key: &str,
         version: &ObjectVersion,
         tags: BTreeMap<String, String>,
@@ -221,8 +222,12 @@ impl<'a> Change<'a> {
         let Some(b) = self.bucket else {
             return Ok(Targets::default());
         };
+        let config = b
+            .notifications
+            .clone()
+            .map_err(|e| catalog_error(CatalogError::Corrupt(format!("bucket {}: {e}", b.name))))?;
         gw.notifier()
-            .targets(gw.catalog(), b, changes)
+            .targets(gw.catalog(), config, changes)
             .await
             .or_s3()
     }
@@ -233,7 +238,7 @@ impl<'a> Change<'a> {
             return Ok(Rows::default());
         };
         gw.notifier()
-            .rows(targets, b, &bucket::region(b), changes, &self.requester)
+            .rows(targets, b, &b.region(), changes, &self.requester)
             .or_s3()
     }
 

@@ -1,12 +1,13 @@
 //! CopyObject and UploadPartCopy: the source is read stripe by stripe and written to a
 //! new blob (objects never share blobs, so deleting one never affects another).
 
-use catalog::{BucketRecord, ObjectData, ObjectVersion, PartRecord};
+use catalog::{ObjectData, ObjectVersion, PartRecord};
 use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 use storage::{StorageError, StorageResult};
 
 use crate::body::{Received, read_range};
+use crate::bucket_settings::Bucket;
 use crate::change::{Change, Event};
 use crate::checksum::{Wanted, fields};
 use crate::error::{OrS3, join_error};
@@ -87,7 +88,7 @@ async fn source<T>(
     gw: &Gateway,
     req: &S3Request<T>,
     cs: &CopySource,
-) -> S3Result<(BucketRecord, String, ObjectVersion)> {
+) -> S3Result<(Bucket, String, ObjectVersion)> {
     let CopySource::Bucket {
         bucket,
         key,

@@ -9,7 +9,9 @@
 
 use std::collections::BTreeMap;
 
-use catalog::{BucketRecord, ObjectData, ObjectVersion, Versioning};
+use catalog::{ObjectData, ObjectVersion, Versioning};
+
+use crate::bucket_settings::Bucket;
 use futures::StreamExt;
 use s3s::dto::*;
 use s3s::{S3Error, S3Request, S3Response, S3Result, s3_error};
@@ -96,7 +98,7 @@ impl Conditions<'_> {
 /// is made. Client deletes and lifecycle expirations both go through here.
 pub(crate) fn remove_current<'a>(
     change: Change<'a>,
-    b: &'a BucketRecord,
+    b: &'a Bucket,
     key: &str,
     removed: Event,
     marked: Event,
@@ -120,7 +122,7 @@ pub(crate) fn remove_current<'a>(
 
 async fn delete_one(
     gw: &Gateway,
-    b: &BucketRecord,
+    b: &Bucket,
     key: &str,
     version_id: Option<&str>,
     conditions: Conditions<'_>,

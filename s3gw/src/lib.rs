@@ -33,6 +33,7 @@ pub mod body;
 pub mod bucket;
 pub mod bucket_config;
 pub mod bucket_policy;
+pub mod bucket_settings;
 pub mod change;
 pub mod checksum;
 pub mod copy;
@@ -57,7 +58,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use catalog::{BucketRecord, Catalog};
+use catalog::Catalog;
 use notify::{Notifier, Requester};
 use s3s::auth::{S3Auth, SecretKey};
 use s3s::dto::*;
@@ -202,11 +203,17 @@ impl Gateway {
 
     /// The bucket a request names (`NoSuchBucket` when it does not exist); the access
     /// hook has already checked that the requester may use it ([`authz`]).
-    pub async fn bucket_for<T>(&self, _req: &S3Request<T>, name: &str) -> S3Result<BucketRecord> {
+    /// Its settings are decoded here, once for the request.
+    pub async fn bucket_for<T>(
+        &self,
+        _req: &S3Request<T>,
+        name: &str,
+    ) -> S3Result<bucket_settings::Bucket> {
         self.catalog
             .bucket(name)
             .await
             .or_s3()?
+            .map(bucket_settings::Bucket::decode)
             .ok_or_else(|| s3_error!(NoSuchBucket, "The specified bucket does not exist"))
     }
 

@@ -118,7 +118,7 @@ pub async fn create_multipart_upload(
         server_side_encryption: r.sse,
         sse_customer_algorithm: r.customer_algorithm,
         sse_customer_key_md5: r.customer_key_md5,
-        bucket: Some(b.name),
+        bucket: Some(b.name.clone()),
         key: Some(i.key),
         upload_id: Some(upload_id),
         checksum_algorithm: alg.map(ChecksumAlgorithm::from),
@@ -515,7 +515,7 @@ pub async fn abort_multipart_upload(
     let i = req.input;
     Change::new()
         .op(Op::S3(S3Op::DeleteUpload {
-            bucket: b.name,
+            bucket: b.name.clone(),
             key: i.key,
             upload_id: i.upload_id,
             keep: Vec::new(),
@@ -567,7 +567,7 @@ pub async fn list_parts(
         })
         .collect();
     Ok(S3Response::new(ListPartsOutput {
-        bucket: Some(b.name),
+        bucket: Some(b.name.clone()),
         key: Some(i.key),
         upload_id: Some(i.upload_id),
         initiator: Some(Initiator {
@@ -659,7 +659,7 @@ pub async fn list_multipart_uploads(
         None => (None, None),
     };
     Ok(S3Response::new(ListMultipartUploadsOutput {
-        bucket: Some(b.name),
+        bucket: Some(b.name.clone()),
         common_prefixes: (!cps.is_empty()).then(|| {
             cps.into_iter()
                 .map(|p| CommonPrefix { prefix: Some(p) })

@@ -8,7 +8,7 @@ use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result};
 
 use crate::Gateway;
-use crate::bucket::update_bucket;
+use crate::bucket_settings::update_bucket;
 use crate::error::notify_config_error;
 
 fn filter_rules(f: Option<&NotificationConfigurationFilter>) -> Vec<(String, String)> {
@@ -127,7 +127,8 @@ pub async fn get_bucket_notification_configuration(
     req: S3Request<GetBucketNotificationConfigurationInput>,
 ) -> S3Result<S3Response<GetBucketNotificationConfigurationOutput>> {
     let b = gw.bucket_for(&req, &req.input.bucket).await?;
-    let config = NotificationConfig::load(&b.settings)
+    let config = b
+        .notifications
         .map_err(notify_config_error)?
         .unwrap_or_default();
     let mut topics = Vec::new();

@@ -13,87 +13,18 @@ use catalog::S3Op;
 use catalog::{BucketRecord, LockMode, ObjectLock, Op, Retention, Versioning};
 use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
-use serde::{Deserialize, Serialize};
 
-use crate::bucket::update_bucket;
+use crate::bucket_settings::{
+    Bucket, DefaultRetentionRule, LockConfig, StoredMode, set_lock, update_bucket,
+};
 use crate::change::Change;
 use crate::error::OrS3;
 use crate::{Gateway, now_ms, timestamp};
 
-/// The key of a bucket's lock configuration in its record's settings (JSON of
-/// [`LockConfig`]; present: object lock is enabled, which is never undone).
-pub const SETTINGS_KEY: &str = "object-lock";
-
-/// A day, as S3 counts retention periods.
-const DAY_MS: i64 = 86_400_000;
-
-/// A bucket's object lock configuration.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LockConfig {
-    /// The retention every new version gets unless its write names one.
-    pub default_retention: Option<DefaultRetentionRule>,
-}
-
-/// A default retention: a mode and a period of days or years.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DefaultRetentionRule {
-    /// `GOVERNANCE` or `COMPLIANCE`.
-    pub mode: StoredMode,
-    /// The period in days (exactly one of `days` and `years`).
-    pub days: Option<i32>,
-    /// The period in years of 365 days.
-    pub years: Option<i32>,
-}
-
-/// A retention mode as the settings JSON spells it (S3's names).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum StoredMode {
-    /// Governance mode.
-    #[serde(rename = "GOVERNANCE")]
-    Governance,
-    /// Compliance mode.
-    #[serde(rename = "COMPLIANCE")]
-    Compliance,
-}
-
-impl From<StoredMode> for LockMode {
-    fn from(m: StoredMode) -> Self {
-        match m {
-            StoredMode::Governance => LockMode::Governance,
-            StoredMode::Compliance => LockMode::Compliance,
-        }
-    }
-}
-
-impl DefaultRetentionRule {
-    /// The retention a version written at `now` gets.
-    fn retention(&self, now: i64) -> Retention {
-        let days = i64::from(self.days.unwrap_or(0)) + i64::from(self.years.unwrap_or(0)) * 365;
-        Retention {
-            mode: self.mode.into(),
-            until_ms: now.saturating_add(days.saturating_mul(DAY_MS)),
-        }
-    }
-}
-
-/// The bucket's lock configuration (`None`: object lock is not enabled). A value that
-/// does not parse still means enabled: failing closed keeps versions protected.
-pub fn config(b: &BucketRecord) -> Option<LockConfig> {
-    b.settings
-        .get(SETTINGS_KEY)
-        .map(|raw| serde_json::from_slice(raw).unwrap_or_default())
-}
-
 /// Enables object lock on a bucket record being created (versioning comes with it).
 pub fn enable(b: &mut BucketRecord) {
     b.versioning = Versioning::Enabled;
-    store(b, &LockConfig::default());
-}
-
-fn store(b: &mut BucketRecord, c: &LockConfig) {
-    // Serializing plain structs of options and integers cannot fail.
-    let json = serde_json::to_vec(c).unwrap_or_default();
-    b.settings.insert(SETTINGS_KEY.to_owned(), json);
+    set_lock(b, &LockConfig::default());
 }
 
 fn missing_configuration() -> s3s::S3Error {
@@ -159,11 +90,11 @@ impl Requested<'_> {
     /// bucket without object lock, with only one of mode and date, or a date not in the
     /// future. The result has no default retention yet ([`with_default`] adds it when the
     /// version is made).
-    pub fn lock(&self, b: &BucketRecord, now: i64) -> S3Result<ObjectLock> {
+    pub fn lock(&self, b: &Bucket, now: i64) -> S3Result<ObjectLock> {
         if !self.any() {
             return Ok(ObjectLock::default());
         }
-        if config(b).is_none() {
+        if b.lock.is_none() {
             return Err(missing_configuration());
         }
         let retention = match (self.mode, self.until) {
@@ -201,9 +132,9 @@ impl Requested<'_> {
 
 /// `lock` with the bucket's default retention when it names none, for a version made at
 /// `now`.
-pub fn with_default(b: &BucketRecord, mut lock: ObjectLock, now: i64) -> ObjectLock {
+pub fn with_default(b: &Bucket, mut lock: ObjectLock, now: i64) -> ObjectLock {
     if lock.retention.is_none()
-        && let Some(rule) = config(b).and_then(|c| c.default_retention)
+        && let Some(rule) = b.lock.and_then(|c| c.default_retention)
     {
         lock.retention = Some(rule.retention(now));
     }
@@ -302,7 +233,7 @@ pub async fn put_object_lock_configuration(
                 "Versioning must be 'Enabled' on the bucket to apply a Object Lock configuration"
             ));
         }
-        store(b, &config);
+        set_lock(b, &config);
         Ok(())
     })
     .await?;
@@ -343,7 +274,7 @@ pub async fn get_object_lock_configuration(
     req: S3Request<GetObjectLockConfigurationInput>,
 ) -> S3Result<S3Response<GetObjectLockConfigurationOutput>> {
     let b = gw.bucket_for(&req, &req.input.bucket).await?;
-    let Some(c) = config(&b) else {
+    let Some(c) = b.lock else {
         return Err(s3_error!(
             ObjectLockConfigurationNotFoundError,
             "Object Lock configuration does not exist for this bucket"
@@ -370,11 +301,11 @@ pub async fn get_object_lock_configuration(
 /// with object lock.
 async fn locked_version(
     gw: &Gateway,
-    b: &BucketRecord,
+    b: &Bucket,
     key: &str,
     version_id: Option<&str>,
 ) -> S3Result<catalog::ObjectVersion> {
-    if config(b).is_none() {
+    if b.lock.is_none() {
         return Err(missing_configuration());
     }
     let v = match version_id {
@@ -528,7 +459,7 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
-    fn bucket(lock: Option<LockConfig>) -> BucketRecord {
+    fn bucket(lock: Option<LockConfig>) -> Bucket {
         let mut b = BucketRecord {
             name: "b".into(),
             owner: "o".into(),
@@ -538,9 +469,9 @@ mod tests {
             settings: BTreeMap::new(),
         };
         if let Some(c) = lock {
-            store(&mut b, &c);
+            set_lock(&mut b, &c);
         }
-        b
+        Bucket::decode(b)
     }
 
     #[test]
@@ -601,7 +532,7 @@ mod tests {
             d.retention,
             Some(Retention {
                 mode: LockMode::Governance,
-                until_ms: 10 + 2 * DAY_MS
+                until_ms: 10 + 2 * 86_400_000
             })
         );
         let own = ObjectLock {

@@ -16,22 +16,17 @@ use std::path::Path;
 use aes::Aes256;
 use aes_gcm::Aes256Gcm;
 use aes_gcm::aead::{Aead, KeyInit as _, Payload};
-use catalog::{BucketRecord, Encryption};
+use catalog::Encryption;
 use ctr::cipher::{KeyIvInit, StreamCipher, StreamCipherSeek};
 use hmac::{KeyInit, Mac};
 use md5_asm::Digest as _;
 use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
-use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 use storage::BlobId;
 
 use crate::Gateway;
-use crate::bucket::update_bucket;
-
-/// The key of a bucket's default encryption in its record's settings (JSON of
-/// [`BucketDefault`]).
-pub const SETTINGS_KEY: &str = "encryption";
+use crate::bucket_settings::{Bucket, BucketDefault, set_encryption, update_bucket};
 
 /// The one algorithm S3 names for SSE-S3 and SSE-C.
 const AES256: &str = "AES256";
@@ -281,21 +276,6 @@ impl CustomerKey<'_> {
     }
 }
 
-/// A bucket's default encryption (PutBucketEncryption).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BucketDefault {
-    /// Whether the client asked for S3 Bucket Keys (kept and reported; it changes
-    /// nothing here, where a data key per object costs no KMS call).
-    pub bucket_key_enabled: bool,
-}
-
-/// The bucket's default encryption (`None`: none).
-pub fn bucket_default(b: &BucketRecord) -> Option<BucketDefault> {
-    b.settings
-        .get(SETTINGS_KEY)
-        .map(|raw| serde_json::from_slice(raw).unwrap_or_default())
-}
-
 /// What a write asks for: `x-amz-server-side-encryption`, whether a KMS key id or
 /// context came, and the SSE-C headers.
 #[derive(Debug, Default, Clone, Copy)]
@@ -331,7 +311,7 @@ pub(crate) use asked;
 /// otherwise. SSE-KMS is refused (`501`): there is no KMS.
 pub fn for_write(
     gw: &Gateway,
-    b: &BucketRecord,
+    b: &Bucket,
     asked: Asked<'_>,
 ) -> S3Result<Option<(Encryption, DataKey)>> {
     if asked.kms || asked.sse.is_some_and(|s| s.starts_with("aws:kms")) {
@@ -357,7 +337,7 @@ pub fn for_write(
         }
         return Ok(Some((Encryption::Customer { key_md5 }, key)));
     }
-    if asked.sse.is_none() && bucket_default(b).is_none() {
+    if asked.sse.is_none() && b.encryption.is_none() {
         return Ok(None);
     }
     let master = gw.master_key().ok_or_else(|| {
@@ -515,9 +495,8 @@ pub async fn put_bucket_encryption(
     let default = BucketDefault {
         bucket_key_enabled: rule.bucket_key_enabled.unwrap_or(false),
     };
-    let json = serde_json::to_vec(&default).unwrap_or_default();
     update_bucket(gw, &req, &req.input.bucket, |b| {
-        b.settings.insert(SETTINGS_KEY.to_owned(), json.clone());
+        set_encryption(b, Some(default));
         Ok(())
     })
     .await?;
@@ -530,7 +509,7 @@ pub async fn get_bucket_encryption(
     req: S3Request<GetBucketEncryptionInput>,
 ) -> S3Result<S3Response<GetBucketEncryptionOutput>> {
     let b = gw.bucket_for(&req, &req.input.bucket).await?;
-    let Some(d) = bucket_default(&b) else {
+    let Some(d) = b.encryption else {
         let mut e = s3_error!(
             ServerSideEncryptionConfigurationNotFoundError,
             "The server side encryption configuration was not found"
@@ -558,7 +537,7 @@ pub async fn delete_bucket_encryption(
     req: S3Request<DeleteBucketEncryptionInput>,
 ) -> S3Result<S3Response<DeleteBucketEncryptionOutput>> {
     update_bucket(gw, &req, &req.input.bucket, |b| {
-        b.settings.remove(SETTINGS_KEY);
+        set_encryption(b, None);
         Ok(())
     })
     .await?;

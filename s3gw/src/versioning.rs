@@ -5,7 +5,7 @@ use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::Gateway;
-use crate::bucket::update_bucket;
+use crate::bucket_settings::{lock_enabled, update_bucket};
 
 /// The version id a new write gets and whether it replaces the `null` version:
 /// versioned buckets make a fresh id; unversioned and suspended ones write `null`.
@@ -49,7 +49,7 @@ pub async fn put_bucket_versioning(
         .as_ref()
         .map(|s| s.as_str().to_owned());
     update_bucket(gw, &req, &req.input.bucket, |b| {
-        if crate::object_lock::config(b).is_some()
+        if lock_enabled(b)
             && status.as_deref() != Some(BucketVersioningStatus::ENABLED)
         {
             return Err(s3_error!(

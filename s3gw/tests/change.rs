@@ -10,6 +10,7 @@ use catalog::{
     Transaction, Versioning,
 };
 use s3gw::Gateway;
+use s3gw::bucket_settings::Bucket;
 use s3gw::change::{Change, Event};
 use storage::DriveSetConfig;
 
@@ -34,7 +35,7 @@ async fn failed_commit_deletes_the_new_blobs() {
         cat.clone() as Arc<dyn Catalog>,
         Arc::new(iam::Directory::in_memory(&[])),
     );
-    let b = cat.bucket("b").await.unwrap().unwrap();
+    let b = Bucket::decode(cat.bucket("b").await.unwrap().unwrap());
     let blob = cat.blobs().put(&[7u8; 100_000]).unwrap();
     let version = ObjectVersion {
         version_id: "null".into(),
@@ -118,7 +119,7 @@ async fn event_rows_commit_with_the_change_or_not_at_all() {
         cat.clone() as Arc<dyn Catalog>,
         Arc::new(iam::Directory::in_memory(&[])),
     );
-    let b = cat.bucket("b").await.unwrap().unwrap();
+    let b = Bucket::decode(cat.bucket("b").await.unwrap().unwrap());
     let version = ObjectVersion {
         version_id: "null".into(),
         delete_marker: false,

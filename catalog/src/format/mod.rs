@@ -59,13 +59,13 @@ pub mod v6;
 pub mod v7;
 pub mod v8;
 
-use crate::checkpoint::CheckpointPointer;
 use crate::error::{CatalogError, CatalogResult};
 use crate::model::{AbortedTxn, ClientQuotas, TxnPartition, TxnRecord};
 use crate::model::{BucketConfig, BucketPolicy, PolicyRecord, UserRecord};
 use crate::model::{
-    BucketRecord, CompactionState, Expansion, GroupRecord, ObjectVersion, OffsetRecord, PartRecord,
-    PartitionState, ProducerState, TableRecord, TopicRecord, TopicTable, UploadRecord,
+    BucketRecord, CheckpointPointer, CompactionState, Expansion, GroupRecord, ObjectVersion,
+    OffsetRecord, PartRecord, PartitionState, ProducerState, TableRecord, TopicRecord, TopicTable,
+    UploadRecord,
 };
 
 /// The log record payload format this build writes.

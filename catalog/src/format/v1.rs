@@ -475,7 +475,7 @@ impl From<model::ObjectData> for ObjectData {
     }
 }
 
-impl From<CheckpointPointer> for crate::checkpoint::CheckpointPointer {
+impl From<CheckpointPointer> for crate::model::CheckpointPointer {
     fn from(v: CheckpointPointer) -> Self {
         Self {
             lsn: v.lsn,
@@ -484,9 +484,9 @@ impl From<CheckpointPointer> for crate::checkpoint::CheckpointPointer {
     }
 }
 
-impl From<crate::checkpoint::CheckpointPointer> for CheckpointPointer {
-    fn from(v: crate::checkpoint::CheckpointPointer) -> Self {
-        let crate::checkpoint::CheckpointPointer { lsn, blob } = v;
+impl From<crate::model::CheckpointPointer> for CheckpointPointer {
+    fn from(v: crate::model::CheckpointPointer) -> Self {
+        let crate::model::CheckpointPointer { lsn, blob } = v;
         Self {
             lsn,
             blob: blob.into(),

@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use catalog::{BucketConfigKind, BucketRecord, ObjectVersion, Op, Versioning};
+use catalog::{BucketConfigKind, ObjectVersion, Op, Versioning};
+
+use crate::bucket_settings::Bucket;
 use futures::StreamExt;
 use notify::Requester;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -174,7 +176,13 @@ pub async fn pass(
         if done >= settings.max_actions {
             break;
         }
-        let Some(b) = gw.catalog().bucket(&config.bucket).await.or_s3()? else {
+        let Some(b) = gw
+            .catalog()
+            .bucket(&config.bucket)
+            .await
+            .or_s3()?
+            .map(Bucket::decode)
+        else {
             continue;
         };
         let rules = match bucket_config::from_xml::<BucketLifecycleConfiguration>(&config.document)
@@ -200,7 +208,7 @@ pub async fn pass(
 /// The expirations due in one bucket, at most `budget` of them.
 async fn plan(
     gw: &Gateway,
-    b: &BucketRecord,
+    b: &Bucket,
     rules: &Rules,
     day_ms: i64,
     now_ms: i64,
@@ -289,7 +297,7 @@ fn by_key(page: Vec<(String, ObjectVersion)>) -> Vec<(String, Vec<ObjectVersion>
 /// The expirations due among one key's versions (newest first, the first current).
 fn key_actions(
     rules: &Rules,
-    b: &BucketRecord,
+    b: &Bucket,
     key: &str,
     versions: &[ObjectVersion],
     day_ms: i64,
@@ -348,7 +356,7 @@ fn key_actions(
 /// Commits the actions, [`IN_FLIGHT`] at a time; returns how many took effect.
 async fn apply(
     gw: &Gateway,
-    b: &BucketRecord,
+    b: &Bucket,
     actions: Vec<Action>,
     metrics: &LifecycleMetrics,
 ) -> usize {
@@ -395,7 +403,7 @@ fn lifecycle_requester() -> Requester {
     }
 }
 
-async fn expire(gw: &Gateway, b: &BucketRecord, action: Action) -> S3Result<()> {
+async fn expire(gw: &Gateway, b: &Bucket, action: Action) -> S3Result<()> {
     let change = Change::new().by(lifecycle_requester());
     match action {
         Action::Current { key, etag } => {
