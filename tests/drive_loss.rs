@@ -29,22 +29,7 @@ fn body(len: usize, seed: u64) -> Vec<u8> {
 const SIZES: [usize; 6] = [0, 1, 4096, 1 << 20, 3 << 20, (5 << 20) + 12345];
 
 fn version(data: ObjectData, size: usize) -> ObjectVersion {
-    ObjectVersion {
-        version_id: "null".into(),
-        delete_marker: false,
-        size: size as u64,
-        etag: String::new(),
-        last_modified_ms: 0,
-        data,
-        metadata: BTreeMap::new(),
-        tags: BTreeMap::new(),
-        checksums: BTreeMap::new(),
-        parts: Vec::new(),
-        owner: String::new(),
-        lock: catalog::ObjectLock::default(),
-        encryption: None,
-        part_checksums: Vec::new(),
-    }
+    ObjectVersion::new("null".into(), data, size as u64, String::new(), 0)
 }
 
 async fn populate(c: &EmbeddedCatalog) {

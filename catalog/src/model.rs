@@ -90,6 +90,35 @@ pub struct ObjectVersion {
     pub part_checksums: Vec<BTreeMap<String, String>>,
 }
 
+impl ObjectVersion {
+    /// A version of `data` with nothing else set (no metadata, tags, checksums, parts,
+    /// owner, lock or encryption), for callers to fill in what they have.
+    pub fn new(
+        version_id: String,
+        data: ObjectData,
+        size: u64,
+        etag: String,
+        last_modified_ms: i64,
+    ) -> Self {
+        Self {
+            version_id,
+            delete_marker: false,
+            size,
+            etag,
+            last_modified_ms,
+            data,
+            metadata: BTreeMap::new(),
+            tags: BTreeMap::new(),
+            checksums: BTreeMap::new(),
+            parts: Vec::new(),
+            owner: String::new(),
+            lock: ObjectLock::default(),
+            encryption: None,
+            part_checksums: Vec::new(),
+        }
+    }
+}
+
 /// An object version's S3 object lock (format 8 on).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ObjectLock {

@@ -226,20 +226,14 @@ mod tests {
 
     fn version(id: &str) -> ObjectVersion {
         ObjectVersion {
-            version_id: id.into(),
-            delete_marker: false,
-            size: 3,
-            etag: "acbd18db4cc2f85cedef654fccc4a4d8".into(),
-            last_modified_ms: 1_764_500_000_000,
-            data: ObjectData::Inline(b"foo".to_vec()),
             metadata: BTreeMap::from([("content-type".into(), "text/plain".into())]),
-            tags: BTreeMap::new(),
-            checksums: BTreeMap::new(),
-            parts: Vec::new(),
-            owner: String::new(),
-            lock: ObjectLock::default(),
-            encryption: None,
-            part_checksums: Vec::new(),
+            ..ObjectVersion::new(
+                id.into(),
+                ObjectData::Inline(b"foo".to_vec()),
+                3,
+                "acbd18db4cc2f85cedef654fccc4a4d8".into(),
+                1_764_500_000_000,
+            )
         }
     }
 

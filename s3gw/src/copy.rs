@@ -241,22 +241,21 @@ pub async fn copy_object(
     let now = now_ms();
     let blobs = got.data.blobs().to_vec();
     let version = ObjectVersion {
-        version_id: version_id.clone(),
-        delete_marker: false,
-        size: got.size,
-        etag: new_etag.clone(),
-        last_modified_ms: now,
-        data: got.data,
         metadata,
         tags,
         checksums: got.checksums.clone(),
-        parts: Vec::new(),
         owner: requester.principal.clone(),
         // The source's lock is not copied: the copy gets what this request and the
         // bucket's default give it, as on AWS.
         lock: crate::object_lock::with_default(&b, lock, now),
         encryption: encryption.clone(),
-        part_checksums: Vec::new(),
+        ..ObjectVersion::new(
+            version_id.clone(),
+            got.data,
+            got.size,
+            new_etag.clone(),
+            now,
+        )
     };
     Change::new()
         .by(requester)

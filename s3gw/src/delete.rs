@@ -7,8 +7,6 @@
 //! named, or the current one: `412 PreconditionFailed` when one does not hold, `404
 //! NoSuchKey` when there is no such version to check.
 
-use std::collections::BTreeMap;
-
 use catalog::{ObjectData, ObjectVersion, Versioning};
 
 use crate::bucket_settings::Bucket;
@@ -31,20 +29,15 @@ struct Deleted {
 /// A delete marker made now.
 fn marker(version_id: String, owner: String) -> ObjectVersion {
     ObjectVersion {
-        version_id,
         delete_marker: true,
-        size: 0,
-        etag: String::new(),
-        last_modified_ms: now_ms(),
-        data: ObjectData::Inline(Vec::new()),
-        metadata: BTreeMap::new(),
-        tags: BTreeMap::new(),
-        checksums: BTreeMap::new(),
-        parts: Vec::new(),
         owner,
-        lock: catalog::ObjectLock::default(),
-        encryption: None,
-        part_checksums: Vec::new(),
+        ..ObjectVersion::new(
+            version_id,
+            ObjectData::Inline(Vec::new()),
+            0,
+            String::new(),
+            now_ms(),
+        )
     }
 }
 

@@ -459,22 +459,13 @@ mod tests {
     use crate::timestamp;
 
     fn v() -> ObjectVersion {
-        ObjectVersion {
-            version_id: "null".into(),
-            delete_marker: false,
-            size: 0,
-            etag: "abc".into(),
-            last_modified_ms: 10_500,
-            data: ObjectData::Inline(Vec::new()),
-            metadata: BTreeMap::new(),
-            tags: BTreeMap::new(),
-            checksums: BTreeMap::new(),
-            parts: Vec::new(),
-            owner: String::new(),
-            lock: catalog::ObjectLock::default(),
-            encryption: None,
-            part_checksums: Vec::new(),
-        }
+        ObjectVersion::new(
+            "null".into(),
+            ObjectData::Inline(Vec::new()),
+            0,
+            "abc".into(),
+            10_500,
+        )
     }
 
     #[test]

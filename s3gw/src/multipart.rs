@@ -384,12 +384,6 @@ pub async fn complete_multipart_upload(
     let (version_id, replace_null) = versioning::new_version_id(&b);
     let now = now_ms();
     let version = ObjectVersion {
-        version_id: version_id.clone(),
-        delete_marker: false,
-        size: chosen.iter().map(|p| p.size).sum(),
-        etag: etag_value.clone(),
-        last_modified_ms: now,
-        data: ObjectData::Blobs(blobs.clone()),
         metadata: upload.metadata.clone(),
         tags: upload.tags.clone(),
         checksums: checksums.clone(),
@@ -400,6 +394,13 @@ pub async fn complete_multipart_upload(
         lock: crate::object_lock::with_default(&b, upload.lock.clone(), now),
         encryption: upload.encryption.clone(),
         part_checksums: chosen.iter().map(|p| p.checksums.clone()).collect(),
+        ..ObjectVersion::new(
+            version_id.clone(),
+            ObjectData::Blobs(blobs.clone()),
+            chosen.iter().map(|p| p.size).sum(),
+            etag_value.clone(),
+            now,
+        )
     };
     let mut change = Change::new().by(requester);
     if i.if_none_match.as_ref().is_some_and(|c| c.is_any()) {

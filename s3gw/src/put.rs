@@ -126,20 +126,13 @@ pub async fn put_object(
     let etag = sse::etag_of(encryption.as_ref(), seal.as_ref(), &got.md5);
     let now = now_ms();
     let version = ObjectVersion {
-        version_id: version_id.clone(),
-        delete_marker: false,
-        size: got.size,
-        etag: etag.clone(),
-        last_modified_ms: now,
-        data: got.data,
         metadata,
         tags,
         checksums: got.checksums.clone(),
-        parts: Vec::new(),
         owner: requester.principal.clone(),
         lock: object_lock::with_default(&b, lock, now),
         encryption: encryption.clone(),
-        part_checksums: Vec::new(),
+        ..ObjectVersion::new(version_id.clone(), got.data, got.size, etag.clone(), now)
     };
     let expiration = crate::lifecycle::expiration(
         gw,

@@ -37,22 +37,13 @@ async fn failed_commit_deletes_the_new_blobs() {
     );
     let b = Bucket::decode(cat.bucket("b").await.unwrap().unwrap());
     let blob = cat.blobs().put(&[7u8; 100_000]).unwrap();
-    let version = ObjectVersion {
-        version_id: "null".into(),
-        delete_marker: false,
-        size: 100_000,
-        etag: "e".into(),
-        last_modified_ms: 1,
-        data: ObjectData::Blobs(vec![blob]),
-        metadata: BTreeMap::new(),
-        tags: BTreeMap::new(),
-        checksums: BTreeMap::new(),
-        parts: Vec::new(),
-        owner: String::new(),
-        lock: catalog::ObjectLock::default(),
-        encryption: None,
-        part_checksums: Vec::new(),
-    };
+    let version = ObjectVersion::new(
+        "null".into(),
+        ObjectData::Blobs(vec![blob]),
+        100_000,
+        "e".into(),
+        1,
+    );
     let err = Change::new()
         .expect_etag("b", "k", Some("not-there".into()))
         .put_version(Event::Put, &b, "k", version.clone(), true)
@@ -120,22 +111,13 @@ async fn event_rows_commit_with_the_change_or_not_at_all() {
         Arc::new(iam::Directory::in_memory(&[])),
     );
     let b = Bucket::decode(cat.bucket("b").await.unwrap().unwrap());
-    let version = ObjectVersion {
-        version_id: "null".into(),
-        delete_marker: false,
-        size: 3,
-        etag: "e".into(),
-        last_modified_ms: 1,
-        data: ObjectData::Inline(b"abc".to_vec()),
-        metadata: BTreeMap::new(),
-        tags: BTreeMap::new(),
-        checksums: BTreeMap::new(),
-        parts: Vec::new(),
-        owner: String::new(),
-        lock: catalog::ObjectLock::default(),
-        encryption: None,
-        part_checksums: Vec::new(),
-    };
+    let version = ObjectVersion::new(
+        "null".into(),
+        ObjectData::Inline(b"abc".to_vec()),
+        3,
+        "e".into(),
+        1,
+    );
     let appended = async || {
         let mut n = 0u64;
         for p in 0..3 {

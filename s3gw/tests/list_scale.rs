@@ -24,22 +24,13 @@ fn key(i: usize) -> String {
 }
 
 fn version() -> ObjectVersion {
-    ObjectVersion {
-        version_id: "null".into(),
-        delete_marker: false,
-        size: 1,
-        etag: "9dd4e461268c8034f5c8564e155c67a6".into(),
-        last_modified_ms: 1,
-        data: ObjectData::Inline(b"x".to_vec()),
-        metadata: BTreeMap::new(),
-        tags: BTreeMap::new(),
-        checksums: BTreeMap::new(),
-        parts: Vec::new(),
-        owner: String::new(),
-        lock: catalog::ObjectLock::default(),
-        encryption: None,
-        part_checksums: Vec::new(),
-    }
+    ObjectVersion::new(
+        "null".into(),
+        ObjectData::Inline(b"x".to_vec()),
+        1,
+        "9dd4e461268c8034f5c8564e155c67a6".into(),
+        1,
+    )
 }
 
 /// Best of five runs, in milliseconds.

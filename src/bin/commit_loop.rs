@@ -109,22 +109,13 @@ async fn main() {
                 ops.push(Op::S3(S3Op::PutObject {
                     bucket: "crash".into(),
                     key: id.clone(),
-                    version: ObjectVersion {
-                        version_id: "null".into(),
-                        delete_marker: false,
-                        size: id.len() as u64,
-                        etag: id.clone(),
-                        last_modified_ms: 0,
-                        data: ObjectData::Inline(id.clone().into_bytes()),
-                        metadata: BTreeMap::new(),
-                        tags: BTreeMap::new(),
-                        checksums: BTreeMap::new(),
-                        parts: Vec::new(),
-                        owner: String::new(),
-                        lock: catalog::ObjectLock::default(),
-                        encryption: None,
-                        part_checksums: Vec::new(),
-                    },
+                    version: ObjectVersion::new(
+                        "null".into(),
+                        ObjectData::Inline(id.clone().into_bytes()),
+                        id.len() as u64,
+                        id.clone(),
+                        0,
+                    ),
                     replace_null: true,
                 }));
                 println!("SUBMIT {id}");

@@ -95,20 +95,8 @@ impl NewObjects {
             bucket: bucket.to_owned(),
             key,
             version: ObjectVersion {
-                version_id: "null".into(),
-                delete_marker: false,
-                size,
-                etag,
-                last_modified_ms: now_ms,
-                data,
                 metadata,
-                tags: BTreeMap::new(),
-                checksums: BTreeMap::new(),
-                parts: Vec::new(),
-                owner: String::new(),
-                lock: catalog::ObjectLock::default(),
-                encryption: None,
-                part_checksums: Vec::new(),
+                ..ObjectVersion::new("null".into(), data, size, etag, now_ms)
             },
             replace_null: true,
         }));

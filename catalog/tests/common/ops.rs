@@ -29,22 +29,7 @@ pub fn object_with(bucket: &str, key: &str, size: u64, data: ObjectData) -> Op {
     Op::S3(S3Op::PutObject {
         bucket: bucket.into(),
         key: key.into(),
-        version: ObjectVersion {
-            version_id: "null".into(),
-            delete_marker: false,
-            size,
-            etag: format!("etag-{size}"),
-            last_modified_ms: 2,
-            data,
-            metadata: BTreeMap::new(),
-            tags: BTreeMap::new(),
-            checksums: BTreeMap::new(),
-            parts: Vec::new(),
-            owner: String::new(),
-            lock: catalog::ObjectLock::default(),
-            encryption: None,
-            part_checksums: Vec::new(),
-        },
+        version: ObjectVersion::new("null".into(), data, size, format!("etag-{size}"), 2),
         replace_null: true,
     })
 }
