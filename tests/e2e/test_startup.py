@@ -1,0 +1,57 @@
+"""Starting `eddy serve` as an operator or an orchestrator does (issue 34): cluster nodes
+started at the same moment against an empty PostgreSQL catalog all come up."""
+
+import threading
+
+import pytest
+
+import postgres
+from conftest import Eddy, free_port
+from scale_out import s3, serving
+
+# Three nodes share one Kafka port, each on an address of its own.
+HOSTS = ["127.0.0.1", "127.0.0.2", "127.0.0.3"]
+
+
+@pytest.mark.skipif(not postgres.available(), reason="PostgreSQL is not installed")
+def test_three_nodes_started_at_once_on_an_empty_catalog_all_come_up(tmp_path):
+    # Compose and Kubernetes start every node of a cluster at the same moment; the first
+    # start of all three creates the catalog's tables in an empty database. Ten rounds,
+    # each on a database and drives of its own, for the race to show if it is there.
+    pg = postgres.Postgres().start()
+    try:
+        for round_ in range(10):
+            db = f"round{round_}"
+            pg.psql(f"CREATE DATABASE {db}")
+            url = f"postgres://{postgres.SUPERUSER}:{postgres.PASSWORD}@127.0.0.1:{pg.port}/{db}"
+            kafka_port = free_port()
+            nodes = [Eddy(data_dir=tmp_path / db, s3_port=free_port(),
+                          kafka_ports=[kafka_port] * len(HOSTS), kafka_hosts=HOSTS,
+                          http_port=free_port(),
+                          extra_args=["--catalog", url, "--node-id", f"node-{i}"])
+                     for i in range(len(HOSTS))]
+            together = threading.Barrier(len(nodes))
+            failed = {}
+
+            def start(node, i):
+                together.wait()
+                try:
+                    node.start()
+                except RuntimeError as e:
+                    failed[i] = str(e)
+
+            threads = [threading.Thread(target=start, args=(n, i)) for i, n in enumerate(nodes)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(120)
+            try:
+                assert not failed, f"round {round_}: {failed}"
+                for n in nodes:
+                    assert serving("127.0.0.1", n.s3_port), f"round {round_}: S3 not answering"
+                    s3(n).list_buckets()
+            finally:
+                for n in nodes:
+                    n.stop()
+    finally:
+        pg.stop()
