@@ -1,12 +1,15 @@
 """Starting `eddy serve` as an operator or an orchestrator does (issue 34): cluster nodes
-started at the same moment against an empty PostgreSQL catalog all come up."""
+started at the same moment against an empty PostgreSQL catalog all come up; `:PORT`
+listens on every interface."""
 
+import os
+import subprocess
 import threading
 
 import pytest
 
 import postgres
-from conftest import Eddy, free_port
+from conftest import Eddy, eddy_bin, free_port
 from scale_out import s3, serving
 
 # Three nodes share one Kafka port, each on an address of its own.
@@ -55,3 +58,23 @@ def test_three_nodes_started_at_once_on_an_empty_catalog_all_come_up(tmp_path):
                     n.stop()
     finally:
         pg.stop()
+
+
+def test_colon_port_listens_on_every_interface(tmp_path):
+    port = free_port()
+    node = Eddy(data_dir=tmp_path / "data", s3_port=port, kafka_ports=[free_port()],
+                http_port=free_port())
+    # As README says: `:9000`, every interface.
+    args = [eddy_bin(), "serve", "--data-dir", str(node.data_dir), "--s3-listen", f":{port}",
+            "--kafka-listen", node.bootstrap, "--http-listen", f"127.0.0.1:{node.http_port}"]
+    env = dict(os.environ, EDDY_LOG="warn", EDDY_ACCESS_KEY=node.access_key,
+               EDDY_SECRET_KEY=node.secret_key)
+    node.proc = subprocess.Popen(args, stdout=subprocess.PIPE, env=env, text=True)
+    try:
+        ready = next((line for line in node.proc.stdout if line.startswith("eddy ready:")), None)
+        assert ready is not None, f"eddy did not start (exit {node.proc.wait()})"
+        assert f"s3 http://0.0.0.0:{port} " in ready, ready
+        s3(node).create_bucket(Bucket="colon-port")
+        assert "colon-port" in [b["Name"] for b in s3(node).list_buckets()["Buckets"]]
+    finally:
+        node.stop()
