@@ -1,6 +1,6 @@
 """Starting `eddy serve` as an operator or an orchestrator does (issue 34): cluster nodes
-started at the same moment against an empty PostgreSQL catalog all come up; `:PORT`
-listens on every interface."""
+started at the same moment against an empty PostgreSQL catalog all come up; an error's
+cause is printed once; `:PORT` listens on every interface."""
 
 import os
 import subprocess
@@ -14,6 +14,20 @@ from scale_out import s3, serving
 
 # Three nodes share one Kafka port, each on an address of its own.
 HOSTS = ["127.0.0.1", "127.0.0.2", "127.0.0.3"]
+
+
+def serve(args: list, timeout: float = 60) -> subprocess.CompletedProcess:
+    """Runs `eddy serve` with `args` to its exit (a start that fails)."""
+    env = dict(os.environ, EDDY_LOG="warn")
+    return subprocess.run([eddy_bin(), "serve", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def ports() -> list:
+    """Listen flags on free loopback ports."""
+    return ["--s3-listen", f"127.0.0.1:{free_port()}",
+            "--kafka-listen", f"127.0.0.1:{free_port()}",
+            "--http-listen", f"127.0.0.1:{free_port()}"]
 
 
 @pytest.mark.skipif(not postgres.available(), reason="PostgreSQL is not installed")
@@ -58,6 +72,16 @@ def test_three_nodes_started_at_once_on_an_empty_catalog_all_come_up(tmp_path):
                     n.stop()
     finally:
         pg.stop()
+
+
+def test_an_io_cause_is_printed_once(tmp_path):
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("")
+    out = serve(["--data-dir", str(not_a_dir), *ports()])
+    assert out.returncode != 0
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("eddy: ") and "Not a directory (os error 20)" in last, out.stderr
+    assert last.count("Not a directory") == 1, last
 
 
 def test_colon_port_listens_on_every_interface(tmp_path):
