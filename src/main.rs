@@ -12,6 +12,7 @@ mod kafka_serving;
 mod listen;
 mod metrics;
 mod node_catalog;
+mod preflight;
 mod s3;
 mod scrub;
 mod serve;

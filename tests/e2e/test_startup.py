@@ -1,10 +1,12 @@
 """Starting `eddy serve` as an operator or an orchestrator does (issue 34): cluster nodes
-started at the same moment against an empty PostgreSQL catalog all come up; an error's
-cause is printed once; `:PORT` listens on every interface."""
+started at the same moment against an empty PostgreSQL catalog all come up; a bad file
+in the configuration stops the start before the data dir is touched; an error's cause
+is printed once; `:PORT` listens on every interface."""
 
 import os
 import subprocess
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -68,16 +70,73 @@ def test_three_nodes_started_at_once_on_an_empty_catalog_all_come_up(tmp_path):
                     assert serving("127.0.0.1", n.s3_port), f"round {round_}: S3 not answering"
                     s3(n).list_buckets()
             finally:
-                for n in nodes:
-                    n.stop()
+                stop_all(nodes)
     finally:
         pg.stop()
 
 
-def test_an_io_cause_is_printed_once(tmp_path):
+def stop_all(nodes: list):
+    """Stops every node (SIGTERM, its clean exit checked) and reaps those that exited on
+    their own; the failures are raised once every node is stopped, so none outlives the
+    test."""
+    failures = []
+    for n in nodes:
+        if n.proc is None:
+            continue
+        try:
+            n.stop(kill=n.proc.poll() is not None)
+        except AssertionError as e:
+            failures.append(str(e))
+    assert not failures, failures
+
+
+def make_certificate(d: Path) -> tuple:
+    """A self-signed certificate and its key."""
+    cert, key = d / "server.pem", d / "server.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:P-256", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-subj", "/CN=eddy", "-days", "1"], check=True, capture_output=True)
+    return cert, key
+
+
+@pytest.mark.parametrize("missing", ["--tls-key", "--tls-cert"])
+def test_a_missing_tls_file_stops_the_start_before_the_data_dir_is_touched(tmp_path, missing):
+    cert, key = make_certificate(tmp_path)
+    files = {"--tls-cert": cert, "--tls-key": key}
+    files[missing] = tmp_path / "nowhere" / "server.file"
+    data = tmp_path / "data"
+    data.mkdir()
+    out = serve(["--data-dir", str(data), "--s3-listen", f"https://127.0.0.1:{free_port()}",
+                 "--kafka-listen", f"127.0.0.1:{free_port()}",
+                 "--http-listen", f"127.0.0.1:{free_port()}",
+                 "--tls-cert", str(files["--tls-cert"]), "--tls-key", str(files["--tls-key"])])
+    assert out.returncode != 0
+    assert f"{missing} {files[missing]}: No such file or directory" in out.stderr, out.stderr
+    # Nothing formatted: no drive, no master key.
+    assert list(data.iterdir()) == []
+
+
+def test_an_unreadable_master_key_stops_the_start_before_the_drives_are_formatted(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    key_dir = tmp_path / "key"
+    key_dir.mkdir()
+    out = serve(["--data-dir", str(data), "--sse-master-key-file", str(key_dir), *ports()])
+    assert out.returncode != 0
+    assert "Is a directory (os error 21)" in out.stderr, out.stderr
+    # The cause is printed once, not once by the error and again as its source.
+    assert out.stderr.count("Is a directory") == 1, out.stderr
+    assert list(data.iterdir()) == []
+
+
+@pytest.mark.parametrize("key_elsewhere", [False, True])
+def test_an_io_cause_is_printed_once(tmp_path, key_elsewhere):
     not_a_dir = tmp_path / "file"
     not_a_dir.write_text("")
-    out = serve(["--data-dir", str(not_a_dir), *ports()])
+    # The master key file's default place is in the data dir, checked before the catalog
+    # opens; elsewhere, the drives are the first to find the data dir is a file.
+    key = ["--sse-master-key-file", str(tmp_path / "sse.key")] if key_elsewhere else []
+    out = serve(["--data-dir", str(not_a_dir), *key, *ports()])
     assert out.returncode != 0
     last = out.stderr.strip().splitlines()[-1]
     assert last.startswith("eddy: ") and "Not a directory (os error 20)" in last, out.stderr
