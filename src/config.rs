@@ -39,16 +39,18 @@ pub struct ServeArgs {
     /// Storage settings.
     #[command(flatten)]
     pub storage: StorageArgs,
-    /// S3 listen address: `host:port`, or `https://host:port` for TLS.
+    /// S3 listen address: `ip:port` (`:port` is every interface), or `https://ip:port`
+    /// for TLS.
     #[arg(long, env = "EDDY_S3_LISTEN")]
     pub s3_listen: Option<HttpListen>,
     /// Kafka listeners, comma-separated, in Kafka's form (`PLAINTEXT://127.0.0.1:9092,
-    /// SSL://127.0.0.1:9093`; a bare `host:port` is plaintext). Each address of a
-    /// protocol is a broker; every protocol lists the same number of them.
+    /// SSL://127.0.0.1:9093`; a bare `ip:port` is plaintext; `:port` is every interface).
+    /// Each address of a protocol is a broker; every protocol lists the same number of
+    /// them.
     #[arg(long, env = "EDDY_KAFKA_LISTEN", value_delimiter = ',')]
     pub kafka_listen: Option<Vec<KafkaListener>>,
-    /// HTTP listen address (Iceberg REST catalog, /metrics, /health): `host:port`, or
-    /// `https://host:port` for TLS.
+    /// HTTP listen address (Iceberg REST catalog, /metrics, /health): `ip:port` (`:port`
+    /// is every interface), or `https://ip:port` for TLS.
     #[arg(long, env = "EDDY_HTTP_LISTEN")]
     pub http_listen: Option<HttpListen>,
     /// Certificate chain (PEM) of every TLS listener.
@@ -926,6 +928,42 @@ mod tests {
         std::fs::write(&path, "colour = \"blue\"\n").unwrap();
         let err = args.resolve().unwrap_err();
         assert!(format!("{err:#}").contains("unknown field"), "{err:#}");
+    }
+
+    #[test]
+    fn every_listen_key_takes_colon_port() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("eddy.toml");
+        std::fs::write(
+            &path,
+            "s3_listen = \":9100\"\nhttp_listen = \"https://:9181\"\n\
+             kafka_listen = [\":9192\"]\n\
+             [[views]]\nname = \"blue\"\nkafka_listen = [\"SSL://:9193\"]\n",
+        )
+        .unwrap();
+        let args = ServeArgs {
+            storage: StorageArgs {
+                config: Some(path),
+                ..StorageArgs::default()
+            },
+            tls_cert: Some("cert.pem".into()),
+            tls_key: Some("key.pem".into()),
+            ..ServeArgs::default()
+        };
+        let c = args.resolve().unwrap();
+        assert_eq!(c.s3_listen.to_string(), "http://0.0.0.0:9100");
+        assert_eq!(c.http_listen.to_string(), "https://0.0.0.0:9181");
+        assert_eq!(c.kafka_listen[0].to_string(), "PLAINTEXT://0.0.0.0:9192");
+        assert_eq!(c.views[0].kafka_listen[0].to_string(), "SSL://0.0.0.0:9193");
+        // The flags parse the same way.
+        let flagged = ServeArgs {
+            s3_listen: Some(":9000".parse().unwrap()),
+            ..args
+        };
+        assert_eq!(
+            flagged.resolve().unwrap().s3_listen.to_string(),
+            "http://0.0.0.0:9000"
+        );
     }
 
     #[test]

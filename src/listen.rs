@@ -1,7 +1,8 @@
 //! The listen address forms of the command line and the config file: Kafka's listener
 //! form for the Kafka port (`SSL://127.0.0.1:9093`; a bare `host:port` is plaintext) and
 //! a URL scheme for the S3 and HTTP ports (`https://0.0.0.0:9000`; bare or `http://` is
-//! plaintext).
+//! plaintext). Every form's address is `ip:port`, or `:port` for every interface
+//! (`0.0.0.0:port`), parsed by [`address`] for every listen flag and config-file key.
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -54,9 +55,15 @@ pub struct KafkaListener {
     pub addr: SocketAddr,
 }
 
+/// A listen address, `s`, of the listener `whole`: `ip:port` (`[ipv6]:port`), or `:port`
+/// for every IPv4 interface, the form README and most servers' documentation use.
 fn address(s: &str, whole: &str) -> Result<SocketAddr, String> {
-    s.parse()
-        .map_err(|_| format!("{whole:?}: {s:?} is not an ip:port address"))
+    let every_interface = s.strip_prefix(':').map(|port| format!("0.0.0.0:{port}"));
+    every_interface
+        .as_deref()
+        .unwrap_or(s)
+        .parse()
+        .map_err(|_| format!("{whole:?}: {s:?} is not an ip:port or :port address"))
 }
 
 impl FromStr for KafkaListener {
@@ -171,6 +178,33 @@ mod tests {
         assert_eq!(l.to_string(), "SASL_SSL://127.0.0.1:9094");
         assert!("TLS://127.0.0.1:1".parse::<KafkaListener>().is_err());
         assert!("SSL://localhost".parse::<KafkaListener>().is_err());
+        let l: KafkaListener = "SASL_SSL://:9094".parse().unwrap();
+        assert_eq!(l.to_string(), "SASL_SSL://0.0.0.0:9094");
+        assert_eq!(
+            ":9092".parse::<KafkaListener>().unwrap().to_string(),
+            "PLAINTEXT://0.0.0.0:9092"
+        );
+    }
+
+    #[test]
+    fn colon_port_is_every_interface() {
+        for (given, shown) in [
+            (":9000", "http://0.0.0.0:9000"),
+            ("http://:9000", "http://0.0.0.0:9000"),
+            ("https://:9443/", "https://0.0.0.0:9443"),
+            ("[::]:9000", "http://[::]:9000"),
+        ] {
+            let l: HttpListen = given.parse().unwrap();
+            assert_eq!(l.to_string(), shown, "{given}");
+        }
+        for bad in [":", ":http", "::9000", ":99999", "9000"] {
+            let err = bad.parse::<HttpListen>().unwrap_err();
+            assert!(
+                err.contains("is not an ip:port or :port address"),
+                "{bad}: {err}"
+            );
+            assert!(bad.parse::<KafkaListener>().is_err(), "{bad}");
+        }
     }
 
     #[test]

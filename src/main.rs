@@ -12,6 +12,7 @@ mod kafka_serving;
 mod listen;
 mod metrics;
 mod node_catalog;
+mod preflight;
 mod s3;
 mod scrub;
 mod serve;
@@ -99,8 +100,54 @@ fn main() -> std::process::ExitCode {
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("eddy: {e:#}");
+            eprintln!("eddy: {}", report(&e));
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// The error and its causes, `what: why: why`, each cause once. Errors of this crate
+/// leave their cause out of their message and the chain supplies it; some of the other
+/// crates' print their source in their own message too (`"{path}: {source}"`), so a
+/// cause whose text the line already ends with is not printed again.
+fn report(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.is_empty() {
+            line = text;
+        } else if !line.ends_with(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::report;
+    use anyhow::Context;
+
+    #[test]
+    fn each_cause_is_printed_once() {
+        let io = std::io::Error::from_raw_os_error(20);
+        // The storage error prints its source in its message and returns it as source().
+        let storage = storage::StorageError::io("create drive", "/srv/f/drive-0", io);
+        let e = Err::<(), _>(catalog::CatalogError::from(storage))
+            .context("opening the catalog")
+            .unwrap_err();
+        assert_eq!(
+            report(&e),
+            "opening the catalog: create drive /srv/f/drive-0: Not a directory (os error 20)"
+        );
+        // A message without its cause gets it from the chain.
+        let e = Err::<(), _>(std::io::Error::from_raw_os_error(2))
+            .context("reading config file eddy.toml")
+            .unwrap_err();
+        assert_eq!(
+            report(&e),
+            "reading config file eddy.toml: No such file or directory (os error 2)"
+        );
     }
 }

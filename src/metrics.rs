@@ -40,8 +40,9 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// Registers the catalog's metrics and the server's own.
-    pub fn new(catalog: &catalog::CatalogMetrics) -> Self {
+    /// Registers the catalog's metrics, the listeners' (made before the catalog opened,
+    /// with the listeners' TLS) and the server's own.
+    pub fn new(catalog: &catalog::CatalogMetrics, listeners: listener::ListenerMetrics) -> Self {
         let mut registry = Registry::with_prefix("eddy");
         catalog.register(registry.sub_registry_with_prefix("catalog"));
         let drive_online = Family::<DriveLabels, Gauge>::default();
@@ -62,7 +63,6 @@ impl Metrics {
             "Requests answered, by listener and status",
             requests.clone(),
         );
-        let listeners = listener::ListenerMetrics::default();
         listeners.register(&mut registry);
         Self {
             registry: Mutex::new(registry),

@@ -1,4 +1,5 @@
-//! `eddy serve`: opens the catalog, binds the S3, Kafka and HTTP listeners, runs the
+//! `eddy serve`: checks the configuration's files (`crate::preflight`) and loads the TLS
+//! certificates, opens the catalog, binds the S3, Kafka and HTTP listeners, runs the
 //! background scrub, and shuts down cleanly on SIGINT or SIGTERM.
 
 use catalog::S3Op;
@@ -96,6 +97,12 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
 
 /// Runs the server until a shutdown signal.
 pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
+    // Everything the configuration names is read and checked before the catalog opens,
+    // which formats fresh drives and creates a PostgreSQL catalog's tables: a start that
+    // fails on a flag leaves the data dir as it found it.
+    crate::preflight::check(&config)?;
+    let listener_metrics = listener::ListenerMetrics::default();
+    let tls = Listeners::load(&config, &listener_metrics)?;
     if config.default_credentials {
         tracing::warn!(
             access_key = DEFAULT_CREDENTIAL,
@@ -107,7 +114,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let node_catalog = Arc::new(NodeCatalog::open(&config).await?);
     let catalog: Arc<dyn Catalog> = node_catalog.catalog();
     ensure_broker_buckets(catalog.as_ref(), &config).await?;
-    let metrics = Arc::new(Metrics::new(node_catalog.metrics()));
+    let metrics = Arc::new(Metrics::new(node_catalog.metrics(), listener_metrics));
     let catalog_dyn: Arc<dyn Catalog> = catalog.clone();
 
     let s3 = bind(config.s3_listen.addr, "S3").await?;
@@ -116,10 +123,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     // (crate::cluster); a single node binds them all now.
     let leases = match &*node_catalog {
         NodeCatalog::Postgres(pg) => {
-            anyhow::ensure!(
-                config.views.is_empty(),
-                "broker views ([[views]]) are not supported with --catalog postgres:// yet"
-            );
+            // Broker views with PostgreSQL were refused by crate::preflight.
             Some(crate::cluster::Leases::new(
                 pg.clone(),
                 config.kafka_listen.clone(),
@@ -154,7 +158,6 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         }
         view_listeners.push(ls);
     }
-    let tls = Listeners::load(&config, &metrics)?;
     tokio::spawn(reload_on_sighup(tls.all()));
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
@@ -522,7 +525,7 @@ struct Listeners {
 }
 
 impl Listeners {
-    fn load(config: &ServeConfig, metrics: &Metrics) -> anyhow::Result<Self> {
+    fn load(config: &ServeConfig, metrics: &listener::ListenerMetrics) -> anyhow::Result<Self> {
         let Some(files) = &config.tls else {
             return Ok(Self {
                 s3: None,
@@ -537,7 +540,7 @@ impl Listeners {
             ..files.clone()
         };
         let load = |files: &TlsFiles, alpn: &[&[u8]], name: &str| {
-            Tls::load(files.clone(), alpn, name, &metrics.listeners)
+            Tls::load(files.clone(), alpn, name, metrics)
                 .with_context(|| format!("loading the {name} listener's TLS certificate"))
         };
         let http1: &[&[u8]] = &[b"http/1.1"];
@@ -596,7 +599,7 @@ async fn reload_on_sighup(tls: Vec<Arc<Tls>>) {
 }
 
 /// The Kafka listeners grouped by security protocol, as the broker numbers them.
-fn listener_classes(
+pub fn listener_classes(
     listeners: &[crate::listen::KafkaListener],
 ) -> anyhow::Result<Vec<(String, Vec<std::net::SocketAddr>)>> {
     let mut classes: BTreeMap<&str, Vec<std::net::SocketAddr>> = BTreeMap::new();

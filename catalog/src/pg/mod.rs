@@ -108,6 +108,19 @@ pub struct PgCatalog {
     listener: tokio::task::JoinHandle<()>,
 }
 
+/// The connection settings a catalog URL names.
+fn parse_url(url: &str) -> CatalogResult<tokio_postgres::Config> {
+    url.parse()
+        .map_err(|e| CatalogError::Invalid(format!("catalog url: {e}")))
+}
+
+/// Checks that `url` is a PostgreSQL connection URL, without connecting: start-up checks
+/// its flags before anything touches the drives. The error is PostgreSQL client's own,
+/// which says what is wrong without repeating the URL (and its password).
+pub fn check_url(url: &str) -> Result<(), tokio_postgres::Error> {
+    url.parse::<tokio_postgres::Config>().map(drop)
+}
+
 /// Connects a client whose connection runs on `rt`.
 async fn connect(url: &str) -> CatalogResult<Client> {
     let (client, connection) = tokio_postgres::connect(url, NoTls).await?;
@@ -119,11 +132,46 @@ async fn connect(url: &str) -> CatalogResult<Client> {
     Ok(client)
 }
 
-/// Creates the schema if missing and checks the stored format; returns this node's
-/// number (registered on first start).
-async fn prepare(client: &mut Client, node: &str) -> CatalogResult<u16> {
-    client.batch_execute(SCHEMA).await?;
-    client.batch_execute(leases::SCHEMA).await?;
+/// The key of the PostgreSQL advisory lock a node holds while it sets up (see
+/// [`set_up`]): a fixed number, the same for every build, so nodes of different versions
+/// exclude each other too ("eddy" and "setup" in ASCII).
+const SET_UP_LOCK: i64 = 0x6564_6479_5345_5455;
+
+/// Sets this node up, one node of the cluster at a time: creates or upgrades the schema,
+/// checks the stored format, registers this node and opens the shared drives (formats
+/// them, on the first start of all); returns its number and the drives.
+///
+/// Every step is made under one advisory lock. Compose and Kubernetes start all nodes at
+/// the same moment: without the lock two nodes' `CREATE TABLE IF NOT EXISTS` both create
+/// the table's type and one fails (`pg_type_typname_nsp_index`, 23505), and two nodes
+/// formatting empty drives at once give them different set ids, or one sees another's
+/// first drive formatted and the rest not yet ("5 of 6 drives are unavailable"). Every
+/// schema step of every catalog version goes in [`SCHEMA`] and [`leases::SCHEMA`], run
+/// here. The lock is the session's: it goes with the connection if the node dies.
+async fn set_up(client: &mut Client, config: &PgConfig) -> CatalogResult<(u16, Arc<DriveSet>)> {
+    client
+        .batch_execute(&format!("SELECT pg_advisory_lock({SET_UP_LOCK})"))
+        .await?;
+    let outcome: CatalogResult<(u16, Arc<DriveSet>)> = async {
+        client.batch_execute(SCHEMA).await?;
+        client.batch_execute(leases::SCHEMA).await?;
+        // A catalog of a newer format is refused before any drive is formatted.
+        let node = register(client, &config.node).await?;
+        let set = Arc::new(DriveSet::open(&config.drives)?);
+        Ok((node, set))
+    }
+    .await;
+    // On a failure the caller drops the connection, and the lock with it.
+    let set_up = outcome?;
+    client
+        .batch_execute(&format!("SELECT pg_advisory_unlock({SET_UP_LOCK})"))
+        .await?;
+    Ok(set_up)
+}
+
+/// Warns about a server that can lose commits, checks the stored format and registers
+/// this node; returns its number (given on first start).
+async fn register(client: &mut Client, node: &str) -> CatalogResult<u16> {
     // Eddy acknowledges a write once PostgreSQL has committed its index: a server that
     // does not make commits durable can lose acknowledged writes when it crashes.
     for setting in ["fsync", "synchronous_commit"] {
@@ -193,18 +241,15 @@ async fn prepare(client: &mut Client, node: &str) -> CatalogResult<u16> {
 }
 
 impl PgCatalog {
-    /// Connects, creates the schema when missing, registers this node, opens its batch
-    /// log on the shared drives and starts the committer. Call inside a tokio runtime.
+    /// Connects, sets up ([`set_up`]: the schema, the shared drives, this node's number),
+    /// opens its batch log on the shared drives and starts the committer. Call inside a
+    /// tokio runtime.
     pub async fn open(config: PgConfig) -> CatalogResult<Arc<Self>> {
-        let set = Arc::new(DriveSet::open(&config.drives)?);
-        let blobs = BlobStore::new(set.clone(), config.shard_size)?;
+        let pool_config = parse_url(&config.url)?;
         let mut client = connect(&config.url).await?;
-        let node = prepare(&mut client, &config.node).await?;
+        let (node, set) = set_up(&mut client, &config).await?;
         drop(client);
-        let pool_config: tokio_postgres::Config = config
-            .url
-            .parse()
-            .map_err(|e| CatalogError::Invalid(format!("catalog url: {e}")))?;
+        let blobs = BlobStore::new(set.clone(), config.shard_size)?;
         let manager = deadpool_postgres::Manager::new(pool_config, NoTls);
         let pool = deadpool_postgres::Pool::builder(manager)
             .max_size(READ_POOL)
