@@ -450,7 +450,6 @@ pub async fn head_object(
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
 
     use catalog::{ObjectData, ObjectVersion};
     use s3s::dto::{ETag, ETagCondition};
