@@ -13,6 +13,38 @@ use tokio::sync::watch;
 
 use crate::metrics::Metrics;
 
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A service hyper's HTTP/1 connections can run on their own tasks, answering with
+/// bodies `B`.
+pub trait HttpService<B>:
+    hyper::service::Service<
+        Request<Incoming>,
+        Response = hyper::Response<B>,
+        Future: Send + 'static,
+        Error: Into<BoxError>,
+    > + Send
+    + 'static
+{
+}
+
+impl<S, B> HttpService<B> for S where
+    S: hyper::service::Service<
+            Request<Incoming>,
+            Response = hyper::Response<B>,
+            Future: Send + 'static,
+            Error: Into<BoxError>,
+        > + Send
+        + 'static
+{
+}
+
+/// A response body hyper can send from a connection's task.
+pub trait HttpBody: hyper::body::Body<Data: Send, Error: Into<BoxError>> + Send + 'static {}
+
+impl<B> HttpBody for B where B: hyper::body::Body<Data: Send, Error: Into<BoxError>> + Send + 'static
+{}
+
 /// Serves HTTP/1 on `listener` (HTTPS with `tls`) through the shared accept loop
 /// (connection cap, backoff, shutdown); `service` makes each connection's service from
 /// its peer's address.
@@ -25,12 +57,8 @@ pub async fn serve_hyper<S, B>(
     shutdown: watch::Receiver<bool>,
     mut service: impl FnMut(std::net::SocketAddr) -> S,
 ) where
-    S: hyper::service::Service<Request<Incoming>, Response = hyper::Response<B>> + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    B: hyper::body::Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    S: HttpService<B>,
+    B: HttpBody,
 {
     let stop = shutdown.clone();
     let on_connection = move |stream, peer| {
@@ -66,12 +94,8 @@ async fn serve_connection<S, B>(
     idle: std::time::Duration,
     shutdown: watch::Receiver<bool>,
 ) where
-    S: hyper::service::Service<Request<Incoming>, Response = hyper::Response<B>> + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    B: hyper::body::Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    S: HttpService<B>,
+    B: HttpBody,
 {
     match tls {
         None => drive(name, stream, service, idle, shutdown).await,
@@ -90,12 +114,8 @@ async fn drive<I, S, B>(
     mut shutdown: watch::Receiver<bool>,
 ) where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
-    S: hyper::service::Service<Request<Incoming>, Response = hyper::Response<B>> + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    B: hyper::body::Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    S: HttpService<B>,
+    B: HttpBody,
 {
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(hyper_util::rt::TokioTimer::new())

@@ -41,7 +41,7 @@ async fn ensure_bucket(
     config: &ServeConfig,
     name: &str,
 ) -> anyhow::Result<()> {
-    if catalog.bucket(name).await?.is_some() {
+    if catalog.s3().bucket(name).await?.is_some() {
         return Ok(());
     }
     let record = BucketRecord {

@@ -26,13 +26,14 @@ async fn recovered(dir: &Path) -> (BTreeMap<String, Seen>, BTreeSet<String>) {
         EmbeddedCatalog::open(CatalogConfig::new(DriveSetConfig::under(dir, 4, 2))).unwrap();
     let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
     for p in 0..PARTITIONS {
-        let Some(state) = catalog.partition(TOPIC_ID, p).await.unwrap() else {
+        let Some(state) = catalog.kafka().partition(TOPIC_ID, p).await.unwrap() else {
             continue;
         };
         let mut next = 0;
         let mut last_end = 0;
         while next < state.next_offset {
             let batches = catalog
+                .kafka()
                 .read_batches(TOPIC_ID, p, next, 1 << 20)
                 .await
                 .unwrap();
@@ -80,6 +81,7 @@ async fn recovered(dir: &Path) -> (BTreeMap<String, Seen>, BTreeSet<String>) {
         }
     }
     let objects: BTreeSet<String> = catalog
+        .s3()
         .list_objects("crash", "", None, usize::MAX)
         .await
         .unwrap()

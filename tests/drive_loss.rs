@@ -87,10 +87,10 @@ async fn populate(c: &EmbeddedCatalog) {
 async fn verify(dir: &Path) {
     let c = open(dir);
     for (i, size) in SIZES.iter().enumerate() {
-        let Some(v) = c.object("b", &format!("blob-{i}")).await.unwrap() else {
+        let Some(v) = c.s3().object("b", &format!("blob-{i}")).await.unwrap() else {
             let mut partitions = Vec::new();
             for p in 0..3 {
-                partitions.push(c.partition(TOPIC, p).await.unwrap());
+                partitions.push(c.kafka().partition(TOPIC, p).await.unwrap());
             }
             panic!("blob-{i} missing; partitions {partitions:?}");
         };
@@ -102,7 +102,11 @@ async fn verify(dir: &Path) {
     }
     for i in 0..SIZES.len() {
         let p = i as u32 % 3;
-        let batches = c.read_batches(TOPIC, p, 0, usize::MAX).await.unwrap();
+        let batches = c
+            .kafka()
+            .read_batches(TOPIC, p, 0, usize::MAX)
+            .await
+            .unwrap();
         let want = body(1000 + i, 100 + i as u64);
         assert!(
             batches.iter().any(|b| b.bytes[8..] == want[8..]),

@@ -68,6 +68,14 @@ fn user_json(u: &catalog::UserRecord) -> Value {
     })
 }
 
+/// A named policy as the API shows it (404 when there is none).
+fn named_policy(dir: &iam::Directory, name: &str) -> TableResult<Response> {
+    match dir.policy(name) {
+        Some(p) => json(StatusCode::OK, &policy_json(&p)),
+        None => Err(TableError::NotFound(format!("no policy named {name:?}"))),
+    }
+}
+
 fn policy_json(p: &iam::NamedPolicy) -> Value {
     let document: Value = serde_json::from_str(&p.record.document)
         .unwrap_or(Value::String(p.record.document.clone()));
@@ -102,14 +110,11 @@ pub async fn route(
                 .collect();
             json(StatusCode::OK, &j!({"users": users}))
         }
-        ["v1", "users", name] if m == Method::PUT => match body::<PutUser>(req) {
-            Ok(b) => dir
-                .put_user(name, b.secret_key, b.kafka_password.as_deref())
-                .await
-                .map_err(iam_error)
-                .and_then(|u| json(StatusCode::OK, &user_json(&u))),
-            Err(e) => Err(e),
-        },
+        ["v1", "users", name] if m == Method::PUT => {
+            let b = body::<PutUser>(req)?;
+            let u = dir.put_user(name, b.secret_key, b.kafka_password.as_deref());
+            json(StatusCode::OK, &user_json(&u.await.map_err(iam_error)?))
+        }
         ["v1", "users", name] if m == Method::DELETE => dir
             .delete_user(name)
             .await
@@ -119,26 +124,17 @@ pub async fn route(
             let all: Vec<Value> = dir.policies().iter().map(|p| policy_json(p)).collect();
             json(StatusCode::OK, &j!({"policies": all}))
         }
-        ["v1", "policies", name] if m == Method::GET => match dir.policy(name) {
-            Some(p) => json(StatusCode::OK, &policy_json(&p)),
-            None => Err(TableError::NotFound(format!("no policy named {name:?}"))),
-        },
-        ["v1", "policies", name] if m == Method::PUT => match body::<PutPolicy>(req) {
-            Ok(b) => {
-                let text = match b.document {
-                    Value::String(s) => s,
-                    other => other.to_string(),
-                };
-                match dir.put_policy(name, &text, b.attached).await {
-                    Ok(()) => match dir.policy(name) {
-                        Some(p) => json(StatusCode::OK, &policy_json(&p)),
-                        None => Err(TableError::NotFound(format!("no policy named {name:?}"))),
-                    },
-                    Err(e) => Err(iam_error(e)),
-                }
-            }
-            Err(e) => Err(e),
-        },
+        ["v1", "policies", name] if m == Method::GET => named_policy(dir, name),
+        ["v1", "policies", name] if m == Method::PUT => {
+            let b = body::<PutPolicy>(req)?;
+            let text = match b.document {
+                Value::String(s) => s,
+                other => other.to_string(),
+            };
+            let put = dir.put_policy(name, &text, b.attached);
+            put.await.map_err(iam_error)?;
+            named_policy(dir, name)
+        }
         ["v1", "policies", name] if m == Method::DELETE => dir
             .delete_policy(name)
             .await

@@ -377,7 +377,7 @@ pub(crate) async fn topic_names_by_id(
 ) -> BTreeMap<uuid::Uuid, String> {
     let mut names = BTreeMap::new();
     for id in ids.filter(|id| !id.is_nil()) {
-        if let Ok(Some(t)) = ctx.broker.catalog.topic_by_id(id.as_u128()).await {
+        if let Ok(Some(t)) = ctx.broker.catalog.kafka().topic_by_id(id.as_u128()).await {
             names.insert(id, t.name);
         }
     }

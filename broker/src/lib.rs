@@ -212,6 +212,7 @@ impl Broker {
         };
         if self
             .catalog
+            .iceberg()
             .expansions(topic)
             .await
             .is_ok_and(|e| !e.is_empty())
@@ -279,7 +280,7 @@ impl Broker {
             metrics.fetch_sessions.clone(),
             metrics.fetch_session_evictions.clone(),
         );
-        let stored_quotas = catalog.client_quotas().await.unwrap_or_else(|e| {
+        let stored_quotas = catalog.kafka().client_quotas().await.unwrap_or_else(|e| {
             tracing::error!(error = %e, "reading the client quotas failed; none are enforced");
             Vec::new()
         });

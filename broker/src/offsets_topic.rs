@@ -38,7 +38,7 @@ pub fn partition_of(group: &str) -> u32 {
 
 /// Creates the topic if it does not exist (at start, when the flag is on).
 pub async fn ensure(catalog: &dyn Catalog) -> Result<(), catalog::CatalogError> {
-    if catalog.topic(NAME).await?.is_some() {
+    if catalog.kafka().topic(NAME).await?.is_some() {
         return Ok(());
     }
     let record = TopicRecord {
@@ -56,7 +56,7 @@ pub async fn ensure(catalog: &dyn Catalog) -> Result<(), catalog::CatalogError> 
     {
         Ok(_) => Ok(()),
         // Created concurrently (another node of this process): it exists.
-        Err(_) if catalog.topic(NAME).await?.is_some() => Ok(()),
+        Err(_) if catalog.kafka().topic(NAME).await?.is_some() => Ok(()),
         Err(e) => Err(e),
     }
 }

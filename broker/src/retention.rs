@@ -128,6 +128,7 @@ pub async fn new_start(
     let mut cut = Cut::new(state, policy, now_ms).keeping_from(limit);
     loop {
         let page = catalog
+            .kafka()
             .batch_index(topic_id, partition, cut.start, PAGE)
             .await?;
         let full = page.len() == PAGE;
@@ -155,7 +156,7 @@ async fn plan(
     now_ms: i64,
 ) -> CatalogResult<Vec<TopicPlan>> {
     let mut plans = Vec::new();
-    for topic in catalog.topics().await? {
+    for topic in catalog.kafka().topics().await? {
         let Some(policy) = Policy::of(&topic.configs) else {
             continue;
         };
@@ -171,10 +172,10 @@ async fn plan(
             if !holdings.leads(&topic.name, partition as i32) {
                 continue;
             }
-            let Some(state) = catalog.partition(topic.id, partition).await? else {
+            let Some(state) = catalog.kafka().partition(topic.id, partition).await? else {
                 continue;
             };
-            let limit = catalog.expanded_to(&topic, partition).await?;
+            let limit = catalog.iceberg().expanded_to(&topic, partition).await?;
             let cut =
                 new_start(catalog, topic.id, partition, &state, policy, now_ms, limit).await?;
             if let Some(cut) = cut {

@@ -382,8 +382,8 @@ fn replay(
     Ok(())
 }
 
-impl Backend for EmbeddedCatalog {
-    fn submit(&self, txn: Transaction) -> CommitFuture {
+impl Catalog for EmbeddedCatalog {
+    fn commit(&self, txn: Transaction) -> CommitFuture {
         let (reply, rx) = oneshot::channel();
         let bytes = self.shared.queue_in(&txn);
         let sent = self.send(Msg::Commit {
@@ -401,11 +401,11 @@ impl Backend for EmbeddedCatalog {
         })
     }
 
-    fn watch(&self, partitions: &[wakeups::PartitionId]) -> wakeups::PartitionWaiter {
+    fn watch_partitions(&self, partitions: &[wakeups::PartitionId]) -> wakeups::PartitionWaiter {
         self.shared.wakeups.watch(partitions)
     }
 
-    fn blob_store(&self) -> &BlobStore {
+    fn blobs(&self) -> &BlobStore {
         &self.blobs
     }
 

@@ -53,7 +53,11 @@ async fn fill(c: &EmbeddedCatalog, from: u32, to: u32) {
 }
 
 async fn check_state(c: &EmbeddedCatalog, n: u32) {
-    let objects = c.list_objects("b", "key-", None, usize::MAX).await.unwrap();
+    let objects = c
+        .s3()
+        .list_objects("b", "key-", None, usize::MAX)
+        .await
+        .unwrap();
     assert_eq!(objects.len(), n as usize);
     for (i, (key, v)) in objects.iter().enumerate() {
         assert_eq!(key, &format!("key-{i:04}"));
@@ -64,10 +68,21 @@ async fn check_state(c: &EmbeddedCatalog, n: u32) {
     }
     let mut total = 0u64;
     for p in 0..2 {
-        total += c.partition(5, p).await.unwrap().unwrap().next_offset;
+        total += c
+            .kafka()
+            .partition(5, p)
+            .await
+            .unwrap()
+            .unwrap()
+            .next_offset;
     }
     assert_eq!(total, u64::from(n));
-    let last = c.offset("g", "t", (n - 1) % 2).await.unwrap().unwrap();
+    let last = c
+        .groups()
+        .offset("g", "t", (n - 1) % 2)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(last.offset, i64::from(n - 1));
     assert_eq!(last.metadata, Some(format!("m{}", n - 1)));
 }
@@ -126,7 +141,7 @@ async fn log_segments_live_as_long_as_their_batches() {
         "segments holding batches are kept"
     );
     // Batches still read back from the log after the checkpoint.
-    let all = c.read_batches(9, 0, 0, usize::MAX).await.unwrap();
+    let all = c.kafka().read_batches(9, 0, 0, usize::MAX).await.unwrap();
     assert_eq!(all.len(), 20);
     assert!(
         all.iter()
@@ -223,12 +238,12 @@ async fn multipart_uploads_are_durable_and_free_their_blobs() {
         .unwrap();
     settle(&c).await;
     assert!(c.blobs().open(p1.blob.id).is_err(), "replaced part freed");
-    let parts = c.parts("u1", 0, 10).await.unwrap();
+    let parts = c.s3().parts("u1", 0, 10).await.unwrap();
     assert_eq!(
         parts.iter().map(|p| p.part_number).collect::<Vec<_>>(),
         [1, 2]
     );
-    assert_eq!(c.parts("u1", 1, 10).await.unwrap().len(), 1);
+    assert_eq!(c.s3().parts("u1", 1, 10).await.unwrap().len(), 1);
     // A part for an unknown upload is refused.
     let stray = part(&c, 1, b"x");
     assert!(matches!(
@@ -239,11 +254,12 @@ async fn multipart_uploads_are_durable_and_free_their_blobs() {
     let ids =
         |v: Vec<catalog::UploadRecord>| v.into_iter().map(|u| u.upload_id).collect::<Vec<_>>();
     assert_eq!(
-        ids(c.list_uploads("b", "", None, 10).await.unwrap()),
+        ids(c.s3().list_uploads("b", "", None, 10).await.unwrap()),
         ["u3", "u1", "u2"]
     );
     assert_eq!(
         ids(c
+            .s3()
             .list_uploads("b", "", Some(("j", None)), 10)
             .await
             .unwrap()),
@@ -251,13 +267,14 @@ async fn multipart_uploads_are_durable_and_free_their_blobs() {
     );
     assert_eq!(
         ids(c
+            .s3()
             .list_uploads("b", "", Some(("k", Some("u1"))), 10)
             .await
             .unwrap()),
         ["u2"]
     );
     assert_eq!(
-        ids(c.list_uploads("b", "k", None, 10).await.unwrap()),
+        ids(c.s3().list_uploads("b", "k", None, 10).await.unwrap()),
         ["u1", "u2"]
     );
 
@@ -268,8 +285,8 @@ async fn multipart_uploads_are_durable_and_free_their_blobs() {
     std::fs::remove_dir_all(dir.path().join("drive-0")).unwrap();
     let c = open(dir.path());
     assert_eq!(c.drives().offline_count(), 1);
-    assert!(c.upload("b", "k", "u1").await.unwrap().is_some());
-    assert_eq!(c.parts("u1", 0, 10).await.unwrap().len(), 2);
+    assert!(c.s3().upload("b", "k", "u1").await.unwrap().is_some());
+    assert_eq!(c.s3().parts("u1", 0, 10).await.unwrap().len(), 2);
     // Complete keeps part 2 only: part 1's blob is freed, part 2's lives on.
     commit(
         &c,
@@ -283,8 +300,8 @@ async fn multipart_uploads_are_durable_and_free_their_blobs() {
     .await
     .unwrap();
     settle(&c).await;
-    assert!(c.upload("b", "k", "u1").await.unwrap().is_none());
-    assert!(c.parts("u1", 0, 10).await.unwrap().is_empty());
+    assert!(c.s3().upload("b", "k", "u1").await.unwrap().is_none());
+    assert!(c.s3().parts("u1", 0, 10).await.unwrap().is_empty());
     assert!(c.blobs().open(p1b.blob.id).is_err());
     assert!(c.blobs().open(p2.blob.id).is_ok());
     // Keeping a blob that is not a part fails the whole transaction.
@@ -305,7 +322,7 @@ async fn multipart_uploads_are_durable_and_free_their_blobs() {
         .await,
         Err(CatalogError::InvalidPart(_))
     ));
-    assert!(c.upload("b", "k", "u2").await.unwrap().is_some());
+    assert!(c.s3().upload("b", "k", "u2").await.unwrap().is_some());
     // Abort frees everything.
     commit(
         &c,
@@ -390,7 +407,7 @@ async fn expansions_hold_their_topic_and_its_unread_records() {
     commit(&c, vec![put(0, Some(expansion(7, 1, vec![0], true)))])
         .await
         .unwrap();
-    assert_eq!(c.expansions("t").await.unwrap().len(), 1);
+    assert_eq!(c.iceberg().expansions("t").await.unwrap().len(), 1);
     let truncate = |offset| {
         Op::Kafka(KafkaOp::TruncateBefore {
             topic_id: 7,
@@ -414,7 +431,8 @@ async fn expansions_hold_their_topic_and_its_unread_records() {
     .await
     .unwrap();
     assert_eq!(
-        c.expanded_to(&c.topic("t").await.unwrap().unwrap(), 0)
+        c.iceberg()
+            .expanded_to(&c.kafka().topic("t").await.unwrap().unwrap(), 0)
             .await
             .unwrap(),
         Some(6)
@@ -438,7 +456,7 @@ async fn expansions_hold_their_topic_and_its_unread_records() {
         .insert(0, expansion(7, 1, vec![0], true).versions[0].clone());
     commit(&c, vec![put(1, Some(dropped))]).await.unwrap();
     commit(&c, vec![delete()]).await.unwrap();
-    assert!(c.expansions("t").await.unwrap().is_empty());
+    assert!(c.iceberg().expansions("t").await.unwrap().is_empty());
 
     let table = |generation| catalog::TableRecord {
         generation,
@@ -468,21 +486,23 @@ async fn expansions_hold_their_topic_and_its_unread_records() {
         commit(&c, vec![put_table(0, Some(table(1)))]).await,
         Err(CatalogError::PreconditionFailed(_))
     ));
-    assert_eq!(c.other_tables().await.unwrap().len(), 1);
+    assert_eq!(c.iceberg().other_tables().await.unwrap().len(), 1);
     commit(&c, vec![put_table(1, None)]).await.unwrap();
-    assert!(c.other_table("expanded", "rows").await.unwrap().is_none());
+    let (iceberg, s3) = (c.iceberg(), c.s3());
+    let table = iceberg.other_table("expanded", "rows").await.unwrap();
+    assert!(table.is_none());
+    let file = s3.object("kafka", "expanded/rows/metadata/1.json").await;
+    assert!(file.unwrap().is_none());
+    let other = s3.object("kafka", "expanded/rowsx").await;
     assert!(
-        c.object("kafka", "expanded/rows/metadata/1.json")
-            .await
-            .unwrap()
-            .is_none()
+        other.unwrap().is_some(),
+        "an object beside the table's prefix stays"
     );
-    assert!(c.object("kafka", "expanded/rowsx").await.unwrap().is_some());
     // All of it survives a restart (replayed from the log).
     drop(c);
     let c = open(dir.path());
-    assert!(c.other_tables().await.unwrap().is_empty());
-    assert!(c.topic("t").await.unwrap().is_none());
+    assert!(c.iceberg().other_tables().await.unwrap().is_empty());
+    assert!(c.kafka().topic("t").await.unwrap().is_none());
 }
 
 /// A topic table moves one generation at a time, and deleting its topic takes the table
@@ -566,11 +586,18 @@ async fn bucket_configurations_need_their_bucket_survive_checkpoints_and_go_with
     // Rebuilt from the checkpoint and the log, the store says the same.
     std::fs::remove_dir_all(dir.path().join("drive-0")).unwrap();
     let c = open(dir.path());
-    let doc = async |b: &str, k| c.bucket_config(b, k).await.unwrap().map(|c| c.document);
+    let doc = async |b: &str, k| {
+        c.s3()
+            .bucket_config(b, k)
+            .await
+            .unwrap()
+            .map(|c| c.document)
+    };
     assert_eq!(doc("a", Lifecycle).await.as_deref(), Some("<L>a</L>"));
     assert_eq!(doc("a", Cors).await, None);
     assert_eq!(doc("ab", Lifecycle).await.as_deref(), Some("<L>ab2</L>"));
     let all: Vec<String> = c
+        .s3()
         .bucket_configs(Lifecycle)
         .await
         .unwrap()
@@ -690,6 +717,7 @@ async fn locked_versions_survive_every_removal_until_their_lock_ends() {
     std::fs::remove_dir_all(dir.path().join("drive-0")).unwrap();
     let c = open(dir.path());
     let v = c
+        .s3()
         .object_version("b", "comp", "v-comp")
         .await
         .unwrap()
@@ -706,7 +734,8 @@ async fn locked_versions_survive_every_removal_until_their_lock_ends() {
     ));
     assert!(is_locked(commit(&c, remove("gov", NOW + 5, false)).await));
     assert!(
-        c.object_version("b", "held", "v-held")
+        c.s3()
+            .object_version("b", "held", "v-held")
             .await
             .unwrap()
             .is_none()
@@ -714,7 +743,13 @@ async fn locked_versions_survive_every_removal_until_their_lock_ends() {
     // Once their time is past, both go.
     commit(&c, remove("comp", NOW + 2000, false)).await.unwrap();
     commit(&c, remove("gov", NOW + 10, false)).await.unwrap();
-    assert!(c.list_versions("b", "", None, 10).await.unwrap().is_empty());
+    assert!(
+        c.s3()
+            .list_versions("b", "", None, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
     // A write that replaces a locked `null` version is refused while the lock holds.
     let Op::S3(S3Op::PutObject { mut version, .. }) =
@@ -738,5 +773,6 @@ async fn locked_versions_survive_every_removal_until_their_lock_ends() {
     plain.lock = ObjectLock::default();
     assert!(is_locked(commit(&c, put_null(NOW + 49, &plain)).await));
     commit(&c, put_null(NOW + 50, &plain)).await.unwrap();
-    assert_eq!(c.list_versions("b", "n", None, 10).await.unwrap().len(), 1);
+    let versions = c.s3().list_versions("b", "n", None, 10).await;
+    assert_eq!(versions.unwrap().len(), 1);
 }

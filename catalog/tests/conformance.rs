@@ -144,8 +144,9 @@ async fn transactions_commit_whole_or_not_at_all(u: &Under) {
         matches!(err, CatalogError::UnknownPartition { partition: 9, .. }),
         "{err}"
     );
-    assert_eq!(c.partition(7, 1).await.unwrap().unwrap().next_offset, 0);
-    assert!(c.object("b", "x").await.unwrap().is_none());
+    let untouched = c.kafka().partition(7, 1).await.unwrap().unwrap();
+    assert_eq!(untouched.next_offset, 0);
+    assert!(c.s3().object("b", "x").await.unwrap().is_none());
     let out = commit(c, vec![append(7, 0, 3, 4)]).await.unwrap();
     assert_eq!(
         out.ops,
@@ -154,7 +155,7 @@ async fn transactions_commit_whole_or_not_at_all(u: &Under) {
             log_start_offset: 0,
         }]
     );
-    let batches = c.read_batches(7, 0, 3, 1 << 20).await.unwrap();
+    let batches = c.kafka().read_batches(7, 0, 3, 1 << 20).await.unwrap();
     assert_eq!(batches.len(), 1, "offset 3 lies inside the second batch");
     assert_eq!((batches[0].base_offset, batches[0].last_offset), (2, 4));
     assert_eq!(
@@ -164,11 +165,18 @@ async fn transactions_commit_whole_or_not_at_all(u: &Under) {
     );
     assert_eq!(&batches[0].bytes[8..], &[4u8; 32], "the bytes appended");
     assert_eq!(
-        c.read_batches(7, 0, 0, 1).await.unwrap().len(),
+        c.kafka().read_batches(7, 0, 0, 1).await.unwrap().len(),
         1,
         "at least one batch"
     );
-    assert_eq!(c.read_batches(7, 0, 0, 1 << 20).await.unwrap().len(), 2);
+    assert_eq!(
+        c.kafka()
+            .read_batches(7, 0, 0, 1 << 20)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
     assert!(matches!(
         commit(c, vec![Op::S3(S3Op::DeleteBucket { name: "b".into() })]).await,
         Err(CatalogError::BucketNotEmpty(_))
@@ -233,20 +241,31 @@ async fn listing_pages_in_byte_order(u: &Under) {
         .unwrap();
     let keys = |v: Vec<(String, ObjectVersion)>| v.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
     assert_eq!(
-        keys(c.list_objects("b", "", None, 100).await.unwrap()),
+        keys(c.s3().list_objects("b", "", None, 100).await.unwrap()),
         vec!["Z", "a", "a/1", "a/2", "a/3", "b", "é"]
     );
     assert_eq!(
-        keys(c.list_objects("b", "a/", Some("a/1"), 1).await.unwrap()),
+        keys(
+            c.s3()
+                .list_objects("b", "a/", Some("a/1"), 1)
+                .await
+                .unwrap()
+        ),
         vec!["a/2"]
     );
     assert_eq!(
-        keys(c.list_objects("b", "a/", Some("a/3"), 10).await.unwrap()),
+        keys(
+            c.s3()
+                .list_objects("b", "a/", Some("a/3"), 10)
+                .await
+                .unwrap()
+        ),
         Vec::<String>::new()
     );
     // Overwriting an unversioned key keeps one version.
     commit(c, vec![object("b", "a", b"again")]).await.unwrap();
-    assert_eq!(c.list_versions("b", "a", None, 10).await.unwrap().len(), 4);
+    let versions = c.s3().list_versions("b", "a", None, 10).await;
+    assert_eq!(versions.unwrap().len(), 4);
 }
 
 async fn topic_tables_follow_their_topic(u: &Under) {
@@ -271,7 +290,7 @@ async fn topic_tables_follow_their_topic(u: &Under) {
     .await
     .unwrap();
     assert_eq!(
-        c.topic_table("t").await.unwrap().unwrap().tabled,
+        c.iceberg().topic_table("t").await.unwrap().unwrap().tabled,
         vec![3, 0]
     );
     // Built on a stale generation, or for another topic id: refused, nothing applied.
@@ -288,7 +307,8 @@ async fn topic_tables_follow_their_topic(u: &Under) {
         "{stale:?}"
     );
     assert!(
-        c.object("kafka", "kafka_topics/t/metadata/x.json")
+        c.s3()
+            .object("kafka", "kafka_topics/t/metadata/x.json")
             .await
             .unwrap()
             .is_none()
@@ -308,7 +328,15 @@ async fn topic_tables_follow_their_topic(u: &Under) {
     )
     .await
     .unwrap();
-    assert_eq!(c.topic_table("t").await.unwrap().unwrap().generation, 2);
+    assert_eq!(
+        c.iceberg()
+            .topic_table("t")
+            .await
+            .unwrap()
+            .unwrap()
+            .generation,
+        2
+    );
 
     commit(
         c,
@@ -316,8 +344,9 @@ async fn topic_tables_follow_their_topic(u: &Under) {
     )
     .await
     .unwrap();
-    assert!(c.topic_table("t").await.unwrap().is_none());
+    assert!(c.iceberg().topic_table("t").await.unwrap().is_none());
     let left: Vec<String> = c
+        .s3()
         .list_objects("kafka", "", None, 100)
         .await
         .unwrap()
@@ -326,6 +355,7 @@ async fn topic_tables_follow_their_topic(u: &Under) {
         .collect();
     assert_eq!(left, vec!["kafka_topics/tt/keep".to_string()]);
     let versions = c
+        .s3()
         .list_versions("kafka", "kafka_topics/t/", None, 100)
         .await
         .unwrap();
@@ -356,12 +386,12 @@ async fn bucket_replacements_apply_only_to_the_record_they_were_built_on(u: &Und
         commit(c, vec![replace(&original, &versioned)]).await,
         Err(CatalogError::PreconditionFailed(_))
     ));
-    assert_eq!(c.bucket("b").await.unwrap(), Some(tagged.clone()));
+    assert_eq!(c.s3().bucket("b").await.unwrap(), Some(tagged.clone()));
     // Built on the current record: applied.
     let mut both = tagged.clone();
     both.versioning = Versioning::Enabled;
     commit(c, vec![replace(&tagged, &both)]).await.unwrap();
-    assert_eq!(c.bucket("b").await.unwrap(), Some(both.clone()));
+    assert_eq!(c.s3().bucket("b").await.unwrap(), Some(both.clone()));
     // A deleted bucket is not brought back, and a record cannot rename its bucket.
     let mut renamed = both.clone();
     renamed.name = "other".into();
@@ -376,7 +406,7 @@ async fn bucket_replacements_apply_only_to_the_record_they_were_built_on(u: &Und
         commit(c, vec![replace(&both, &both)]).await,
         Err(CatalogError::NoSuchBucket(_))
     ));
-    assert_eq!(c.bucket("b").await.unwrap(), None);
+    assert_eq!(c.s3().bucket("b").await.unwrap(), None);
 }
 
 async fn views_keep_topics_and_group_offsets_apart(u: &Under) {
@@ -406,12 +436,19 @@ async fn views_keep_topics_and_group_offsets_apart(u: &Under) {
             .await
             .unwrap();
     }
-    assert_eq!(default.topic("orders").await.unwrap().unwrap().id, 1);
-    assert_eq!(team.topic("orders").await.unwrap().unwrap().id, 2);
-    assert_eq!(team.topic_by_id(1).await.unwrap(), None);
-    assert_eq!(team.topic_by_id(2).await.unwrap().unwrap().name, "orders");
+    assert_eq!(
+        default.kafka().topic("orders").await.unwrap().unwrap().id,
+        1
+    );
+    assert_eq!(team.kafka().topic("orders").await.unwrap().unwrap().id, 2);
+    assert_eq!(team.kafka().topic_by_id(1).await.unwrap(), None);
+    assert_eq!(
+        team.kafka().topic_by_id(2).await.unwrap().unwrap().name,
+        "orders"
+    );
     let names = async |v: &ViewCatalog| {
-        v.topics()
+        v.kafka()
+            .topics()
             .await
             .unwrap()
             .into_iter()
@@ -420,9 +457,10 @@ async fn views_keep_topics_and_group_offsets_apart(u: &Under) {
     };
     assert_eq!(names(&default).await, ["orders"]);
     assert_eq!(names(&team).await, ["orders"]);
-    assert_eq!(c.topics().await.unwrap().len(), 2);
+    assert_eq!(c.kafka().topics().await.unwrap().len(), 2);
     assert_eq!(
         default
+            .groups()
             .offset("g", "orders", 0)
             .await
             .unwrap()
@@ -431,12 +469,17 @@ async fn views_keep_topics_and_group_offsets_apart(u: &Under) {
         5
     );
     assert_eq!(
-        team.offset("g", "orders", 0).await.unwrap().unwrap().offset,
+        team.groups()
+            .offset("g", "orders", 0)
+            .await
+            .unwrap()
+            .unwrap()
+            .offset,
         9
     );
-    assert_eq!(team.offsets("g").await.unwrap()[0].0, "orders");
+    assert_eq!(team.groups().offsets("g").await.unwrap()[0].0, "orders");
     // No client name reaches another view's.
-    assert_eq!(default.topic("\0team\0orders").await.unwrap(), None);
+    assert_eq!(default.kafka().topic("\0team\0orders").await.unwrap(), None);
     assert!(
         default
             .commit(Transaction::new(vec![topic("\0team\0x", 3, 1)]))
@@ -503,7 +546,7 @@ async fn postgres_nodes_read_and_wake_for_each_others_commits() {
         .expect("node b's fetch woke for node a's append");
     commit(b.as_ref(), vec![append(5, 1, 2, 8)]).await.unwrap();
     for node in [&a, &b] {
-        let batches = node.read_batches(5, 1, 0, 1 << 20).await.unwrap();
+        let batches = node.kafka().read_batches(5, 1, 0, 1 << 20).await.unwrap();
         let got: Vec<(u64, u8)> = batches
             .iter()
             .map(|x| (x.base_offset, x.bytes[8]))
@@ -536,7 +579,7 @@ async fn postgres_node_logs_free_segments_nothing_references() {
         commit(c.as_ref(), vec![append(5, 0, 1, i)]).await.unwrap();
     }
     let before = segments();
-    let all = c.read_batches(5, 0, 0, 1 << 20).await.unwrap();
+    let all = c.kafka().read_batches(5, 0, 0, 1 << 20).await.unwrap();
     assert_eq!(all.len(), 20, "every batch reads back");
     assert!(before >= 10, "{before} segments");
     commit(
@@ -556,7 +599,7 @@ async fn postgres_node_logs_free_segments_nothing_references() {
         after <= 5,
         "{before} segments, {after} after the truncation"
     );
-    let kept = c.read_batches(5, 0, 18, 1 << 20).await.unwrap();
+    let kept = c.kafka().read_batches(5, 0, 18, 1 << 20).await.unwrap();
     let tags: Vec<u8> = kept.iter().map(|b| b.bytes[8]).collect();
     assert_eq!(tags, vec![18, 19, 99], "the batches kept still read");
 }
@@ -629,7 +672,15 @@ async fn postgres_writes_under_a_lost_lease_are_refused() {
         matches!(refused, Err(CatalogError::Fenced(_))),
         "{refused:?}"
     );
-    assert_eq!(a.partition(5, 0).await.unwrap().unwrap().next_offset, 1);
+    assert_eq!(
+        a.kafka()
+            .partition(5, 0)
+            .await
+            .unwrap()
+            .unwrap()
+            .next_offset,
+        1
+    );
     // The new holder writes under its own lease; writes under none are not fenced.
     let b_lease = catalog::Lease {
         address: addresses[0].clone(),
@@ -641,5 +692,13 @@ async fn postgres_writes_under_a_lost_lease_are_refused() {
     commit(a.as_ref(), vec![bucket("s3-writes-need-no-lease")])
         .await
         .unwrap();
-    assert_eq!(b.partition(5, 0).await.unwrap().unwrap().next_offset, 2);
+    assert_eq!(
+        b.kafka()
+            .partition(5, 0)
+            .await
+            .unwrap()
+            .unwrap()
+            .next_offset,
+        2
+    );
 }

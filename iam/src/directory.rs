@@ -165,7 +165,7 @@ impl Directory {
     /// Opens the directory kept in `catalog`, making the config file's users as the
     /// config says (the first is the administrator).
     pub async fn open(catalog: Arc<dyn Catalog>, config: &[ConfigUser]) -> Result<Self, IamError> {
-        let stored = catalog.users().await?;
+        let stored = catalog.iam().users().await?;
         let mut ops = Vec::new();
         for c in config {
             let old = stored.iter().find(|u| u.name == c.name);
@@ -236,9 +236,9 @@ impl Directory {
             return Ok(());
         };
         let s = Snapshot::build(
-            c.users().await?,
-            c.policies().await?,
-            c.bucket_policies().await?,
+            c.iam().users().await?,
+            c.iam().policies().await?,
+            c.s3().bucket_policies().await?,
         );
         *self.snapshot.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(s);
         Ok(())

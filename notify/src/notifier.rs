@@ -109,7 +109,7 @@ impl Notifier {
             for change in changes {
                 for rule in config.matching(change.kind, &change.key) {
                     if !topics.contains_key(&rule.topic) {
-                        let t = catalog.topic(&rule.topic).await?;
+                        let t = catalog.kafka().topic(&rule.topic).await?;
                         topics.insert(rule.topic.clone(), t);
                     }
                 }

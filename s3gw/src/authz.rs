@@ -142,7 +142,7 @@ impl Gateway {
                 // (making one that exists answers BucketAlreadyExists, as AWS does).
                 (Some(_), None) => true,
                 (Some(_), Some(_)) if action == "s3:CreateBucket" => true,
-                (Some(p), Some(b)) => match self.catalog().bucket(b).await {
+                (Some(p), Some(b)) => match self.catalog().s3().bucket(b).await {
                     Ok(Some(record)) => record.owner == p,
                     Ok(None) => true,
                     Err(e) => return Err(crate::error::catalog_error(e)),

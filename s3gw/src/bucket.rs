@@ -91,7 +91,7 @@ pub async fn create_bucket(
             }))
         }
         Err(CatalogError::BucketExists(_)) => {
-            let existing = gw.catalog().bucket(&name).await.or_s3()?;
+            let existing = gw.catalog().s3().bucket(&name).await.or_s3()?;
             let owner = existing.as_ref().map(|b| b.owner.as_str());
             let us_east_1 =
                 |loc: Option<&str>| loc.is_none_or(|l| l.is_empty() || l == "us-east-1");
@@ -128,6 +128,7 @@ pub async fn delete_bucket(
     let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let mut ops: Vec<Op> = gw
         .catalog()
+        .s3()
         .list_uploads(&b.name, "", None, 100_000)
         .await
         .or_s3()?
@@ -199,6 +200,7 @@ pub async fn list_buckets(
     let after = i.continuation_token.clone();
     let mut records: Vec<BucketRecord> = gw
         .catalog()
+        .s3()
         .buckets()
         .await
         .or_s3()?

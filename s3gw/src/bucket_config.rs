@@ -54,7 +54,13 @@ pub async fn get<T: for<'x> Deserialize<'x>>(
     bucket: &str,
     kind: BucketConfigKind,
 ) -> S3Result<Option<T>> {
-    let Some(c) = gw.catalog().bucket_config(bucket, kind).await.or_s3()? else {
+    let Some(c) = gw
+        .catalog()
+        .s3()
+        .bucket_config(bucket, kind)
+        .await
+        .or_s3()?
+    else {
         return Ok(None);
     };
     from_xml(&c.document).map(Some).map_err(|e| {

@@ -262,7 +262,7 @@ impl Cors {
                 "CORSResponse: Bucket not found",
             );
         };
-        if !matches!(self.gw.catalog().bucket(&bucket).await, Ok(Some(_))) {
+        if !matches!(self.gw.catalog().s3().bucket(&bucket).await, Ok(Some(_))) {
             return error(
                 StatusCode::NOT_FOUND,
                 "NoSuchBucket",

@@ -129,10 +129,11 @@ async fn delete_one(
         let target = match version_id {
             Some(vid) => gw
                 .catalog()
+                .s3()
                 .object_version(&b.name, key, vid)
                 .await
                 .or_s3()?,
-            None => gw.catalog().object(&b.name, key).await.or_s3()?,
+            None => gw.catalog().s3().object(&b.name, key).await.or_s3()?,
         };
         conditions.check(target.as_ref())?;
         // The current version could be replaced between the check and the commit: the
@@ -145,6 +146,7 @@ async fn delete_one(
     if let Some(vid) = version_id {
         let Some(v) = gw
             .catalog()
+            .s3()
             .object_version(&b.name, key, vid)
             .await
             .or_s3()?
@@ -163,6 +165,7 @@ async fn delete_one(
     if b.versioning == Versioning::Unversioned
         && gw
             .catalog()
+            .s3()
             .object_version(&b.name, key, "null")
             .await
             .or_s3()?

@@ -90,6 +90,7 @@ pub async fn find_version(
     match version_id {
         Some(id) => match gw
             .catalog()
+            .s3()
             .object_version(&b.name, key, id)
             .await
             .or_s3()?
@@ -109,7 +110,7 @@ pub async fn find_version(
                 "The specified version does not exist"
             )),
         },
-        None => match gw.catalog().object(&b.name, key).await.or_s3()? {
+        None => match gw.catalog().s3().object(&b.name, key).await.or_s3()? {
             Some(v) => Ok(v),
             None => Err(no_current_version(gw, b, key).await),
         },
@@ -122,6 +123,7 @@ async fn no_current_version(gw: &Gateway, b: &BucketRecord, key: &str) -> S3Erro
     let mut err = s3_error!(NoSuchKey, "The specified key does not exist");
     let newest = gw
         .catalog()
+        .s3()
         .list_versions(&b.name, key, Some(key), 1)
         .await
         .ok()

@@ -210,6 +210,7 @@ impl Gateway {
         name: &str,
     ) -> S3Result<bucket_settings::Bucket> {
         self.catalog
+            .s3()
             .bucket(name)
             .await
             .or_s3()?

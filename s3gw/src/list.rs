@@ -96,6 +96,7 @@ pub async fn list_page(
         let want = (max - count + 1).min(batch_size);
         let batch = gw
             .catalog()
+            .s3()
             .list_objects(bucket, prefix, cursor.as_deref(), want)
             .await
             .or_s3()?;
@@ -356,6 +357,7 @@ pub async fn list_object_versions(
         let fetch = batch_size + skip;
         let batch = gw
             .catalog()
+            .s3()
             .list_versions(&b.name, &prefix, start.as_deref(), fetch)
             .await
             .or_s3()?;

@@ -134,6 +134,7 @@ pub(crate) async fn upload_of(
     upload_id: &str,
 ) -> S3Result<UploadRecord> {
     gw.catalog()
+        .s3()
         .upload(bucket, key, upload_id)
         .await
         .or_s3()?
@@ -292,6 +293,7 @@ pub async fn complete_multipart_upload(
     }
     let stored = gw
         .catalog()
+        .s3()
         .parts(&i.upload_id, 0, MAX_PARTS as usize)
         .await
         .or_s3()?;
@@ -482,7 +484,7 @@ async fn already_completed(
         return Ok(None);
     }
     let want = multipart_etag(etags.iter().map(String::as_str));
-    let Some(v) = gw.catalog().object(&b.name, &i.key).await.or_s3()? else {
+    let Some(v) = gw.catalog().s3().object(&b.name, &i.key).await.or_s3()? else {
         return Ok(None);
     };
     if v.etag != want || v.parts.len() != etags.len() {
@@ -544,6 +546,7 @@ pub async fn list_parts(
         .unwrap_or(0);
     let mut parts = gw
         .catalog()
+        .s3()
         .parts(&i.upload_id, marker, max + 1)
         .await
         .or_s3()?;
@@ -612,6 +615,7 @@ pub async fn list_multipart_uploads(
         }
         let batch = gw
             .catalog()
+            .s3()
             .list_uploads(
                 &b.name,
                 &prefix,

@@ -80,6 +80,7 @@ pub async fn put_bucket_notification_configuration(
     // The validator's check is synchronous: the topics it may name are read first.
     let topics: std::collections::HashSet<String> = gw
         .catalog()
+        .kafka()
         .topics()
         .await
         .map_err(crate::error::catalog_error)?

@@ -311,10 +311,11 @@ async fn locked_version(
     let v = match version_id {
         Some(id) => gw
             .catalog()
+            .s3()
             .object_version(&b.name, key, id)
             .await
             .or_s3()?,
-        None => gw.catalog().object(&b.name, key).await.or_s3()?,
+        None => gw.catalog().s3().object(&b.name, key).await.or_s3()?,
     };
     match v {
         Some(v) if v.delete_marker => Err(s3_error!(

@@ -58,7 +58,7 @@ pub async fn put_object(
     };
     let lock = asked_lock.lock(&b, now_ms())?;
     if input.if_match.is_some() || input.if_none_match.is_some() {
-        let current = gw.catalog().object(&b.name, &key).await.or_s3()?;
+        let current = gw.catalog().s3().object(&b.name, &key).await.or_s3()?;
         // AWS answers If-Match on a key with no current object with 404, not 412.
         if input.if_match.is_some() && current.is_none() {
             return Err(s3_error!(NoSuchKey, "The specified key does not exist"));

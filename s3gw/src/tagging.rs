@@ -120,8 +120,13 @@ async fn target(
     version_id: Option<&str>,
 ) -> S3Result<ObjectVersion> {
     let v = match version_id {
-        Some(id) => gw.catalog().object_version(bucket, key, id).await.or_s3()?,
-        None => gw.catalog().object(bucket, key).await.or_s3()?,
+        Some(id) => gw
+            .catalog()
+            .s3()
+            .object_version(bucket, key, id)
+            .await
+            .or_s3()?,
+        None => gw.catalog().s3().object(bucket, key).await.or_s3()?,
     };
     match v {
         Some(v) if !v.delete_marker => Ok(v),

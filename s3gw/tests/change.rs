@@ -35,7 +35,7 @@ async fn failed_commit_deletes_the_new_blobs() {
         cat.clone() as Arc<dyn Catalog>,
         Arc::new(iam::Directory::in_memory(&[])),
     );
-    let b = Bucket::decode(cat.bucket("b").await.unwrap().unwrap());
+    let b = Bucket::decode(cat.s3().bucket("b").await.unwrap().unwrap());
     let blob = cat.blobs().put(&[7u8; 100_000]).unwrap();
     let version = ObjectVersion::new(
         "null".into(),
@@ -53,7 +53,7 @@ async fn failed_commit_deletes_the_new_blobs() {
         .unwrap_err();
     assert_eq!(err.code().as_str(), "PreconditionFailed");
     assert!(cat.blobs().open(blob.id).is_err(), "the blob was deleted");
-    assert!(cat.object("b", "k").await.unwrap().is_none());
+    assert!(cat.s3().object("b", "k").await.unwrap().is_none());
 
     // The same change without the failing condition commits and keeps its blob.
     let blob2 = cat.blobs().put(&[8u8; 100_000]).unwrap();
@@ -110,7 +110,7 @@ async fn event_rows_commit_with_the_change_or_not_at_all() {
         cat.clone() as Arc<dyn Catalog>,
         Arc::new(iam::Directory::in_memory(&[])),
     );
-    let b = Bucket::decode(cat.bucket("b").await.unwrap().unwrap());
+    let b = Bucket::decode(cat.s3().bucket("b").await.unwrap().unwrap());
     let version = ObjectVersion::new(
         "null".into(),
         ObjectData::Inline(b"abc".to_vec()),
@@ -122,6 +122,7 @@ async fn event_rows_commit_with_the_change_or_not_at_all() {
         let mut n = 0u64;
         for p in 0..3 {
             n += cat
+                .kafka()
                 .partition(topic.id, p)
                 .await
                 .unwrap()
@@ -146,7 +147,11 @@ async fn event_rows_commit_with_the_change_or_not_at_all() {
         .unwrap();
     assert_eq!(appended().await, 1);
     let p = notify::partition::partition_for(b"b/k", 3);
-    let batches = cat.read_batches(topic.id, p, 0, 1 << 20).await.unwrap();
+    let batches = cat
+        .kafka()
+        .read_batches(topic.id, p, 0, 1 << 20)
+        .await
+        .unwrap();
     assert_eq!(batches.len(), 1);
     let mut bytes = batches[0].bytes.clone();
     let decoded = kafka_protocol::records::RecordBatchDecoder::decode(&mut bytes).unwrap();

@@ -65,7 +65,7 @@ pub async fn run(
             _ = tokio::time::sleep(limits.check_every) => {}
             _ = stop.changed() => return,
         }
-        let topics = match tabler.catalog().topics().await {
+        let topics = match tabler.catalog().kafka().topics().await {
             Ok(t) => t,
             Err(e) => {
                 tracing::warn!(error = %e, "background tabler: listing topics failed");
@@ -76,7 +76,7 @@ pub async fn run(
         for topic in topics.into_iter().filter(|t| seals(&t.name)) {
             let mut stored = 0u64;
             for p in 0..topic.partitions {
-                if let Ok(Some(st)) = tabler.catalog().partition(topic.id, p).await {
+                if let Ok(Some(st)) = tabler.catalog().kafka().partition(topic.id, p).await {
                     stored += st.bytes;
                 }
             }

@@ -32,6 +32,7 @@ pub fn key_of<'a>(bucket: &str, location: &'a str) -> Option<&'a str> {
 /// gateway holds the keys to) is refused rather than read as its ciphertext.
 pub async fn read(catalog: &dyn Catalog, bucket: &str, key: &str) -> TableResult<Vec<u8>> {
     let v = catalog
+        .s3()
         .object(bucket, key)
         .await?
         .ok_or_else(|| TableError::MissingFile(location(bucket, key)))?;

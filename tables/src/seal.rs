@@ -169,6 +169,7 @@ impl Tabler {
     pub async fn current(&self, topic: &TopicRecord) -> TableResult<Option<TopicTable>> {
         Ok(self
             .catalog
+            .iceberg()
             .topic_table(&topic.name)
             .await?
             .filter(|t| t.topic_id == topic.id))
@@ -194,6 +195,7 @@ impl Tabler {
         // A backfill still to run is work for the background too.
         let backfilling = self
             .catalog
+            .iceberg()
             .expansions(&topic.name)
             .await?
             .iter()
@@ -211,7 +213,7 @@ impl Tabler {
             return Ok(true);
         }
         for p in 0..topic.partitions {
-            let Some((st, end)) = self.catalog.stable_partition(topic.id, p).await? else {
+            let Some((st, end)) = self.catalog.kafka().stable_partition(topic.id, p).await? else {
                 continue;
             };
             let tabled = table
@@ -250,6 +252,7 @@ impl Tabler {
     ) -> TableResult<(TopicTable, bool)> {
         let t = self
             .catalog
+            .kafka()
             .topic(topic)
             .await?
             .ok_or_else(|| TableError::NoSuchTable(format!("{NAMESPACE}.{topic}")))?;
@@ -280,6 +283,7 @@ impl Tabler {
             let before = old_start.get(p as usize).copied().unwrap_or(0);
             let log_start = self
                 .catalog
+                .kafka()
                 .partition(t.id, p)
                 .await?
                 .map_or(0, |st| st.log_start_offset);

@@ -20,7 +20,7 @@ pub async fn handle(ctx: Ctx, req: AddPartitionsToTxnRequest) -> Reply {
     // (topic, partition, error if it cannot be added)
     let mut asked: Vec<(String, i32, Option<ResponseError>)> = Vec::new();
     for t in &req.v3_and_below_topics {
-        let (topic, unreadable) = crate::context::found(catalog.topic(&t.name).await);
+        let (topic, unreadable) = crate::context::found(catalog.kafka().topic(&t.name).await);
         for &p in &t.partitions {
             let error = match (&topic, unreadable) {
                 (_, Some(e)) => Some(e),

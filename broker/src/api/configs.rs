@@ -137,7 +137,7 @@ pub async fn describe(ctx: &Ctx, req: DescribeConfigsRequest) -> DescribeConfigs
                     .with_resource_type(r.resource_type)
                     .with_resource_name(r.resource_name.clone());
                 match r.resource_type {
-                    TOPIC => match ctx.broker.catalog.topic(&r.resource_name).await {
+                    TOPIC => match ctx.broker.catalog.kafka().topic(&r.resource_name).await {
                         Ok(Some(t)) => {
                             out.configs = configs::TOPIC_CONFIGS
                                 .iter()
@@ -199,7 +199,7 @@ async fn change_topic(
             Some("unsupported resource type".into()),
         ));
     }
-    let mut topic: TopicRecord = match ctx.broker.catalog.topic(name).await {
+    let mut topic: TopicRecord = match ctx.broker.catalog.kafka().topic(name).await {
         Ok(Some(t)) => t,
         Ok(None) => {
             return Err((

@@ -31,7 +31,7 @@ async fn truncate(ctx: Ctx, req: DeleteRecordsRequest) -> Reply {
     let mut ops = Vec::new();
     let mut plan = Vec::new();
     for t in req.topics {
-        let (topic, unreadable) = crate::context::found(catalog.topic(&t.name).await);
+        let (topic, unreadable) = crate::context::found(catalog.kafka().topic(&t.name).await);
         let mut parts = Vec::new();
         for p in t.partitions {
             let result = match (&topic, unreadable) {
@@ -40,7 +40,11 @@ async fn truncate(ctx: Ctx, req: DeleteRecordsRequest) -> Reply {
                     if !ctx.leads(&topic.name, p.partition_index) {
                         Err(ResponseError::NotLeaderOrFollower)
                     } else {
-                        match catalog.partition(topic.id, p.partition_index as u32).await {
+                        match catalog
+                            .kafka()
+                            .partition(topic.id, p.partition_index as u32)
+                            .await
+                        {
                             Ok(Some(st)) => {
                                 let target = if p.offset == -1 {
                                     st.next_offset as i64

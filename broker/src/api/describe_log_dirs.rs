@@ -20,7 +20,7 @@ pub async fn handle(ctx: &Ctx, req: DescribeLogDirsRequest) -> DescribeLogDirsRe
             .into_iter()
             .map(|t| (t.topic.to_string(), Some(t.partitions)))
             .collect(),
-        None => match catalog.topics().await {
+        None => match catalog.kafka().topics().await {
             Ok(ts) => ts.into_iter().map(|t| (t.name, None)).collect(),
             Err(e) => {
                 return DescribeLogDirsResponse::default()
@@ -33,7 +33,7 @@ pub async fn handle(ctx: &Ctx, req: DescribeLogDirsRequest) -> DescribeLogDirsRe
     // or an empty partition.
     let mut fault = None;
     for (name, parts) in wanted {
-        let t = match catalog.topic(&name).await {
+        let t = match catalog.kafka().topic(&name).await {
             Ok(Some(t)) => t,
             Ok(None) => continue,
             Err(e) => {
@@ -49,7 +49,7 @@ pub async fn handle(ctx: &Ctx, req: DescribeLogDirsRequest) -> DescribeLogDirsRe
                 .filter(|p| t.has_partition(*p) && ctx.leads(&t.name, *p))
             {
                 out.push({
-                    let size = match catalog.partition(t.id, p as u32).await {
+                    let size = match catalog.kafka().partition(t.id, p as u32).await {
                         Ok(state) => state.map_or(0, |s| s.bytes as i64),
                         Err(e) => {
                             fault = Some(crate::error::from_catalog(&e));

@@ -24,11 +24,13 @@ async fn producers(
     }
     let catalog = &ctx.broker.catalog;
     let open = catalog
+        .txns()
         .txn_partition(topic.id, p as u32)
         .await
         .map_err(|e| from_catalog(&e))?
         .open;
     let states = catalog
+        .kafka()
         .producers_of(topic.id, p as u32)
         .await
         .map_err(|e| from_catalog(&e))?;
@@ -58,7 +60,7 @@ pub async fn handle(ctx: &Ctx, req: DescribeProducersRequest) -> DescribeProduce
         for t in req.topics.into_iter() {
             out.push({
                 let (topic, unreadable) =
-                    crate::context::found(ctx.broker.catalog.topic(&t.name).await);
+                    crate::context::found(ctx.broker.catalog.kafka().topic(&t.name).await);
                 let partitions = {
                     let mut out = Vec::new();
                     for p in t.partition_indexes.into_iter() {

@@ -27,7 +27,7 @@ pub async fn handle(
 ) -> DescribeTopicPartitionsResponse {
     let catalog = &ctx.broker.catalog;
     let mut names: Vec<String> = if req.topics.is_empty() {
-        match catalog.topics().await {
+        match catalog.kafka().topics().await {
             Ok(ts) => ts.into_iter().map(|t| t.name).collect(),
             Err(e) => {
                 tracing::warn!(error = %e, "listing topics failed");
@@ -50,7 +50,7 @@ pub async fn handle(
     let mut topics = Vec::new();
     let mut next = None;
     for name in names.into_iter().filter(|n| *n >= from_topic) {
-        let record = match catalog.topic(&name).await {
+        let record = match catalog.kafka().topic(&name).await {
             Ok(Some(t)) => t,
             found => {
                 let error = match found {

@@ -19,7 +19,7 @@ pub async fn handle(ctx: &Ctx, req: ElectLeadersRequest) -> ElectLeadersResponse
             .into_iter()
             .map(|t| (t.topic.to_string(), t.partitions))
             .collect(),
-        None => match catalog.topics().await {
+        None => match catalog.kafka().topics().await {
             Ok(topics) => topics
                 .into_iter()
                 .map(|t| {
@@ -37,7 +37,7 @@ pub async fn handle(ctx: &Ctx, req: ElectLeadersRequest) -> ElectLeadersResponse
     let mut results = Vec::new();
     for (name, parts) in wanted {
         results.push({
-            let topic = catalog.topic(&name).await;
+            let topic = catalog.kafka().topic(&name).await;
             let partition_result = parts
                 .into_iter()
                 .map(|p| {

@@ -49,11 +49,11 @@ async fn read_once(ctx: &Ctx, req: &FetchRequest) -> Read {
     // named with no partitions gets no entry.
     for t in req.topics.iter().filter(|t| !t.partitions.is_empty()) {
         let found = if ctx.version >= 13 {
-            catalog.topic_by_id(t.topic_id.as_u128())
+            catalog.kafka().topic_by_id(t.topic_id.as_u128()).await
         } else {
-            catalog.topic(&t.topic)
+            catalog.kafka().topic(&t.topic).await
         };
-        let (topic, unreadable) = crate::context::found(found.await);
+        let (topic, unreadable) = crate::context::found(found);
         let mut partitions = Vec::with_capacity(t.partitions.len());
         for p in &t.partitions {
             let mut data = PartitionData::default()
@@ -81,12 +81,15 @@ async fn read_once(ctx: &Ctx, req: &FetchRequest) -> Read {
                 if !ctx.leads(&topic.name, p.partition) {
                     return Some(ResponseError::NotLeaderOrFollower);
                 }
-                let (state, lso) =
-                    match catalog.stable_partition(topic.id, p.partition as u32).await {
-                        Ok(Some((s, lso))) => (s, lso as i64),
-                        Ok(None) => return Some(ResponseError::UnknownTopicOrPartition),
-                        Err(e) => return Some(from_catalog(&e)),
-                    };
+                let (state, lso) = match catalog
+                    .kafka()
+                    .stable_partition(topic.id, p.partition as u32)
+                    .await
+                {
+                    Ok(Some((s, lso))) => (s, lso as i64),
+                    Ok(None) => return Some(ResponseError::UnknownTopicOrPartition),
+                    Err(e) => return Some(from_catalog(&e)),
+                };
                 let hw = state.next_offset as i64;
                 data.high_watermark = hw;
                 data.last_stable_offset = lso;
@@ -128,6 +131,7 @@ async fn read_once(ctx: &Ctx, req: &FetchRequest) -> Read {
                     };
                 }
                 match catalog
+                    .kafka()
                     .read_batches(topic.id, p.partition as u32, p.fetch_offset as u64, limit)
                     .await
                 {
@@ -137,6 +141,7 @@ async fn read_once(ctx: &Ctx, req: &FetchRequest) -> Read {
                         batches.retain(|b| (b.base_offset as i64) < end);
                         if read_committed && let Some(last) = batches.last() {
                             match catalog
+                                .txns()
                                 .aborted_txns(
                                     topic.id,
                                     p.partition as u32,
@@ -222,12 +227,16 @@ async fn message_sets(
 ) -> Result<Bytes, catalog::CatalogError> {
     let mut from = fetch_offset as u64;
     while (from as i64) < end {
-        let mut batches = catalog.read_batches(topic, partition, from, limit).await?;
+        let mut batches = catalog
+            .kafka()
+            .read_batches(topic, partition, from, limit)
+            .await?;
         batches.retain(|b| (b.base_offset as i64) < end);
         let Some(last) = batches.last().map(|b| b.last_offset) else {
             break;
         };
         let aborted: Vec<Aborted> = catalog
+            .txns()
             .aborted_txns(topic, partition, from, last + 1)
             .await?
             .into_iter()

@@ -28,6 +28,7 @@ async fn lookup(
 ) -> Result<(i64, i64), ResponseError> {
     let catalog = &ctx.broker.catalog;
     let (state, lso) = catalog
+        .kafka()
         .stable_partition(topic.id, partition)
         .await
         .map_err(|e| from_catalog(&e))?
@@ -38,6 +39,7 @@ async fn lookup(
         EARLIEST => Ok((state.log_start_offset as i64, -1)),
         MAX_TIMESTAMP => {
             let index = catalog
+                .kafka()
                 .batch_index(topic.id, partition, state.log_start_offset, usize::MAX)
                 .await
                 .map_err(|e| from_catalog(&e))?;
@@ -56,6 +58,7 @@ async fn lookup(
         }
         ts if ts >= 0 => {
             let index = catalog
+                .kafka()
                 .batch_index(topic.id, partition, state.log_start_offset, usize::MAX)
                 .await
                 .map_err(|e| from_catalog(&e))?;
@@ -79,6 +82,7 @@ async fn exact(
     let batches = ctx
         .broker
         .catalog
+        .kafka()
         .read_batches(topic.id, partition, base, 1)
         .await
         .map_err(|e| from_catalog(&e))?;
@@ -103,7 +107,8 @@ pub async fn handle(ctx: Ctx, req: ListOffsetsRequest) -> Reply {
         let read_committed = req.isolation_level == 1;
         let mut topics = Vec::with_capacity(req.topics.len());
         for t in &req.topics {
-            let (topic, unreadable) = crate::context::found(c.broker.catalog.topic(&t.name).await);
+            let (topic, unreadable) =
+                crate::context::found(c.broker.catalog.kafka().topic(&t.name).await);
             let mut partitions = Vec::with_capacity(t.partitions.len());
             for p in &t.partitions {
                 let r = ListOffsetsPartitionResponse::default()

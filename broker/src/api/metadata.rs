@@ -66,7 +66,7 @@ pub async fn handle(ctx: Ctx, req: MetadataRequest) -> Reply {
         for t in topics {
             if let Some(name) = &t.name
                 && super::topics::valid_name(name).is_ok()
-                && matches!(catalog.topic(name).await, Ok(None))
+                && matches!(catalog.kafka().topic(name).await, Ok(None))
             {
                 let record = TopicRecord {
                     name: name.to_string(),
@@ -91,7 +91,7 @@ pub async fn handle(ctx: Ctx, req: MetadataRequest) -> Reply {
         let every = req.topics.is_none()
             || (ctx.version == 0 && req.topics.as_ref().is_some_and(|t| t.is_empty()));
         let topics = match req.topics.as_ref().filter(|_| !every) {
-            None => match catalog.topics().await {
+            None => match catalog.kafka().topics().await {
                 Ok(all) => all.iter().map(|t| describe(&ctx, t)).collect(),
                 Err(e) => {
                     tracing::error!(error = %e, "metadata: listing topics failed");
@@ -103,8 +103,8 @@ pub async fn handle(ctx: Ctx, req: MetadataRequest) -> Reply {
                 for w in wanted.iter() {
                     out.push({
                         let found = match &w.name {
-                            Some(name) => catalog.topic(name).await,
-                            None => catalog.topic_by_id(w.topic_id.as_u128()).await,
+                            Some(name) => catalog.kafka().topic(name).await,
+                            None => catalog.kafka().topic_by_id(w.topic_id.as_u128()).await,
                         };
                         match found {
                             Ok(Some(t)) => describe(&ctx, &t),

@@ -53,7 +53,7 @@ pub(crate) fn offset_record(
 /// Appends the commits among `ops` to `__consumer_offsets`, in the same transaction
 /// (a catalog that cannot say whether the topic exists mirrors nothing).
 pub(crate) async fn mirror_to_offsets_topic(catalog: &dyn catalog::Catalog, ops: &mut Vec<Op>) {
-    let Ok(Some(topic)) = catalog.topic(crate::offsets_topic::NAME).await else {
+    let Ok(Some(topic)) = catalog.kafka().topic(crate::offsets_topic::NAME).await else {
         return;
     };
     let commits: Vec<_> = ops
@@ -100,7 +100,8 @@ pub async fn handle(ctx: Ctx, req: OffsetCommitRequest) -> Reply {
     let now = now_ms();
     let mut plan: Vec<(OffsetCommitResponseTopic, Vec<Result<(), ResponseError>>)> = Vec::new();
     for t in req.topics {
-        let (topic, unreadable) = crate::context::found(broker.catalog.topic(&t.name).await);
+        let (topic, unreadable) =
+            crate::context::found(broker.catalog.kafka().topic(&t.name).await);
         let mut results = Vec::new();
         let mut out = OffsetCommitResponseTopic::default()
             .with_name(t.name.clone())

@@ -35,7 +35,7 @@ pub async fn handle(ctx: Ctx, req: OffsetDeleteRequest) -> Reply {
     let mut ops = Vec::new();
     let mut plan = Vec::new();
     for t in req.topics {
-        let (topic, unreadable) = crate::context::found(catalog.topic(&t.name).await);
+        let (topic, unreadable) = crate::context::found(catalog.kafka().topic(&t.name).await);
         let mut parts = Vec::new();
         for p in t.partitions {
             let r = match (&topic, unreadable) {

@@ -144,7 +144,7 @@ async fn fetch(
     let catalog = &ctx.broker.catalog;
     let mut out = Fetched::new();
     match asked {
-        None => match catalog.offsets(group).await {
+        None => match catalog.groups().offsets(group).await {
             Ok(all) => {
                 for (topic, p, o) in all {
                     out.entry(topic).or_default().push((p as i32, Some(o), 0));
@@ -159,7 +159,7 @@ async fn fetch(
                     let o = if *p < 0 {
                         Ok(None)
                     } else {
-                        catalog.offset(group, topic, *p as u32).await
+                        catalog.groups().offset(group, topic, *p as u32).await
                     };
                     match o {
                         Ok(o) => got.push((*p, o, 0)),
@@ -176,7 +176,7 @@ async fn fetch(
                 let Ok(p) = u32::try_from(*p) else {
                     continue;
                 };
-                match catalog.has_pending_txn_offset(group, topic, p).await {
+                match catalog.txns().has_pending_txn_offset(group, topic, p).await {
                     Ok(true) => {
                         *o = None;
                         *code = ResponseError::UnstableOffsetCommit.code();

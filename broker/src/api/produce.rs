@@ -126,6 +126,7 @@ async fn plan_partition(
                 let stored = match ctx
                     .broker
                     .catalog
+                    .kafka()
                     .producer_state(p.producer_id, topic.id, index as u32)
                     .await
                 {
@@ -184,11 +185,11 @@ pub async fn handle(ctx: Ctx, req: ProduceRequest) -> Reply {
     let txn = req.transactional_id.as_ref().map(|t| t.to_string());
     for t in req.topic_data {
         let found = if ctx.version >= 13 {
-            catalog.topic_by_id(t.topic_id.as_u128())
+            catalog.kafka().topic_by_id(t.topic_id.as_u128()).await
         } else {
-            catalog.topic(&t.name)
+            catalog.kafka().topic(&t.name).await
         };
-        let (record, unreadable) = crate::context::found(found.await);
+        let (record, unreadable) = crate::context::found(found);
         let unknown = if ctx.version >= 13 {
             ResponseError::UnknownTopicId
         } else if super::topics::valid_name(&t.name).is_err() {

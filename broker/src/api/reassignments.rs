@@ -34,7 +34,7 @@ pub async fn alter(
         for t in req.topics.into_iter() {
             out.push({
             let name = t.name.to_string();
-            let topic = catalog.topic(&name).await;
+            let topic = catalog.kafka().topic(&name).await;
             let partitions = t
                 .partitions
                 .into_iter()

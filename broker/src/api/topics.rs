@@ -87,7 +87,7 @@ pub async fn create(ctx: Ctx, req: CreateTopicsRequest) -> Reply {
             ))
         } else if let Err(m) = configs::validate_all(&configs) {
             Err(failure(ResponseError::InvalidConfig, m))
-        } else if matches!(catalog.topic(&name).await, Ok(Some(_))) {
+        } else if matches!(catalog.kafka().topic(&name).await, Ok(Some(_))) {
             Err(failure(
                 ResponseError::TopicAlreadyExists,
                 format!("topic {name} already exists"),
@@ -179,8 +179,8 @@ pub async fn delete(ctx: Ctx, req: DeleteTopicsRequest) -> Reply {
     let mut pending = Vec::new();
     for (name, id) in wanted {
         let found = match &name {
-            Some(n) => catalog.topic(n).await,
-            None => catalog.topic_by_id(id.as_u128()).await,
+            Some(n) => catalog.kafka().topic(n).await,
+            None => catalog.kafka().topic_by_id(id.as_u128()).await,
         };
         let doomed = match &found {
             Ok(Some(t)) => Ok(t.name.clone()),
@@ -233,7 +233,7 @@ pub async fn create_partitions(ctx: Ctx, req: CreatePartitionsRequest) -> Reply 
     let mut pending = Vec::new();
     for t in req.topics {
         let name = t.name.to_string();
-        let commit = match catalog.topic(&name).await {
+        let commit = match catalog.kafka().topic(&name).await {
             Ok(Some(mut record)) => {
                 if t.count <= record.partitions as i32 || t.count > MAX_PARTITIONS {
                     Err(failure(

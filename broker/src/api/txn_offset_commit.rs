@@ -59,7 +59,8 @@ pub async fn handle(ctx: Ctx, req: TxnOffsetCommitRequest) -> Reply {
     let now = now_ms();
     let mut plan = Vec::new();
     for t in req.topics {
-        let (topic, unreadable) = crate::context::found(broker.catalog.topic(&t.name).await);
+        let (topic, unreadable) =
+            crate::context::found(broker.catalog.kafka().topic(&t.name).await);
         let mut results = Vec::new();
         for p in t.partitions {
             let r = match (&checked, &topic, unreadable) {

@@ -76,13 +76,18 @@ pub async fn examine(
     limits: Limits,
 ) -> CatalogResult<Examined> {
     let topic_id = topic.id;
-    let Some((st, lso)) = catalog.stable_partition(topic_id, partition).await? else {
+    let Some((st, lso)) = catalog
+        .kafka()
+        .stable_partition(topic_id, partition)
+        .await?
+    else {
         return Ok(Examined {
             ratio: 0.0,
             pass: None,
         });
     };
     let state = catalog
+        .kafka()
         .compaction(topic_id, partition)
         .await?
         .unwrap_or_default();
@@ -91,7 +96,7 @@ pub async fn examine(
     // them.
     // Nor does anything at or past the last stable offset: an open transaction may
     // still abort, and its records must not hide older values of their keys.
-    let limit = match catalog.expanded_to(topic, partition).await? {
+    let limit = match catalog.iceberg().expanded_to(topic, partition).await? {
         Some(l) => Some(l.min(lso)),
         None => (lso < st.next_offset).then_some(lso),
     };
@@ -99,6 +104,7 @@ pub async fn examine(
     let mut from = first_dirty;
     loop {
         let page = catalog
+            .kafka()
             .batch_index(topic_id, partition, from, INDEX_PAGE)
             .await?;
         for b in page.iter().filter(|b| b.base_offset >= first_dirty) {
@@ -120,6 +126,7 @@ pub async fn examine(
         return Ok(Examined { ratio, pass: None });
     }
     let aborted = catalog
+        .txns()
         .aborted_txns(
             topic_id,
             partition,
@@ -184,6 +191,7 @@ impl Cleaner<'_> {
         while pos < end {
             let page = self
                 .catalog
+                .kafka()
                 .read_batches(self.topic_id, self.partition, pos, READ_PAGE)
                 .await?;
             if page.is_empty() {

@@ -42,7 +42,7 @@ pub async fn round(broker: &Arc<Broker>) -> Result<Round, CatalogError> {
     let catalog = broker.catalog.clone();
     let limits = broker.config.compaction;
     let mut out = Round::default();
-    let topics = catalog.topics().await?;
+    let topics = catalog.kafka().topics().await?;
     for topic in topics {
         let Some(policy) = Policy::of(&topic.configs) else {
             continue;

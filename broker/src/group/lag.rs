@@ -36,15 +36,15 @@ async fn measure(broker: &Broker) -> catalog::CatalogResult<BTreeMap<LagLabels, 
     let catalog = &broker.catalog;
     let mut out = BTreeMap::new();
     let mut topics = BTreeMap::new();
-    for group in catalog.groups().await? {
-        for (topic, partition, committed) in catalog.offsets(&group.name).await? {
+    for group in catalog.groups().all().await? {
+        for (topic, partition, committed) in catalog.groups().offsets(&group.name).await? {
             if !topics.contains_key(&topic) {
-                topics.insert(topic.clone(), catalog.topic(&topic).await?);
+                topics.insert(topic.clone(), catalog.kafka().topic(&topic).await?);
             }
             let Some(Some(t)) = topics.get(&topic) else {
                 continue;
             };
-            let Some(state) = catalog.partition(t.id, partition).await? else {
+            let Some(state) = catalog.kafka().partition(t.id, partition).await? else {
                 continue;
             };
             let lag = (state.next_offset as i64 - committed.offset.max(0)).max(0);

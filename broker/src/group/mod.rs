@@ -137,7 +137,7 @@ impl GroupCoordinator {
     pub async fn restore(self: &Arc<Self>) -> Result<usize, ResponseError> {
         let now = Instant::now();
         let mut n = self.restore_consumers().await?;
-        for record in self.catalog.groups().await.map_err(|e| from_catalog(&e))? {
+        for record in stored_groups(self.catalog.as_ref()).await? {
             if !self.holdings.coordinates(&record.name) {
                 continue;
             }
@@ -217,6 +217,7 @@ impl GroupCoordinator {
         // group that another request brought into memory meanwhile wins.
         let record = self
             .catalog
+            .groups()
             .group(name)
             .await
             .map_err(|e| from_catalog(&e))?;
@@ -529,6 +530,7 @@ impl GroupCoordinator {
         let Some(slot) = in_memory else {
             let exists = self
                 .catalog
+                .groups()
                 .group(name)
                 .await
                 .map_err(|e| from_catalog(&e))?
@@ -573,6 +575,7 @@ impl GroupCoordinator {
         }
         match self
             .catalog
+            .groups()
             .group(name)
             .await
             .map_err(|e| from_catalog(&e))?
@@ -594,7 +597,7 @@ impl GroupCoordinator {
         coordinates: impl Fn(&str) -> bool,
     ) -> Result<Vec<GroupView>, ResponseError> {
         let mut out: HashMap<String, GroupView> = HashMap::new();
-        for record in self.catalog.groups().await.map_err(|e| from_catalog(&e))? {
+        for record in stored_groups(self.catalog.as_ref()).await? {
             if !coordinates(&record.name) {
                 continue;
             }
@@ -700,6 +703,7 @@ impl GroupCoordinator {
         }
         match self
             .catalog
+            .groups()
             .group(name)
             .await
             .map_err(|e| from_catalog(&e))?
@@ -707,6 +711,7 @@ impl GroupCoordinator {
             Some(_) => Ok(()),
             None if !self
                 .catalog
+                .groups()
                 .offsets(name)
                 .await
                 .map_err(|e| from_catalog(&e))?
@@ -740,12 +745,14 @@ impl GroupCoordinator {
         }
         let exists = self
             .catalog
+            .groups()
             .group(name)
             .await
             .map_err(|e| from_catalog(&e))?
             .is_some()
             || !self
                 .catalog
+                .groups()
                 .offsets(name)
                 .await
                 .map_err(|e| from_catalog(&e))?
@@ -766,6 +773,11 @@ impl GroupCoordinator {
         }
         self.close_consumers();
     }
+}
+
+/// Every group the catalog holds (this node's and the others').
+async fn stored_groups(catalog: &dyn Catalog) -> Result<Vec<GroupRecord>, ResponseError> {
+    catalog.groups().all().await.map_err(|e| from_catalog(&e))
 }
 
 fn consumer_view(g: &consumer::state::ConsumerGroup) -> GroupView {

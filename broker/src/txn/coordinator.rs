@@ -157,7 +157,7 @@ impl TxnCoordinator {
     /// before the restart or the takeover).
     pub async fn restore(&self) -> catalog::CatalogResult<usize> {
         let (now, ms) = (Instant::now(), now_ms());
-        let stored = self.catalog.txns().await?;
+        let stored = self.catalog.txns().all().await?;
         let mut ids = self.lock();
         let mut loaded_open = 0;
         for (id, r) in stored {
@@ -207,7 +207,7 @@ impl TxnCoordinator {
         f: impl FnOnce(&mut TxnState) -> R,
     ) -> Result<R, ResponseError> {
         if !self.holdings.coordinates(id) {
-            let stored = self.catalog.txn(id).await.map_err(|e| from_catalog(&e))?;
+            let stored = self.stored(id).await?;
             let (now, ms) = (Instant::now(), now_ms());
             let mut s = stored.map_or_else(|| TxnState::new(now), |r| state_of(&r, now, ms));
             return Ok(f(&mut s));
@@ -215,7 +215,7 @@ impl TxnCoordinator {
         if !self.lock().contains_key(id) {
             // Read outside the lock (a catalog read may wait on the network); a state
             // another request loaded meanwhile wins, being at least as new.
-            let stored = self.catalog.txn(id).await.map_err(|e| from_catalog(&e))?;
+            let stored = self.stored(id).await?;
             let (now, ms) = (Instant::now(), now_ms());
             let s = stored.map_or_else(|| TxnState::new(now), |r| state_of(&r, now, ms));
             if let std::collections::hash_map::Entry::Vacant(v) = self.lock().entry(id.to_owned()) {
@@ -237,6 +237,15 @@ impl TxnCoordinator {
 
     /// Forgets the in-memory state of `id`, so the next request reads the catalog's:
     /// after a failed commit, memory may be ahead of what is durable.
+    /// A transactional id's state as the catalog holds it.
+    async fn stored(&self, id: &str) -> Result<Option<TxnRecord>, ResponseError> {
+        self.catalog
+            .txns()
+            .txn(id)
+            .await
+            .map_err(|e| from_catalog(&e))
+    }
+
     fn forget(&self, id: &str) {
         if let Some(s) = self.lock().remove(id) {
             self.metrics.txn_open.dec_by(i64::from(is_open(&s)));
@@ -273,6 +282,7 @@ impl TxnCoordinator {
         for name in names {
             let t = self
                 .catalog
+                .kafka()
                 .topic(&name)
                 .await
                 .map_err(|e| from_catalog(&e))?;
@@ -669,6 +679,7 @@ impl TxnCoordinator {
             Some(s) => Ok(Some(s)),
             None => Ok(self
                 .catalog
+                .txns()
                 .txn(id)
                 .await
                 .map_err(|e| from_catalog(&e))?
@@ -679,10 +690,8 @@ impl TxnCoordinator {
     /// Every id's state, for ListTransactions.
     pub async fn list(&self) -> Result<Vec<(String, TxnState)>, ResponseError> {
         let (now, ms) = (Instant::now(), now_ms());
-        let mut all: HashMap<String, TxnState> = self
-            .catalog
-            .txns()
-            .await
+        let stored = self.catalog.txns().all().await;
+        let mut all: HashMap<String, TxnState> = stored
             .map_err(|e| from_catalog(&e))?
             .into_iter()
             .map(|(id, r)| (id, state_of(&r, now, ms)))

@@ -32,7 +32,7 @@ use tokio_postgres::{Client, IsolationLevel, NoTls};
 use crate::error::{CatalogError, CatalogResult};
 use crate::metrics::CatalogMetrics;
 use crate::txn::Transaction;
-use crate::{Backend, CommitFuture, format, kv, wakeups};
+use crate::{Catalog, CommitFuture, format, kv, wakeups};
 
 use committer::{Msg, PgCommitter};
 
@@ -407,8 +407,8 @@ impl Drop for PgCatalog {
     }
 }
 
-impl Backend for PgCatalog {
-    fn submit(&self, mut txn: Transaction) -> CommitFuture {
+impl Catalog for PgCatalog {
+    fn commit(&self, mut txn: Transaction) -> CommitFuture {
         if txn.leases.is_empty()
             && let Some(held) = &*self.leases.read().unwrap_or_else(|p| p.into_inner())
         {
@@ -428,11 +428,11 @@ impl Backend for PgCatalog {
         })
     }
 
-    fn watch(&self, partitions: &[wakeups::PartitionId]) -> wakeups::PartitionWaiter {
+    fn watch_partitions(&self, partitions: &[wakeups::PartitionId]) -> wakeups::PartitionWaiter {
         self.shared.wakeups.watch(partitions)
     }
 
-    fn blob_store(&self) -> &BlobStore {
+    fn blobs(&self) -> &BlobStore {
         &self.blobs
     }
 

@@ -132,14 +132,25 @@ async fn transactions_hold_the_stable_offset_and_end_everywhere_at_once() {
     // A later plain record does not move the stable offset past the open transaction.
     commit(&c, vec![append(7, 0, 1, 2)]).await.unwrap();
     let lso = async |c: &EmbeddedCatalog, p: u32| {
-        let st = c.partition(7, p).await.unwrap().unwrap();
+        let st = c.kafka().partition(7, p).await.unwrap().unwrap();
         (
-            c.txn_partition(7, p)
+            c.txns()
+                .txn_partition(7, p)
                 .await
                 .unwrap()
                 .last_stable_offset(st.next_offset),
             st.next_offset,
         )
+    };
+    // The group's committed offset of the source partition, and whether an open
+    // transaction holds one.
+    let committed = async |c: &EmbeddedCatalog| {
+        let found = c.groups().offset("g", "src", 0).await.unwrap();
+        found.map(|o| o.offset)
+    };
+    let held_open = async |c: &EmbeddedCatalog| {
+        let txns = c.txns();
+        txns.has_pending_txn_offset("g", "src", 0).await.unwrap()
     };
     assert_eq!(lso(&c, 0).await, (1, 4));
     assert_eq!(lso(&c, 1).await, (0, 2));
@@ -174,8 +185,8 @@ async fn transactions_hold_the_stable_offset_and_end_everywhere_at_once() {
         Err(CatalogError::InvalidTxnState(_))
     ));
     commit(&c, vec![held("g", 42)]).await.unwrap();
-    assert!(c.has_pending_txn_offset("g", "src", 0).await.unwrap());
-    assert_eq!(c.offset("g", "src", 0).await.unwrap(), None);
+    assert!(held_open(&c).await);
+    assert_eq!(committed(&c).await, None);
 
     // Commit: both markers, the offset, the state, at once; the stable offset reaches
     // the end and nothing is recorded as aborted.
@@ -185,11 +196,11 @@ async fn transactions_hold_the_stable_offset_and_end_everywhere_at_once() {
     assert_eq!(out.ops, vec![OpOutcome::Done]);
     assert_eq!(lso(&c, 0).await, (5, 5));
     assert_eq!(lso(&c, 1).await, (3, 3));
-    assert!(c.aborted_txns(7, 0, 0, 5).await.unwrap().is_empty());
-    assert_eq!(c.offset("g", "src", 0).await.unwrap().unwrap().offset, 42);
-    assert!(!c.has_pending_txn_offset("g", "src", 0).await.unwrap());
+    assert!(c.txns().aborted_txns(7, 0, 0, 5).await.unwrap().is_empty());
+    assert_eq!(committed(&c).await, Some(42));
+    assert!(!held_open(&c).await);
     assert_eq!(
-        c.txn("tx").await.unwrap().unwrap().phase,
+        c.txns().txn("tx").await.unwrap().unwrap().phase,
         catalog::TxnPhase::CompleteCommit
     );
     // Ending it again is refused: it is no longer open.
@@ -209,7 +220,7 @@ async fn transactions_hold_the_stable_offset_and_end_everywhere_at_once() {
         .await
         .unwrap();
     assert_eq!(lso(&c, 0).await, (8, 8));
-    let aborted = c.aborted_txns(7, 0, 0, 8).await.unwrap();
+    let aborted = c.txns().aborted_txns(7, 0, 0, 8).await.unwrap();
     assert_eq!(
         aborted,
         vec![catalog::AbortedTxn {
@@ -219,12 +230,20 @@ async fn transactions_hold_the_stable_offset_and_end_everywhere_at_once() {
         }]
     );
     // A fetch of a range before the transaction, or after its marker, is not told.
-    assert!(c.aborted_txns(7, 0, 0, 5).await.unwrap().is_empty());
-    assert!(c.aborted_txns(7, 0, 8, 9).await.unwrap().is_empty());
-    assert_eq!(c.offset("g", "src", 0).await.unwrap().unwrap().offset, 42);
-    assert_eq!(c.producer_state(3, 7, 0).await.unwrap().unwrap().epoch, 1);
+    assert!(c.txns().aborted_txns(7, 0, 0, 5).await.unwrap().is_empty());
+    assert!(c.txns().aborted_txns(7, 0, 8, 9).await.unwrap().is_empty());
+    assert_eq!(committed(&c).await, Some(42));
+    assert_eq!(
+        c.kafka()
+            .producer_state(3, 7, 0)
+            .await
+            .unwrap()
+            .unwrap()
+            .epoch,
+        1
+    );
     // Partition 1 saw no data in it: a marker, nothing recorded.
-    assert!(c.aborted_txns(7, 1, 0, 10).await.unwrap().is_empty());
+    assert!(c.txns().aborted_txns(7, 1, 0, 10).await.unwrap().is_empty());
 
     // Durable: after a restart, and rebuilt from a checkpoint with the store lost.
     c.checkpoint().unwrap();
@@ -233,12 +252,12 @@ async fn transactions_hold_the_stable_offset_and_end_everywhere_at_once() {
     std::fs::remove_dir_all(dir.path().join("drive-0")).unwrap();
     let c = open(dir.path());
     assert_eq!(lso(&c, 0).await, (8, 8));
-    assert_eq!(c.aborted_txns(7, 0, 0, 8).await.unwrap(), aborted);
+    assert_eq!(c.txns().aborted_txns(7, 0, 0, 8).await.unwrap(), aborted);
     assert_eq!(
-        c.txn("tx").await.unwrap().unwrap().phase,
+        c.txns().txn("tx").await.unwrap().unwrap().phase,
         catalog::TxnPhase::CompleteAbort
     );
-    assert_eq!(c.txns().await.unwrap().len(), 1);
+    assert_eq!(c.txns().all().await.unwrap().len(), 1);
 
     // Retention past the marker forgets the abort.
     commit(
@@ -251,5 +270,5 @@ async fn transactions_hold_the_stable_offset_and_end_everywhere_at_once() {
     )
     .await
     .unwrap();
-    assert!(c.aborted_txns(7, 0, 0, 8).await.unwrap().is_empty());
+    assert!(c.txns().aborted_txns(7, 0, 0, 8).await.unwrap().is_empty());
 }

@@ -104,6 +104,7 @@ pub async fn noncurrent_expiration(
     let rules = Rules::from_stored(config).ok()?;
     let versions: Vec<catalog::ObjectVersion> = gw
         .catalog()
+        .s3()
         .list_versions(bucket, key, Some(key), NONCURRENT_LOOKUP)
         .await
         .ok()?

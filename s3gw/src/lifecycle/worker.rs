@@ -169,6 +169,7 @@ pub async fn pass(
     let mut done = 0;
     for config in gw
         .catalog()
+        .s3()
         .bucket_configs(BucketConfigKind::Lifecycle)
         .await
         .or_s3()?
@@ -178,6 +179,7 @@ pub async fn pass(
         }
         let Some(b) = gw
             .catalog()
+            .s3()
             .bucket(&config.bucket)
             .await
             .or_s3()?
@@ -221,6 +223,7 @@ async fn plan(
     'versions: loop {
         let page = gw
             .catalog()
+            .s3()
             .list_versions(&b.name, "", start.as_deref(), limit)
             .await
             .or_s3()?;
@@ -253,6 +256,7 @@ async fn plan(
     while out.len() < budget {
         let page = gw
             .catalog()
+            .s3()
             .list_uploads(
                 &b.name,
                 "",

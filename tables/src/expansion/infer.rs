@@ -129,6 +129,7 @@ pub async fn infer(
 ) -> TableResult<Value> {
     let t: TopicRecord = tabler
         .catalog()
+        .kafka()
         .topic(topic)
         .await?
         .ok_or_else(|| TableError::NotFound(format!("unknown topic: {topic}")))?;
@@ -137,7 +138,7 @@ pub async fn infer(
         let mut shape = Shape::Null;
         let (mut read, mut not_json) = (0u64, 0u64);
         for p in 0..t.partitions {
-            let Some(st) = crate::seal::wait(catalog.partition(t.id, p))? else {
+            let Some(st) = crate::seal::wait(catalog.kafka().partition(t.id, p))? else {
                 continue;
             };
             let from = st
@@ -146,7 +147,8 @@ pub async fn infer(
                 .max(st.log_start_offset);
             let mut pos = from;
             while pos < st.next_offset {
-                let batches = crate::seal::wait(catalog.read_batches(t.id, p, pos, 4 << 20))?;
+                let batches =
+                    crate::seal::wait(catalog.kafka().read_batches(t.id, p, pos, 4 << 20))?;
                 if batches.is_empty() {
                     break;
                 }

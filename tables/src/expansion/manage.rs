@@ -30,6 +30,7 @@ fn no_expansion(topic: &str, source: Source) -> TableError {
 async fn topic_of(tabler: &Tabler, topic: &str) -> TableResult<TopicRecord> {
     tabler
         .catalog()
+        .kafka()
         .topic(topic)
         .await?
         .ok_or_else(|| unknown_topic(topic))
@@ -41,16 +42,10 @@ async fn offsets(
     t: &TopicRecord,
     of: fn(&catalog::PartitionState) -> u64,
 ) -> TableResult<Vec<u64>> {
+    let kafka = tabler.catalog().kafka();
     let mut out = Vec::with_capacity(t.partitions as usize);
     for p in 0..t.partitions {
-        out.push(
-            tabler
-                .catalog()
-                .partition(t.id, p)
-                .await?
-                .as_ref()
-                .map_or(0, of),
-        );
+        out.push(kafka.partition(t.id, p).await?.as_ref().map_or(0, of));
     }
     Ok(out)
 }
@@ -63,6 +58,7 @@ async fn stored(
 ) -> TableResult<Option<Expansion>> {
     Ok(tabler
         .catalog()
+        .iceberg()
         .expansions(&t.name)
         .await?
         .into_iter()
@@ -76,8 +72,8 @@ pub async fn writer_of(
     namespace: &str,
     table: &str,
 ) -> TableResult<Option<(String, String)>> {
-    for t in tabler.catalog().topics().await? {
-        for (source, e) in tabler.catalog().expansions(&t.name).await? {
+    for t in tabler.catalog().kafka().topics().await? {
+        for (source, e) in tabler.catalog().iceberg().expansions(&t.name).await? {
             if e.current()
                 .is_some_and(|s| s.namespace == namespace && s.table == table)
             {
@@ -92,9 +88,10 @@ pub async fn writer_of(
 /// from.
 pub async fn sources_of(tabler: &Tabler, namespace: &str, table: &str) -> TableResult<Vec<String>> {
     let mut out = Vec::new();
-    for t in tabler.catalog().topics().await? {
+    for t in tabler.catalog().kafka().topics().await? {
         let writes = tabler
             .catalog()
+            .iceberg()
             .expansions(&t.name)
             .await?
             .iter()
@@ -126,6 +123,7 @@ async fn target_change(
     let location = objects::location(tabler.bucket(), prefix.trim_end_matches('/'));
     let existing = tabler
         .catalog()
+        .iceberg()
         .other_table(&spec.namespace, &spec.table)
         .await?;
     let (builder, generation) = match &existing {
@@ -335,6 +333,7 @@ pub async fn columns(tabler: &Tabler, topic: &str, body: ColumnsBody) -> TableRe
 async fn ever_had(tabler: &Tabler, spec: &ExpansionSpec) -> TableResult<Vec<String>> {
     let Some(rec) = tabler
         .catalog()
+        .iceberg()
         .other_table(&spec.namespace, &spec.table)
         .await?
     else {
@@ -362,6 +361,7 @@ pub async fn drop_table(tabler: &Tabler, namespace: &str, table: &str) -> TableR
     }
     let rec = tabler
         .catalog()
+        .iceberg()
         .other_table(namespace, table)
         .await?
         .ok_or_else(|| TableError::NoSuchTable(format!("{namespace}.{table}")))?;

@@ -159,6 +159,7 @@ impl RestCatalog {
                 let names: Vec<String> = if *ns == NAMESPACE {
                     self.tabler
                         .catalog()
+                        .kafka()
                         .topics()
                         .await?
                         .into_iter()
@@ -168,6 +169,7 @@ impl RestCatalog {
                 } else {
                     self.tabler
                         .catalog()
+                        .iceberg()
                         .other_tables()
                         .await?
                         .into_iter()
@@ -197,10 +199,11 @@ impl RestCatalog {
                 self.check_namespace(ns).await?;
                 let exists = if *ns == NAMESPACE {
                     self.must(user, "KafkaDescribe", table)?;
-                    self.tabler.catalog().topic(table).await?.is_some()
+                    self.tabler.catalog().kafka().topic(table).await?.is_some()
                 } else {
                     self.tabler
                         .catalog()
+                        .iceberg()
                         .other_table(ns, table)
                         .await?
                         .is_some()
@@ -241,7 +244,7 @@ impl RestCatalog {
     /// Every namespace: `kafka_topics` and those of the expansions' target tables.
     async fn namespaces(&self) -> TableResult<Vec<String>> {
         let mut out = vec![NAMESPACE.to_owned()];
-        for (ns, _, _) in self.tabler.catalog().other_tables().await? {
+        for (ns, _, _) in self.tabler.catalog().iceberg().other_tables().await? {
             if !out.contains(&ns) {
                 out.push(ns);
             }
@@ -275,6 +278,7 @@ impl RestCatalog {
         let rec = self
             .tabler
             .catalog()
+            .iceberg()
             .other_table(ns, table)
             .await?
             .ok_or_else(|| TableError::NoSuchTable(format!("{ns}.{table}")))?;

@@ -89,7 +89,7 @@ impl StepExpansions {
     /// still in use writes into (a target dropped meanwhile is left out: its rows go
     /// nowhere).
     pub async fn load(tabler: &Tabler, topic: &TopicRecord) -> TableResult<Self> {
-        let found = tabler.catalog.expansions(&topic.name).await?;
+        let found = tabler.catalog.iceberg().expansions(&topic.name).await?;
         let mut out = Self::default();
         for (source, expansion) in found {
             if expansion.topic_id != topic.id {
@@ -107,7 +107,8 @@ impl StepExpansions {
                 };
                 let key = (s.namespace.clone(), s.table.clone());
                 if !out.targets.contains_key(&key) {
-                    let Some(record) = tabler.catalog.other_table(&key.0, &key.1).await? else {
+                    let Some(record) = tabler.catalog.iceberg().other_table(&key.0, &key.1).await?
+                    else {
                         tracing::warn!(topic = %topic.name, target = %format!("{}.{}", key.0, key.1), "expansion target dropped; its rows are skipped");
                         layouts.push(None);
                         continue;
@@ -391,9 +392,10 @@ fn read_records(
     each: &mut dyn FnMut(&Record),
 ) -> TableResult<(u64, usize)> {
     let (mut pos, mut bytes) = (from, 0usize);
-    let aborted = wait(catalog.aborted_txns(topic.id, partition, from, to))?;
+    let (kafka, txns) = (catalog.kafka(), catalog.txns());
+    let aborted = wait(txns.aborted_txns(topic.id, partition, from, to))?;
     while pos < to && bytes < budget {
-        let batches = wait(catalog.read_batches(topic.id, partition, pos, 4 << 20))?;
+        let batches = wait(kafka.read_batches(topic.id, partition, pos, 4 << 20))?;
         if batches.is_empty() {
             return Ok((to, bytes));
         }

@@ -34,7 +34,11 @@ pub(super) fn log_count(
     let mut count = 0u64;
     let mut pos = first;
     while pos < next {
-        let batches = wait(catalog.read_batches(topic_id, partition, pos, 4 << 20))?;
+        let batches = wait(
+            catalog
+                .kafka()
+                .read_batches(topic_id, partition, pos, 4 << 20),
+        )?;
         if batches.is_empty() {
             break;
         }
@@ -96,9 +100,10 @@ pub(super) fn add_log_range(
 ) -> TableResult<u64> {
     let mut pos = from;
     // A table holds what a read_committed consumer sees: aborted batches stay out.
-    let aborted = wait(catalog.aborted_txns(topic.id, partition, from, to))?;
+    let (kafka, txns) = (catalog.kafka(), catalog.txns());
+    let aborted = wait(txns.aborted_txns(topic.id, partition, from, to))?;
     while pos < to && rows.bytes < budget {
-        let batches = wait(catalog.read_batches(topic.id, partition, pos, 4 << 20))?;
+        let batches = wait(kafka.read_batches(topic.id, partition, pos, 4 << 20))?;
         if batches.is_empty() {
             return Ok(to);
         }
@@ -150,7 +155,7 @@ pub(super) fn collect(
         out.tabled[p as usize] = before;
         // Sealing stops at the last stable offset: an open transaction's rows appear
         // once it commits.
-        let Some((st, end)) = wait(catalog.stable_partition(topic.id, p))? else {
+        let Some((st, end)) = wait(catalog.kafka().stable_partition(topic.id, p))? else {
             continue;
         };
         let first = before.max(st.log_start_offset);

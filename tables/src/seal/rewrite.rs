@@ -340,14 +340,11 @@ pub(super) async fn compaction_passes(
     catalog: &dyn Catalog,
     topic: &TopicRecord,
 ) -> TableResult<Vec<u64>> {
+    let kafka = catalog.kafka();
     let mut out = Vec::with_capacity(topic.partitions as usize);
     for p in 0..topic.partitions {
-        out.push(
-            catalog
-                .compaction(topic.id, p)
-                .await?
-                .map_or(0, |c| c.passes),
-        );
+        let state = kafka.compaction(topic.id, p).await?;
+        out.push(state.map_or(0, |c| c.passes));
     }
     Ok(out)
 }

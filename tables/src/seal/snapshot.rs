@@ -77,7 +77,7 @@ impl Tabler {
                 continue;
             };
             // Only what is there: a missing file would fail the whole snapshot.
-            if self.catalog.object(&self.bucket, key).await?.is_some() {
+            if self.catalog.s3().object(&self.bucket, key).await?.is_some() {
                 ops.push(Op::S3(S3Op::DeleteObjectVersion {
                     bucket: self.bucket.clone(),
                     key: key.to_owned(),

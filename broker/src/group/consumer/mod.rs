@@ -94,10 +94,8 @@ impl GroupCoordinator {
 
     /// Every topic but the internal one, as the assignors see them.
     async fn topic_metas(&self) -> Result<Vec<TopicMeta>, ResponseError> {
-        Ok(self
-            .catalog
-            .topics()
-            .await
+        let topics = self.catalog.kafka().topics().await;
+        Ok(topics
             .map_err(|e| from_catalog(&e))?
             .into_iter()
             .filter(|t| !crate::offsets_topic::is_internal(&t.name))
@@ -115,7 +113,7 @@ impl GroupCoordinator {
         let now = Instant::now();
         let cfg = &self.config.consumer;
         let mut n = 0;
-        for record in self.catalog.groups().await.map_err(|e| from_catalog(&e))? {
+        for record in super::stored_groups(self.catalog.as_ref()).await? {
             if !self.holdings.coordinates(&record.name) {
                 continue;
             }
@@ -172,6 +170,7 @@ impl GroupCoordinator {
         // group that another request brought into memory meanwhile wins.
         let record = self
             .catalog
+            .groups()
             .group(name)
             .await
             .map_err(|e| (from_catalog(&e), String::new()))?;
@@ -386,6 +385,7 @@ impl GroupCoordinator {
         Ok(
             match self
                 .catalog
+                .groups()
                 .group(name)
                 .await
                 .map_err(|e| from_catalog(&e))?
