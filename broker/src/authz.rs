@@ -8,7 +8,8 @@
 //! TOPIC_AUTHORIZATION_FAILED or GROUP_AUTHORIZATION_FAILED, so the rest of the request is
 //! served as Kafka serves it; a request about one group or the cluster is answered with
 //! the error alone. As the documents say, a request no statement matches is allowed
-//! unless `deny_unless_allowed` is set; an explicit Deny always wins.
+//! unless `deny_unless_allowed` is set, and an explicit Deny wins over an Allow; the
+//! administrator is Kafka's super user, allowed everything whatever the policies say.
 
 use std::collections::BTreeMap;
 
@@ -40,7 +41,19 @@ pub(crate) const GROUP_DENIED: i16 = 30;
 pub(crate) const CLUSTER_DENIED: i16 = 31;
 
 impl Ctx {
+    /// Whether the connection's principal is the administrator: Kafka's super user, whom
+    /// no policy refuses (not even a Deny, nor `deny_unless_allowed`), so no policy can
+    /// lock the administrator out of the broker.
+    fn is_super_user(&self) -> bool {
+        self.principal
+            .as_deref()
+            .is_some_and(|p| self.broker.directory.is_admin(p))
+    }
+
     fn decide(&self, action: &str, resource: &str) -> bool {
+        if self.is_super_user() {
+            return true;
+        }
         let mut values = BTreeMap::new();
         if let Some(p) = self.principal.as_deref() {
             values.insert("aws:username".to_owned(), vec![p.to_owned()]);
@@ -85,11 +98,14 @@ impl Ctx {
         self.decide(action, &format!("vast:kafka:cluster:{view}"))
     }
 
-    /// Whether the principal may change who may connect (users' credentials): only
-    /// when a statement allows it, or as the administrator no statement denies. Unlike
-    /// other actions, no statement is not enough: otherwise any client that reaches the
-    /// port could set any user's password.
+    /// Whether the principal may change who may connect (users' credentials): the
+    /// administrator, or a principal a statement allows it. Unlike other actions, no
+    /// statement is not enough: otherwise any client that reaches the port could set any
+    /// user's password.
     pub fn may_manage_principals(&self) -> bool {
+        if self.is_super_user() {
+            return true;
+        }
         let resource = format!("vast:kafka:cluster:{}", self.broker.config.view);
         let context = iam::Context {
             source_ip: Some(self.peer.ip()),
@@ -106,7 +122,7 @@ impl Ctx {
         let allowed = match dir.identity_decision(self.principal.as_deref(), &req) {
             iam::Decision::Deny => false,
             iam::Decision::Allow => true,
-            iam::Decision::NoMatch => self.principal.as_deref().is_some_and(|p| dir.is_admin(p)),
+            iam::Decision::NoMatch => false,
         };
         if !allowed {
             self.broker.metrics.authz_refused.inc();

@@ -452,7 +452,6 @@ pub async fn head_object(
 
 #[cfg(test)]
 mod tests {
-
     use catalog::{ObjectData, ObjectVersion};
     use s3s::dto::{ETag, ETagCondition};
 

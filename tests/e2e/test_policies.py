@@ -282,6 +282,28 @@ def test_a_policy_on_everyone_applies_to_anonymous_clients(eddy, tmp_path):
     assert produce(admin_conf(eddy), topic) is None
 
 
+def test_the_administrator_is_never_refused_by_a_policy(tmp_path):
+    """The administrator is Kafka's super user: with `--kafka-deny-unless-allowed` and
+    no statement, and with a Deny of every Kafka action attached to them, they still
+    create, produce, consume and delete, so no policy locks them out of the broker;
+    the same Deny still refuses another user."""
+    server = start(tmp_path, "--kafka-deny-unless-allowed")
+    try:
+        admin = sasl(server, server.access_key, server.secret_key)
+        topic = name("super")
+        assert create_as(admin, topic) is None
+        assert produce(admin, topic) is None
+        ok(server, "user", "put", "erin", "--kafka-password", "erin-pw")
+        put_policy(server, tmp_path, "deny-all", statement("Deny", "Kafka*"), server.access_key, "erin")
+        assert produce(admin, topic) is None
+        assert consume(admin, topic, group=name("super-g")) is None
+        assert delete_as(admin, topic) is None
+        assert create_as(sasl(server, "erin", "erin-pw"), name("erin")) == \
+            KafkaError.TOPIC_AUTHORIZATION_FAILED
+    finally:
+        server.stop()
+
+
 def test_deny_unless_allowed_refuses_what_no_statement_allows(tmp_path):
     server = start(tmp_path, "--kafka-deny-unless-allowed")
     try:
