@@ -11,6 +11,13 @@ use s3s::{S3Request, S3Response, S3Result, s3_error};
 use serde_json::{Value, json};
 
 use crate::Gateway;
+use crate::authz::OpAction;
+
+/// The IAM action each S3 operation of this module needs ([`crate::authz`]).
+pub(crate) const ACTIONS: &[OpAction] = &[
+    OpAction::new("PutBucketAcl", "s3:PutBucketAcl"),
+    OpAction::new("GetBucketAcl", "s3:GetBucketAcl"),
+];
 
 /// The Sid of the statement a `public-read` bucket ACL makes.
 pub const PUBLIC_READ_SID: &str = "EddyCannedAclPublicRead";

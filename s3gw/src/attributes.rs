@@ -7,7 +7,11 @@ use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::Gateway;
+use crate::authz::OpAction;
 use crate::get::find_version;
+
+/// The IAM action each S3 operation of this module needs ([`crate::authz`]).
+pub(crate) const ACTIONS: &[OpAction] = &[OpAction::new("GetObjectAttributes", "s3:GetObject")];
 
 /// Most parts listed in one answer when the request sets no `max-parts`.
 const DEFAULT_MAX_PARTS: i32 = 1000;

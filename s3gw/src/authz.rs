@@ -4,8 +4,9 @@
 //! owner and the administrator are allowed; everyone else is refused). Anonymous requests
 //! get only what a policy allows them. The check runs in s3s's access hook, after the
 //! signature (presigned URLs included) and before the operation, so no operation can skip
-//! it; a copy's source and each key of a multi-object delete are checked where they are
-//! read.
+//! it; each operation's action is stated by its own module (`ACTIONS`, gathered in
+//! [`FAMILIES`]); a copy's source and each key of a multi-object delete are checked
+//! where they are read.
 
 use std::collections::BTreeMap;
 
@@ -29,42 +30,66 @@ pub struct AuthzContext {
 #[derive(Debug, Clone, Copy)]
 pub struct SecureTransport(pub bool);
 
-/// The IAM action of an s3s operation: AWS's name for it, which is usually the
-/// operation's own (`versioned`: a `versionId` was given, which some actions name).
+/// What one S3 operation needs: its IAM action (AWS's name), and another when the
+/// request names a `versionId`. Each operation's module states its own ([`FAMILIES`]).
+#[derive(Debug, Clone, Copy)]
+pub struct OpAction {
+    op: &'static str,
+    action: &'static str,
+    versioned: Option<&'static str>,
+}
+
+impl OpAction {
+    /// s3s's operation `op` needs `action`.
+    pub const fn new(op: &'static str, action: &'static str) -> Self {
+        Self {
+            op,
+            action,
+            versioned: None,
+        }
+    }
+
+    /// ... and `action` instead when the request names a version.
+    pub const fn or_versioned(self, action: &'static str) -> Self {
+        Self {
+            versioned: Some(action),
+            ..self
+        }
+    }
+}
+
+/// Every operation family's actions, one table per module.
+const FAMILIES: &[&[OpAction]] = &[
+    crate::acl::ACTIONS,
+    crate::attributes::ACTIONS,
+    crate::bucket::ACTIONS,
+    crate::bucket_policy::ACTIONS,
+    crate::copy::ACTIONS,
+    crate::cors::ACTIONS,
+    crate::delete::ACTIONS,
+    crate::get::ACTIONS,
+    crate::lifecycle::ACTIONS,
+    crate::list::ACTIONS,
+    crate::multipart::ACTIONS,
+    crate::notification::ACTIONS,
+    crate::object_lock::ACTIONS,
+    crate::post_object::ACTIONS,
+    crate::put::ACTIONS,
+    crate::sse::ACTIONS,
+    crate::tagging::ACTIONS,
+    crate::versioning::ACTIONS,
+];
+
+/// The IAM action of an s3s operation (`versioned`: a `versionId` was given), as its
+/// module states it; an operation no module serves is the action of its own name (s3s
+/// answers it NotImplemented after this check, so even that needs a policy's leave).
 pub fn action(op: &str, versioned: bool) -> String {
-    let name = match op {
-        "HeadObject" | "GetObject" if versioned => "GetObjectVersion",
-        "HeadObject" | "GetObject" | "GetObjectAttributes" => "GetObject",
-        "DeleteObject" if versioned => "DeleteObjectVersion",
-        "GetObjectTagging" if versioned => "GetObjectVersionTagging",
-        "PutObjectTagging" if versioned => "PutObjectVersionTagging",
-        "DeleteObjectTagging" if versioned => "DeleteObjectVersionTagging",
-        "CopyObject"
-        | "UploadPart"
-        | "UploadPartCopy"
-        | "CreateMultipartUpload"
-        | "CompleteMultipartUpload"
-        | "PostObject" => "PutObject",
-        "ListParts" => "ListMultipartUploadParts",
-        "ListMultipartUploads" => "ListBucketMultipartUploads",
-        "HeadBucket" | "ListObjects" | "ListObjectsV2" => "ListBucket",
-        "ListObjectVersions" => "ListBucketVersions",
-        "ListBuckets" => "ListAllMyBuckets",
-        "GetBucketNotificationConfiguration" => "GetBucketNotification",
-        "PutBucketNotificationConfiguration" => "PutBucketNotification",
-        "DeleteBucketTagging" => "PutBucketTagging",
-        "GetBucketPolicyStatus" => "GetBucketPolicyStatus",
-        "GetBucketLifecycleConfiguration" => "GetLifecycleConfiguration",
-        "PutBucketLifecycleConfiguration" | "DeleteBucketLifecycle" => "PutLifecycleConfiguration",
-        "GetBucketCors" => "GetBucketCORS",
-        "PutBucketCors" | "DeleteBucketCors" => "PutBucketCORS",
-        "PutObjectLockConfiguration" => "PutBucketObjectLockConfiguration",
-        "GetObjectLockConfiguration" => "GetBucketObjectLockConfiguration",
-        "PutBucketEncryption" | "DeleteBucketEncryption" => "PutEncryptionConfiguration",
-        "GetBucketEncryption" => "GetEncryptionConfiguration",
-        other => other,
-    };
-    format!("s3:{name}")
+    let found = FAMILIES.iter().flat_map(|f| f.iter()).find(|a| a.op == op);
+    match found {
+        Some(a) if versioned => a.versioned.unwrap_or(a.action).to_owned(),
+        Some(a) => a.action.to_owned(),
+        None => format!("s3:{op}"),
+    }
 }
 
 /// The ARN of a bucket, or of a key in it.
@@ -184,5 +209,23 @@ mod tests {
         assert_eq!(cx.values["s3:prefix"], vec!["logs/".to_owned()]);
         assert_eq!(cx.values["aws:username"], vec!["alice".to_owned()]);
         assert!(cx.secure_transport);
+    }
+
+    #[test]
+    fn each_operation_is_stated_once() {
+        let mut ops: Vec<&str> = FAMILIES
+            .iter()
+            .flat_map(|f| f.iter().map(|a| a.op))
+            .collect();
+        let n = ops.len();
+        ops.sort_unstable();
+        ops.dedup();
+        assert_eq!(ops.len(), n, "an operation is in two modules' ACTIONS");
+        assert!(
+            FAMILIES
+                .iter()
+                .flat_map(|f| f.iter())
+                .all(|a| a.action.starts_with("s3:"))
+        );
     }
 }

@@ -7,11 +7,24 @@ use catalog::{BucketRecord, CatalogError, Op, Transaction, Versioning};
 use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
+use crate::authz::OpAction;
 use crate::bucket_settings::{location_of, region, set_location, update_bucket};
 use crate::error::{OrS3, catalog_error};
 use crate::protections;
 use crate::tagging::{tag_set, validate_tags};
 use crate::{Gateway, now_ms, timestamp};
+
+/// The IAM action each S3 operation of this module needs ([`crate::authz`]).
+pub(crate) const ACTIONS: &[OpAction] = &[
+    OpAction::new("ListBuckets", "s3:ListAllMyBuckets"),
+    OpAction::new("CreateBucket", "s3:CreateBucket"),
+    OpAction::new("DeleteBucket", "s3:DeleteBucket"),
+    OpAction::new("HeadBucket", "s3:ListBucket"),
+    OpAction::new("GetBucketLocation", "s3:GetBucketLocation"),
+    OpAction::new("PutBucketTagging", "s3:PutBucketTagging"),
+    OpAction::new("GetBucketTagging", "s3:GetBucketTagging"),
+    OpAction::new("DeleteBucketTagging", "s3:PutBucketTagging"),
+];
 
 /// Whether `name` follows S3's bucket naming rules.
 pub fn valid_bucket_name(name: &str) -> bool {

@@ -8,6 +8,15 @@ use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::Gateway;
+use crate::authz::OpAction;
+
+/// The IAM action each S3 operation of this module needs ([`crate::authz`]).
+pub(crate) const ACTIONS: &[OpAction] = &[
+    OpAction::new("PutBucketPolicy", "s3:PutBucketPolicy"),
+    OpAction::new("GetBucketPolicy", "s3:GetBucketPolicy"),
+    OpAction::new("DeleteBucketPolicy", "s3:DeleteBucketPolicy"),
+    OpAction::new("GetBucketPolicyStatus", "s3:GetBucketPolicyStatus"),
+];
 
 /// PutBucketPolicy.
 pub async fn put_bucket_policy(

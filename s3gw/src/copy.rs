@@ -6,6 +6,7 @@ use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 use storage::{StorageError, StorageResult};
 
+use crate::authz::OpAction;
 use crate::body::{Received, read_range};
 use crate::bucket_settings::Bucket;
 use crate::change::{Change, Event};
@@ -18,6 +19,12 @@ use crate::put::check_key;
 use crate::sse::{self, DataKey};
 use crate::tagging::parse_tagging_header;
 use crate::{ContentHeaders, Gateway, INLINE_MAX, etag, now_ms, timestamp, versioning};
+
+/// The IAM action each S3 operation of this module needs ([`crate::authz`]).
+pub(crate) const ACTIONS: &[OpAction] = &[
+    OpAction::new("CopyObject", "s3:PutObject"),
+    OpAction::new("UploadPartCopy", "s3:PutObject"),
+];
 
 /// Copies `start..end` of `data` into new storage, hashing as it goes: decrypted with
 /// `source_key` when the source is encrypted, encrypted with `seal` when the copy is to be

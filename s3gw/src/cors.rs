@@ -8,7 +8,15 @@ use http::{HeaderMap, HeaderValue, Method, StatusCode};
 use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result, s3_error};
 
+use crate::authz::OpAction;
 use crate::{Gateway, bucket_config};
+
+/// The IAM action each S3 operation of this module needs ([`crate::authz`]).
+pub(crate) const ACTIONS: &[OpAction] = &[
+    OpAction::new("PutBucketCors", "s3:PutBucketCORS"),
+    OpAction::new("GetBucketCors", "s3:GetBucketCORS"),
+    OpAction::new("DeleteBucketCors", "s3:PutBucketCORS"),
+];
 
 /// The most rules a configuration may hold (AWS's limit).
 pub const MAX_RULES: usize = 100;

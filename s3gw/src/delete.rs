@@ -16,9 +16,16 @@ use s3s::{S3Error, S3Request, S3Response, S3Result, s3_error};
 
 use notify::Requester;
 
+use crate::authz::OpAction;
 use crate::change::{Change, Event};
 use crate::error::OrS3;
 use crate::{Gateway, new_id, now_ms, object_lock};
+
+/// The IAM action each S3 operation of this module needs ([`crate::authz`]).
+pub(crate) const ACTIONS: &[OpAction] = &[
+    OpAction::new("DeleteObject", "s3:DeleteObject").or_versioned("s3:DeleteObjectVersion"),
+    OpAction::new("DeleteObjects", "s3:DeleteObject"),
+];
 
 /// What a delete did: the version id it concerned and whether that is a delete marker.
 struct Deleted {

@@ -5,11 +5,18 @@ use catalog::{BucketRecord, ObjectVersion};
 use s3s::dto::*;
 use s3s::{S3Error, S3Request, S3Response, S3Result, s3_error};
 
+use crate::authz::OpAction;
 use crate::body::response_body;
 use crate::checksum::fields;
 use crate::error::OrS3;
 use crate::sse;
 use crate::{Gateway, etag, stored_headers, timestamp, timestamp_secs, versioning};
+
+/// The IAM action each S3 operation of this module needs ([`crate::authz`]).
+pub(crate) const ACTIONS: &[OpAction] = &[
+    OpAction::new("GetObject", "s3:GetObject").or_versioned("s3:GetObjectVersion"),
+    OpAction::new("HeadObject", "s3:GetObject").or_versioned("s3:GetObjectVersion"),
+];
 
 /// Whether an If-Match / If-None-Match condition matches the version.
 pub fn matches(c: &ETagCondition, v: Option<&ObjectVersion>) -> bool {

@@ -7,8 +7,16 @@ use catalog::ObjectVersion;
 use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
+use crate::authz::OpAction;
 use crate::error::OrS3;
 use crate::{Gateway, etag, owner, timestamp, versioning};
+
+/// The IAM action each S3 operation of this module needs ([`crate::authz`]).
+pub(crate) const ACTIONS: &[OpAction] = &[
+    OpAction::new("ListObjects", "s3:ListBucket"),
+    OpAction::new("ListObjectsV2", "s3:ListBucket"),
+    OpAction::new("ListObjectVersions", "s3:ListBucketVersions"),
+];
 
 /// Above every character: a key starting with a common prefix sorts before
 /// `prefix + MAX_CHAR` unless that very character follows it.

@@ -8,6 +8,7 @@ use catalog::{ObjectData, ObjectVersion, Op, PartRecord, UploadRecord};
 use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
+use crate::authz::OpAction;
 use crate::body::receive;
 use crate::change::{Change, Event};
 use crate::checksum::{self, Wanted, fields};
@@ -17,6 +18,16 @@ use crate::put::check_key;
 use crate::tagging::parse_tagging_header;
 use crate::{ContentHeaders, Gateway, etag, hex, new_id, now_ms, owner, timestamp, versioning};
 use crate::{protections, sse};
+
+/// The IAM action each S3 operation of this module needs ([`crate::authz`]).
+pub(crate) const ACTIONS: &[OpAction] = &[
+    OpAction::new("CreateMultipartUpload", "s3:PutObject"),
+    OpAction::new("UploadPart", "s3:PutObject"),
+    OpAction::new("CompleteMultipartUpload", "s3:PutObject"),
+    OpAction::new("AbortMultipartUpload", "s3:AbortMultipartUpload"),
+    OpAction::new("ListParts", "s3:ListMultipartUploadParts"),
+    OpAction::new("ListMultipartUploads", "s3:ListBucketMultipartUploads"),
+];
 
 /// Smallest part but the last.
 pub const MIN_PART: u64 = 5 << 20;

@@ -8,8 +8,21 @@ use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result};
 
 use crate::Gateway;
+use crate::authz::OpAction;
 use crate::bucket_settings::update_bucket;
 use crate::error::notify_config_error;
+
+/// The IAM action each S3 operation of this module needs ([`crate::authz`]).
+pub(crate) const ACTIONS: &[OpAction] = &[
+    OpAction::new(
+        "PutBucketNotificationConfiguration",
+        "s3:PutBucketNotification",
+    ),
+    OpAction::new(
+        "GetBucketNotificationConfiguration",
+        "s3:GetBucketNotification",
+    ),
+];
 
 fn filter_rules(f: Option<&NotificationConfigurationFilter>) -> Vec<(String, String)> {
     f.and_then(|f| f.key.as_ref())

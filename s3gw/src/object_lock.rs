@@ -14,12 +14,29 @@ use catalog::{BucketRecord, LockMode, ObjectLock, Op, Retention, Versioning};
 use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
+use crate::authz::OpAction;
 use crate::bucket_settings::{
     Bucket, DefaultRetentionRule, LockConfig, StoredMode, set_lock, update_bucket,
 };
 use crate::change::Change;
 use crate::error::OrS3;
 use crate::{Gateway, now_ms, timestamp};
+
+/// The IAM action each S3 operation of this module needs ([`crate::authz`]).
+pub(crate) const ACTIONS: &[OpAction] = &[
+    OpAction::new(
+        "PutObjectLockConfiguration",
+        "s3:PutBucketObjectLockConfiguration",
+    ),
+    OpAction::new(
+        "GetObjectLockConfiguration",
+        "s3:GetBucketObjectLockConfiguration",
+    ),
+    OpAction::new("PutObjectRetention", "s3:PutObjectRetention"),
+    OpAction::new("GetObjectRetention", "s3:GetObjectRetention"),
+    OpAction::new("PutObjectLegalHold", "s3:PutObjectLegalHold"),
+    OpAction::new("GetObjectLegalHold", "s3:GetObjectLegalHold"),
+];
 
 /// Enables object lock on a bucket record being created (versioning comes with it).
 pub fn enable(b: &mut BucketRecord) {

@@ -16,7 +16,11 @@
 
 use std::sync::Arc;
 
+use crate::authz::OpAction;
 use tokio::sync::Semaphore;
+
+/// The IAM action each S3 operation of this module needs ([`crate::authz`]).
+pub(crate) const ACTIONS: &[OpAction] = &[OpAction::new("PostObject", "s3:PutObject")];
 
 /// The largest file a POST upload may carry (`EntityTooLarge` beyond).
 pub const MAX_FILE_BYTES: u64 = 64 << 20;

@@ -5,6 +5,7 @@ use catalog::ObjectVersion;
 use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
+use crate::authz::OpAction;
 use crate::body::receive;
 use crate::change::{Change, Event};
 use crate::checksum::{Wanted, fields};
@@ -13,6 +14,9 @@ use crate::get::matches;
 use crate::tagging::parse_tagging_header;
 use crate::{ContentHeaders, Gateway, now_ms, versioning};
 use crate::{object_lock, protections, sse};
+
+/// The IAM action each S3 operation of this module needs ([`crate::authz`]).
+pub(crate) const ACTIONS: &[OpAction] = &[OpAction::new("PutObject", "s3:PutObject")];
 
 /// Refuses keys S3 refuses.
 pub fn check_key(key: &str) -> S3Result<()> {

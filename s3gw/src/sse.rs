@@ -26,7 +26,15 @@ use sha2::{Digest as _, Sha256};
 use storage::BlobId;
 
 use crate::Gateway;
+use crate::authz::OpAction;
 use crate::bucket_settings::{Bucket, BucketDefault, set_encryption, update_bucket};
+
+/// The IAM action each S3 operation of this module needs ([`crate::authz`]).
+pub(crate) const ACTIONS: &[OpAction] = &[
+    OpAction::new("PutBucketEncryption", "s3:PutEncryptionConfiguration"),
+    OpAction::new("GetBucketEncryption", "s3:GetEncryptionConfiguration"),
+    OpAction::new("DeleteBucketEncryption", "s3:PutEncryptionConfiguration"),
+];
 
 /// The one algorithm S3 names for SSE-S3 and SSE-C.
 const AES256: &str = "AES256";

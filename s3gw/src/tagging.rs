@@ -7,9 +7,20 @@ use catalog::ObjectVersion;
 use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
+use crate::authz::OpAction;
 use crate::change::{Change, Event};
 use crate::error::OrS3;
 use crate::{Gateway, versioning};
+
+/// The IAM action each S3 operation of this module needs ([`crate::authz`]).
+pub(crate) const ACTIONS: &[OpAction] = &[
+    OpAction::new("PutObjectTagging", "s3:PutObjectTagging")
+        .or_versioned("s3:PutObjectVersionTagging"),
+    OpAction::new("GetObjectTagging", "s3:GetObjectTagging")
+        .or_versioned("s3:GetObjectVersionTagging"),
+    OpAction::new("DeleteObjectTagging", "s3:DeleteObjectTagging")
+        .or_versioned("s3:DeleteObjectVersionTagging"),
+];
 
 /// Checks a tag set against S3's limits (`max` tags) and returns it as a map.
 pub fn validate_tags(tags: &[Tag], max: usize) -> S3Result<BTreeMap<String, String>> {

@@ -5,7 +5,14 @@ use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
 use crate::Gateway;
+use crate::authz::OpAction;
 use crate::bucket_settings::{lock_enabled, update_bucket};
+
+/// The IAM action each S3 operation of this module needs ([`crate::authz`]).
+pub(crate) const ACTIONS: &[OpAction] = &[
+    OpAction::new("PutBucketVersioning", "s3:PutBucketVersioning"),
+    OpAction::new("GetBucketVersioning", "s3:GetBucketVersioning"),
+];
 
 /// The version id a new write gets and whether it replaces the `null` version:
 /// versioned buckets make a fresh id; unversioned and suspended ones write `null`.

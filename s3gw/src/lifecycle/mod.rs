@@ -12,8 +12,22 @@ use catalog::BucketConfigKind;
 use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 
+use crate::authz::OpAction;
 use crate::{Gateway, bucket_config};
 use rules::Rules;
+
+/// The IAM action each S3 operation of this module needs ([`crate::authz`]).
+pub(crate) const ACTIONS: &[OpAction] = &[
+    OpAction::new(
+        "PutBucketLifecycleConfiguration",
+        "s3:PutLifecycleConfiguration",
+    ),
+    OpAction::new(
+        "GetBucketLifecycleConfiguration",
+        "s3:GetLifecycleConfiguration",
+    ),
+    OpAction::new("DeleteBucketLifecycle", "s3:PutLifecycleConfiguration"),
+];
 
 /// PutBucketLifecycleConfiguration.
 pub async fn put_bucket_lifecycle_configuration(
