@@ -295,6 +295,8 @@ def test_rest_auth_config_and_read_only(eddy):
     assert status == 401 and body["error"] == "invalid_client"
     status, body = rest(eddy, "GET", "/v1/config")
     assert status == 401 and body["error"]["type"] == "NotAuthorizedException"
+    # The message names the route a client gets a token from, as the server mounts it.
+    assert "POST /iceberg/v1/oauth/tokens" in body["error"]["message"], body
     status, body = rest(eddy, "GET", "/v1/config", token="forged")
     assert status == 401
 

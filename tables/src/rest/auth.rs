@@ -92,7 +92,7 @@ impl Tokens {
             .map(str::trim)
             .ok_or_else(|| {
                 TableError::Unauthorized(
-                    "a bearer token is required: POST /v1/oauth/tokens with grant_type=client_credentials and your S3 access key and secret".into(),
+                    "a bearer token is required: POST /iceberg/v1/oauth/tokens (a view's catalog: /iceberg/views/NAME/v1/oauth/tokens) with grant_type=client_credentials and your S3 access key and secret".into(),
                 )
             })?;
         let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
