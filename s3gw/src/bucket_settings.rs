@@ -1,11 +1,13 @@
 //! A bucket as one S3 request sees it: its catalog record with the settings the
 //! gateway keeps in the record (location, object lock, default encryption, notification
-//! configuration) decoded once, when the request loads the bucket, and passed down to
+//! configuration) decoded at most once per request (the small ones when the request
+//! loads the bucket, the notification configuration when first asked), and passed down to
 //! every module that needs them. This is the one module that reads or writes those
 //! settings' encodings; the others take a [`Bucket`], or change a record through
 //! [`update_bucket`] and the setters here.
 
 use std::ops::Deref;
+use std::sync::OnceLock;
 
 use catalog::{BucketRecord, CatalogError, LockMode, Op, Retention, S3Op, Transaction};
 use notify::ConfigError;
@@ -39,8 +41,10 @@ pub struct Bucket {
     pub lock: Option<LockConfig>,
     /// Its default encryption (`None`: none).
     pub encryption: Option<BucketDefault>,
-    /// Its notification configuration (`Ok(None)`: none), or why it does not decode.
-    pub notifications: Result<Option<NotificationConfig>, ConfigError>,
+    /// Its notification configuration, decoded by the first caller of
+    /// [`Bucket::notifications`]: only object changes and
+    /// GetBucketNotificationConfiguration read it, so a GET never parses it.
+    notifications: OnceLock<Result<Option<NotificationConfig>, ConfigError>>,
 }
 
 impl Bucket {
@@ -53,9 +57,15 @@ impl Bucket {
                 .settings
                 .get(ENCRYPTION_KEY)
                 .map(|raw| serde_json::from_slice(raw).unwrap_or_default()),
-            notifications: NotificationConfig::load(&record.settings),
+            notifications: OnceLock::new(),
             record,
         }
+    }
+
+    /// Its notification configuration (`Ok(None)`: none), or why it does not decode.
+    pub fn notifications(&self) -> &Result<Option<NotificationConfig>, ConfigError> {
+        self.notifications
+            .get_or_init(|| NotificationConfig::load(&self.record.settings))
     }
 
     /// The record as the catalog holds it.
@@ -251,7 +261,7 @@ mod tests {
             (None, None, None)
         );
         assert_eq!(b.region(), "us-east-1");
-        assert!(matches!(b.notifications, Ok(None)));
+        assert!(matches!(b.notifications(), Ok(None)));
 
         set_location(&mut r, "eu-west-1");
         let lock = LockConfig {

@@ -142,7 +142,8 @@ pub async fn get_bucket_notification_configuration(
 ) -> S3Result<S3Response<GetBucketNotificationConfigurationOutput>> {
     let b = gw.bucket_for(&req, &req.input.bucket).await?;
     let config = b
-        .notifications
+        .notifications()
+        .clone()
         .map_err(notify_config_error)?
         .unwrap_or_default();
     let mut topics = Vec::new();
