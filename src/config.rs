@@ -186,8 +186,8 @@ pub struct ServeArgs {
     /// dead node's addresses move to the others about this long after it stops.
     #[arg(long, env = "EDDY_LEASE_TIMEOUT_MS")]
     pub lease_timeout_ms: Option<u64>,
-    /// Prefix of the `ce_type` of bucket notification records (default
-    /// `vastdata.com:`, giving `vastdata.com:Element.ElementCreated`).
+    /// Prefix of the `ce_type` of bucket notification records (default `eddy:`, giving
+    /// `eddy:Element.ElementCreated`; `vastdata.com:` gives the VAST event format's).
     #[arg(long, env = "EDDY_NOTIFY_CE_TYPE_PREFIX")]
     pub notify_ce_type_prefix: Option<String>,
     /// Topic table snapshots older than this many seconds are expired (default 600).

@@ -16,6 +16,7 @@ mod preflight;
 mod s3;
 mod scrub;
 mod serve;
+mod tables_cli;
 
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
@@ -69,6 +70,14 @@ enum Command {
         #[command(subcommand)]
         action: iam_cli::PolicyAction,
     },
+    /// Check topic tables, and rebuild one that lost files from the log, on a running
+    /// server.
+    Tables {
+        #[command(flatten)]
+        server: expansion_cli::Server,
+        #[command(subcommand)]
+        action: tables_cli::TablesAction,
+    },
 }
 
 fn main() -> std::process::ExitCode {
@@ -96,6 +105,7 @@ fn main() -> std::process::ExitCode {
         Command::Expansion { server, action } => expansion_cli::run(&server, action),
         Command::User { server, action } => iam_cli::user(&server, action),
         Command::Policy { server, action } => iam_cli::policy(&server, action),
+        Command::Tables { server, action } => tables_cli::run(&server, action),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -181,6 +181,10 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     metrics.register_notify(notifier.metrics());
     let gateway = s3gw::Gateway::with_notifier(catalog.clone(), directory.clone(), notifier)
         .with_lifecycle_day_ms(config.s3_lifecycle.day_ms)
+        .with_managed_buckets(s3gw::managed::ManagedBuckets::new(
+            std::iter::once(config.broker_bucket.clone())
+                .chain(config.views.iter().map(|v| v.bucket.clone())),
+        ))
         .with_master_key(
             s3gw::sse::MasterKey::load_or_create(&config.sse_master_key_file)
                 .context("the SSE-S3 master key")?,

@@ -1,12 +1,14 @@
 //! The admin HTTP API, served under `/admin` on the HTTP port and described route by
 //! route in `docs/admin-api.yaml`: users and identity policies ([`identities`], the
-//! administrator's alone) and topic expansions ([`expansions`], guarded by the topic's
-//! Kafka policies). Requests carry the bearer tokens the Iceberg REST catalog grants
+//! administrator's alone), topic expansions ([`expansions`]) and topic tables' checks
+//! and repairs ([`topic_tables`]), the last two guarded by the topic's Kafka policies.
+//! Requests carry the bearer tokens the Iceberg REST catalog grants
 //! (`/iceberg/v1/oauth/tokens`), and errors are the REST catalog's error bodies, so one
 //! client setup serves both.
 
 pub mod expansions;
 pub mod identities;
+pub mod topic_tables;
 
 use std::sync::Arc;
 
@@ -38,6 +40,12 @@ impl Admin {
         match segs.as_slice() {
             ["v1", "users", ..] | ["v1", "policies", ..] => {
                 identities::route(directory, &user, &req, &segs).await
+            }
+            // A repair rewrites a topic's table: a KafkaCreate, as a topic config change
+            // is; so is a check, which reads every file of the table.
+            ["v1", "topics", topic, "table", ..] => {
+                must_topic(directory, "default", &user, "KafkaCreate", topic)?;
+                topic_tables::route(&self.tabler, &req, &segs).await
             }
             // An expansion decides how a topic is tabled: a KafkaCreate, as a topic
             // config change is.

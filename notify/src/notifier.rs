@@ -13,8 +13,9 @@ use crate::metrics::NotifyMetrics;
 use crate::partition::partition_for;
 use crate::record::{Envelope, EventRecord, ObjectChange, Requester, encode_batch, event_record};
 
-/// The default prefix of `ce_type`.
-pub const DEFAULT_CE_TYPE_PREFIX: &str = "vastdata.com:";
+/// The default prefix of `ce_type`: Eddy's own. The VAST event format, whose types the
+/// records follow, has `vastdata.com:` (`--notify-ce-type-prefix vastdata.com:`).
+pub const DEFAULT_CE_TYPE_PREFIX: &str = "eddy:";
 
 /// Settings of the event records.
 #[derive(Debug, Clone)]

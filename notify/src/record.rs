@@ -47,7 +47,7 @@ pub struct ObjectChange {
 pub struct Envelope<'a> {
     /// `awsRegion`.
     pub region: &'a str,
-    /// Prefix of `ce_type` (`vastdata.com:` gives `vastdata.com:Element.ElementCreated`).
+    /// Prefix of `ce_type` (`eddy:` gives `eddy:Element.ElementCreated`).
     pub ce_type_prefix: &'a str,
     /// The bucket owner's access key.
     pub bucket_owner: &'a str,

@@ -131,9 +131,12 @@ pub fn context(
 
 impl Gateway {
     /// Checks that `who` may do `action` on `bucket` (and `key`): `AccessDenied` when a
-    /// policy denies it, or when nothing allows it and the requester is neither the
-    /// bucket's owner nor the administrator. A bucket that does not exist is left to the
-    /// operation (it answers `NoSuchBucket`), except for anonymous requests.
+    /// policy denies it, when nothing allows it and the requester is neither the
+    /// bucket's owner nor the administrator, or when it would change a bucket Eddy
+    /// manages ([`crate::managed`]; checked after the policies, so the message tells
+    /// only those who may otherwise act on the bucket that it is managed). A bucket that
+    /// does not exist is left to the operation (it answers `NoSuchBucket`), except for
+    /// anonymous requests.
     pub async fn authorize(
         &self,
         who: &AuthzContext,
@@ -174,6 +177,20 @@ impl Gateway {
                 },
             },
         };
+        if allowed && let Some(b) = bucket.filter(|b| self.managed_buckets().contains(b)) {
+            if !crate::managed::allowed(action) {
+                tracing::debug!(
+                    ?principal,
+                    action,
+                    resource,
+                    "S3 change of a managed bucket refused"
+                );
+                return Err(s3s::S3Error::with_message(
+                    s3s::S3ErrorCode::AccessDenied,
+                    crate::managed::refusal(b),
+                ));
+            }
+        }
         if allowed {
             Ok(())
         } else {

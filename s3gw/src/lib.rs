@@ -15,6 +15,7 @@
 //! - [`acl`]: canned bucket ACLs (private, public-read) as bucket policy statements
 //! - [`lifecycle`]: lifecycle configurations, the `x-amz-expiration` header and the
 //!   worker that expires what the rules say
+//! - [`managed`]: the broker's buckets, read-only over S3
 //! - [`cors`]: CORS configurations, preflight answers and `Access-Control-*` headers
 //! - [`bucket_config`]: how those two configurations are kept in the catalog
 //! - [`change`]: the one place where an object change's catalog transaction is built
@@ -43,6 +44,7 @@ pub mod error;
 pub mod get;
 pub mod lifecycle;
 pub mod list;
+pub mod managed;
 pub mod multipart;
 pub mod notification;
 pub mod object_lock;
@@ -103,6 +105,8 @@ pub struct Gateway {
     lifecycle_day_ms: i64,
     /// The SSE-S3 master key (`None`: SSE-S3 is refused).
     master_key: Option<Arc<sse::MasterKey>>,
+    /// The buckets Eddy manages, which S3 may read but not change.
+    managed: Arc<managed::ManagedBuckets>,
 }
 
 impl Gateway {
@@ -124,7 +128,19 @@ impl Gateway {
             notifier,
             lifecycle_day_ms: 86_400_000,
             master_key: None,
+            managed: Arc::default(),
         }
+    }
+
+    /// The gateway with `buckets` managed by Eddy: readable, never changed over S3.
+    pub fn with_managed_buckets(mut self, buckets: managed::ManagedBuckets) -> Self {
+        self.managed = Arc::new(buckets);
+        self
+    }
+
+    /// The buckets Eddy manages.
+    pub fn managed_buckets(&self) -> &managed::ManagedBuckets {
+        &self.managed
     }
 
     /// The gateway with SSE-S3 data keys wrapped by `key`.

@@ -29,8 +29,11 @@ use crate::{TableError, TableResult, now_ms};
 
 mod expand;
 mod log_rows;
+mod repair;
 mod rewrite;
 mod snapshot;
+
+pub use repair::{TableCheck, TableRepair};
 
 use log_rows::*;
 use rewrite::*;
@@ -378,15 +381,38 @@ impl Tabler {
             return Ok((table, true));
         }
         self.reflected(&t, passes.clone());
-        let expansions = expand::StepExpansions::load(self, &t).await?;
+        // A table being rebuilt by a repair leaves expansions out until it is back where
+        // it was (their targets hold those records' rows already).
+        let until = repair::rebuild_until(&metadata);
+        let expansions = match until {
+            Some(_) => expand::StepExpansions::default(),
+            None => expand::StepExpansions::load(self, &t).await?,
+        };
         let mut collected = {
             let catalog = self.catalog.clone();
             let t = t.clone();
             let max = self.max_snapshot_bytes;
-            blocking(move || collect(catalog.as_ref(), &t, &tabled, arrow_schema, max, expansions))
-                .await?
+            let until = until.clone();
+            blocking(move || {
+                collect(
+                    catalog.as_ref(),
+                    &t,
+                    &tabled,
+                    arrow_schema,
+                    max,
+                    expansions,
+                    until.as_deref(),
+                )
+            })
+            .await?
         };
+        let rebuilt = until
+            .as_ref()
+            .is_some_and(|u| repair::reached(&collected.tabled, u));
+        // The steps after the rebuild go on past it, with the expansions.
+        collected.more |= rebuilt;
         if let Some(c) = &current
+            && !rebuilt
             && collected.files.is_empty()
             && collected.tabled == c.tabled
             && start == c.start
@@ -400,6 +426,9 @@ impl Tabler {
         let mut written: Vec<(String, &'static str)> = Vec::new();
         let mut builder =
             TableMetadataBuilder::new_from_metadata(metadata.clone(), previous_location);
+        if rebuilt {
+            builder = repair::done_rebuilding(builder)?;
+        }
         let mut removed: Vec<String> = Vec::new();
         // The expansions' rows first: their snapshots commit with the topic's.
         let staged = expansions

@@ -174,8 +174,10 @@ def rid(resp):
     return resp["ResponseMetadata"]["RequestId"]
 
 
-CREATED = "vastdata.com:Element.ElementCreated"
-DELETED = "vastdata.com:Element.ElementDeleted"
+# The default ce_type prefix is Eddy's own; `--notify-ce-type-prefix vastdata.com:` gives
+# the VAST event format's types (test_kill9_under_load_events_match_committed_changes).
+CREATED = "eddy:Element.ElementCreated"
+DELETED = "eddy:Element.ElementDeleted"
 
 
 def test_configuration_round_trip_and_errors(eddy):
@@ -426,10 +428,10 @@ def test_tagging(eddy):
             "ObjectTagging:Put", "ObjectTagging:Delete", "ObjectTagging:Put",
         ]
         check_record(eddy, events[0], bucket=b, key="t.txt", event_name="ObjectTagging:Put",
-                     ce_type="vastdata.com:Element.ElementTagCreated", etag=put["ETag"], size=6,
+                     ce_type="eddy:Element.ElementTagCreated", etag=put["ETag"], size=6,
                      request_id=rid(tp))
         check_record(eddy, events[1], bucket=b, key="t.txt", event_name="ObjectTagging:Delete",
-                     ce_type="vastdata.com:Element.ElementTagDeleted", etag=put["ETag"], size=6,
+                     ce_type="eddy:Element.ElementTagDeleted", etag=put["ETag"], size=6,
                      request_id=rid(td))
         assert [e["headers"]["ce_minioeventname"] for e in events] == [
             "s3:ObjectCreated:PutTagging", "s3:ObjectCreated:DeleteTagging", "s3:ObjectCreated:PutTagging",
@@ -649,7 +651,7 @@ def all_versions(s3, bucket):
 
 def test_kill9_under_load_events_match_committed_changes(tmp_path):
     import random
-    server = new_eddy(tmp_path, env={"EDDY_NOTIFY_CE_TYPE_PREFIX": "example.com:"})
+    server = new_eddy(tmp_path, env={"EDDY_NOTIFY_CE_TYPE_PREFIX": "vastdata.com:"})
     server.start()
     try:
         s3 = client(server)
@@ -689,7 +691,7 @@ def test_kill9_under_load_events_match_committed_changes(tmp_path):
         seen = {}
         for e in events:
             r = record(e)
-            assert e["headers"]["ce_type"].startswith("example.com:Element."), e["headers"]
+            assert e["headers"]["ce_type"].startswith("vastdata.com:Element."), e["headers"]
             k = (r["responseElements"]["x-amz-request-id"], e["key"][len(b) + 1:])
             assert k not in seen, f"duplicate event for {k}"
             seen[k] = e

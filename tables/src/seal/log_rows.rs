@@ -134,7 +134,7 @@ pub(super) fn file_range(path: &str) -> Option<(u32, u64, u64)> {
 
 /// Reads the untabled records of every partition, up to `max_bytes` in all, and
 /// expands them as `expansions` say (a partition's step ends where another version of
-/// an expansion takes effect).
+/// an expansion takes effect), none past `until` when it is given.
 pub(super) fn collect(
     catalog: &dyn Catalog,
     topic: &TopicRecord,
@@ -142,6 +142,7 @@ pub(super) fn collect(
     schema: arrow::datatypes::SchemaRef,
     max_bytes: usize,
     mut expansions: expand::StepExpansions,
+    until: Option<&[u64]>,
 ) -> TableResult<Collected> {
     let mut out = Collected {
         files: Vec::new(),
@@ -158,6 +159,10 @@ pub(super) fn collect(
         let Some((st, end)) = wait(catalog.kafka().stable_partition(topic.id, p))? else {
             continue;
         };
+        // A table being rebuilt goes no further than it was (`until`) before it goes on.
+        let end = until
+            .and_then(|u| u.get(p as usize))
+            .map_or(end, |u| end.min(*u));
         let first = before.max(st.log_start_offset);
         if first >= end {
             out.tabled[p as usize] = first;
