@@ -177,19 +177,20 @@ impl Gateway {
                 },
             },
         };
-        if allowed && let Some(b) = bucket.filter(|b| self.managed_buckets().contains(b)) {
-            if !crate::managed::allowed(action) {
-                tracing::debug!(
-                    ?principal,
-                    action,
-                    resource,
-                    "S3 change of a managed bucket refused"
-                );
-                return Err(s3s::S3Error::with_message(
-                    s3s::S3ErrorCode::AccessDenied,
-                    crate::managed::refusal(b),
-                ));
-            }
+        if allowed
+            && let Some(b) = bucket.filter(|b| self.managed_buckets().contains(b))
+            && !crate::managed::allowed(action)
+        {
+            tracing::debug!(
+                ?principal,
+                action,
+                resource,
+                "S3 change of a managed bucket refused"
+            );
+            return Err(s3s::S3Error::with_message(
+                s3s::S3ErrorCode::AccessDenied,
+                crate::managed::refusal(b),
+            ));
         }
         if allowed {
             Ok(())
