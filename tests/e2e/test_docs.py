@@ -24,7 +24,8 @@ Every fenced block of README.md and docs/*.md whose language is `sh`, `bash`, `s
   its `AWS_*` and `EDDY_*` variables, with HOME an empty dir of its own; stdin is empty.
   Each block has `BLOCK_TIMEOUT` seconds.
 - **Failure** reports the file and line of the block's fence, the block as it ran and
-  its output (stdout and stderr together), and stops that file's run.
+  its output (stdout and stderr together), and stops that file's run. Every block's
+  output is printed as well (`pytest -s` shows it).
 
 `console` blocks (commands mixed with their output) and blocks of other languages are not
 run.
@@ -135,9 +136,6 @@ def rewrite(code: str, server) -> str:
 
 
 def run_block(block: Block, server, work: Path, home: Path, bin_dir: Path, scratch: Path) -> None:
-    if block.lang in SHELL and STARTS_SERVER.search(block.code):
-        raise DocError(f"{block.where}: this block starts a server; mark it "
-                       "`<!-- doc-test: skip (starts a server) -->` (the runner starts its own)")
     code = rewrite(block.code, server)
     script = scratch / f"block-{block.line}.{'py' if block.lang in PYTHON else 'sh'}"
     script.write_text(code)
@@ -163,8 +161,9 @@ def run_block(block: Block, server, work: Path, home: Path, bin_dir: Path, scrat
         os.killpg(proc.pid, signal.SIGKILL)
         output, _ = proc.communicate()
         status = f"timed out after {BLOCK_TIMEOUT} s"
+    text = output.decode(errors="replace")
+    print(f"--- {block.where} ({status}) ---\n{text}", end="" if text.endswith("\n") else "\n")
     if proc.returncode != 0:
-        text = output.decode(errors="replace")
         if len(text) > 12_000:
             text = "[...]\n" + text[-12_000:]
         raise DocError(
@@ -180,6 +179,10 @@ def run_doc(path: Path, server_for) -> list:
     started here). Returns the blocks; raises DocError at the first failure."""
     found = blocks(path)
     todo = [b for b in found if b.runs]
+    for b in todo:
+        if b.lang in SHELL and STARTS_SERVER.search(b.code):
+            raise DocError(f"{b.where}: this block starts a server; mark it `<!-- doc-test: "
+                           "skip (starts a server) -->` (the runner starts its own)")
     if not todo:
         return found
     with tempfile.TemporaryDirectory(prefix="eddy-docs-") as tmp:
@@ -205,9 +208,11 @@ def started(tmp: Path):
 @pytest.mark.parametrize("doc", DOCS, ids=[str(d.relative_to(ROOT)) for d in DOCS])
 def test_doc_blocks_run(doc):
     try:
-        found = run_doc(doc, started)
+        found, failure = run_doc(doc, started), None
     except DocError as e:
-        pytest.fail(str(e), pytrace=False)
+        found, failure = [], str(e)
+    if failure:
+        pytest.fail(failure, pytrace=False)
     for b in found:
         if b.skip and (b.lang in SHELL or b.lang in PYTHON):
             print(f"{b.where}: skipped ({b.skip})")
