@@ -7,8 +7,9 @@ Every fenced block of README.md and docs/*.md whose language is `sh`, `bash`, `s
   `eddy serve` (free loopback ports, a fresh data dir, the default credentials
   `eddyadmin` / `eddyadmin`) and an empty working dir. Its blocks run in file order in
   that dir, so a block may use the files, buckets and topics an earlier block of the same
-  file made. Shell variables do not carry over from one block to the next: each block is
-  a process of its own.
+  file made. As in one terminal, the variables a shell block exports are in the
+  environment of the blocks after it (a plain shell variable or a `cd` is not: each block
+  is a process of its own, started in the working dir).
 - **Addresses.** The docs use the default ports. In a block's text, `127.0.0.1:9000`,
   `127.0.0.1:9092` and `127.0.0.1:8181` (and the same with `localhost`) become the test
   server's S3, Kafka and HTTP addresses. `EDDY_HTTP_URL` is set to the test server's HTTP
@@ -135,25 +136,31 @@ def rewrite(code: str, server) -> str:
     return ADDRESS.sub(lambda m: f"127.0.0.1:{ports[m.group(1)]}", code)
 
 
-def run_block(block: Block, server, work: Path, home: Path, bin_dir: Path, scratch: Path) -> None:
+# Runs a shell block the way a terminal would: variables exported by earlier blocks are
+# in the environment already; the ones this block leaves exported are saved at exit.
+SHELL_WRAPPER = """\
+trap 'env -0 > "$DOC_TEST_ENV_OUT"' EXIT
+. "$1"
+"""
+NOT_CARRIED = {"PWD", "OLDPWD", "SHLVL", "_", "DOC_TEST_ENV_OUT"}
+
+
+def run_block(block: Block, server, work: Path, scratch: Path, env: dict) -> dict:
+    """Runs one block in `work` with the environment `env`; returns the environment the
+    next block gets (a shell block's exports carry over, as in one terminal)."""
     code = rewrite(block.code, server)
     script = scratch / f"block-{block.line}.{'py' if block.lang in PYTHON else 'sh'}"
     script.write_text(code)
-    venv_bin = Path(sys.executable).parent
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "EDDY_"))}
-    env.update(
-        PATH=os.pathsep.join([str(bin_dir), str(venv_bin), os.environ.get("PATH", "")]),
-        HOME=str(home),
-        EDDY_HTTP_URL=server.http_url,
-        PYTHONUNBUFFERED="1",
-    )
+    env_out = scratch / f"block-{block.line}.env"
     if block.lang in PYTHON:
         argv = [sys.executable, str(script)]
     else:
-        argv = ["bash", "-euo", "pipefail", str(script)]
-    proc = subprocess.Popen(argv, cwd=work, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+        wrapper = scratch / "shell-wrapper.sh"
+        wrapper.write_text(SHELL_WRAPPER)
+        argv = ["bash", "-euo", "pipefail", str(wrapper), str(script)]
+    proc = subprocess.Popen(argv, cwd=work, env={**env, "DOC_TEST_ENV_OUT": str(env_out)},
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
     try:
         output, _ = proc.communicate(timeout=BLOCK_TIMEOUT)
         status = f"exit {proc.returncode}"
@@ -171,6 +178,23 @@ def run_block(block: Block, server, work: Path, home: Path, bin_dir: Path, scrat
             f"--- the block, as run ---\n{code}"
             f"--- its output ---\n{text}"
         )
+    if block.lang in PYTHON or not env_out.exists():
+        return env
+    pairs = (item.split("=", 1) for item in env_out.read_text().split("\0") if "=" in item)
+    return {k: v for k, v in pairs if k not in NOT_CARRIED}
+
+
+def block_env(home: Path, bin_dir: Path, server) -> dict:
+    """The environment of a file's first block."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "EDDY_"))}
+    env.update(
+        PATH=os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent),
+                              os.environ.get("PATH", "")]),
+        HOME=str(home),
+        EDDY_HTTP_URL=server.http_url,
+        PYTHONUNBUFFERED="1",
+    )
+    return env
 
 
 def run_doc(path: Path, server_for) -> list:
@@ -193,8 +217,9 @@ def run_doc(path: Path, server_for) -> list:
         (bin_dir / "eddy").symlink_to(Path(eddy_bin()).resolve())
         server = server_for(tmp)
         try:
+            env = block_env(home, bin_dir, server)
             for b in todo:
-                run_block(b, server, work, home, bin_dir, scratch)
+                env = run_block(b, server, work, scratch, env)
         finally:
             if server.proc is not None:
                 server.stop()
@@ -224,7 +249,8 @@ BROKEN = """\
 # A page
 
 ```sh
-echo made > made.txt
+export MADE=made
+echo "$MADE" > made.txt
 ```
 
 Text between blocks.
@@ -235,7 +261,8 @@ exit 1
 ```
 
 ```python
-print(open("made.txt").read().strip(), "then", "127.0.0.1:9092")
+import os
+assert open("made.txt").read().strip() == os.environ["MADE"] == "made"
 ```
 
 ```bash
@@ -261,7 +288,7 @@ def test_a_failing_block_is_reported_with_its_file_and_line(tmp_path):
     with pytest.raises(DocError) as failed:
         run_doc(page, unstarted)
     message = str(failed.value)
-    assert f"{page}:18: bash block failed (exit 1)" in message, message
+    assert f"{page}:20: bash block failed (exit 1)" in message, message
     assert "before the failure" in message and "does-not-exist.txt" in message, message
     assert "never printed" in message  # the block is shown...
     assert message.count("never printed") == 1  # ...but did not run past the failure
@@ -271,7 +298,7 @@ def test_a_failing_block_is_reported_with_its_file_and_line(tmp_path):
 def test_blocks_share_the_working_dir_and_see_the_servers_ports(tmp_path):
     page = tmp_path / "page.md"
     page.write_text(BROKEN.split("```bash")[0])
-    run_doc(page, unstarted)  # the python block reads the file the first block wrote
+    run_doc(page, unstarted)  # the python block reads the file and the variable of the first
     server = unstarted(tmp_path)
     s3, kafka, http = server.s3_port, server.kafka_ports[0], server.http_port
     assert rewrite("http://127.0.0.1:9000 localhost:9092 127.0.0.1:8181/iceberg", server) == (
