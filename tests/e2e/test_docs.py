@@ -61,6 +61,14 @@ class DocError(Exception):
     """A block that failed, or a marker the runner cannot follow."""
 
 
+def shown(path: Path) -> str:
+    """A path as failures name it: relative to the repository when it is inside."""
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
 @dataclass
 class Block:
     path: Path
@@ -71,11 +79,7 @@ class Block:
 
     @property
     def where(self) -> str:
-        try:
-            name = self.path.relative_to(ROOT)
-        except ValueError:
-            name = self.path
-        return f"{name}:{self.line}"
+        return f"{shown(self.path)}:{self.line}"
 
     @property
     def runs(self) -> bool:
@@ -91,14 +95,14 @@ def blocks(path: Path) -> list:
         m = MARKER.match(lines[i])
         if m:
             if marker is not None:
-                raise DocError(f"{path}:{marker[0]}: a doc-test marker not followed by a fence")
+                raise DocError(f"{shown(path)}:{marker[0]}: a doc-test marker not followed by a fence")
             marker = (i + 1, m.group("body").strip())
             i += 1
             continue
         f = FENCE.match(lines[i])
         if not f:
             if marker is not None:
-                raise DocError(f"{path}:{marker[0]}: a doc-test marker must be on the line "
+                raise DocError(f"{shown(path)}:{marker[0]}: a doc-test marker must be on the line "
                                "right before a fence")
             i += 1
             continue
@@ -111,22 +115,22 @@ def blocks(path: Path) -> list:
             body.append(lines[j][indent:] if lines[j][:indent].strip() == "" else lines[j])
             j += 1
         if j == len(lines):
-            raise DocError(f"{path}:{i + 1}: a fence that is never closed")
+            raise DocError(f"{shown(path)}:{i + 1}: a fence that is never closed")
         skip = None
         if marker is not None:
             s = SKIP.match(marker[1])
             if not s:
-                raise DocError(f"{path}:{marker[0]}: unknown doc-test marker {marker[1]!r} "
+                raise DocError(f"{shown(path)}:{marker[0]}: unknown doc-test marker {marker[1]!r} "
                                "(the one known: `skip (reason)`)")
             skip = (s.group("reason") or "").strip()
             if not skip:
-                raise DocError(f"{path}:{marker[0]}: `doc-test: skip` needs a reason in "
+                raise DocError(f"{shown(path)}:{marker[0]}: `doc-test: skip` needs a reason in "
                                "parentheses")
         out.append(Block(path, i + 1, lang, "\n".join(body) + "\n", skip))
         marker = None
         i = j + 1
     if marker is not None:
-        raise DocError(f"{path}:{marker[0]}: a doc-test marker not followed by a fence")
+        raise DocError(f"{shown(path)}:{marker[0]}: a doc-test marker not followed by a fence")
     return out
 
 
