@@ -1,5 +1,5 @@
-//! The process's Prometheus registry: catalog commit metrics, drive health, and HTTP
-//! request counts per listener.
+//! The process's Prometheus registry: catalog commit metrics, drive health and space,
+//! HTTP request counts per listener and S3 requests per operation.
 
 use std::sync::Mutex;
 
@@ -28,13 +28,27 @@ pub struct RequestLabels {
     pub status: String,
 }
 
+/// Labels of an S3 request count.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct S3Labels {
+    /// s3s's name of the operation (`GetObject`); `Unknown` when the request was refused
+    /// before it was resolved (a bad signature), `Preflight` for a CORS preflight.
+    pub operation: String,
+    /// Response status code.
+    pub status: String,
+}
+
 /// Every metric the server exports.
 pub struct Metrics {
     registry: Mutex<Registry>,
     drive_online: Family<DriveLabels, Gauge>,
     drive_errors: Family<DriveLabels, Gauge>,
+    drive_capacity: Family<DriveLabels, Gauge>,
+    drive_free: Family<DriveLabels, Gauge>,
     /// HTTP requests by listener and status.
     requests: Family<RequestLabels, Counter>,
+    /// S3 requests by operation and status.
+    s3_requests: Family<S3Labels, Counter>,
     /// Every listener's accept loop.
     pub listeners: listener::ListenerMetrics,
 }
@@ -47,7 +61,10 @@ impl Metrics {
         catalog.register(registry.sub_registry_with_prefix("catalog"));
         let drive_online = Family::<DriveLabels, Gauge>::default();
         let drive_errors = Family::<DriveLabels, Gauge>::default();
+        let drive_capacity = Family::<DriveLabels, Gauge>::default();
+        let drive_free = Family::<DriveLabels, Gauge>::default();
         let requests = Family::<RequestLabels, Counter>::default();
+        let s3_requests = Family::<S3Labels, Counter>::default();
         registry.register(
             "drive_online",
             "1 when the drive is formatted and usable",
@@ -59,16 +76,34 @@ impl Metrics {
             drive_errors.clone(),
         );
         registry.register(
+            "drive_capacity_bytes",
+            "Size of the file system the drive is on",
+            drive_capacity.clone(),
+        );
+        registry.register(
+            "drive_free_bytes",
+            "Bytes free for Eddy on the file system the drive is on",
+            drive_free.clone(),
+        );
+        registry.register(
             "http_requests",
             "Requests answered, by listener and status",
             requests.clone(),
+        );
+        registry.register(
+            "s3_requests",
+            "S3 requests answered, by operation and status",
+            s3_requests.clone(),
         );
         listeners.register(&mut registry);
         Self {
             registry: Mutex::new(registry),
             drive_online,
             drive_errors,
+            drive_capacity,
+            drive_free,
             requests,
+            s3_requests,
             listeners,
         }
     }
@@ -78,6 +113,16 @@ impl Metrics {
         self.requests
             .get_or_create(&RequestLabels {
                 listener: listener.into(),
+                status: status.to_string(),
+            })
+            .inc();
+    }
+
+    /// Counts one S3 request of `operation` answered with `status`.
+    pub fn count_s3(&self, operation: &str, status: u16) {
+        self.s3_requests
+            .get_or_create(&S3Labels {
+                operation: operation.into(),
                 status: status.to_string(),
             })
             .inc();
@@ -126,6 +171,16 @@ impl Metrics {
             self.drive_errors
                 .get_or_create(&labels)
                 .set(h.errors as i64);
+            // A drive whose file system cannot be asked keeps its last figures.
+            if let Ok(fs) = rustix::fs::statvfs(&h.path) {
+                let block = fs.f_frsize;
+                self.drive_capacity
+                    .get_or_create(&labels)
+                    .set(i64::try_from(fs.f_blocks.saturating_mul(block)).unwrap_or(i64::MAX));
+                self.drive_free
+                    .get_or_create(&labels)
+                    .set(i64::try_from(fs.f_bavail.saturating_mul(block)).unwrap_or(i64::MAX));
+            }
         }
         let mut out = String::new();
         let registry = self.registry.lock().unwrap_or_else(|p| p.into_inner());

@@ -1,6 +1,6 @@
 //! The S3 listener: hyper serving the s3s service of the `s3gw` crate (over TLS when
 //! given a certificate), with graceful shutdown (requests in flight finish) and
-//! per-status request counters. CORS preflights are answered here, before s3s (which
+//! request counters by status and by S3 operation. CORS preflights are answered here, before s3s (which
 //! has no `OPTIONS`), and responses to requests with an `Origin` get the bucket's
 //! `Access-Control-*` headers. Form uploads (POST) are admitted a few at a time, and a
 //! failed POST policy condition gets AWS's 403 (`s3gw::post_object`).
@@ -49,6 +49,8 @@ pub async fn serve(
                 req.extensions_mut().insert(s3gw::ClientAddr(peer));
                 req.extensions_mut().insert(secure);
                 req.extensions_mut().insert(id);
+                let operation = s3gw::OperationSlot::default();
+                req.extensions_mut().insert(operation.clone());
                 let origin = req
                     .headers()
                     .get(hyper::header::ORIGIN)
@@ -101,7 +103,14 @@ pub async fn serve(
                     }
                     resp.headers_mut().insert("x-amz-request-id", h);
                 }
-                metrics.count_request("s3", r.as_ref().map_or(500, |r| r.status().as_u16()));
+                let status = r.as_ref().map_or(500, |r| r.status().as_u16());
+                metrics.count_request("s3", status);
+                let op = match operation.0.get() {
+                    Some(op) => op.as_str(),
+                    None if method == hyper::Method::OPTIONS => "Preflight",
+                    None => "Unknown",
+                };
+                metrics.count_s3(op, status);
                 r
             }
         })

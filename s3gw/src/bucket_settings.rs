@@ -163,7 +163,13 @@ pub(crate) async fn update_bucket<T: Sync>(
     name: &str,
     mut change: impl FnMut(&mut BucketRecord) -> S3Result<()> + Send,
 ) -> S3Result<()> {
-    for _ in 0..UPDATE_ATTEMPTS {
+    for attempt in 0..UPDATE_ATTEMPTS {
+        if attempt > 0 {
+            // Back off before reading again: without a pause, two clients changing one
+            // bucket's settings in a loop on a loaded machine could each lose 16 times
+            // in a row (seen with boto3 on two shared cores).
+            tokio::time::sleep(std::time::Duration::from_millis(1 << attempt.min(6))).await;
+        }
         let expected = gw.bucket_for(req, name).await?.record;
         let mut record = expected.clone();
         change(&mut record)?;

@@ -95,6 +95,12 @@ impl Default for RequestId {
     }
 }
 
+/// Where the access hook records which S3 operation a request is (s3s's name for it, as
+/// `GetObject`), put in the request's extensions by the listener for its per-operation
+/// counts. A request refused before that (a bad signature) leaves it empty.
+#[derive(Debug, Clone, Default)]
+pub struct OperationSlot(pub Arc<std::sync::OnceLock<String>>);
+
 /// The S3 front end over one catalog.
 #[derive(Clone)]
 pub struct Gateway {
@@ -354,6 +360,9 @@ impl s3s::access::S3Access for Access {
             context: authz::context(principal.as_deref(), source, secure, query),
             principal,
         };
+        if let Some(slot) = cx.extensions_mut().get::<OperationSlot>().cloned() {
+            let _ = slot.0.set(cx.s3_op().name().to_owned());
+        }
         let op = cx.s3_op().name();
         let (bucket, key) = match cx.s3_path() {
             s3s::path::S3Path::Root => (None, None),

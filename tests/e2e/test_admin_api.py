@@ -139,13 +139,15 @@ OPERATIONS = operations()
 
 
 def test_every_operation_is_described():
-    """The routes of admin/src (expansions.rs, identities.rs), one by one."""
+    """The routes of admin/src (expansions.rs, identities.rs, topic_tables.rs), one by one."""
     assert sorted((m, p) for m, p, _ in OPERATIONS) == sorted([
         ("PUT", f"/admin/v1/topics/{TOPIC}/expansion"),
         ("GET", f"/admin/v1/topics/{TOPIC}/expansion"),
         ("DELETE", f"/admin/v1/topics/{TOPIC}/expansion"),
         ("POST", f"/admin/v1/topics/{TOPIC}/expansion/columns"),
         ("GET", f"/admin/v1/topics/{TOPIC}/expansion/infer"),
+        ("GET", f"/admin/v1/topics/{TOPIC}/table"),
+        ("POST", f"/admin/v1/topics/{TOPIC}/table/repair"),
         ("GET", "/admin/v1/users"),
         ("PUT", "/admin/v1/users/someone"),
         ("DELETE", "/admin/v1/users/someone"),
