@@ -2,8 +2,9 @@
 //! several writer counts and transaction sizes. Prints one table row per case.
 //!
 //! `cargo bench --bench throughput -- [DIR]` (DIR defaults to a temp dir; put it on the
-//! disk you measure). `bench/storage.sh` runs it next to a raw `dd` baseline. With
-//! `EDDY_BENCH_NO_CHECKPOINT=1` checkpoints are off, to separate their cost.
+//! disk you measure). `bench/storage.sh` runs it next to a raw `dd` baseline. No
+//! checkpoint runs within a 6 s case: the first waits `checkpoint_min_gap` (30 s) from
+//! the catalog's open. `EDDY_BENCH_NO_CHECKPOINT=1` turns them off all the same.
 
 use catalog::KafkaOp;
 use std::collections::BTreeMap;
