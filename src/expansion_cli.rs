@@ -82,6 +82,22 @@ pub enum Action {
         /// `namespace.table`: print a `put` body into it.
         #[arg(long)]
         target: Option<String>,
+        /// With `--target`: the body asks for the records already in the topic to be
+        /// expanded too (without the flag, asked on the terminal when there is one).
+        #[arg(long)]
+        backfill: bool,
+    },
+    /// Expand, once, the records committed before the expansion was attached, and show
+    /// the progress until done.
+    Backfill {
+        /// The topic.
+        topic: String,
+        /// `value` or `key`.
+        #[arg(long, default_value = "value")]
+        source_column: String,
+        /// Ask for it and return without waiting.
+        #[arg(long)]
+        no_wait: bool,
     },
 }
 
@@ -156,6 +172,7 @@ async fn run_async(server: &Server, action: Action) -> anyhow::Result<()> {
             source_column,
             sample,
             target,
+            backfill,
         } => {
             let r = send(
                 http.get(url(&topic, "/infer")).query(&[
@@ -165,16 +182,37 @@ async fn run_async(server: &Server, action: Action) -> anyhow::Result<()> {
                 &token,
             )
             .await?;
+            for d in r["disagreements"].as_array().into_iter().flatten() {
+                eprintln!(
+                    "warning: field {} has values of different kinds in the sample ({}): proposed as {}",
+                    d["field"].as_str().unwrap_or("?"),
+                    d["seen"],
+                    d["proposed"].as_str().unwrap_or("string"),
+                );
+            }
             let out = match target {
                 Some(t) => serde_json::json!({
                     "target": t,
                     "source_column": source_column,
                     "format": "json",
                     "schema": r["schema"],
+                    "backfill": backfill || ask_backfill(&topic, r["sampled"].as_u64())?,
                 }),
                 None => r,
             };
             println!("{}", serde_json::to_string_pretty(&out)?);
+            return Ok(());
+        }
+        Action::Backfill {
+            topic,
+            source_column,
+            no_wait,
+        } => {
+            let query = [("source_column", source_column.clone())];
+            let view = send(http.post(url(&topic, "/backfill")).query(&query), &token).await?;
+            if !no_wait {
+                progress(&http, &token, url(&topic, ""), &query, view).await?;
+            }
             return Ok(());
         }
     };
@@ -183,6 +221,67 @@ async fn run_async(server: &Server, action: Action) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&r)?);
     }
     Ok(())
+}
+
+/// Whether the `put` body should ask for a backfill: asked on the terminal (stderr and
+/// stdin), so `infer --target ... > body.json` still asks; no when there is none.
+fn ask_backfill(topic: &str, sampled: Option<u64>) -> anyhow::Result<bool> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !std::io::stdin().is_terminal() || sampled == Some(0) {
+        return Ok(false);
+    }
+    eprint!("Also expand the records already in {topic} (backfill)? [y/N] ");
+    std::io::stderr().flush()?;
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    Ok(matches!(line.trim(), "y" | "Y" | "yes" | "Yes"))
+}
+
+/// Records a backfill still has to read: per partition, from its cursor up to `since`.
+fn backfill_left(view: &Value) -> Option<u64> {
+    let since = view["since"].as_array()?;
+    let done = view["backfilled"].as_array()?;
+    Some(
+        since
+            .iter()
+            .zip(done)
+            .map(|(s, d)| {
+                s.as_u64()
+                    .unwrap_or(0)
+                    .saturating_sub(d.as_u64().unwrap_or(0))
+            })
+            .sum(),
+    )
+}
+
+/// Shows a backfill's progress (records left to read, polled from the expansion) until
+/// it is done.
+async fn progress(
+    http: &reqwest::Client,
+    token: &str,
+    url: String,
+    query: &[(&str, String)],
+    mut view: Value,
+) -> anyhow::Result<()> {
+    let Some(total) = backfill_left(&view) else {
+        bail!("the server reported no backfill for this expansion");
+    };
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("backfill {bar:40} {pos}/{len} records ({eta})")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    loop {
+        let left = backfill_left(&view).unwrap_or(0);
+        bar.set_position(total.saturating_sub(left));
+        if left == 0 {
+            bar.finish();
+            eprintln!("backfill done: every earlier record is expanded");
+            return Ok(());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        view = send(http.get(&url).query(query), token).await?;
+    }
 }
 
 /// Sends a request; its JSON body, or the server's error message as the error.

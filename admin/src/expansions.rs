@@ -9,6 +9,7 @@
 //! | `DELETE /v1/topics/{topic}/expansion[?source_column=key]` | drop it (the target stays) |
 //! | `POST /v1/topics/{topic}/expansion/columns` | add or drop columns |
 //! | `GET /v1/topics/{topic}/expansion/infer[?source_column=&sample=]` | propose a schema |
+//! | `POST /v1/topics/{topic}/expansion/backfill[?source_column=key]` | expand older records once |
 
 use http::{Method, StatusCode};
 use tables::expansion::{infer, manage, spec};
@@ -42,6 +43,10 @@ pub async fn route(tabler: &Tabler, req: &Request, segs: &[&str]) -> TableResult
             let body: spec::ColumnsBody = body_json(req)?;
             json(StatusCode::OK, &manage::columns(tabler, topic, body).await?)
         }
+        ["v1", "topics", topic, "expansion", "backfill"] if m == Method::POST => json(
+            StatusCode::OK,
+            &manage::backfill(tabler, topic, source()?).await?,
+        ),
         ["v1", "topics", topic, "expansion", "infer"] if m == Method::GET => {
             let sample = match query_param(q, "sample") {
                 None => 1000,

@@ -146,6 +146,7 @@ def test_every_operation_is_described():
         ("DELETE", f"/admin/v1/topics/{TOPIC}/expansion"),
         ("POST", f"/admin/v1/topics/{TOPIC}/expansion/columns"),
         ("GET", f"/admin/v1/topics/{TOPIC}/expansion/infer"),
+        ("POST", f"/admin/v1/topics/{TOPIC}/expansion/backfill"),
         ("GET", f"/admin/v1/topics/{TOPIC}/table"),
         ("POST", f"/admin/v1/topics/{TOPIC}/table/repair"),
         ("GET", "/admin/v1/users"),

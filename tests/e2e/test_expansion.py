@@ -568,6 +568,75 @@ def test_cli_infers_puts_gets_and_drops(eddy, tmp_path):
     assert bad.returncode != 0 and "refused the credentials" in bad.stderr
 
 
+def expansion_cli(eddy):
+    env = dict(os.environ, EDDY_HTTP_URL=eddy.http_url, EDDY_ACCESS_KEY=eddy.access_key,
+               EDDY_SECRET_KEY=eddy.secret_key)
+
+    def cli(*args, input=None):
+        return subprocess.run([eddy_bin(), "expansion", *args], capture_output=True, text=True,
+                              env=env, timeout=120, input=input)
+    return cli
+
+
+def test_infer_with_backfill_gives_every_earlier_record_a_row(eddy):
+    """The newcomer's way, infer -> put, with --backfill: the records already in the topic
+    get their rows too. Without it (and with no terminal to ask on) the body says no."""
+    topic, table = name("inferbf"), name("inferbf_rows")
+    create(eddy, topic, partitions=2)
+    before = produce(eddy, topic, [json.dumps({"id": i}).encode() for i in range(15)])
+    cli = expansion_cli(eddy)
+    out = cli("infer", topic, "--target", f"{TARGET_NS}.{table}")
+    assert out.returncode == 0 and json.loads(out.stdout)["backfill"] is False, out
+    out = cli("infer", topic, "--target", f"{TARGET_NS}.{table}", "--backfill")
+    assert out.returncode == 0, out.stderr
+    body = json.loads(out.stdout)
+    assert body["backfill"] is True
+    assert cli("put", topic, "--file", "-", input=json.dumps(body)).returncode == 0
+    rows = target_rows(eddy, table)
+    assert sorted((0, o) for o in before) == sorted(rows), rows.keys()
+    assert sorted(r["id"] for r in rows.values()) == list(range(15))
+
+
+def test_backfill_asked_after_the_expansion_was_attached(eddy):
+    """Attached without backfill (as `infer > f; put --file f` used to leave it), the
+    earlier records are expanded later by `eddy expansion backfill`, once: asking again
+    adds no row twice."""
+    topic, table = name("latebf"), name("latebf_rows")
+    create(eddy, topic)
+    early = produce(eddy, topic, [json.dumps({"id": i}).encode() for i in range(20)])
+    cli = expansion_cli(eddy)
+    out = cli("infer", topic, "--target", f"{TARGET_NS}.{table}")
+    assert cli("put", topic, "--file", "-", input=out.stdout).returncode == 0
+    late = produce(eddy, topic, [json.dumps({"id": 100 + i}).encode() for i in range(5)])
+    assert sorted(target_rows(eddy, table)) == [(0, o) for o in late]
+    out = cli("backfill", topic)
+    assert out.returncode == 0, out.stderr
+    assert "backfill done" in out.stderr
+    rows = target_rows(eddy, table)
+    assert sorted(rows) == sorted((0, o) for o in early + late)
+    out = cli("backfill", topic)
+    assert out.returncode == 0, out.stderr
+    assert len(target_rows(eddy, table)) == 25
+    status, err = admin(eddy, "POST", expansion_path(name("none")) + "/backfill")
+    assert status == 404, err
+
+
+def test_infer_reports_values_of_different_kinds(eddy):
+    """One string among twelve numbers is reported (on the CLI, as a warning), not widened
+    to a string in silence."""
+    topic = name("mixed")
+    create(eddy, topic)
+    produce(eddy, topic, [json.dumps({"n": i, "ok": True}).encode() for i in range(12)]
+            + [json.dumps({"n": "twelve", "ok": False}).encode()])
+    status, body = admin(eddy, "GET", expansion_path(topic) + "/infer")
+    assert status == 200, body
+    assert body["disagreements"] == [{"field": "n", "seen": {"long": 12, "string": 1},
+                                      "proposed": "string"}]
+    out = expansion_cli(eddy)("infer", topic)
+    assert out.returncode == 0, out.stderr
+    assert "field n has values of different kinds" in out.stderr, out.stderr
+
+
 def test_kill_during_produce_and_sealing_keeps_rows_and_records_together(tmp_path):
     """SIGKILL while producers run and a reader loads the target (so seals commit), then
     restart, for EXPANSION_KILL_ROUNDS rounds (3 here; 20 or more for a long run): after

@@ -1,7 +1,8 @@
 //! Proposing an expansion schema from a sample of a topic's records: each JSON value's
 //! type, widened across the sample (an int and a float make a double; a field seen only
 //! in some records is still a field; anything irreconcilable becomes a string), in the
-//! REST catalog's JSON, ready for `PUT`.
+//! REST catalog's JSON, ready for `PUT`. A field whose kinds disagree (a string among
+//! numbers) is reported with what was seen, so the widening to string is not silent.
 
 use std::collections::BTreeMap;
 
@@ -94,6 +95,55 @@ fn widen(a: Shape, b: Shape) -> Shape {
     }
 }
 
+/// The kind of a JSON value, as the disagreement report names it (none for null).
+fn kind(v: &Value) -> Option<&'static str> {
+    match v {
+        Value::Null => None,
+        Value::Bool(_) => Some("boolean"),
+        Value::Number(n) if n.is_i64() || n.is_u64() => Some("long"),
+        Value::Number(_) => Some("double"),
+        Value::String(_) => Some("string"),
+        Value::Array(_) => Some("list"),
+        Value::Object(_) => Some("struct"),
+    }
+}
+
+/// Counts the kinds of every field of an object, by dotted path (into nested objects).
+fn count_kinds(
+    v: &Value,
+    prefix: &str,
+    counts: &mut BTreeMap<String, BTreeMap<&'static str, u64>>,
+) {
+    let Value::Object(o) = v else { return };
+    for (k, x) in o {
+        let path = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        if let Some(kind) = kind(x) {
+            *counts
+                .entry(path.clone())
+                .or_default()
+                .entry(kind)
+                .or_default() += 1;
+        }
+        count_kinds(x, &path, counts);
+    }
+}
+
+/// The fields whose kinds do not widen into one type (a long and a double do), with the
+/// count of each kind seen.
+fn disagreements(counts: &BTreeMap<String, BTreeMap<&'static str, u64>>) -> Vec<Value> {
+    counts
+        .iter()
+        .filter(|(_, kinds)| {
+            kinds.len() > 1 && !kinds.keys().all(|k| matches!(*k, "long" | "double"))
+        })
+        .map(|(field, kinds)| json!({"field": field, "seen": kinds, "proposed": "string"}))
+        .collect()
+}
+
 /// The Iceberg type JSON of a shape (ids are filled in by `spec::parse_struct`).
 fn type_json(s: &Shape) -> Value {
     match s {
@@ -120,7 +170,8 @@ fn type_json(s: &Shape) -> Value {
 
 /// A proposed schema for `topic`'s `source` column from up to `sample` of its latest
 /// records per partition (`schema`, ready for `PUT`), with how many records were read and
-/// how many were not JSON objects.
+/// how many were not JSON objects, and the fields whose kinds disagreed (`disagreements`:
+/// each with the count of every kind seen; such a field is proposed as a string).
 pub async fn infer(
     tabler: &Tabler,
     topic: &str,
@@ -134,8 +185,9 @@ pub async fn infer(
         .await?
         .ok_or_else(|| TableError::NotFound(format!("unknown topic: {topic}")))?;
     let catalog = tabler.catalog().clone();
-    let (shape, read, not_json) = crate::seal::blocking(move || {
+    let (shape, read, not_json, counts) = crate::seal::blocking(move || {
         let mut shape = Shape::Null;
+        let mut counts = BTreeMap::new();
         let (mut read, mut not_json) = (0u64, 0u64);
         for p in 0..t.partitions {
             let Some(st) = crate::seal::wait(catalog.kafka().partition(t.id, p))? else {
@@ -170,14 +222,17 @@ pub async fn infer(
                         let Some(bytes) = bytes else { continue };
                         read += 1;
                         match serde_json::from_slice::<Value>(bytes) {
-                            Ok(v @ Value::Object(_)) => shape = widen(shape, of(&v)),
+                            Ok(v @ Value::Object(_)) => {
+                                count_kinds(&v, "", &mut counts);
+                                shape = widen(shape, of(&v));
+                            }
                             _ => not_json += 1,
                         }
                     }
                 }
             }
         }
-        Ok((shape, read, not_json))
+        Ok((shape, read, not_json, counts))
     })
     .await?;
     let schema = match &shape {
@@ -188,7 +243,12 @@ pub async fn infer(
         .ok()
         .and_then(|s| serde_json::to_value(s).ok())
         .unwrap_or(schema);
-    Ok(json!({"schema": schema, "sampled": read, "not_json_objects": not_json}))
+    Ok(json!({
+        "schema": schema,
+        "sampled": read,
+        "not_json_objects": not_json,
+        "disagreements": disagreements(&counts),
+    }))
 }
 
 #[cfg(test)]
@@ -226,5 +286,30 @@ mod tests {
         assert_eq!(t["fields"][0]["type"], json!("timestamptz"));
         assert_eq!(t["fields"][1]["type"], json!("date"));
         assert_eq!(t["fields"][2]["type"], json!("uuid"));
+    }
+
+    #[test]
+    fn a_string_among_numbers_is_reported() {
+        let mut counts = BTreeMap::new();
+        for i in 0..12 {
+            count_kinds(
+                &json!({"n": i, "p": i as f64 / 2.0, "o": {"x": i}}),
+                "",
+                &mut counts,
+            );
+        }
+        count_kinds(
+            &json!({"n": "twelve", "p": 1, "o": {"x": true}}),
+            "",
+            &mut counts,
+        );
+        let d = disagreements(&counts);
+        assert_eq!(
+            d,
+            vec![
+                json!({"field": "n", "seen": {"long": 12, "string": 1}, "proposed": "string"}),
+                json!({"field": "o.x", "seen": {"boolean": 1, "long": 12}, "proposed": "string"}),
+            ]
+        );
     }
 }

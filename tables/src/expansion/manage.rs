@@ -244,6 +244,75 @@ pub async fn put(tabler: &Tabler, topic: &str, body: PutBody) -> TableResult<Vie
         .unwrap_or_else(|_| View::of(topic, source, &spec, since)))
 }
 
+/// `POST .../backfill`: expands, once, the records committed before the expansion was
+/// attached, as `PUT` with `backfill` does, for an expansion attached without it. The
+/// seal steps do the work from the log start, resumably (the cursors are in the catalog).
+/// Asking again changes nothing; an expansion whose target holds rows from before its
+/// current version (an earlier version expanded them) is refused, as a backfill would
+/// expand those records twice.
+pub async fn backfill(tabler: &Tabler, topic: &str, source: Source) -> TableResult<View> {
+    let t = topic_of(tabler, topic).await?;
+    {
+        let lock = tabler.lock_for(topic);
+        let _one = lock.lock().await;
+        let old = stored(tabler, &t, source).await?;
+        let Some(e) = old.filter(|e| e.current().is_some()) else {
+            return Err(no_expansion(topic, source));
+        };
+        let [first] = e.versions.as_slice() else {
+            return Err(TableError::Conflict(format!(
+                "the expansion of the {} column of {topic} is still applying a change (of its \
+                 columns, or a drop and attach); ask for the backfill again once the table has \
+                 caught up",
+                source.name()
+            )));
+        };
+        if first.backfill.is_empty() {
+            if let Some(spec) = e.current()
+                && let Some(target) = tabler
+                    .catalog()
+                    .iceberg()
+                    .other_table(&spec.namespace, &spec.table)
+                    .await?
+            {
+                let held = tabler.first_offsets(&target.metadata_location).await?;
+                if let Some((p, o)) = held.iter().find(|(p, o)| **o < first.from(**p)) {
+                    return Err(TableError::Conflict(format!(
+                        "{}.{} holds rows of partition {p} from offset {o}, before this \
+                         expansion's version (from {}): an earlier version expanded them, \
+                         and a backfill would expand them twice",
+                        spec.namespace,
+                        spec.table,
+                        first.from(*p)
+                    )));
+                }
+            }
+            let mut versions = e.versions.clone();
+            versions[0].backfill = offsets(tabler, &t, |s| s.log_start_offset).await?;
+            let op = Op::Expansion(ExpansionOp::PutExpansion {
+                topic: t.name.clone(),
+                source: source.name().to_owned(),
+                expected: e.changes,
+                expansion: Some(Expansion {
+                    topic_id: t.id,
+                    changes: e.changes + 1,
+                    versions,
+                }),
+            });
+            tabler
+                .catalog()
+                .commit(catalog::Transaction::new(vec![op]))
+                .await?;
+            tracing::info!(
+                topic,
+                source = source.name(),
+                "expansion backfill asked for"
+            );
+        }
+    }
+    get(tabler, topic, source).await
+}
+
 /// `GET`: the current expansion of `source`.
 pub async fn get(tabler: &Tabler, topic: &str, source: Source) -> TableResult<View> {
     let t = topic_of(tabler, topic).await?;

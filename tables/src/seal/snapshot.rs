@@ -428,3 +428,35 @@ pub(super) fn new_metadata(
         properties,
     )
 }
+
+impl Tabler {
+    /// Per Kafka partition, the lowest offset a live data file of the table at
+    /// `metadata_location` holds records from (by the offset range in its name; files
+    /// named otherwise are not counted). Empty for a table with no snapshot.
+    pub(crate) async fn first_offsets(
+        &self,
+        metadata_location: &str,
+    ) -> TableResult<std::collections::BTreeMap<u32, u64>> {
+        let metadata = self.read_metadata(metadata_location).await?;
+        let mut out = std::collections::BTreeMap::new();
+        let Some(s) = metadata.current_snapshot() else {
+            return Ok(out);
+        };
+        let bytes = self.read_file(s.manifest_list()).await?;
+        let manifests: Vec<_> = ManifestList::parse_with_version(&bytes, FormatVersion::V2)?
+            .consume_entries()
+            .into_iter()
+            .collect();
+        for m in manifests {
+            let bytes = self.read_file(&m.manifest_path).await?;
+            let (entries, _) = iceberg::spec::Manifest::parse_avro(&bytes)?.into_parts();
+            for e in entries.iter().filter(|e| e.is_alive()) {
+                if let Some((p, first, _)) = file_range(e.data_file().file_path()) {
+                    let v = out.entry(p).or_insert(first);
+                    *v = (*v).min(first);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
