@@ -96,7 +96,7 @@ pub async fn serve(
                         && let Some(doc) = h
                             .to_str()
                             .ok()
-                            .and_then(|id| s3gw::error::with_request_id(&body, id))
+                            .and_then(|id| s3gw::error::completed_error(&body, id))
                     {
                         resp.headers_mut().remove(hyper::header::CONTENT_LENGTH);
                         *resp.body_mut() = s3s::Body::from(bytes::Bytes::from(doc));

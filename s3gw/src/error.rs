@@ -82,24 +82,58 @@ pub fn iam_error(e: iam::IamError) -> S3Error {
     }
 }
 
-/// An S3 error document with its `RequestId`, the same id as the response's
-/// `x-amz-request-id` header (clients and support tickets quote either): `None` when the
-/// body is not an error document or already has one.
-pub fn with_request_id(body: &[u8], id: &str) -> Option<Vec<u8>> {
+/// An S3 error document completed: with its `RequestId`, the same id as the response's
+/// `x-amz-request-id` header (clients and support tickets quote either), and with a
+/// `Message` when it has none (s3s answers some refusals, such as a bucket name its path
+/// parser rejects, with a code alone, which botocore prints as "Unknown"). `None` when the
+/// body is not an error document or already has both.
+pub fn completed_error(body: &[u8], id: &str) -> Option<Vec<u8>> {
     let text = std::str::from_utf8(body).ok()?;
-    if text.contains("<RequestId>") || !text.contains("<Error>") {
+    if !text.contains("<Error>") {
+        return None;
+    }
+    let add_id = !text.contains("<RequestId>");
+    let message = (!text.contains("<Message>"))
+        .then(|| {
+            let code = text.split("<Code>").nth(1)?.split("</Code>").next()?;
+            Some(default_message(code))
+        })
+        .flatten();
+    if !add_id && message.is_none() {
         return None;
     }
     let end = text.rfind("</Error>")?;
-    // Request ids are hex digits: nothing to escape.
-    Some(
-        format!(
-            "{}<RequestId>{id}</RequestId>{}",
-            &text[..end],
-            &text[end..]
-        )
-        .into_bytes(),
-    )
+    let mut out = String::with_capacity(text.len() + 128);
+    out.push_str(&text[..end]);
+    if let Some(m) = message {
+        // The messages are plain text of our own: nothing to escape.
+        out.push_str(&format!("<Message>{m}</Message>"));
+    }
+    if add_id {
+        // Request ids are hex digits: nothing to escape.
+        out.push_str(&format!("<RequestId>{id}</RequestId>"));
+    }
+    out.push_str(&text[end..]);
+    Some(out.into_bytes())
+}
+
+/// AWS's message for an error code, for documents that came without one.
+fn default_message(code: &str) -> String {
+    match code {
+        "InvalidBucketName" => "The specified bucket is not valid.".into(),
+        "InvalidURI" => "Couldn't parse the specified URI.".into(),
+        "MethodNotAllowed" => "The specified method is not allowed against this resource.".into(),
+        "NoSuchBucket" => "The specified bucket does not exist".into(),
+        "NoSuchKey" => "The specified key does not exist.".into(),
+        "AccessDenied" => "Access Denied".into(),
+        "NotImplemented" => {
+            "A header you provided implies functionality that is not implemented".into()
+        }
+        "SignatureDoesNotMatch" => "The request signature we calculated does not match the \
+                                    signature you provided. Check your key and signing method."
+            .into(),
+        other => format!("The request was refused ({other})."),
+    }
 }
 
 /// The S3 error for a storage error.
@@ -177,15 +211,26 @@ pub fn notify_config_error(e: notify::ConfigError) -> S3Error {
 
 #[cfg(test)]
 mod tests {
-    use super::with_request_id;
+    use super::completed_error;
 
     #[test]
     fn an_error_document_gets_the_request_id_once() {
         let doc = b"<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>NoSuchKey</Code><Message>m</Message></Error>";
-        let got = String::from_utf8(with_request_id(doc, "ABC123").unwrap()).unwrap();
+        let got = String::from_utf8(completed_error(doc, "ABC123").unwrap()).unwrap();
         assert!(got.ends_with("<Message>m</Message><RequestId>ABC123</RequestId></Error>"));
-        assert_eq!(with_request_id(got.as_bytes(), "ABC123"), None);
-        assert_eq!(with_request_id(b"<ListBucketResult/>", "ABC123"), None);
-        assert_eq!(with_request_id(b"", "ABC123"), None);
+        assert_eq!(completed_error(got.as_bytes(), "ABC123"), None);
+        assert_eq!(completed_error(b"<ListBucketResult/>", "ABC123"), None);
+        assert_eq!(completed_error(b"", "ABC123"), None);
+    }
+
+    #[test]
+    fn an_error_document_without_a_message_gets_one() {
+        let doc = b"<Error><Code>InvalidBucketName</Code></Error>";
+        let got = String::from_utf8(completed_error(doc, "ABC123").unwrap()).unwrap();
+        assert_eq!(
+            got,
+            "<Error><Code>InvalidBucketName</Code><Message>The specified bucket is not valid.\
+             </Message><RequestId>ABC123</RequestId></Error>"
+        );
     }
 }

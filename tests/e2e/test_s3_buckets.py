@@ -53,6 +53,9 @@ def test_bucket_name_rules(eddy, name):
         s3.create_bucket(Bucket=name)
     assert status(e) == 400, e.value.response
     assert error_code(e) in ("InvalidBucketName", "InvalidRequest", "InvalidURI")
+    # Every refusal has a message: botocore prints "Unknown" for one without.
+    message = e.value.response["Error"].get("Message", "")
+    assert message and message != "Unknown", e.value.response
 
 
 def test_bucket_tagging(eddy):
