@@ -1,7 +1,8 @@
 //! Start-up checks of `eddy serve` that need more than the configuration's own parsing
 //! (`crate::config`): every file a flag names is there and readable, the SSE-S3 master
-//! key (when it exists) is one, the catalog URL parses and the Kafka listeners make a
-//! cluster. They run before the catalog opens, because opening it formats fresh drives
+//! key (when it exists) is one, the catalog URL parses, the S3 domains are host names and
+//! the Kafka listeners make a cluster (the ports are taken next, also before the catalog:
+//! `crate::serve`). They run before the catalog opens, because opening it formats fresh drives
 //! and creates a PostgreSQL catalog's tables: a start that fails on a flag must leave the
 //! data dir as it found it. The TLS files are parsed next, by loading the listeners' TLS
 //! (`crate::serve`), also before the catalog.
@@ -35,6 +36,9 @@ pub enum PreflightError {
     /// The Kafka listeners do not make a cluster the broker can number.
     #[error("--kafka-listen: {0}")]
     KafkaListeners(String),
+    /// An `--s3-domain` that is not a host name.
+    #[error("--s3-domain: {0}")]
+    S3Domain(String),
     /// Broker views and a PostgreSQL catalog together.
     #[error("broker views ([[views]]) are not supported with --catalog postgres:// yet")]
     ViewsWithPostgres,
@@ -48,6 +52,7 @@ pub fn check(config: &ServeConfig) -> Result<(), PreflightError> {
         }
         catalog::pg::check_url(url).map_err(|e| PreflightError::CatalogUrl(e.into()))?;
     }
+    s3gw::check_domains(&config.s3_domains).map_err(PreflightError::S3Domain)?;
     crate::serve::listener_classes(&config.kafka_listen)
         .map_err(|e| PreflightError::KafkaListeners(format!("{e:#}")))?;
     for view in &config.views {

@@ -111,16 +111,32 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         );
         println!("S3 credentials: {DEFAULT_CREDENTIAL} / {DEFAULT_CREDENTIAL} (default)");
     }
+    // The ports are taken before the catalog opens too, so an address in use stops the
+    // start before any drive is formatted; connections wait in the backlog meanwhile.
+    let s3 = bind(config.s3_listen.addr, "S3").await?;
+    let http_listener = bind(config.http_listen.addr, "HTTP").await?;
+    // A cluster node binds the Kafka addresses its leases give it, as they come
+    // (crate::cluster); a single node binds them all now.
+    let mut kafka = Vec::new();
+    if config.catalog_url.is_none() {
+        for l in &config.kafka_listen {
+            kafka.push(bind(l.addr, "Kafka").await?);
+        }
+    }
+    let mut view_listeners = Vec::new();
+    for v in &config.views {
+        let mut ls = Vec::new();
+        for l in &v.kafka_listen {
+            ls.push(bind(l.addr, "Kafka").await?);
+        }
+        view_listeners.push(ls);
+    }
     let node_catalog = Arc::new(NodeCatalog::open(&config).await?);
     let catalog: Arc<dyn Catalog> = node_catalog.catalog();
     ensure_broker_buckets(catalog.as_ref(), &config).await?;
     let metrics = Arc::new(Metrics::new(node_catalog.metrics(), listener_metrics));
     let catalog_dyn: Arc<dyn Catalog> = catalog.clone();
 
-    let s3 = bind(config.s3_listen.addr, "S3").await?;
-    let http_listener = bind(config.http_listen.addr, "HTTP").await?;
-    // A cluster node binds the Kafka addresses its leases give it, as they come
-    // (crate::cluster); a single node binds them all now.
     let leases = match &*node_catalog {
         NodeCatalog::Postgres(pg) => {
             // Broker views with PostgreSQL were refused by crate::preflight.
@@ -144,20 +160,6 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             Arc::new(move |topic: &str| holdings.leads(topic, 0)) as tables::background::Sealer
         }
     };
-    let mut kafka = Vec::new();
-    if leases.is_none() {
-        for l in &config.kafka_listen {
-            kafka.push(bind(l.addr, "Kafka").await?);
-        }
-    }
-    let mut view_listeners = Vec::new();
-    for v in &config.views {
-        let mut ls = Vec::new();
-        for l in &v.kafka_listen {
-            ls.push(bind(l.addr, "Kafka").await?);
-        }
-        view_listeners.push(ls);
-    }
     tokio::spawn(reload_on_sighup(tls.all()));
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();

@@ -305,6 +305,12 @@ pub fn service(gateway: Gateway, domains: &[String]) -> Result<Front, String> {
     })
 }
 
+/// Checks `--s3-domain` values as [`service`] takes them (a host name: no port, no path),
+/// so a bad one stops the start before anything touches the disk.
+pub fn check_domains(domains: &[String]) -> Result<(), String> {
+    Domains::new(domains).map(|_| ())
+}
+
 /// The longest a SigV4 presigned URL may be valid, as AWS allows: 7 days.
 const MAX_PRESIGNED_EXPIRES_SECS: i64 = 7 * 24 * 3600;
 

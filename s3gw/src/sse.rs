@@ -154,9 +154,17 @@ impl MasterKey {
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let key: [u8; 32] = rand::random();
-                write_private(path, format!("{}\n", crate::hex(&key)).as_bytes()).map_err(io)?;
-                tracing::info!(path = %path.display(), "created the SSE-S3 master key file");
-                Ok(Self::new(key))
+                match publish_private(path, format!("{}\n", crate::hex(&key)).as_bytes()) {
+                    Ok(()) => {
+                        tracing::info!(path = %path.display(), "created the SSE-S3 master key file");
+                        Ok(Self::new(key))
+                    }
+                    // Another node (sharing the data dir) made it first: use theirs.
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        Self::load_or_create(path)
+                    }
+                    Err(e) => Err(io(e)),
+                }
             }
             Err(e) => Err(io(e)),
         }
@@ -199,20 +207,31 @@ impl MasterKey {
 }
 
 /// Creates `path` with `bytes`, mode 0600, failing if it exists.
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// Makes `path` hold `bytes` (mode 0600) in one step, or fails with `AlreadyExists`:
+/// the bytes go into a file of this process's own, fsync'd, which is then hard-linked to
+/// `path` (a link never replaces a file). Nodes starting at once on a shared data dir
+/// then all use the one key that won; none sees a half-written file.
+fn publish_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     #[cfg(unix)]
     use std::os::unix::fs::OpenOptionsExt;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("key");
+    let tmp = dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4()));
     let mut opts = std::fs::OpenOptions::new();
     opts.write(true).create_new(true);
     #[cfg(unix)]
     opts.mode(0o600);
-    let mut f = opts.open(path)?;
-    f.write_all(bytes)?;
-    f.sync_all()
+    let written = opts.open(&tmp).and_then(|mut f| {
+        f.write_all(bytes)?;
+        f.sync_all()
+    });
+    let linked = written.and_then(|()| std::fs::hard_link(&tmp, path));
+    let _ = std::fs::remove_file(&tmp);
+    linked?;
+    // The new name is durable once the directory is.
+    std::fs::File::open(dir).and_then(|d| d.sync_all())
 }
 
 /// The SSE-C headers of a request (the three share their names in every input).
@@ -555,6 +574,26 @@ pub async fn delete_bucket_encryption(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nodes_starting_at_once_make_one_master_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shared").join("sse-master.key");
+        let keys: Vec<[u8; 32]> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| MasterKey::load_or_create(&path).unwrap().key))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(keys.iter().all(|k| *k == keys[0]), "two keys were made");
+        assert_eq!(MasterKey::load_or_create(&path).unwrap().key, keys[0]);
+        // Nothing but the key is left in the directory.
+        let names: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("sse-master.key")]);
+    }
 
     #[test]
     fn each_blob_has_its_own_keystream_and_ranges_decrypt_alone() {

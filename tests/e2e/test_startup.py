@@ -129,6 +129,35 @@ def test_an_unreadable_master_key_stops_the_start_before_the_drives_are_formatte
     assert list(data.iterdir()) == []
 
 
+@pytest.mark.parametrize("which", ["--s3-listen", "--http-listen", "--kafka-listen"])
+def test_a_port_in_use_stops_the_start_before_the_drives_are_formatted(tmp_path, which):
+    import socket
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:
+        data = tmp_path / "data"
+        data.mkdir()
+        args = {"--s3-listen": f"127.0.0.1:{free_port()}", "--http-listen": f"127.0.0.1:{free_port()}",
+                "--kafka-listen": f"127.0.0.1:{free_port()}"}
+        args[which] = f"127.0.0.1:{taken.getsockname()[1]}"
+        out = serve(["--data-dir", str(data), *[x for kv in args.items() for x in kv]])
+        assert out.returncode != 0
+        assert "Address already in use" in out.stderr, out.stderr
+        assert list(data.iterdir()) == []
+    finally:
+        taken.close()
+
+
+def test_a_bad_s3_domain_stops_the_start_before_the_drives_are_formatted(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    out = serve(["--data-dir", str(data), "--s3-domain", "s3.example.com:9000", *ports()])
+    assert out.returncode != 0
+    assert "--s3-domain" in out.stderr and "s3.example.com:9000" in out.stderr, out.stderr
+    assert list(data.iterdir()) == []
+
+
 @pytest.mark.parametrize("key_elsewhere", [False, True])
 def test_an_io_cause_is_printed_once(tmp_path, key_elsewhere):
     not_a_dir = tmp_path / "file"
