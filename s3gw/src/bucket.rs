@@ -267,11 +267,19 @@ pub async fn get_bucket_tagging(
     req: S3Request<GetBucketTaggingInput>,
 ) -> S3Result<S3Response<GetBucketTaggingOutput>> {
     let b = gw.bucket_for(&req, &req.input.bucket).await?;
-    if b.tags.is_empty() {
+    let mut tags = b.tags.clone();
+    // A bucket Eddy manages says so where S3 lets a bucket say anything: its tags.
+    if gw.managed_buckets().contains(&req.input.bucket) {
+        tags.insert(
+            crate::managed::MANAGED_TAG.0.to_owned(),
+            crate::managed::MANAGED_TAG.1.to_owned(),
+        );
+    }
+    if tags.is_empty() {
         return Err(s3_error!(NoSuchTagSet, "The TagSet does not exist"));
     }
     Ok(S3Response::new(GetBucketTaggingOutput {
-        tag_set: tag_set(&b.tags),
+        tag_set: tag_set(&tags),
     }))
 }
 

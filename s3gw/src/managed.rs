@@ -3,9 +3,14 @@
 //! catalog; over S3 they are readable by whoever a policy lets read them (Trino and
 //! Spark read the data files there), and no S3 request may change them or the bucket,
 //! the administrator's included: a table whose file was deleted by hand cannot be
-//! loaded again until it is repaired (`eddy tables repair`).
+//! loaded again until it is repaired (`eddy tables repair`). Such a bucket shows the tag
+//! [`MANAGED_TAG`].
 
 use std::collections::BTreeSet;
+
+/// The tag a managed bucket shows in GetBucketTagging (not stored; a put cannot remove
+/// it), so tools that list buckets with their tags can tell it from the users' own.
+pub const MANAGED_TAG: (&str, &str) = ("eddy:managed-by", "broker");
 
 /// The names of the buckets Eddy manages.
 #[derive(Debug, Clone, Default)]

@@ -89,6 +89,8 @@ def test_the_broker_bucket_is_read_only_over_s3(eddy, tmp_path):
     assert not out.get("Deleted"), out
     assert {e["Key"] for e in out["Errors"]} == set(keys)
     assert all(e["Code"] == "AccessDenied" and MANAGED in e["Message"] for e in out["Errors"]), out
+    # It says it is the broker's where S3 lets a bucket say so: its tags.
+    assert {"Key": "eddy:managed-by", "Value": "broker"} in c.get_bucket_tagging(Bucket="kafka")["TagSet"]
     # A copy out of the bucket is a read: allowed.
     c.create_bucket(Bucket="mine")
     c.copy_object(Bucket="mine", Key="copy.parquet", CopySource={"Bucket": "kafka", "Key": parquet})
