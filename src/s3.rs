@@ -58,7 +58,9 @@ pub async fn serve(
                     .map(str::to_owned);
                 let cors_bucket = origin.as_ref().and_then(|_| cors.bucket_of(&req));
                 let method = req.method().clone();
+                let expires_refused = s3gw::expires_refusal(req.uri().query());
                 s3gw::sigv2::canonical_bucket_path(&mut req);
+                s3gw::sigv4_date::date_from_http_date(&mut req);
                 let turn = post_gate.admit(&req).await;
                 let mut r = if s3gw::cors::is_preflight(&req) {
                     Ok(cors.preflight(&req).await)
@@ -79,6 +81,17 @@ pub async fn serve(
                     *resp.status_mut() = hyper::StatusCode::FORBIDDEN;
                     resp.headers_mut().remove(hyper::header::CONTENT_LENGTH);
                     *resp.body_mut() = s3s::Body::from(bytes::Bytes::from(doc));
+                }
+                // s3s refuses a negative X-Amz-Expires as a malformed URL (400) before
+                // the access check can answer as AWS does.
+                if let (Ok(resp), Some(message)) = (r.as_mut(), expires_refused)
+                    && resp.status() == hyper::StatusCode::BAD_REQUEST
+                {
+                    *resp.status_mut() = hyper::StatusCode::FORBIDDEN;
+                    resp.headers_mut().remove(hyper::header::CONTENT_LENGTH);
+                    *resp.body_mut() = s3s::Body::from(bytes::Bytes::from(
+                        s3gw::expires_refusal_document(message),
+                    ));
                 }
                 if let (Ok(resp), Some(o), Some(b)) = (r.as_mut(), &origin, &cors_bucket)
                     && method != hyper::Method::OPTIONS

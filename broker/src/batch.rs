@@ -53,12 +53,16 @@ pub struct Refusal {
     pub error: ResponseError,
     /// A message for the client.
     pub message: String,
+    /// The records that caused it, each as (its index in its batch, why): the produce
+    /// response's `record_errors`, so clients report which record failed.
+    pub records: Vec<(i32, String)>,
 }
 
 fn refuse(error: ResponseError, message: impl Into<String>) -> Refusal {
     Refusal {
         error,
         message: message.into(),
+        records: Vec::new(),
     }
 }
 
@@ -191,13 +195,37 @@ impl Batch {
                     format!("records do not decode: {e}"),
                 )
             })?;
-        if set.records.iter().any(|r| r.key.is_none()) {
-            return Err(refuse(
-                ResponseError::InvalidRecord,
-                "compacted topic cannot accept a record without a key",
-            ));
+        let keyless: Vec<(i32, String)> = set
+            .records
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.key.is_none())
+            .map(|(i, _)| {
+                (
+                    i32::try_from(i).unwrap_or(i32::MAX),
+                    "Compacted topic cannot accept message without key.".to_owned(),
+                )
+            })
+            .collect();
+        if keyless.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        // As Kafka words it: the first three, and how many in all.
+        let shown: Vec<String> = keyless
+            .iter()
+            .take(3)
+            .map(|(i, m)| format!("{{batch index {i}: {m}}}"))
+            .collect();
+        Err(Refusal {
+            error: ResponseError::InvalidRecord,
+            message: format!(
+                "One or more records have been rejected due to {} record errors in total, \
+                 and only showing the first three errors at most: [{}]",
+                keyless.len(),
+                shown.join(", ")
+            ),
+            records: keyless,
+        })
     }
 
     /// Sets the header's largest timestamp from the records, as Kafka's log validator

@@ -279,10 +279,26 @@ async fn read_selection(
     })?;
     let (start, end, content_range) = select(&v, range, part_number)?;
     let h = stored_headers(&v.metadata);
-    let f = if content_range.is_none() && checksum_mode(mode) {
-        fields(&v.checksums)
-    } else {
-        Default::default()
+    // A part read reports that part's checksums (with the object's checksum type); a
+    // ranged read none, as AWS does.
+    let f = match part_number {
+        _ if !checksum_mode(mode) => Default::default(),
+        Some(n) if !v.part_checksums.is_empty() => {
+            let whole = fields(&v.checksums);
+            let part = usize::try_from(n - 1)
+                .ok()
+                .and_then(|i| v.part_checksums.get(i))
+                .map(fields)
+                .unwrap_or_default();
+            crate::checksum::Fields {
+                kind: part.kind.as_ref().and(whole.kind),
+                ..part
+            }
+        }
+        // Part 1 of an object not uploaded in parts is the whole object.
+        Some(_) if v.parts.is_empty() => fields(&v.checksums),
+        None if content_range.is_none() => fields(&v.checksums),
+        _ => Default::default(),
     };
     Ok(Selected {
         v,

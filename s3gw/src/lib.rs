@@ -20,6 +20,7 @@
 //! - [`bucket_config`]: how those two configurations are kept in the catalog
 //! - [`change`]: the one place where an object change's catalog transaction is built
 //! - [`error`]: catalog and storage errors as S3 error codes
+//! - [`sigv2`], [`sigv4_date`]: requests mended before s3s checks their signatures
 //!
 //! Every request is authenticated by s3s (SigV4 headers, presigned URLs, streaming
 //! signatures) against the directory's users, then authorized by [`authz`]: a bucket
@@ -52,6 +53,7 @@ pub mod post_object;
 pub mod protections;
 pub mod put;
 pub mod sigv2;
+pub mod sigv4_date;
 pub mod sse;
 pub mod tagging;
 pub mod versioning;
@@ -314,29 +316,47 @@ pub fn check_domains(domains: &[String]) -> Result<(), String> {
 /// The longest a SigV4 presigned URL may be valid, as AWS allows: 7 days.
 const MAX_PRESIGNED_EXPIRES_SECS: i64 = 7 * 24 * 3600;
 
-/// Checks every request after its signature: a presigned URL may not ask for more than
-/// 7 days (`X-Amz-Expires`), as AWS refuses (s3s checks the signature and the expiry, not
-/// this limit), and the requester must be allowed the operation ([`authz`]).
+/// AWS's refusal of a presigned URL's `X-Amz-Expires` (negative, not a number, or more
+/// than 7 days), as its message: `403 AuthorizationQueryParametersError`. None when it is
+/// fine or absent. s3s checks the signature and the expiry, not these limits (a negative
+/// one it refuses as a malformed URL, with a 400 the listener turns into this).
+pub fn expires_refusal(query: Option<&str>) -> Option<&'static str> {
+    let v = query?
+        .split('&')
+        .find_map(|p| p.strip_prefix("X-Amz-Expires="))?;
+    match v.parse::<i64>() {
+        Ok(s) if s < 0 => Some("X-Amz-Expires must be non-negative"),
+        Ok(s) if s > MAX_PRESIGNED_EXPIRES_SECS => {
+            Some("X-Amz-Expires must be less than a week (in seconds) that is 604800")
+        }
+        Ok(_) => None,
+        Err(_) => Some("X-Amz-Expires should be a number"),
+    }
+}
+
+/// The error document of an [`expires_refusal`].
+pub fn expires_refusal_document(message: &str) -> Vec<u8> {
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>AuthorizationQueryParametersError</Code><Message>{message}</Message></Error>"
+    )
+    .into_bytes()
+}
+
+/// Checks every request after its signature: a presigned URL's `X-Amz-Expires` within
+/// AWS's limits ([`expires_refusal`]), and the requester allowed the operation
+/// ([`authz`]).
 struct Access(Gateway);
 
 #[async_trait::async_trait]
 impl s3s::access::S3Access for Access {
     async fn check(&self, cx: &mut s3s::access::S3AccessContext<'_>) -> S3Result<()> {
-        let expires = cx
-            .uri()
-            .query()
-            .into_iter()
-            .flat_map(|q| q.split('&'))
-            .find_map(|pair| pair.strip_prefix("X-Amz-Expires="));
-        if let Some(v) = expires
-            && !v
-                .parse::<i64>()
-                .is_ok_and(|s| (0..=MAX_PRESIGNED_EXPIRES_SECS).contains(&s))
-        {
-            return Err(s3_error!(
-                AuthorizationQueryParametersError,
-                "X-Amz-Expires must be less than a week (in seconds) that is 604800"
-            ));
+        if let Some(message) = expires_refusal(cx.uri().query()) {
+            let mut e = s3s::S3Error::with_message(
+                s3s::S3ErrorCode::AuthorizationQueryParametersError,
+                message,
+            );
+            e.set_status_code(http::StatusCode::FORBIDDEN);
+            return Err(e);
         }
         // An empty or malformed Content-MD5 is refused whatever the operation, as AWS
         // does (a well-formed one that does not match the body is BadDigest later).

@@ -241,7 +241,11 @@ pub async fn list_objects(
         is_truncated: Some(page.truncated),
         contents: Some(contents),
         common_prefixes: prefixes(url, &page.prefixes),
-        delimiter: i.delimiter.as_deref().map(|d| enc(url, d)),
+        delimiter: i
+            .delimiter
+            .as_deref()
+            .filter(|d| !d.is_empty())
+            .map(|d| enc(url, d)),
         next_marker: page
             .last
             .as_deref()
@@ -307,7 +311,11 @@ pub async fn list_objects_v2(
             .map(encode_token),
         contents: Some(contents),
         common_prefixes: prefixes(url, &page.prefixes),
-        delimiter: i.delimiter.as_deref().map(|d| enc(url, d)),
+        delimiter: i
+            .delimiter
+            .as_deref()
+            .filter(|d| !d.is_empty())
+            .map(|d| enc(url, d)),
         encoding_type: i.encoding_type,
         start_after: i.start_after.as_deref().map(|s| enc(url, s)),
         request_charged: None,
@@ -455,7 +463,11 @@ pub async fn list_object_versions(
     Ok(S3Response::new(ListObjectVersionsOutput {
         common_prefixes: prefixes(url, &cps),
         delete_markers: (!markers.is_empty()).then_some(markers),
-        delimiter: i.delimiter.as_deref().map(|d| enc(url, d)),
+        delimiter: i
+            .delimiter
+            .as_deref()
+            .filter(|d| !d.is_empty())
+            .map(|d| enc(url, d)),
         encoding_type: i.encoding_type,
         is_truncated: Some(truncated),
         key_marker: Some(enc(url, i.key_marker.as_deref().unwrap_or(""))),

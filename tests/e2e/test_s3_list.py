@@ -121,3 +121,37 @@ def test_version_paging_with_many_versions_and_prefixes(eddy):
         assert prefixes == [f"d{d:02d}/" for d in range(20)]
         assert [v for _, v, _ in seen] == list(reversed(ids))
         assert [latest for _, _, latest in seen] == [True] + [False] * 39
+
+
+def test_v1_url_encoding_of_prefix_marker_next_marker_and_delimiter(eddy):
+    """ListObjects v1 with encoding-type=url encodes Prefix, Marker, NextMarker and
+    Delimiter as AWS does (asked for explicitly, botocore hands them back as sent)."""
+    s3 = client(eddy)
+    b = new_bucket(s3, "enc")
+    for k in ["a b/c d.txt", "a b/c e.txt", "a b/x+y.txt"]:
+        s3.put_object(Bucket=b, Key=k, Body=b"x")
+    r = s3.list_objects(Bucket=b, Prefix="a b/", Delimiter=" ", Marker="a b/",
+                        EncodingType="url", MaxKeys=1)
+    assert r["Prefix"] == "a%20b/"
+    assert r["Delimiter"] == "%20"
+    assert r["Marker"] == "a%20b/"
+    assert r["IsTruncated"] is True
+    assert [p["Prefix"] for p in r["CommonPrefixes"]] == ["a%20b/c%20"]
+    assert r["NextMarker"] == "a%20b/c%20"
+    r = s3.list_objects(Bucket=b, Prefix="a b/", Delimiter=" ", Marker="a b/c ",
+                        EncodingType="url")
+    assert [o["Key"] for o in r["Contents"]] == ["a%20b/x%2By.txt"]
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_empty_delimiter_is_no_delimiter(listed, version):
+    s3, b = listed
+    raw = []
+    op = "ListObjectsV2" if version == 2 else "ListObjects"
+    s3.meta.events.register(f"after-call.s3.{op}",
+                            lambda http_response, **kw: raw.append(http_response.content.decode()))
+    call = s3.list_objects_v2 if version == 2 else s3.list_objects
+    r = call(Bucket=b, Delimiter="")
+    assert "Delimiter" not in r, r
+    assert "<Delimiter>" not in raw[-1], raw[-1]
+    assert [o["Key"] for o in r["Contents"]] == byte_order(KEYS)

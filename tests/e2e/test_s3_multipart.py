@@ -162,6 +162,16 @@ def test_multipart_checksums(s3):
     assert [(p["PartNumber"], p["Size"], p["ChecksumSHA256"]) for p in listed] == [
         (n + 1, len(p), base64.b64encode(hashlib.sha256(p).digest()).decode())
         for n, p in enumerate(parts)]
+    # A part read reports the part's own checksum, with the object's checksum type.
+    for n, p in enumerate(parts):
+        want = base64.b64encode(hashlib.sha256(p).digest()).decode()
+        h = s3.head_object(Bucket=b, Key="k", PartNumber=n + 1, ChecksumMode="ENABLED")
+        assert (h["ChecksumSHA256"], h["ChecksumType"], h["PartsCount"]) == (want, "COMPOSITE", 2)
+        g = s3.get_object(Bucket=b, Key="k", PartNumber=n + 1, ChecksumMode="ENABLED")
+        assert (g["ChecksumSHA256"], g["ChecksumType"]) == (want, "COMPOSITE")
+        assert g["Body"].read() == p
+    # Without ChecksumMode, none.
+    assert "ChecksumSHA256" not in s3.head_object(Bucket=b, Key="k", PartNumber=1)
 
 
 def test_uploads_survive_restart(fresh_eddy):

@@ -492,6 +492,19 @@ def test_conditional_deletes_of_a_version(s3):
     versions = s3.list_object_versions(Bucket=bucket)["Versions"]
     assert [v["VersionId"] for v in versions if v["VersionId"] == v1["VersionId"]] == []
 
+    # A delete marker as the current version is nothing to check: 404 NoSuchKey, as AWS
+    # answers a conditional delete of a key whose current version is a marker, and per
+    # key in DeleteObjects (where an unconditional delete of a missing key is Deleted).
+    etag = s3.head_object(Bucket=bucket, Key="k")["ETag"]
+    s3.delete_object(Bucket=bucket, Key="k")
+    with pytest.raises(ClientError) as e:
+        s3.delete_object(Bucket=bucket, Key="k", IfMatch=etag)
+    assert status(e) == 404 and error_code(e) == "NoSuchKey"
+    r = s3.delete_objects(Bucket=bucket, Delete={"Objects": [
+        {"Key": "k", "ETag": etag}, {"Key": "never", "ETag": etag}, {"Key": "never-2"}]})
+    assert sorted((x["Key"], x["Code"]) for x in r["Errors"]) == [("k", "NoSuchKey"), ("never", "NoSuchKey")]
+    assert [x["Key"] for x in r["Deleted"]] == ["never-2"]
+
 
 def test_get_object_attributes(s3, bucket):
     """GetObjectAttributes with boto3: the ETag, size, storage class and

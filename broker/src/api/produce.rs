@@ -22,6 +22,8 @@ use crate::error::from_catalog;
 
 enum Plan {
     Refused(ResponseError, Option<String>),
+    /// Refused for the records named (index in their batch, why): `record_errors`.
+    InvalidRecords(batch::Refusal),
     Duplicate(u64),
     /// Its batches are ops `first..first + count` of the transaction.
     Appending {
@@ -73,7 +75,7 @@ async fn plan_partition(
     if configs::compacted(&topic.configs)
         && let Err(r) = batches.iter().try_for_each(Batch::require_keys)
     {
-        return Plan::Refused(r.error, Some(r.message));
+        return Plan::InvalidRecords(r);
     }
     // A transactional batch goes in only within its producer's open transaction holding
     // this partition (KIP-890's check; the catalog checks again at commit).
@@ -277,6 +279,20 @@ pub async fn handle(ctx: Ctx, req: ProduceRequest) -> Reply {
                                     Plan::Refused(e, message) => r
                                         .with_error_code(e.code())
                                         .with_error_message(message.as_deref().map(sb)),
+                                    Plan::InvalidRecords(refusal) => r
+                                        .with_error_code(refusal.error.code())
+                                        .with_error_message(Some(sb(&refusal.message)))
+                                        .with_record_errors(
+                                            refusal
+                                                .records
+                                                .iter()
+                                                .map(|(i, m)| {
+                                                    produce_response::BatchIndexAndErrorMessage::default()
+                                                        .with_batch_index(*i)
+                                                        .with_batch_index_error_message(Some(sb(m)))
+                                                })
+                                                .collect(),
+                                        ),
                                     Plan::Duplicate(base) => r
                                         .with_error_code(
                                             ResponseError::DuplicateSequenceNumber.code(),

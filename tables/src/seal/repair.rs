@@ -81,12 +81,7 @@ impl Tabler {
     /// Checks that every file the topic's table needs is there and readable: its
     /// `metadata.json`, and for each snapshot its manifest list, manifests and data files.
     pub async fn check(&self, topic: &str) -> TableResult<TableCheck> {
-        let t = self
-            .catalog
-            .kafka()
-            .topic(topic)
-            .await?
-            .ok_or_else(|| TableError::NoSuchTable(format!("{NAMESPACE}.{topic}")))?;
+        let t = self.topic_record(topic).await?;
         let mut check = TableCheck {
             topic: topic.to_owned(),
             exists: false,
@@ -189,12 +184,7 @@ impl Tabler {
     /// Replaces the topic's table with a new, empty generation marked to be rebuilt up to
     /// the offsets the old one had reached, deleting every file under its prefix.
     async fn restart_from_log(&self, topic: &str) -> TableResult<()> {
-        let t = self
-            .catalog
-            .kafka()
-            .topic(topic)
-            .await?
-            .ok_or_else(|| TableError::NoSuchTable(format!("{NAMESPACE}.{topic}")))?;
+        let t = self.topic_record(topic).await?;
         let Some(old) = self.current(&t).await? else {
             return Ok(());
         };
