@@ -219,3 +219,36 @@ def test_full_object_crc_checksums(s3):
         # botocore checks a full-object checksum against the bytes it reads.
         g = s3.get_object(Bucket=b, Key=alg, ChecksumMode="ENABLED")
         assert g["Body"].read() == whole and g[f"Checksum{alg}"] == r[f"Checksum{alg}"]
+
+
+def test_conditional_completion(s3):
+    """CompleteMultipartUpload with If-None-Match: * and If-Match, checked with the
+    completion (AWS, since 2024): 412 when the condition fails and the upload stays open
+    to retry; If-Match on a key with no object is 404 NoSuchKey."""
+    b = new_bucket(s3, "mpc")
+
+    def upload(key, body):
+        uid = s3.create_multipart_upload(Bucket=b, Key=key)["UploadId"]
+        etag = s3.upload_part(Bucket=b, Key=key, UploadId=uid, PartNumber=1, Body=body)["ETag"]
+        return uid, {"Parts": [{"PartNumber": 1, "ETag": etag}]}
+
+    uid, parts = upload("new", b"first")
+    s3.complete_multipart_upload(Bucket=b, Key="new", UploadId=uid, MultipartUpload=parts, IfNoneMatch="*")
+    current = s3.head_object(Bucket=b, Key="new")["ETag"]
+    uid, parts = upload("new", b"second")
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket=b, Key="new", UploadId=uid, MultipartUpload=parts, IfNoneMatch="*")
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 412
+    assert error_code(e) == "PreconditionFailed"
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket=b, Key="new", UploadId=uid, MultipartUpload=parts, IfMatch='"0000"')
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 412
+    assert s3.get_object(Bucket=b, Key="new")["Body"].read() == b"first"
+    # The same upload completes once the condition holds.
+    s3.complete_multipart_upload(Bucket=b, Key="new", UploadId=uid, MultipartUpload=parts, IfMatch=current)
+    assert s3.get_object(Bucket=b, Key="new")["Body"].read() == b"second"
+    uid, parts = upload("missing", b"x")
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket=b, Key="missing", UploadId=uid, MultipartUpload=parts, IfMatch=current)
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+    assert error_code(e) == "NoSuchKey"
