@@ -1,9 +1,11 @@
 //! The S3 listener: hyper serving the s3s service of the `s3gw` crate (over TLS when
-//! given a certificate), with graceful shutdown (requests in flight finish) and
-//! request counters by status and by S3 operation. CORS preflights are answered here, before s3s (which
-//! has no `OPTIONS`), and responses to requests with an `Origin` get the bucket's
+//! given a certificate), with graceful shutdown (requests in flight finish) and request
+//! counters by status and by S3 operation. CORS preflights are answered here, before s3s
+//! (which has no `OPTIONS`), and responses to requests with an `Origin` get the bucket's
 //! `Access-Control-*` headers. Form uploads (POST) are admitted a few at a time, and a
-//! failed POST policy condition gets AWS's 403 (`s3gw::post_object`).
+//! failed POST policy condition gets AWS's 403 (`s3gw::post_object`). Requests s3s would
+//! misjudge are mended first (`s3gw::sigv2`, `s3gw::sigv4_date`), and error documents are
+//! completed after (a request id, a message, AWS's status for a bad `X-Amz-Expires`).
 
 use std::sync::Arc;
 
