@@ -110,16 +110,24 @@ pub(crate) fn read_json(path: &str) -> anyhow::Result<Value> {
     serde_json::from_str(&text).with_context(|| format!("{path} is not JSON"))
 }
 
-fn topic_path(topic: &str) -> String {
-    percent_encoding::utf8_percent_encode(topic, percent_encoding::NON_ALPHANUMERIC).to_string()
+/// `s` as one segment of an admin API path (a topic, user or policy name).
+pub(crate) fn path_segment(s: &str) -> String {
+    percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+/// Runs one command's requests on a runtime of the calling thread.
+pub(crate) fn block_on(
+    f: impl std::future::Future<Output = anyhow::Result<()>>,
+) -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(f)
 }
 
 /// Runs one action and prints its result.
 pub fn run(server: &Server, action: Action) -> anyhow::Result<()> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?
-        .block_on(run_async(server, action))
+    block_on(run_async(server, action))
 }
 
 async fn run_async(server: &Server, action: Action) -> anyhow::Result<()> {
@@ -129,7 +137,7 @@ async fn run_async(server: &Server, action: Action) -> anyhow::Result<()> {
     let url = |topic: &str, tail: &str| {
         format!(
             "{base}/admin/v1/topics/{}/expansion{tail}",
-            topic_path(topic)
+            path_segment(topic)
         )
     };
     let (request, print) = match action {

@@ -7,7 +7,7 @@ use anyhow::bail;
 use clap::Subcommand;
 use serde_json::{Value, json};
 
-use crate::expansion_cli::{Server, read_json, send, token};
+use crate::expansion_cli::{Server, block_on, path_segment, read_json, send, token};
 
 /// `eddy user` actions.
 #[derive(Subcommand, Debug)]
@@ -76,17 +76,6 @@ pub enum PolicyAction {
     },
 }
 
-fn path(s: &str) -> String {
-    percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
-}
-
-fn block_on(f: impl std::future::Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?
-        .block_on(f)
-}
-
 fn print(v: &Value) -> anyhow::Result<()> {
     if !v.is_null() {
         println!("{}", serde_json::to_string_pretty(v)?);
@@ -112,13 +101,18 @@ pub fn user(server: &Server, action: UserAction) -> anyhow::Result<()> {
                 }
                 let body = json!({"secret_key": s3_secret, "kafka_password": kafka_password});
                 send(
-                    http.put(format!("{base}/{}", path(&name))).json(&body),
+                    http.put(format!("{base}/{}", path_segment(&name)))
+                        .json(&body),
                     &token,
                 )
                 .await?
             }
             UserAction::Delete { name } => {
-                send(http.delete(format!("{base}/{}", path(&name))), &token).await?
+                send(
+                    http.delete(format!("{base}/{}", path_segment(&name))),
+                    &token,
+                )
+                .await?
             }
         };
         print(&r)
@@ -131,7 +125,7 @@ pub fn policy(server: &Server, action: PolicyAction) -> anyhow::Result<()> {
         let http = reqwest::Client::new();
         let token = token(&http, server).await?;
         let base = format!("{}/admin/v1/policies", server.url.trim_end_matches('/'));
-        let one = |name: &str| format!("{base}/{}", path(name));
+        let one = |name: &str| format!("{base}/{}", path_segment(name));
         let r = match action {
             PolicyAction::List => send(http.get(&base), &token).await?,
             PolicyAction::Get { name } => send(http.get(one(&name)), &token).await?,
@@ -141,11 +135,11 @@ pub fn policy(server: &Server, action: PolicyAction) -> anyhow::Result<()> {
             }
             PolicyAction::Delete { name } => send(http.delete(one(&name)), &token).await?,
             PolicyAction::Attach { name, principal } => {
-                let url = format!("{}/attachments/{}", one(&name), path(&principal));
+                let url = format!("{}/attachments/{}", one(&name), path_segment(&principal));
                 send(http.put(url), &token).await?
             }
             PolicyAction::Detach { name, principal } => {
-                let url = format!("{}/attachments/{}", one(&name), path(&principal));
+                let url = format!("{}/attachments/{}", one(&name), path_segment(&principal));
                 send(http.delete(url), &token).await?
             }
         };

@@ -7,7 +7,7 @@ use anyhow::bail;
 use clap::Subcommand;
 use serde_json::Value;
 
-use crate::expansion_cli::{Server, send, token};
+use crate::expansion_cli::{Server, block_on, path_segment, send, token};
 
 /// `eddy tables` actions.
 #[derive(Subcommand, Debug)]
@@ -34,10 +34,7 @@ pub enum TablesAction {
 
 /// Runs one action and prints what it found.
 pub fn run(server: &Server, action: TablesAction) -> anyhow::Result<()> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?
-        .block_on(run_async(server, action))
+    block_on(run_async(server, action))
 }
 
 async fn run_async(server: &Server, action: TablesAction) -> anyhow::Result<()> {
@@ -45,9 +42,7 @@ async fn run_async(server: &Server, action: TablesAction) -> anyhow::Result<()> 
     let base = server.url.trim_end_matches('/').to_owned();
     let token = token(&http, server).await?;
     let url = |topic: &str, tail: &str| {
-        let topic =
-            percent_encoding::utf8_percent_encode(topic, percent_encoding::NON_ALPHANUMERIC);
-        format!("{base}/admin/v1/topics/{topic}/table{tail}")
+        format!("{base}/admin/v1/topics/{}/table{tail}", path_segment(topic))
     };
     let mut broken = Vec::new();
     match action {
