@@ -13,6 +13,8 @@ import re
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "metrics.md"
 
@@ -103,10 +105,8 @@ def traffic(eddy):
                 ).load_table("kafka_topics.metrics-topic")
 
 
-def test_the_metrics_page_lists_every_metric(eddy):
-    traffic(eddy)
-    with urllib.request.urlopen(f"{eddy.http_url}/metrics", timeout=30) as r:
-        text = r.read().decode()
+def test_the_metrics_page_lists_every_metric(served):
+    _, text = served
     fams = families(text)
     assert len(fams) > 40, fams
     names = {n for n, _, _ in fams}
@@ -123,10 +123,16 @@ def test_the_metrics_page_lists_every_metric(eddy):
                        "tests/e2e/test_metrics_doc.py")
 
 
-def test_s3_requests_are_counted_by_operation(eddy):
-    # test_the_metrics_page_lists_every_metric made the requests counted here.
+@pytest.fixture(scope="module")
+def served(eddy):
+    """The server after the traffic, and its /metrics text."""
+    traffic(eddy)
     with urllib.request.urlopen(f"{eddy.http_url}/metrics", timeout=30) as r:
-        text = r.read().decode()
+        return eddy, r.read().decode()
+
+
+def test_s3_requests_are_counted_by_operation(served):
+    _, text = served
 
     def count(op, status):
         m = re.search(rf'^eddy_s3_requests_total\{{operation="{op}",status="{status}"\}} (\d+)',
