@@ -145,6 +145,7 @@ impl<'s> Tables<'s> {
             Op::Iam(op) => self.check_iam(op),
             Op::Iceberg(op) => self.check_iceberg(op),
             Op::Expansion(op) => self.check_expansion(op),
+            Op::Pipeline(op) => self.check_pipelines(op),
         }
     }
 
@@ -163,6 +164,7 @@ impl<'s> Tables<'s> {
             Op::Iam(op) => self.apply_iam(op, effects, log),
             Op::Iceberg(op) => self.apply_iceberg(op, effects, log),
             Op::Expansion(op) => self.apply_expansion(op, effects, log),
+            Op::Pipeline(op) => self.apply_pipelines(op, effects, log),
         }
     }
 }

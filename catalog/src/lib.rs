@@ -43,13 +43,14 @@ use std::pin::Pin;
 
 use storage::BlobStore;
 
-pub use domain::{ExpansionOp, GroupOp, IamOp, IcebergOp, KafkaOp, S3Op, TxnOp};
+pub use domain::{ExpansionOp, GroupOp, IamOp, IcebergOp, KafkaOp, PipelineOp, S3Op, TxnOp};
 pub use embedded::{CatalogConfig, EmbeddedCatalog};
 pub use error::{CatalogError, CatalogResult};
 pub use metrics::CatalogMetrics;
 pub use model::*;
 pub use reads::{
-    GroupReads, IamReads, IcebergReads, KafkaReads, Reads, S3Reads, TxnReads, names::Names,
+    GroupReads, IamReads, IcebergReads, KafkaReads, PipelineReads, Reads, S3Reads, TxnReads,
+    names::Names,
 };
 pub use txn::{
     CommitOutcome, CompactedBatch, Lease, Op, OpOutcome, ProducerBatch, Transaction, TxnMarker,
@@ -115,5 +116,7 @@ pub trait Catalog: Send + Sync {
         iam: IamReads,
         /// Topic tables, other tables and expansions.
         iceberg: IcebergReads,
+        /// Function pipelines and their cursors.
+        pipelines: PipelineReads,
     }
 }

@@ -814,3 +814,82 @@ pub struct CheckpointPointer {
     /// The dump.
     pub blob: BlobMeta,
 }
+
+/// Where a function pipeline stands (`eddy pipeline get`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PipelineStatus {
+    /// Stored, never deployed.
+    Draft,
+    /// A revision is being deployed (instances starting, topics being made).
+    InProgress,
+    /// The deployed revision runs.
+    Ready,
+    /// The deployed revision failed; the record's reason says why.
+    Error,
+    /// Being deleted: its instances stop, then the record goes.
+    Deleting,
+}
+
+impl PipelineStatus {
+    /// Its name as the CLI and the admin API show it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Draft => "Draft",
+            Self::InProgress => "InProgress",
+            Self::Ready => "Ready",
+            Self::Error => "Error",
+            Self::Deleting => "Deleting",
+        }
+    }
+}
+
+/// One stored revision of a pipeline's definition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PipelineRevision {
+    /// Its number, from 1, never reused.
+    pub number: u64,
+    /// The definition as JSON, as the pipelines crate validated and re-serialized it (its
+    /// meaning is that crate's schema, as a bucket configuration's is S3's).
+    pub document: String,
+    /// When it was stored, in ms since the epoch.
+    pub created_ms: i64,
+}
+
+/// A function pipeline (table `pipelines`, keyed by name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PipelineRecord {
+    /// Its name.
+    pub name: String,
+    /// How many times the record changed (the precondition of the next change).
+    pub changes: u64,
+    /// Its newest revisions, oldest first (the deployed one is always kept).
+    pub revisions: Vec<PipelineRevision>,
+    /// The revision that runs (none: a draft).
+    pub deployed: Option<u64>,
+    /// Where it stands.
+    pub status: PipelineStatus,
+    /// Why (the failing part's own message in `Error`).
+    pub reason: String,
+    /// When the status last changed, in ms since the epoch.
+    pub status_ms: i64,
+}
+
+impl PipelineRecord {
+    /// The newest revision's number (0: none).
+    pub fn latest(&self) -> u64 {
+        self.revisions.last().map_or(0, |r| r.number)
+    }
+
+    /// A stored revision.
+    pub fn revision(&self, number: u64) -> Option<&PipelineRevision> {
+        self.revisions.iter().find(|r| r.number == number)
+    }
+}
+
+/// How far one cursor of a pipeline (a link over one partition of its source, or a
+/// schedule's ticks) has gone: the next offset (or tick) it takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PipelinePosition {
+    /// The next offset (or tick, in seconds since the epoch) not yet handed on.
+    pub next: u64,
+}

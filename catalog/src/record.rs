@@ -5,7 +5,8 @@
 //! [`v1::RecordHeader`] in format 1, a [`v2::RecordHeader`] in format 2, a
 //! [`v3::RecordHeader`] in format 3, a [`v4::RecordHeader`] in format 4, a
 //! [`v5::RecordHeader`] in format 5, a [`v6::RecordHeader`] in format 6, a
-//! [`v7::RecordHeader`] in format 7 and a [`v8::RecordHeader`] in format 8 (the log frame names the format, see `crate::format`).
+//! [`v7::RecordHeader`] in format 7, a [`v8::RecordHeader`] in format 8 and a
+//! [`v9::RecordHeader`] in format 9 (the log frame names the format, see `crate::format`).
 //!
 //! Batches come first so their offsets in the payload are known while the group is being
 //! applied, before the header is encoded; the catalog's batch index points at them, and
@@ -15,10 +16,10 @@ use crate::domain::{KafkaOp, TxnOp};
 use bytes::Bytes;
 
 use crate::error::{CatalogError, CatalogResult};
-use crate::format::{self, v1, v2, v3, v4, v5, v6, v7, v8};
+use crate::format::{self, v1, v2, v3, v4, v5, v6, v7, v8, v9};
 use crate::txn::{Op, Transaction};
 
-/// Builds a record payload (in [`format::RECORD_FORMAT`], 8) from the batch data section
+/// Builds a record payload (in [`format::RECORD_FORMAT`], 9) from the batch data section
 /// and the accepted transactions.
 pub fn encode(mut data: Vec<u8>, txns: &[&Transaction]) -> CatalogResult<Vec<u8>> {
     let mut batch_lens = Vec::new();
@@ -28,12 +29,12 @@ pub fn encode(mut data: Vec<u8>, txns: &[&Transaction]) -> CatalogResult<Vec<u8>
             for op in &t.ops {
                 for_each_batch(op, |batch| batch_lens.push(batch.len() as u32));
             }
-            v8::Transaction {
-                ops: t.ops.iter().map(v8::op_for_record).collect(),
+            v9::Transaction {
+                ops: t.ops.iter().map(v9::op_for_record).collect(),
             }
         })
         .collect();
-    let header = postcard::to_stdvec(&v8::RecordHeader { txns, batch_lens })?;
+    let header = postcard::to_stdvec(&v9::RecordHeader { txns, batch_lens })?;
     data.extend_from_slice(&header);
     data.extend_from_slice(&(header.len() as u32).to_le_bytes());
     Ok(data)
@@ -85,8 +86,12 @@ pub fn decode(lsn: u64, format: u16, payload: Vec<u8>) -> CatalogResult<Vec<Tran
             let h: v7::RecordHeader = postcard::from_bytes(header)?;
             (h.txns.into_iter().map(Into::into).collect(), h.batch_lens)
         }
-        _ => {
+        8 => {
             let h: v8::RecordHeader = postcard::from_bytes(header)?;
+            (h.txns.into_iter().map(Into::into).collect(), h.batch_lens)
+        }
+        _ => {
+            let h: v9::RecordHeader = postcard::from_bytes(header)?;
             (h.txns.into_iter().map(Into::into).collect(), h.batch_lens)
         }
     };

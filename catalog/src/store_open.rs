@@ -285,12 +285,12 @@ mod tests {
     }
 
     #[test]
-    fn a_format_7_store_is_rewritten_in_format_8_once() {
+    fn a_format_7_store_is_rewritten_in_the_current_format_once() {
         let dir = tempfile::tempdir().unwrap();
         let n = MIGRATE_CHUNK + 7;
         let db = format_7_store(&dir.path().join("c.redb"), n);
         migrate_values(&db).unwrap();
-        assert_eq!(recorded_format(&db).unwrap(), Some(8));
+        assert_eq!(recorded_format(&db).unwrap(), Some(STORE_FORMAT));
         let r = db.begin_read().unwrap();
         let t = r.open_table(VERSIONS).unwrap();
         let mut seen = 0;

@@ -71,9 +71,13 @@ pub const POLICIES: Table = TableDefinition::new("policies");
 pub const BUCKET_POLICIES: Table = TableDefinition::new("bucket_policies");
 /// `BucketConfig::key` -> `BucketConfig` (store format 7 on).
 pub const BUCKET_CONFIGS: Table = TableDefinition::new("bucket_configs");
+/// Pipeline name -> `PipelineRecord` (store format 9 on).
+pub const PIPELINES: Table = TableDefinition::new("pipelines");
+/// `pipeline_position_key` -> `PipelinePosition` (store format 9 on).
+pub const PIPELINE_POSITIONS: Table = TableDefinition::new("pipeline_positions");
 
 /// Every table, with the tag checkpoints use for it.
-pub const ALL: [(u8, Table); 27] = [
+pub const ALL: [(u8, Table); 29] = [
     (1, META),
     (2, BUCKETS),
     (3, OBJECTS),
@@ -101,6 +105,8 @@ pub const ALL: [(u8, Table); 27] = [
     (25, POLICIES),
     (26, BUCKET_POLICIES),
     (27, BUCKET_CONFIGS),
+    (28, PIPELINES),
+    (29, PIPELINE_POSITIONS),
 ];
 
 /// Meta key of the last applied log record.
@@ -342,4 +348,33 @@ pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
         }
     }
     None
+}
+
+/// Prefix of every position of one pipeline: its name and a NUL (no name holds one).
+pub fn pipeline_positions_prefix(pipeline: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(pipeline.len() + 1);
+    k.extend_from_slice(pipeline.as_bytes());
+    k.push(0);
+    k
+}
+
+/// Key of one cursor's position: the pipeline's prefix, the cursor's name, a NUL, the
+/// partition (u32, big-endian).
+pub fn pipeline_position_key(pipeline: &str, cursor: &str, partition: u32) -> Vec<u8> {
+    let mut k = pipeline_positions_prefix(pipeline);
+    k.extend_from_slice(cursor.as_bytes());
+    k.push(0);
+    k.extend_from_slice(&partition.to_be_bytes());
+    k
+}
+
+/// The cursor and partition of a `pipeline_position_key` under `prefix`.
+pub fn pipeline_position_of(prefix: &[u8], key: &[u8]) -> Option<(String, u32)> {
+    let rest = key.strip_prefix(prefix)?;
+    let (cursor, partition) = rest.split_at(rest.len().checked_sub(5)?);
+    let partition = partition.strip_prefix(&[0])?;
+    Some((
+        String::from_utf8(cursor.to_vec()).ok()?,
+        u32::from_be_bytes(partition.try_into().ok()?),
+    ))
 }

@@ -1,6 +1,6 @@
 //! Transactions: lists of operations that commit all together or not at all.
 
-pub use crate::domain::{ExpansionOp, GroupOp, IamOp, IcebergOp, KafkaOp, S3Op, TxnOp};
+pub use crate::domain::{ExpansionOp, GroupOp, IamOp, IcebergOp, KafkaOp, PipelineOp, S3Op, TxnOp};
 pub use crate::model::ProducerBatch;
 
 /// One change. Operations in a transaction are checked against the state before the
@@ -28,6 +28,8 @@ pub enum Op {
     Iceberg(IcebergOp),
     /// Blob expansions ([`crate::domain::expansion`]).
     Expansion(ExpansionOp),
+    /// Function pipelines and their cursors ([`crate::domain::pipelines`]).
+    Pipeline(PipelineOp),
 }
 
 impl From<S3Op> for Op {
@@ -69,6 +71,12 @@ impl From<IcebergOp> for Op {
 impl From<ExpansionOp> for Op {
     fn from(op: ExpansionOp) -> Self {
         Op::Expansion(op)
+    }
+}
+
+impl From<PipelineOp> for Op {
+    fn from(op: PipelineOp) -> Self {
+        Op::Pipeline(op)
     }
 }
 

@@ -172,9 +172,10 @@ impl ViewCatalog {
                     .map(|id| self.names().stored_or_err(&id))
                     .transpose()?,
             }),
-            // Objects, buckets, uploads, partitions by id, quotas, users and policies
-            // are shared by every view.
+            // Objects, buckets, uploads, partitions by id, quotas, users, policies and
+            // pipelines are shared by every view.
             other @ (Op::S3(S3Op::CreateBucket(_))
+            | Op::Pipeline(_)
             | Op::S3(S3Op::DeleteBucket { .. })
             | Op::S3(S3Op::PutObject { .. })
             | Op::S3(S3Op::SetObjectTags { .. })

@@ -94,6 +94,7 @@ conformance!(
     topic_tables_follow_their_topic,
     bucket_replacements_apply_only_to_the_record_they_were_built_on,
     views_keep_topics_and_group_offsets_apart,
+    pipeline_cursors_move_only_from_where_they_were_read,
 );
 
 async fn commit(c: &dyn Catalog, ops: Vec<Op>) -> Result<catalog::CommitOutcome, CatalogError> {
@@ -701,4 +702,86 @@ async fn postgres_writes_under_a_lost_lease_are_refused() {
             .next_offset,
         2
     );
+}
+
+fn pipeline(changes: u64, status: catalog::PipelineStatus) -> catalog::PipelineRecord {
+    catalog::PipelineRecord {
+        name: "p".into(),
+        changes,
+        revisions: vec![catalog::PipelineRevision {
+            number: 1,
+            document: "{}".into(),
+            created_ms: 1,
+        }],
+        deployed: None,
+        status,
+        reason: String::new(),
+        status_ms: 1,
+    }
+}
+
+fn advance(cursor: &str, partition: u32, expected: u64, next: u64) -> Op {
+    Op::Pipeline(catalog::PipelineOp::Advance {
+        pipeline: "p".into(),
+        cursor: cursor.into(),
+        partition,
+        expected,
+        next,
+    })
+}
+
+async fn pipeline_cursors_move_only_from_where_they_were_read(u: &Under) {
+    use catalog::{PipelineOp, PipelineStatus};
+    let c = u.catalog.as_ref();
+    let put = |expected: u64, record: Option<catalog::PipelineRecord>| {
+        Op::Pipeline(PipelineOp::PutPipeline {
+            name: "p".into(),
+            expected,
+            record,
+        })
+    };
+    // No cursor moves before its pipeline exists.
+    assert!(matches!(
+        commit(c, vec![advance("l", 0, 0, 1)]).await,
+        Err(CatalogError::PreconditionFailed(_))
+    ));
+    commit(c, vec![put(0, Some(pipeline(1, PipelineStatus::Draft)))])
+        .await
+        .unwrap();
+    // A change built on an older record is refused.
+    assert!(matches!(
+        commit(c, vec![put(0, Some(pipeline(1, PipelineStatus::Ready)))]).await,
+        Err(CatalogError::PreconditionFailed(_))
+    ));
+    commit(c, vec![advance("l", 0, 0, 5)]).await.unwrap();
+    commit(c, vec![advance("l", 1, 0, 2)]).await.unwrap();
+    // A second hand-off from the same place (a retry, a restarted runner, another node)
+    // is refused, with everything it carried.
+    let t = Op::Kafka(KafkaOp::CreateTopic(catalog::TopicRecord {
+        name: "dlq".into(),
+        id: 77,
+        partitions: 1,
+        configs: BTreeMap::new(),
+        created_ms: 0,
+    }));
+    assert!(matches!(
+        commit(c, vec![t, advance("l", 0, 0, 6)]).await,
+        Err(CatalogError::PreconditionFailed(_))
+    ));
+    assert!(c.kafka().topic("dlq").await.unwrap().is_none());
+    commit(c, vec![advance("l", 0, 5, 6)]).await.unwrap();
+    let r = c.pipelines();
+    assert_eq!(r.position("p", "l", 0).await.unwrap(), 6);
+    assert_eq!(
+        r.positions("p").await.unwrap(),
+        vec![("l".to_string(), 0, 6), ("l".to_string(), 1, 2)]
+    );
+    assert_eq!(
+        r.pipeline("p").await.unwrap(),
+        Some(pipeline(1, PipelineStatus::Draft))
+    );
+    // Removing the pipeline removes its cursors.
+    commit(c, vec![put(1, None)]).await.unwrap();
+    assert!(r.pipelines().await.unwrap().is_empty());
+    assert!(r.positions("p").await.unwrap().is_empty());
 }

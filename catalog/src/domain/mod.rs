@@ -8,6 +8,7 @@ pub mod groups;
 pub mod iam;
 pub mod iceberg;
 pub mod kafka;
+pub mod pipelines;
 pub mod s3;
 pub mod transactions;
 
@@ -16,5 +17,6 @@ pub use groups::GroupOp;
 pub use iam::IamOp;
 pub use iceberg::IcebergOp;
 pub use kafka::KafkaOp;
+pub use pipelines::PipelineOp;
 pub use s3::S3Op;
 pub use transactions::TxnOp;

@@ -394,6 +394,16 @@ fn record_v7(ops: Vec<Op>) -> Vec<u8> {
     })
 }
 
+/// A record payload of format 8, as the builds of format 8 wrote it.
+fn record_v8(ops: Vec<Op>) -> Vec<u8> {
+    framed(&ops, |batch_lens| super::v8::RecordHeader {
+        txns: vec![super::v8::Transaction {
+            ops: ops.iter().map(super::v8::op_for_record).collect(),
+        }],
+        batch_lens,
+    })
+}
+
 /// A record payload of format 6, as the builds of format 6 wrote it.
 fn record_v6(ops: Vec<Op>) -> Vec<u8> {
     framed(&ops, |batch_lens| super::v6::RecordHeader {
@@ -1123,9 +1133,7 @@ fn all_ops_v8() -> Vec<Op> {
 /// the re-encoded values.
 fn encoded_samples_v8() -> Vec<(String, Vec<u8>)> {
     use crate::apply::enc;
-    let record = |ops: Vec<Op>| {
-        crate::record::encode(record_data(&ops), &[&crate::txn::Transaction::new(ops)]).unwrap()
-    };
+    let record = record_v8;
     let mut out = Vec::new();
     for (name, op) in sample_lock_ops() {
         out.push((format!("record {name}"), record(vec![op])));
@@ -1140,5 +1148,92 @@ fn encoded_samples_v8() -> Vec<(String, Vec<u8>)> {
     for (name, bytes) in values {
         out.push((format!("value {name}"), bytes.unwrap()));
     }
+    out
+}
+
+/// A pipeline with two revisions, the first deployed, in error.
+fn sample_pipeline() -> crate::model::PipelineRecord {
+    use crate::model::{PipelineRecord, PipelineRevision, PipelineStatus};
+    PipelineRecord {
+        name: "thumbnails".into(),
+        changes: 3,
+        revisions: vec![
+            PipelineRevision {
+                number: 1,
+                document: r#"{"name":"thumbnails","triggers":[]}"#.into(),
+                created_ms: 1_764_800_000_000,
+            },
+            PipelineRevision {
+                number: 2,
+                document: r#"{"name":"thumbnails","links":[]}"#.into(),
+                created_ms: 1_764_800_000_500,
+            },
+        ],
+        deployed: Some(1),
+        status: PipelineStatus::Error,
+        reason: "function index exited: Traceback".into(),
+        status_ms: 1_764_800_001_000,
+    }
+}
+
+fn sample_pipeline_ops() -> Vec<(&'static str, Op)> {
+    use crate::domain::PipelineOp;
+    vec![
+        (
+            "PutPipeline",
+            Op::Pipeline(PipelineOp::PutPipeline {
+                name: "thumbnails".into(),
+                expected: 2,
+                record: Some(sample_pipeline()),
+            }),
+        ),
+        (
+            "PutPipeline removed",
+            Op::Pipeline(PipelineOp::PutPipeline {
+                name: "thumbnails".into(),
+                expected: 3,
+                record: None,
+            }),
+        ),
+        (
+            "Advance",
+            Op::Pipeline(PipelineOp::Advance {
+                pipeline: "thumbnails".into(),
+                cursor: "uploads-thumbnail".into(),
+                partition: 2,
+                expected: 41,
+                next: 42,
+            }),
+        ),
+    ]
+}
+
+/// Every sample op of formats 1 to 9.
+fn all_ops_v9() -> Vec<Op> {
+    let mut all = all_ops_v8();
+    all.extend(sample_pipeline_ops().into_iter().map(|(_, op)| op));
+    all
+}
+
+/// Format 9's samples: each new op alone, every op of every format in one record, and
+/// the new values.
+fn encoded_samples_v9() -> Vec<(String, Vec<u8>)> {
+    use crate::apply::enc;
+    let record = |ops: Vec<Op>| {
+        crate::record::encode(record_data(&ops), &[&crate::txn::Transaction::new(ops)]).unwrap()
+    };
+    let mut out = Vec::new();
+    for (name, op) in sample_pipeline_ops() {
+        out.push((format!("record {name}"), record(vec![op])));
+    }
+    out.push(("record all".into(), record(all_ops_v9())));
+    out.push((
+        "value PipelineRecord".into(),
+        enc(&sample_pipeline()).unwrap(),
+    ));
+    out.push((
+        "value PipelinePosition".into(),
+        enc(&crate::model::PipelinePosition { next: 42 }).unwrap(),
+    ));
     out
 }

@@ -1,7 +1,7 @@
-//! Formats 1 to 8 are frozen: format 1's types encode, byte for byte, what the build of
+//! Formats 1 to 9 are frozen: format 1's types encode, byte for byte, what the build of
 //! 2026-11-30 wrote for the same values (`v1.golden`: `samples.rs` compiled against commit
 //! c8a8f6c printed them), format 2's to 5's what the builds that introduced them wrote
-//! (`v2.golden` to `v8.golden`), and all read back into the same live values. Refusals of newer
+//! (`v2.golden` to `v9.golden`), and all read back into the same live values. Refusals of newer
 //! formats, and what adding a field later looks like.
 
 use super::*;
@@ -40,6 +40,11 @@ fn golden_v7() -> Vec<(String, Vec<u8>)> {
 /// `v8.golden` as (name, bytes).
 fn golden_v8() -> Vec<(String, Vec<u8>)> {
     parse_golden(include_str!("v8.golden"))
+}
+
+/// `v9.golden` as (name, bytes).
+fn golden_v9() -> Vec<(String, Vec<u8>)> {
+    parse_golden(include_str!("v9.golden"))
 }
 
 /// A format-1 encoding of a type format 8 re-encoded, read as the store's migration
@@ -369,6 +374,55 @@ fn format_8_records_and_values_decode_into_the_live_types() {
     );
 }
 
+#[test]
+fn this_build_writes_format_9_byte_for_byte() {
+    let golden = golden_v9();
+    assert!(!golden.is_empty());
+    for (name, bytes) in encoded_samples_v9() {
+        let want = golden
+            .iter()
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("{name} is not in v9.golden"));
+        assert_eq!(bytes, want.1, "{name} no longer encodes as format 9");
+    }
+}
+
+#[test]
+fn format_9_records_and_values_decode_into_the_live_types() {
+    let bytes = |name: &str| {
+        golden_v9()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("{name} is not in v9.golden"))
+            .1
+    };
+    for (name, op) in sample_pipeline_ops() {
+        let txns = crate::record::decode(1, 9, bytes(&format!("record {name}"))).unwrap();
+        assert_eq!(txns, vec![Transaction::new(vec![op])], "{name}");
+    }
+    let txns = crate::record::decode(1, 9, bytes("record all")).unwrap();
+    assert_eq!(txns, vec![Transaction::new(all_ops_v9())]);
+    assert_eq!(
+        dec::<crate::model::PipelineRecord>(&bytes("value PipelineRecord")).unwrap(),
+        sample_pipeline()
+    );
+    assert_eq!(
+        dec::<crate::model::PipelinePosition>(&bytes("value PipelinePosition")).unwrap(),
+        crate::model::PipelinePosition { next: 42 }
+    );
+}
+
+/// Prints `v9.golden`'s lines; run once, by the build that introduced format 9, and
+/// never again (`cargo test -p eddy-catalog print_format_9 -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn print_format_9() {
+    for (name, bytes) in encoded_samples_v9() {
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        println!("{name} {hex}");
+    }
+}
+
 /// Prints `v8.golden`'s lines; run once, by the build that introduced format 8, and
 /// never again (`cargo test -p eddy-catalog print_format_8 -- --ignored --nocapture`).
 #[test]
@@ -521,27 +575,27 @@ fn format_1_values_decode_into_the_live_records() {
 
 #[test]
 fn newer_formats_are_refused_naming_both_versions() {
-    let err = crate::record::decode(9, 9, golden_bytes("record all")).unwrap_err();
+    let err = crate::record::decode(10, 10, golden_bytes("record all")).unwrap_err();
     assert!(
         matches!(
             &err,
             CatalogError::Storage(StorageError::Format {
-                found: 9,
-                newest: 8,
+                found: 10,
+                newest: 9,
                 ..
             })
         ),
         "{err}"
     );
     assert!(
-        err.to_string().contains("log record 9 is format 9"),
+        err.to_string().contains("log record 10 is format 10"),
         "{err}"
     );
     assert!(matches!(
-        check_store_format(9),
+        check_store_format(10),
         Err(CatalogError::Storage(StorageError::Format {
-            found: 9,
-            newest: 8,
+            found: 10,
+            newest: 9,
             ..
         }))
     ));
@@ -553,14 +607,16 @@ fn newer_formats_are_refused_naming_both_versions() {
     assert!(check_store_format(6).is_ok());
     assert!(check_store_format(7).is_ok());
     assert!(check_store_format(8).is_ok());
+    assert!(check_store_format(9).is_ok());
     assert!(matches!(
-        check_checkpoint_magic(b"EDDYCKP8"),
+        check_checkpoint_magic(b"EDDYCKP9"),
         Err(CatalogError::Storage(StorageError::Format {
-            found: 8,
-            newest: 7,
+            found: 9,
+            newest: 8,
             ..
         }))
     ));
+    assert!(check_checkpoint_magic(b"EDDYCKP8").is_ok());
     assert!(check_checkpoint_magic(b"EDDYCKP7").is_ok());
     assert!(check_checkpoint_magic(b"EDDYCKP6").is_ok());
     assert!(check_checkpoint_magic(b"EDDYCKP5").is_ok());

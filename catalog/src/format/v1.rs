@@ -788,6 +788,7 @@ pub fn op_for_record(op: &txn::Op) -> Option<Op> {
         | txn::Op::S3(txn::S3Op::PutBucketConfig { .. })
         | txn::Op::S3(txn::S3Op::ExpectUnlocked { .. })
         | txn::Op::S3(txn::S3Op::SetObjectRetention { .. })
-        | txn::Op::S3(txn::S3Op::SetObjectLegalHold { .. }) => return None,
+        | txn::Op::S3(txn::S3Op::SetObjectLegalHold { .. })
+        | txn::Op::Pipeline(_) => return None,
     })
 }

@@ -10,6 +10,7 @@ pub mod iam;
 pub mod iceberg;
 pub mod kafka;
 pub mod names;
+pub mod pipelines;
 pub mod s3;
 pub mod txns;
 
@@ -66,6 +67,8 @@ domains! {
     Txns => TxnReads,
     /// Topic tables, other tables and expansions ([`crate::Catalog::iceberg`]).
     Iceberg => IcebergReads,
+    /// Function pipelines and their cursors ([`crate::Catalog::pipelines`]).
+    Pipelines => PipelineReads,
 }
 
 impl<D> Reads<'_, D> {
