@@ -12,6 +12,7 @@ mod kafka_serving;
 mod listen;
 mod metrics;
 mod node_catalog;
+mod pipeline_cli;
 mod preflight;
 mod s3;
 mod scrub;
@@ -78,6 +79,14 @@ enum Command {
         #[command(subcommand)]
         action: tables_cli::TablesAction,
     },
+    /// Function pipelines on a running server: apply a definition, deploy it, see its
+    /// status, list, delete.
+    Pipeline {
+        #[command(flatten)]
+        server: expansion_cli::Server,
+        #[command(subcommand)]
+        action: pipeline_cli::PipelineAction,
+    },
 }
 
 fn main() -> std::process::ExitCode {
@@ -106,6 +115,7 @@ fn main() -> std::process::ExitCode {
         Command::User { server, action } => iam_cli::user(&server, action),
         Command::Policy { server, action } => iam_cli::policy(&server, action),
         Command::Tables { server, action } => tables_cli::run(&server, action),
+        Command::Pipeline { server, action } => pipeline_cli::run(&server, action),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

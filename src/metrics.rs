@@ -152,6 +152,12 @@ impl Metrics {
         lifecycle.register(registry.sub_registry_with_prefix("s3_lifecycle"));
     }
 
+    /// Adds the function pipelines' metrics (prefix `eddy_pipeline`).
+    pub fn register_pipelines(&self, pipelines: &pipelines::PipelineMetrics) {
+        let mut registry = self.registry.lock().unwrap_or_else(|p| p.into_inner());
+        pipelines.register(registry.sub_registry_with_prefix("pipeline"));
+    }
+
     /// Adds the topic tables' metrics.
     pub fn register_tables(&self, tables: &tables::TableMetrics) {
         let mut registry = self.registry.lock().unwrap_or_else(|p| p.into_inner());

@@ -258,7 +258,23 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             region: "us-east-1".to_owned(),
         },
     ));
-    let admin = Arc::new(admin::Admin::new(tabler.clone(), iceberg.tokens().clone()));
+    // Function pipelines run over the default view's topics.
+    let pipeline_metrics = pipelines::PipelineMetrics::default();
+    metrics.register_pipelines(&pipeline_metrics);
+    let pipeline_runtime = pipelines::Runtime::new(
+        default_view.clone(),
+        &config.notify_ce_type_prefix,
+        pipeline_metrics,
+    );
+    let _pipelines_running = PipelinesRunning(pipeline_runtime.clone(), pipeline_runtime.spawn());
+    let admin = Arc::new(
+        admin::Admin::new(tabler.clone(), iceberg.tokens().clone()).with_pipelines(
+            admin::pipelines::PipelineApi {
+                pipelines: pipelines::Pipelines::new(default_view.clone()),
+                runtime: pipeline_runtime,
+            },
+        ),
+    );
     // A view's tables have a REST catalog of their own, at /iceberg/views/NAME.
     let view_icebergs: Vec<(String, Arc<tables::rest::RestCatalog>)> = config
         .views
@@ -653,5 +669,16 @@ impl broker::TableSealer for TablerSealer {
                 .map(|_| ())
                 .map_err(|e| e.to_string())
         })
+    }
+}
+
+/// The pipelines runtime and its task: when `serve` returns, the pipelines stop and the
+/// function instances they run are killed.
+struct PipelinesRunning(Arc<pipelines::Runtime>, tokio::task::JoinHandle<()>);
+
+impl Drop for PipelinesRunning {
+    fn drop(&mut self) {
+        self.1.abort();
+        self.0.shutdown();
     }
 }

@@ -1,13 +1,15 @@
 //! The admin HTTP API, served under `/admin` on the HTTP port and described route by
 //! route in `docs/admin-api.yaml`: users and identity policies ([`identities`], the
 //! administrator's alone), topic expansions ([`expansions`]) and topic tables' checks
-//! and repairs ([`topic_tables`]), the last two guarded by the topic's Kafka policies.
+//! and repairs ([`topic_tables`]), the last two guarded by the topic's Kafka policies,
+//! and function pipelines ([`pipelines`]), guarded by pipeline policies.
 //! Requests carry the bearer tokens the Iceberg REST catalog grants
 //! (`/iceberg/v1/oauth/tokens`), and errors are the REST catalog's error bodies, so one
 //! client setup serves both.
 
 pub mod expansions;
 pub mod identities;
+pub mod pipelines;
 pub mod topic_tables;
 
 use std::sync::Arc;
@@ -19,12 +21,25 @@ use tables::{TableError, TableResult, Tabler};
 pub struct Admin {
     tabler: Arc<Tabler>,
     tokens: Arc<Tokens>,
+    pipelines: Option<pipelines::PipelineApi>,
 }
 
 impl Admin {
     /// The admin API over `tabler`'s topics, accepting `tokens`' bearer tokens.
     pub fn new(tabler: Arc<Tabler>, tokens: Arc<Tokens>) -> Self {
-        Self { tabler, tokens }
+        Self {
+            tabler,
+            tokens,
+            pipelines: None,
+        }
+    }
+
+    /// The same API, serving the pipelines routes too.
+    pub fn with_pipelines(self, api: pipelines::PipelineApi) -> Self {
+        Self {
+            pipelines: Some(api),
+            ..self
+        }
     }
 
     /// Answers one request (its path below `/admin`).
@@ -41,6 +56,10 @@ impl Admin {
             ["v1", "users", ..] | ["v1", "policies", ..] => {
                 identities::route(directory, &user, &req, &segs).await
             }
+            ["v1", "pipelines", ..] => match &self.pipelines {
+                Some(api) => pipelines::route(api, directory, &user, &req, &segs).await,
+                None => Err(TableError::NotFound("pipelines are not served here".into())),
+            },
             // A repair rewrites a topic's table: a KafkaCreate, as a topic config change
             // is; so is a check, which reads every file of the table.
             ["v1", "topics", topic, "table", ..] => {

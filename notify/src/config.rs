@@ -1,6 +1,10 @@
 //! A bucket's notification configuration: which changes of which keys go to which
 //! topic. It lives in the bucket record's settings (key [`SETTINGS_KEY`], JSON), so it
-//! needs no catalog table of its own and changes with `S3Op::ReplaceBucket`.
+//! needs no catalog table of its own and changes with `S3Op::ReplaceBucket`. A deployed
+//! function pipeline's bucket triggers are rules of the same kind under a key of their
+//! own ([`PIPELINE_KEY_PREFIX`] and the pipeline's name), out of sight of the S3
+//! notification API, so deploying a pipeline and the user's own configuration never
+//! overwrite each other; an object change fires both ([`NotificationConfig::load_all`]).
 
 use std::collections::BTreeMap;
 
@@ -11,6 +15,9 @@ use crate::event::{EventKind, EventSet};
 
 /// The bucket settings entry holding the configuration.
 pub const SETTINGS_KEY: &str = "s3.notification";
+
+/// Settings key prefix of a deployed pipeline's trigger rules (then the pipeline's name).
+pub const PIPELINE_KEY_PREFIX: &str = "eddy.pipeline.";
 
 /// Most configurations one bucket may have (each matching one adds a row per change).
 pub const MAX_CONFIGURATIONS: usize = 100;
@@ -190,6 +197,41 @@ impl NotificationConfig {
         Self::with_rules(stored.rules).map(Some)
     }
 
+    /// Every rule an object change in the bucket fires: the S3 configuration's, then each
+    /// deployed pipeline's (none when there are none).
+    pub fn load_all(settings: &BTreeMap<String, Vec<u8>>) -> Result<Option<Self>, ConfigError> {
+        let mut rules = Self::load(settings)?.map(|c| c.rules).unwrap_or_default();
+        for (key, raw) in settings.range(PIPELINE_KEY_PREFIX.to_owned()..) {
+            if !key.starts_with(PIPELINE_KEY_PREFIX) {
+                break;
+            }
+            let stored: NotificationConfig =
+                serde_json::from_slice(raw).map_err(|e| ConfigError::Corrupt(e.to_string()))?;
+            rules.extend(stored.rules);
+        }
+        if rules.is_empty() {
+            return Ok(None);
+        }
+        Self::with_rules(rules).map(Some)
+    }
+
+    /// A pipeline's trigger rules (each already validated by the pipeline's checks: a
+    /// known event name, a valid topic).
+    pub fn for_pipeline(rules: Vec<Rule>) -> Result<Self, ConfigError> {
+        Self::with_rules(rules)
+    }
+
+    /// Writes a pipeline's trigger rules into a bucket's settings (none removes them).
+    pub fn store_pipeline(&self, pipeline: &str, settings: &mut BTreeMap<String, Vec<u8>>) {
+        let key = format!("{PIPELINE_KEY_PREFIX}{pipeline}");
+        if self.rules.is_empty() {
+            settings.remove(&key);
+        } else {
+            let json = serde_json::to_vec(self).unwrap_or_default();
+            settings.insert(key, json);
+        }
+    }
+
     /// Writes the configuration into a bucket's settings (an empty one removes it).
     pub fn store(&self, settings: &mut BTreeMap<String, Vec<u8>>) {
         if self.rules.is_empty() {
@@ -318,6 +360,52 @@ mod tests {
         assert_eq!(
             NotificationConfig::validate(vec![a, b], exists).unwrap_err(),
             ConfigError::DuplicateId("x".into())
+        );
+    }
+
+    #[test]
+    fn pipeline_rules_fire_with_the_s3_configuration_and_stay_out_of_it() {
+        let mut settings = BTreeMap::new();
+        let s3 =
+            NotificationConfig::validate(vec![spec("t1", &["s3:ObjectCreated:*"], &[])], |_| true)
+                .unwrap();
+        s3.store(&mut settings);
+        let rule = |id: &str, topic: &str| Rule {
+            id: id.into(),
+            destination: Destination::Topic,
+            arn: topic.into(),
+            topic: topic.into(),
+            events: vec!["s3:ObjectRemoved:*".into()],
+            prefix: Some("in/".into()),
+            suffix: None,
+        };
+        let p = NotificationConfig::for_pipeline(vec![rule("p.up", "pipeline.p.up")]).unwrap();
+        p.store_pipeline("p", &mut settings);
+        let all = NotificationConfig::load_all(&settings).unwrap().unwrap();
+        let topics: Vec<&str> = all.rules.iter().map(|r| r.topic.as_str()).collect();
+        assert_eq!(topics, ["t1", "pipeline.p.up"]);
+        let fired: Vec<&str> = all
+            .matching(EventKind::Delete, "in/a")
+            .map(|r| r.topic.as_str())
+            .collect();
+        assert_eq!(fired, ["pipeline.p.up"]);
+        // The S3 API sees only its own rules.
+        assert_eq!(
+            NotificationConfig::load(&settings)
+                .unwrap()
+                .unwrap()
+                .rules
+                .len(),
+            1
+        );
+        NotificationConfig::default().store_pipeline("p", &mut settings);
+        assert_eq!(
+            NotificationConfig::load_all(&settings)
+                .unwrap()
+                .unwrap()
+                .rules
+                .len(),
+            1
         );
     }
 }

@@ -17,7 +17,7 @@ pub mod notifier;
 pub mod partition;
 pub mod record;
 
-pub use config::{Destination, NotificationConfig, Rule, RuleSpec};
+pub use config::{Destination, NotificationConfig, PIPELINE_KEY_PREFIX, Rule, RuleSpec};
 pub use error::{ConfigError, RecordError};
 pub use event::EventKind;
 pub use metrics::NotifyMetrics;

@@ -45,6 +45,8 @@ pub struct Bucket {
     /// [`Bucket::notifications`]: only object changes and
     /// GetBucketNotificationConfiguration read it, so a GET never parses it.
     notifications: OnceLock<Result<Option<NotificationConfig>, ConfigError>>,
+    /// [`Bucket::fired_rules`], decoded on first use like `notifications`.
+    fired: OnceLock<Result<Option<NotificationConfig>, ConfigError>>,
 }
 
 impl Bucket {
@@ -58,6 +60,7 @@ impl Bucket {
                 .get(ENCRYPTION_KEY)
                 .map(|raw| serde_json::from_slice(raw).unwrap_or_default()),
             notifications: OnceLock::new(),
+            fired: OnceLock::new(),
             record,
         }
     }
@@ -66,6 +69,13 @@ impl Bucket {
     pub fn notifications(&self) -> &Result<Option<NotificationConfig>, ConfigError> {
         self.notifications
             .get_or_init(|| NotificationConfig::load(&self.record.settings))
+    }
+
+    /// Every rule an object change fires: the notification configuration's and each
+    /// deployed pipeline's bucket triggers (`Ok(None)`: none).
+    pub fn fired_rules(&self) -> &Result<Option<NotificationConfig>, ConfigError> {
+        self.fired
+            .get_or_init(|| NotificationConfig::load_all(&self.record.settings))
     }
 
     /// The record as the catalog holds it.

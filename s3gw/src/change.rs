@@ -223,7 +223,7 @@ impl<'a> Change<'a> {
             return Ok(Targets::default());
         };
         let config = b
-            .notifications()
+            .fired_rules()
             .clone()
             .map_err(|e| catalog_error(CatalogError::Corrupt(format!("bucket {}: {e}", b.name))))?;
         gw.notifier()

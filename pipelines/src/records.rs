@@ -1,0 +1,182 @@
+//! A link's source read as a read_committed consumer reads it (up to the last stable
+//! offset, aborted transactions and control batches left out), and events written back
+//! as Kafka record batches for the hand-off to append.
+
+use bytes::{Bytes, BytesMut};
+use catalog::{Catalog, CatalogError, TopicRecord};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::records::{
+    Compression, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, Record,
+    RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+
+/// Most bytes of batches one read takes.
+const READ_BYTES: usize = 1 << 20;
+
+/// One record of a source partition.
+#[derive(Debug, Clone)]
+pub struct SourceRecord {
+    /// Its offset.
+    pub offset: u64,
+    /// Its timestamp, ms since the epoch.
+    pub timestamp_ms: i64,
+    /// Its key.
+    pub key: Option<Bytes>,
+    /// Its value.
+    pub value: Option<Bytes>,
+    /// Its headers, in order.
+    pub headers: Vec<(String, Bytes)>,
+}
+
+/// What one read of a partition found.
+#[derive(Debug, Default)]
+pub struct Read {
+    /// Its data records from the position on, in offset order.
+    pub records: Vec<SourceRecord>,
+    /// Where the next read starts: past every offset read (control batches and aborted
+    /// records included), or the log start when the position fell below it.
+    pub next: u64,
+}
+
+/// Reads committed records of `topic`'s `partition` from offset `from`, at most about
+/// [`READ_BYTES`] of batches.
+pub async fn read(
+    catalog: &dyn Catalog,
+    topic: &TopicRecord,
+    partition: u32,
+    from: u64,
+) -> Result<Read, CatalogError> {
+    let Some((state, stable)) = catalog
+        .kafka()
+        .stable_partition(topic.id, partition)
+        .await?
+    else {
+        return Err(CatalogError::UnknownPartition {
+            topic: topic.name.clone(),
+            partition,
+        });
+    };
+    let from = from.max(state.log_start_offset);
+    let mut out = Read {
+        records: Vec::new(),
+        next: from,
+    };
+    if from >= stable {
+        return Ok(out);
+    }
+    let batches = catalog
+        .kafka()
+        .read_batches(topic.id, partition, from, READ_BYTES)
+        .await?;
+    let aborted = catalog
+        .txns()
+        .aborted_txns(topic.id, partition, from, stable)
+        .await?;
+    for b in batches {
+        if b.base_offset >= stable || b.last_offset >= stable {
+            break;
+        }
+        out.next = b.last_offset + 1;
+        let control = b.bytes.get(22).is_some_and(|a| a & (1 << 5) != 0);
+        if control || b.is_aborted(&aborted) {
+            continue;
+        }
+        let mut buf = b.bytes.clone();
+        let set = RecordBatchDecoder::decode(&mut buf).map_err(|e| {
+            CatalogError::Corrupt(format!(
+                "{} partition {partition} batch at {}: {e}",
+                topic.name, b.base_offset
+            ))
+        })?;
+        for r in set.records {
+            let Ok(offset) = u64::try_from(r.offset) else {
+                continue;
+            };
+            if offset < from {
+                continue;
+            }
+            out.records.push(SourceRecord {
+                offset,
+                timestamp_ms: r.timestamp,
+                key: r.key,
+                value: r.value,
+                headers: r
+                    .headers
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v.unwrap_or_default()))
+                    .collect(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// A record to append.
+#[derive(Debug, Clone)]
+pub struct OutRecord {
+    /// Its key.
+    pub key: Option<Bytes>,
+    /// Its value.
+    pub value: Bytes,
+    /// Its headers, in order.
+    pub headers: Vec<(String, Bytes)>,
+    /// Its timestamp, ms since the epoch.
+    pub timestamp_ms: i64,
+}
+
+/// A batch ready for `KafkaOp::Append`.
+#[derive(Debug, Clone)]
+pub struct Encoded {
+    /// The batch bytes.
+    pub bytes: Bytes,
+    /// Offsets it covers.
+    pub offset_count: u32,
+    /// Its largest timestamp.
+    pub max_timestamp: i64,
+}
+
+/// Encodes `records` as one uncompressed magic-v2 batch at base offset 0 (the catalog
+/// assigns the real one at commit).
+pub fn encode(records: &[OutRecord]) -> Result<Encoded, CatalogError> {
+    let out: Vec<Record> = records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: NO_PARTITION_LEADER_EPOCH,
+            producer_id: NO_PRODUCER_ID,
+            producer_epoch: NO_PRODUCER_EPOCH,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            sequence: NO_SEQUENCE.wrapping_add(i as i32),
+            timestamp: r.timestamp_ms,
+            key: r.key.clone(),
+            value: Some(r.value.clone()),
+            headers: r
+                .headers
+                .iter()
+                .map(|(k, v)| (StrBytes::from_string(k.clone()), Some(v.clone())))
+                .collect(),
+        })
+        .collect();
+    let offset_count = u32::try_from(out.len())
+        .map_err(|_| CatalogError::Invalid("too many records in one batch".into()))?;
+    let max_timestamp = out.iter().map(|r| r.timestamp).max().unwrap_or(-1);
+    let mut buf = BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buf,
+        &out,
+        &RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        },
+    )
+    .map_err(|e| CatalogError::Invalid(format!("encoding a batch: {e}")))?;
+    Ok(Encoded {
+        bytes: buf.freeze(),
+        offset_count,
+        max_timestamp,
+    })
+}

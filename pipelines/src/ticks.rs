@@ -1,0 +1,113 @@
+//! Schedule triggers: each tick of the cron expression becomes one event in the
+//! trigger's topic, committed with the trigger's cursor moving past that tick, so a tick
+//! fires once across restarts and however many nodes run the pipeline. Ticks missed
+//! while no server ran fire, in order, when one is back.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use catalog::{Catalog, CatalogError, KafkaOp, Op, PipelineOp, Transaction};
+
+use crate::records::{self, OutRecord};
+use crate::schedule::Cron;
+use crate::spec::Pipeline;
+
+/// Longest sleep before the cursor is read again.
+const MAX_SLEEP: Duration = Duration::from_secs(30);
+
+/// The cursor of a schedule trigger (no link name holds a `:`).
+pub fn cursor(trigger: &str) -> String {
+    format!("schedule:{trigger}")
+}
+
+/// Fires the trigger's ticks until aborted.
+pub async fn run(
+    catalog: Arc<dyn Catalog>,
+    p: Arc<Pipeline>,
+    trigger: String,
+    cron: Cron,
+    type_prefix: String,
+) {
+    loop {
+        if let Err(e) = tick(catalog.as_ref(), &p, &trigger, &cron, &type_prefix).await {
+            tracing::warn!(pipeline = %p.name, trigger = %trigger, error = %e, "schedule trigger could not fire; retrying");
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+}
+
+async fn tick(
+    catalog: &dyn Catalog,
+    p: &Pipeline,
+    trigger: &str,
+    cron: &Cron,
+    type_prefix: &str,
+) -> Result<(), CatalogError> {
+    let cursor = cursor(trigger);
+    let at = catalog.pipelines().position(&p.name, &cursor, 0).await?;
+    let now = u64::try_from(crate::now_ms() / 1000).unwrap_or(0);
+    // Never fired: from now on. Else the first tick at or after the cursor.
+    let base = if at == 0 { now } else { at - 1 };
+    let Some(t) = cron.next_after(base) else {
+        tokio::time::sleep(MAX_SLEEP).await;
+        return Ok(());
+    };
+    if t > now {
+        tokio::time::sleep(Duration::from_secs(t - now).min(MAX_SLEEP)).await;
+        return Ok(());
+    }
+    let name = p.topic_of(trigger);
+    let topic = catalog
+        .kafka()
+        .topic(&name)
+        .await?
+        .ok_or(CatalogError::UnknownTopic(name))?;
+    let ms = i64::try_from(t).unwrap_or(i64::MAX).saturating_mul(1000);
+    let time = notify::record::event_time(ms);
+    let s = |v: String| Bytes::from(v);
+    let record = OutRecord {
+        key: Some(Bytes::from(trigger.to_owned())),
+        value: Bytes::from(serde_json::json!({ "scheduled": time }).to_string()),
+        headers: vec![
+            ("ce_specversion".into(), Bytes::from_static(b"1.0")),
+            ("ce_id".into(), s(format!("{}/{trigger}/{t}", p.name))),
+            (
+                "ce_source".into(),
+                s(format!("/pipelines/{}/triggers/{trigger}", p.name)),
+            ),
+            ("ce_type".into(), s(format!("{type_prefix}Schedule.Tick"))),
+            ("ce_time".into(), s(time)),
+            ("ce_traceparent".into(), s(crate::trace::new_traceparent())),
+            (
+                "content-type".into(),
+                Bytes::from_static(b"application/json"),
+            ),
+        ],
+        timestamp_ms: ms,
+    };
+    let b = records::encode(&[record])?;
+    let ops = vec![
+        Op::Kafka(KafkaOp::Append {
+            topic_id: topic.id,
+            partition: 0,
+            offset_count: b.offset_count,
+            max_timestamp: b.max_timestamp,
+            batch: b.bytes,
+            producer: None,
+            transactional_id: None,
+        }),
+        Op::Pipeline(PipelineOp::Advance {
+            pipeline: p.name.clone(),
+            cursor,
+            partition: 0,
+            expected: at,
+            next: t + 1,
+        }),
+    ];
+    match catalog.commit(Transaction::new(ops)).await {
+        // Another node fired it first.
+        Ok(_) | Err(CatalogError::PreconditionFailed(_)) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
