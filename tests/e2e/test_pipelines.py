@@ -222,3 +222,161 @@ links: [{from: t, to: f}, {from: f, to: g}]
     got = json.loads(cli(eddy, "get", "refusals", "-o", "json").stdout)
     assert (got["status"], got["deployed_revision"], got["latest_revision"]) == ("Draft", None, 2)
     cli(eddy, "delete", "refusals")
+
+
+def metric_value(eddy, name, **labels):
+    """A labelled sample of /metrics (0 if absent)."""
+    import re
+    import urllib.request
+    with urllib.request.urlopen(eddy.http_url + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    for line in text.splitlines():
+        if not line.startswith(name + "{"):
+            continue
+        got = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}")[0]))
+        if all(got.get(k) == v for k, v in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return 0
+
+
+def node_function(tmp_path):
+    from conftest import NODE_DIR, npm_ci
+    npm_ci("cloudevents")
+    port = free_port()
+    out = tmp_path / "node.jsonl"
+    out.touch()
+    proc = subprocess.Popen(["node", str(NODE_DIR / "ce_function.js")], cwd=NODE_DIR,
+                            env=dict(os.environ, PORT=str(port), OUT=str(out)))
+    wait_port(port, proc)
+    return proc, port, out
+
+
+def lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines() if line]
+
+
+def wait_lines(path, n, timeout=90):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        got = lines(path)
+        if len(got) >= n:
+            return got
+        time.sleep(0.2)
+    raise AssertionError(f"{path.name}: {len(lines(path))} lines after {timeout} s, wanted {n}")
+
+
+def test_topic_records_run_a_function_eddy_runs_in_order_then_a_node_function_in_batches(eddy, tmp_path):
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    name = f"orders-{uuid.uuid4().hex[:6]}"
+    topic = f"{name}-in"
+    admin = AdminClient({"bootstrap.servers": eddy.bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=1)])[topic].result()
+    node, node_port, node_out = node_function(tmp_path)
+    sdk_out = tmp_path / "sdk.jsonl"
+    try:
+        cli(eddy, "apply", "-f", "-", stdin=json.dumps({
+            "name": name,
+            "triggers": [{"name": "orders", "kind": "topic", "topic": topic}],
+            "functions": [
+                {"name": "index", "command": [sys.executable, "-m", "eddy_functions",
+                                              str(FUNCTIONS / "sdk_index.py")],
+                 "env": {"OUT": str(sdk_out)}},
+                {"name": "notify", "url": f"http://127.0.0.1:{node_port}/",
+                 "batching": {"max_size": 8, "timeout_ms": 300}},
+            ],
+            "links": [
+                {"from": "orders", "to": "index", "events_order": "ordered", "retries": 1,
+                 "backoff_ms": 50},
+                {"from": "index", "to": "notify", "labels": {"kind": "image"}},
+            ],
+        }))
+        cli(eddy, "deploy", name)
+        p = Producer({"bootstrap.servers": eddy.bootstrap, "linger.ms": 5})
+        for i in range(60):
+            p.produce(topic, key=f"k{i % 10}", value=f"n-{i}")
+            if i == 30:
+                p.produce(topic, key="k3", value="boom")
+        assert p.flush(30) == 0
+
+        got = wait_lines(node_out, 60)
+        assert len({e["id"] for e in got}) == 60
+        assert max(e["batch"] for e in got) > 1, "the node function never got a batch"
+        seen = lines(sdk_out)
+        # Ordered: within a partition, offsets never go back (a retry repeats one).
+        last = {}
+        for e in seen:
+            _, part, off = e["id"].rsplit("/", 2)
+            assert int(off) >= last.get(part, -1), f"partition {part} went back: {seen}"
+            last[part] = int(off)
+        assert sum(1 for e in seen if e["data"] == "boom") == 2  # first attempt and one retry
+
+        dead = [m for m in read_to_end(eddy.bootstrap, "dead-letter")
+                if headers_of(m).get("eddy_pipeline") == name]
+        assert len(dead) == 1 and dead[0].value() == b"boom" and dead[0].key() == b"k3"
+        h = headers_of(dead[0])
+        assert h["ce_knativeerrorcode"] == "500"
+        assert "ValueError: no index for boom" in base64.b64decode(h["ce_knativeerrordata"]).decode()
+        assert h["ce_source"] == f"/topics/{topic}"
+
+        # Each hop's topic: one reply per record handed on.
+        replies = read_to_end(eddy.bootstrap, f"pipeline.{name}.index")
+        assert len(replies) == 60
+        assert all(headers_of(m)["ce_kind"] == "image" for m in replies)
+        logs = [json.loads(m.value()) for m in read_to_end(eddy.bootstrap, f"pipeline.{name}.logs")]
+        assert any("index function ready" in entry["line"] for entry in logs)
+        assert any("ValueError: no index for boom" in entry["line"] for entry in logs)
+
+        assert metric_value(eddy, "eddy_pipeline_delivered_total", pipeline=name, link="orders-index") == 60
+        assert metric_value(eddy, "eddy_pipeline_dead_lettered_total", pipeline=name, link="orders-index") == 1
+        assert metric_value(eddy, "eddy_pipeline_failed_attempts_total", pipeline=name, link="orders-index") == 2
+        assert metric_value(eddy, "eddy_pipeline_instances", pipeline=name, function="index") == 1
+    finally:
+        node.kill()
+        cli(eddy, "delete", name, check=False)
+
+
+def test_a_function_that_hangs_is_timed_out_and_dead_lettered(eddy, functions, tmp_path):
+    thumb = functions("thumbnail")
+    bucket = f"hangs-{uuid.uuid4().hex[:8]}"
+    name = f"hangs-{uuid.uuid4().hex[:6]}"
+    s3(eddy).create_bucket(Bucket=bucket)
+    cli(eddy, "apply", "-f", "-", stdin=f"""
+name: {name}
+triggers: [{{name: up, kind: bucket, bucket: {bucket}}}]
+functions: [{{name: thumbnail, url: '{thumb.url}', timeout_ms: 300}}]
+links: [{{from: up, to: thumbnail, retries: 1, backoff_ms: 10}}]
+""")
+    cli(eddy, "deploy", name)
+    s3(eddy).put_object(Bucket=bucket, Key="hang.jpg", Body=b"h")
+    deadline = time.time() + 60
+    dead = []
+    while not dead and time.time() < deadline:
+        dead = [m for m in read_to_end(eddy.bootstrap, "dead-letter")
+                if headers_of(m).get("eddy_pipeline") == name]
+    assert len(dead) == 1
+    h = headers_of(dead[0])
+    assert h["ce_knativeerrorcode"] == "timeout"
+    assert h["eddy_attempts"] == "2"
+    assert len([e for e in thumb.seen() if e["subject"] == "hang.jpg"]) == 2
+    cli(eddy, "delete", name)
+
+
+def test_a_command_that_fails_at_start_puts_the_pipeline_in_error_with_its_traceback(eddy):
+    name = f"broken-{uuid.uuid4().hex[:6]}"
+    cli(eddy, "apply", "-f", "-", stdin=json.dumps({
+        "name": name,
+        "triggers": [{"name": "s", "kind": "schedule", "cron": "0 3 * * *"}],
+        "functions": [{"name": "broken", "command": [sys.executable, "-m", "eddy_functions",
+                                                     str(FUNCTIONS / "broken.py")]}],
+        "links": [{"from": "s", "to": "broken"}],
+    }))
+    r = cli(eddy, "deploy", name, check=False)
+    assert r.returncode != 0
+    assert "No module named 'missing_module_for_the_broken_function'" in r.stderr
+    got = json.loads(cli(eddy, "get", name, "-o", "json").stdout)
+    assert got["status"] == "Error"
+    assert "Traceback" in got["reason"] and "broken.py" in got["reason"]
+    assert "function broken exited" in got["reason"]
+    cli(eddy, "delete", name)
