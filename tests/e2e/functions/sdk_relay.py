@@ -1,0 +1,5 @@
+"""A function on Eddy's runtime that passes each event's subject on."""
+
+
+def handler(ctx, event):
+    return {"key": event.get("subject")}
