@@ -59,7 +59,8 @@ impl Event {
             .entry("type".into())
             .or_insert_with(|| format!("{type_prefix}TopicRecord"));
         if !attrs.contains_key("traceparent") {
-            attrs.insert("traceparent".into(), crate::trace::new_traceparent());
+            let t = crate::trace::traceparent_of(&attrs["id"]);
+            attrs.insert("traceparent".into(), t);
         }
         Self {
             attrs,

@@ -7,6 +7,18 @@ pub fn new_traceparent() -> String {
     format!("00-{trace}-{}-01", span_id())
 }
 
+/// The `traceparent` of an event that came without one: derived from its id, so every
+/// read of the event (a window read again after a crash) puts it in the same trace.
+pub fn traceparent_of(id: &str) -> String {
+    let u = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, id.as_bytes())
+        .simple()
+        .to_string();
+    let span = &uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_URL, id.as_bytes())
+        .simple()
+        .to_string()[..16];
+    format!("00-{u}-{span}-01")
+}
+
 /// The `traceparent` of a child span of `parent` (a new trace when `parent` is not one).
 pub fn child_of(parent: &str) -> String {
     match parent.split('-').collect::<Vec<_>>().as_slice() {
@@ -35,5 +47,7 @@ mod tests {
         assert_eq!(c[..35], p[..35]);
         assert_ne!(c[36..52], p[36..52]);
         assert!(child_of("garbage").starts_with("00-"));
+        assert_eq!(traceparent_of("e1"), traceparent_of("e1"));
+        assert_ne!(traceparent_of("e1")[3..35], traceparent_of("e2")[3..35]);
     }
 }
