@@ -31,7 +31,8 @@ SPEC = ROOT / "docs" / "admin-api.yaml"
 TOPIC = "orders"
 
 # Statuses a request the document calls valid may get, besides the defaults (2xx, 401,
-# 403, 404, 409, 5xx; "not a server error" still fails any 5xx): on these three the
+# 403, 404, 409, 5xx; "not a server error" still fails any 5xx): on the pipeline
+# definitions and deploys (below), and on these three the
 # server checks more than a JSON schema can say (an expansion schema's field names are
 # unique and not reserved, a decimal's scale is at most its precision; a policy's
 # condition operators and keys are known, its Sids unique, its text at most 20 KiB) and
@@ -57,6 +58,12 @@ CONFIG = SchemathesisConfig.from_dict({
         {"include-operation-id": "putExpansion",
          "checks": {"positive_data_acceptance": {"expected-statuses": SEMANTIC_400}}},
         {"include-operation-id": "changeExpansionColumns",
+         "checks": {"positive_data_acceptance": {"expected-statuses": SEMANTIC_400}}},
+        # A pipeline definition is YAML text: its schema is a string, and the server
+        # parses and checks it (docs/pipelines.md); deploying checks what it needs.
+        {"include-operation-id": "putPipeline",
+         "checks": {"positive_data_acceptance": {"expected-statuses": SEMANTIC_400}}},
+        {"include-operation-id": "deployPipeline",
          "checks": {"positive_data_acceptance": {"expected-statuses": SEMANTIC_400}}},
         {"include-operation-id": "putPolicy",
          "checks": {"positive_data_acceptance": {"expected-statuses": SEMANTIC_400}},
@@ -139,7 +146,8 @@ OPERATIONS = operations()
 
 
 def test_every_operation_is_described():
-    """The routes of admin/src (expansions.rs, identities.rs, topic_tables.rs), one by one."""
+    """The routes of admin/src (expansions.rs, identities.rs, topic_tables.rs,
+    pipelines.rs), one by one."""
     assert sorted((m, p) for m, p, _ in OPERATIONS) == sorted([
         ("PUT", f"/admin/v1/topics/{TOPIC}/expansion"),
         ("GET", f"/admin/v1/topics/{TOPIC}/expansion"),
@@ -158,6 +166,11 @@ def test_every_operation_is_described():
         ("DELETE", "/admin/v1/policies/someone"),
         ("PUT", "/admin/v1/policies/someone/attachments/someone"),
         ("DELETE", "/admin/v1/policies/someone/attachments/someone"),
+        ("GET", "/admin/v1/pipelines"),
+        ("GET", "/admin/v1/pipelines/someone"),
+        ("PUT", "/admin/v1/pipelines/someone"),
+        ("DELETE", "/admin/v1/pipelines/someone"),
+        ("POST", "/admin/v1/pipelines/someone/deploy"),
     ])
 
 
@@ -171,8 +184,10 @@ def test_every_route_needs_a_token(server, method, path, tag):
 
 
 def test_users_and_policies_are_the_administrators(server):
-    """A user who is not the administrator gets 403 on every users and policies route,
-    and on the topic routes once a policy denies it KafkaCreate on the topic."""
+    """A user who is not the administrator gets 403 on every users and policies route, on
+    every pipeline route but the list (which shows it none) while no policy allows it the
+    pipeline actions, and on the topic routes once a policy denies it KafkaCreate on the
+    topic."""
     name = f"user-{uuid.uuid4().hex[:8]}"
     secret = "s3cret-" + uuid.uuid4().hex
     r = call(server, "PUT", f"/admin/v1/users/{name}", json={"secret_key": secret})
@@ -180,9 +195,24 @@ def test_users_and_policies_are_the_administrators(server):
     assert r.json() == {"name": name, "s3": True, "scram": [], "from_config": False, "admin": False}
     tok = token(server, name, secret)
     for method, path, tag in OPERATIONS:
-        if tag in ("users", "policies"):
+        if tag in ("users", "policies") or (tag == "pipelines" and path != "/admin/v1/pipelines"):
             body = b"{}" if method in ("PUT", "POST") else None
             assert_error(call(server, method, path, tok, data=body), 403, "ForbiddenException")
+    r = call(server, "PUT", "/admin/v1/pipelines/someone", data=b"name: someone\n")
+    assert r.status_code == 201, r.text
+    r = call(server, "GET", "/admin/v1/pipelines", tok)
+    assert r.status_code == 200 and r.json() == {"pipelines": []}, r.text
+    # A policy allowing GetPipeline on it: the user sees it, and still may not deploy it.
+    viewer = f"see-pipelines-{uuid.uuid4().hex[:8]}"
+    r = call(server, "PUT", f"/admin/v1/policies/{viewer}", json={"attached": [name], "document": {
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "eddy:GetPipeline",
+                                               "Resource": "eddy:pipeline:someone"}]}})
+    assert r.status_code == 200, r.text
+    assert [p["name"] for p in call(server, "GET", "/admin/v1/pipelines", tok).json()["pipelines"]] == ["someone"]
+    assert call(server, "GET", "/admin/v1/pipelines/someone", tok).json()["status"] == "Draft"
+    assert_error(call(server, "POST", "/admin/v1/pipelines/someone/deploy", tok), 403, "ForbiddenException")
+    assert call(server, "DELETE", f"/admin/v1/policies/{viewer}").status_code == 204
+    assert call(server, "DELETE", "/admin/v1/pipelines/someone").status_code == 202
 
     # Topic routes are a KafkaCreate on the topic: allowed with no policy, refused by one.
     r = call(server, "GET", f"/admin/v1/topics/{TOPIC}/expansion/infer", tok)
