@@ -29,8 +29,10 @@ pub async fn run(
     cron: Cron,
     type_prefix: String,
 ) {
+    // A trigger that never fired starts with the first tick after it started running.
+    let started = now_secs().saturating_sub(1);
     loop {
-        if let Err(e) = tick(catalog.as_ref(), &p, &trigger, &cron, &type_prefix).await {
+        if let Err(e) = tick(catalog.as_ref(), &p, &trigger, &cron, &type_prefix, started).await {
             tracing::warn!(pipeline = %p.name, trigger = %trigger, error = %e, "schedule trigger could not fire; retrying");
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
@@ -43,12 +45,14 @@ async fn tick(
     trigger: &str,
     cron: &Cron,
     type_prefix: &str,
+    started: u64,
 ) -> Result<(), CatalogError> {
     let cursor = cursor(trigger);
     let at = catalog.pipelines().position(&p.name, &cursor, 0).await?;
-    let now = u64::try_from(crate::now_ms() / 1000).unwrap_or(0);
-    // Never fired: from now on. Else the first tick at or after the cursor.
-    let base = if at == 0 { now } else { at - 1 };
+    let now = now_secs();
+    // Never fired: the first tick after the trigger started. Else the first at or after
+    // the cursor.
+    let base = if at == 0 { started } else { at - 1 };
     let Some(t) = cron.next_after(base) else {
         tokio::time::sleep(MAX_SLEEP).await;
         return Ok(());
@@ -110,4 +114,8 @@ async fn tick(
         Ok(_) | Err(CatalogError::PreconditionFailed(_)) => Ok(()),
         Err(e) => Err(e),
     }
+}
+
+fn now_secs() -> u64 {
+    u64::try_from(crate::now_ms() / 1000).unwrap_or(0)
 }
