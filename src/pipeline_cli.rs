@@ -50,6 +50,20 @@ pub enum PipelineAction {
     },
     /// List the pipelines.
     List,
+    /// Recent traces of a pipeline's events (status, duration), or one trace's spans as a
+    /// tree.
+    Traces {
+        /// The pipeline.
+        name: String,
+        /// A trace id: show its spans.
+        trace: Option<String>,
+        /// How many recent traces.
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+        /// Print the server's answer as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Stop a pipeline and remove it (its topics stay).
     Delete {
         /// The pipeline.
@@ -144,6 +158,55 @@ async fn run_async(server: &Server, action: PipelineAction) -> anyhow::Result<()
                     p["latest_revision"],
                     first_line(p["reason"].as_str().unwrap_or("")),
                 );
+            }
+        }
+        PipelineAction::Traces {
+            name,
+            trace,
+            limit,
+            json,
+        } => {
+            let mut req = http.get(format!("{}/traces", one(&name)));
+            req = match &trace {
+                Some(t) => req.query(&[("trace", t.as_str())]),
+                None => req.query(&[("limit", limit)]),
+            };
+            let r = send(req, &token).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else if trace.is_some() {
+                for s in r["spans"].as_array().into_iter().flatten() {
+                    let depth = s["depth"].as_u64().unwrap_or(0) as usize;
+                    let code = s["code"]
+                        .as_str()
+                        .map_or(String::new(), |c| format!(" ({c})"));
+                    let attempt = match s["attempt"].as_u64() {
+                        Some(n) if n > 0 => format!(" attempt {n}"),
+                        _ => String::new(),
+                    };
+                    println!(
+                        "{}{}{attempt}: {}{code}, {:.1} ms",
+                        "  ".repeat(depth),
+                        s["name"].as_str().unwrap_or(""),
+                        s["status"].as_str().unwrap_or(""),
+                        s["duration_ms"].as_f64().unwrap_or(0.0)
+                    );
+                }
+            } else {
+                println!(
+                    "{:<32}  {:<6} {:>10} {:>5}  EVENT",
+                    "TRACE", "STATUS", "MS", "SPANS"
+                );
+                for t in r["traces"].as_array().into_iter().flatten() {
+                    println!(
+                        "{:<32}  {:<6} {:>10.1} {:>5}  {}",
+                        t["trace_id"].as_str().unwrap_or(""),
+                        t["status"].as_str().unwrap_or(""),
+                        t["duration_ms"].as_f64().unwrap_or(0.0),
+                        t["spans"],
+                        t["event_id"].as_str().unwrap_or("")
+                    );
+                }
             }
         }
         PipelineAction::Delete { name } => {

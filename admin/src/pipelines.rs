@@ -12,6 +12,7 @@
 //! | `PUT /v1/pipelines/{name}` | store a definition (body: YAML or JSON naming the same pipeline) as a new revision |
 //! | `POST /v1/pipelines/{name}/deploy` | run a revision (`?revision=N`, default the newest), after its checks |
 //! | `DELETE /v1/pipelines/{name}` | stop and remove it (`Deleting` until the runtime has stopped it) |
+//! | `GET /v1/pipelines/{name}/traces` | recent traces (`?limit=N`), or one trace's spans in tree order (`?trace=ID`) |
 
 use std::sync::Arc;
 
@@ -98,6 +99,35 @@ pub async fn route(
             let cursors = p.cursors(name).await.map_err(pipeline_error)?;
             json(StatusCode::OK, &detail(&r, cursors))
         }
+        ["v1", "pipelines", name, "traces"] if m == Method::GET => {
+            must(dir, user, "eddy:GetPipeline", name)?;
+            let limit = query_number(req, "limit")?.unwrap_or(20).clamp(1, 1000) as usize;
+            let spans = p.spans(name, SPANS_READ).await.map_err(pipeline_error)?;
+            match query_value(req, "trace") {
+                Some(id) => {
+                    let tree = pipelines::traces::tree(&spans, &id);
+                    if tree.is_empty() {
+                        return Err(TableError::NotFound(format!(
+                            "no recent trace {id} in pipeline {name}"
+                        )));
+                    }
+                    let spans: Vec<Value> = tree
+                        .into_iter()
+                        .map(|(depth, s)| {
+                            let mut v = serde_json::to_value(&s).unwrap_or(Value::Null);
+                            v["depth"] = j!(depth);
+                            v
+                        })
+                        .collect();
+                    json(StatusCode::OK, &j!({ "trace_id": id, "spans": spans }))
+                }
+                None => {
+                    let mut traces = pipelines::traces::summarize(&spans);
+                    traces.truncate(limit);
+                    json(StatusCode::OK, &j!({ "traces": traces }))
+                }
+            }
+        }
         ["v1", "pipelines", name] if m == Method::PUT => {
             must(dir, user, "eddy:PutPipeline", name)?;
             let text = std::str::from_utf8(&req.body)
@@ -128,7 +158,7 @@ pub async fn route(
         }
         ["v1", "pipelines", name, "deploy"] if m == Method::POST => {
             must(dir, user, "eddy:DeployPipeline", name)?;
-            let revision = query_revision(req)?;
+            let revision = query_number(req, "revision")?;
             let r = p.deploy(name, revision).await.map_err(pipeline_error)?;
             api.runtime.wake();
             json(StatusCode::OK, &summary(&r))
@@ -146,20 +176,25 @@ pub async fn route(
     }
 }
 
-/// `?revision=N`.
-fn query_revision(req: &Request) -> TableResult<Option<u64>> {
-    let Some(q) = &req.query else {
-        return Ok(None);
-    };
-    for (k, v) in form_urlencoded::parse(q.as_bytes()) {
-        if k == "revision" {
-            return v
-                .parse()
-                .map(Some)
-                .map_err(|_| TableError::BadRequest(format!("revision {v:?} is not a number")));
-        }
-    }
-    Ok(None)
+/// Spans read for a traces request (the newest, across the traces topic's partitions).
+const SPANS_READ: usize = 5000;
+
+/// A query parameter.
+fn query_value(req: &Request, name: &str) -> Option<String> {
+    let q = req.query.as_ref()?;
+    form_urlencoded::parse(q.as_bytes())
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+/// A numeric query parameter (`?revision=N`, `?limit=N`).
+fn query_number(req: &Request, name: &str) -> TableResult<Option<u64>> {
+    query_value(req, name)
+        .map(|v| {
+            v.parse()
+                .map_err(|_| TableError::BadRequest(format!("{name} {v:?} is not a number")))
+        })
+        .transpose()
 }
 
 fn time(ms: i64) -> String {

@@ -11,7 +11,7 @@
 //! - [`records`]: reading a source partition read_committed; encoding batches
 //! - [`instances`]: functions Eddy runs itself (`command:`)
 //! - [`ticks`] and [`schedule`]: schedule triggers and their cron expressions
-//! - [`trace`]: W3C trace context of events
+//! - [`trace`] and [`traces`]: W3C trace context of events; spans read back
 //! - [`metrics`]: Prometheus metrics per link and function
 
 pub mod deliver;
@@ -27,6 +27,7 @@ pub mod schedule;
 pub mod spec;
 pub mod ticks;
 pub mod trace;
+pub mod traces;
 
 pub use error::PipelineError;
 pub use lifecycle::{Applied, Pipelines};

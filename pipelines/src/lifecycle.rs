@@ -64,6 +64,16 @@ impl Pipelines {
         Ok(self.catalog.pipelines().positions(name).await?)
     }
 
+    /// About the `max` newest spans of a pipeline's traces.
+    pub async fn spans(
+        &self,
+        name: &str,
+        max: usize,
+    ) -> Result<Vec<crate::trace::Span>, PipelineError> {
+        self.get(name).await?;
+        Ok(crate::traces::recent_spans(self.catalog.as_ref(), name, max).await?)
+    }
+
     /// Stores `text` (YAML or JSON) as the newest revision of the pipeline it names (a new
     /// pipeline is a `Draft`). The running revision is untouched until the next deploy.
     pub async fn apply(&self, text: &str) -> Result<Applied, PipelineError> {
@@ -318,6 +328,7 @@ pub fn made_topics(p: &Pipeline) -> BTreeSet<String> {
     if p.functions.iter().any(|f| f.command.is_some()) {
         out.insert(p.logs_topic());
     }
+    out.insert(p.traces_topic());
     out.insert(p.dead_letter_topic().to_owned());
     out
 }

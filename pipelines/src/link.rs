@@ -20,6 +20,7 @@ use crate::event::{Event, Reply};
 use crate::metrics::{FunctionLabels, LinkLabels, PipelineMetrics};
 use crate::records::{self, OutRecord};
 use crate::spec::{Function, Link, Pipeline};
+use crate::trace::{self, Span};
 
 /// Most events one window hands on.
 const WINDOW: usize = 256;
@@ -51,10 +52,11 @@ pub struct LinkWorker {
 
 /// One event's fate.
 enum Outcome {
-    /// Handed on (the reply, if any link takes the function's replies).
-    Reply(Event),
+    /// Handed on (the reply, if any link takes the function's replies), with the spans
+    /// of its attempts.
+    Reply(Event, Vec<Span>),
     /// Every attempt failed: the event and the last failure, to the dead-letter topic.
-    Failed(Event, Failure, u32, String),
+    Failed(Event, Failure, u32, String, Vec<Span>),
     /// Not for this link (its labels do not match).
     Skipped,
 }
@@ -143,8 +145,29 @@ impl LinkWorker {
             .iter()
             .map(|r| Event::from_record(r, &topic.name, self.partition, &self.type_prefix))
             .collect();
+        // A trigger's publish is the root of each event's trace, recorded by the first
+        // link leaving the trigger.
+        let mut spans = Vec::new();
+        let first_from_trigger = self.pipeline.trigger(&self.link.from).is_some()
+            && self
+                .pipeline
+                .links
+                .iter()
+                .find(|l| l.from == self.link.from)
+                .is_some_and(|l| l.to == self.link.to);
+        if first_from_trigger {
+            for (e, r) in events.iter().zip(&records) {
+                let t = e.attrs.get("traceparent").map_or("", String::as_str);
+                spans.extend(Span::root(
+                    t,
+                    format!("publish {}", self.link.from),
+                    e.id(),
+                    r.timestamp_ms,
+                ));
+            }
+        }
         let outcomes = self.deliver_all(events).await;
-        self.hand_on(&cursor, at, next, outcomes).await
+        self.hand_on(&cursor, at, next, outcomes, spans).await
     }
 
     /// Whether the partition now holds more than `had` events past `at` (a batch can
@@ -212,24 +235,56 @@ impl LinkWorker {
         let in_flight = self.metrics.in_flight.get_or_create(&labels).clone();
         in_flight.inc_by(unit.len() as i64);
         let mut attempt = 0u32;
-        let (result, url) = loop {
+        let mut spans: Vec<Vec<Span>> = vec![Vec::new(); unit.len()];
+        let parents: Vec<String> = unit
+            .iter()
+            .map(|(_, e)| {
+                e.attrs
+                    .get("traceparent")
+                    .cloned()
+                    .unwrap_or_else(|| trace::traceparent_of(e.id()))
+            })
+            .collect();
+        let (result, url, children) = loop {
             attempt += 1;
             let url = (self.url)();
+            // Each attempt is a span of the event's trace, the function's parent.
+            let children: Vec<String> = parents.iter().map(|p| trace::child_of(p)).collect();
+            let started_ms = crate::now_ms();
             let sent = Instant::now();
             let result = match &url {
                 None => Err(Failure::Connection(format!(
                     "function {} has no ready instance",
                     self.function.name
                 ))),
-                Some(url) => self.send(url, &unit).await,
+                Some(url) => self.send(url, &unit, &children).await,
             };
+            let took = sent.elapsed().as_secs_f64() * 1000.0;
+            for (i, (_, e)) in unit.iter().enumerate() {
+                if let Some(mut s) = Span::under(
+                    &parents[i],
+                    &children[i],
+                    format!("deliver {}", self.function.name),
+                    &self.link.name(),
+                    e.id(),
+                ) {
+                    s.attempt = attempt;
+                    s.start_ms = started_ms;
+                    s.duration_ms = took;
+                    if let Err(f) = &result {
+                        s.status = "error".into();
+                        s.code = Some(f.code());
+                    }
+                    spans[i].push(s);
+                }
+            }
             match result {
                 Ok(replies) => {
                     self.metrics
                         .latency
                         .get_or_create(&flabels)
                         .observe(sent.elapsed().as_secs_f64());
-                    break (Ok(replies), url);
+                    break (Ok(replies), url, children);
                 }
                 Err(f) => {
                     self.metrics.failed_attempts.get_or_create(&labels).inc();
@@ -241,7 +296,7 @@ impl LinkWorker {
                         "delivery attempt failed"
                     );
                     if attempt > self.link.retries() {
-                        break (Err(f), url);
+                        break (Err(f), url, children);
                     }
                     tokio::time::sleep(self.link.backoff(attempt)).await;
                 }
@@ -252,33 +307,50 @@ impl LinkWorker {
             Ok(replies) => unit
                 .into_iter()
                 .zip(replies)
-                .map(|((i, e), r)| {
-                    (
-                        i,
-                        Outcome::Reply(e.reply(&self.function.name, &self.type_prefix, r)),
-                    )
+                .zip(spans.into_iter().zip(children))
+                .map(|(((i, e), r), (spans, child))| {
+                    let mut next = e.reply(&self.function.name, &self.type_prefix, r);
+                    // The next hop's spans hang under the attempt that made the reply.
+                    next.attrs.insert("traceparent".into(), child);
+                    (i, Outcome::Reply(next, spans))
                 })
                 .collect(),
             Err(f) => {
                 let dest = url.unwrap_or_else(|| self.function.name.clone());
                 unit.into_iter()
-                    .map(|(i, e)| (i, Outcome::Failed(e, f.clone(), attempt, dest.clone())))
+                    .zip(spans.into_iter().zip(children))
+                    .map(|((i, e), (mut spans, child))| {
+                        spans.extend(Span::under(
+                            &child,
+                            &trace::child_of(&child),
+                            "dead-letter".into(),
+                            &self.link.name(),
+                            e.id(),
+                        ));
+                        (
+                            i,
+                            Outcome::Failed(e, f.clone(), attempt, dest.clone(), spans),
+                        )
+                    })
                     .collect()
             }
         }
     }
 
     /// One attempt: the events of a unit, each with a span of its own.
-    async fn send(&self, url: &str, unit: &[(usize, Event)]) -> Result<Vec<Reply>, Failure> {
+    async fn send(
+        &self,
+        url: &str,
+        unit: &[(usize, Event)],
+        spans: &[String],
+    ) -> Result<Vec<Reply>, Failure> {
         let timeout = self.function.timeout();
         let spanned: Vec<Event> = unit
             .iter()
-            .map(|(_, e)| {
+            .zip(spans)
+            .map(|((_, e), span)| {
                 let mut e = e.clone();
-                if let Some(t) = e.attrs.get("traceparent") {
-                    let child = crate::trace::child_of(t);
-                    e.attrs.insert("traceparent".into(), child);
-                }
+                e.attrs.insert("traceparent".into(), span.clone());
                 e
             })
             .collect();
@@ -300,6 +372,7 @@ impl LinkWorker {
         at: u64,
         next: u64,
         outcomes: Vec<Outcome>,
+        mut spans: Vec<Span>,
     ) -> Result<bool, CatalogError> {
         let now = crate::now_ms();
         let reply_topic = if self.pipeline.has_links_from(&self.link.to) {
@@ -326,7 +399,8 @@ impl LinkWorker {
         for o in outcomes {
             match o {
                 Outcome::Skipped => {}
-                Outcome::Reply(e) => {
+                Outcome::Reply(e, s) => {
+                    spans.extend(s);
                     delivered += 1;
                     if let Some(t) = &reply_topic {
                         rows.entry((t.id, self.partition_in(&e, t)))
@@ -334,7 +408,8 @@ impl LinkWorker {
                             .push(e.to_record(Vec::new(), now));
                     }
                 }
-                Outcome::Failed(e, f, attempts, dest) => {
+                Outcome::Failed(e, f, attempts, dest, s) => {
+                    spans.extend(s);
                     dead += 1;
                     let data = f.data();
                     let data = data.slice(..data.len().min(deliver::ERROR_DATA_CAP));
@@ -355,6 +430,23 @@ impl LinkWorker {
                         .or_default()
                         .push(e.to_record(extra, now));
                 }
+            }
+        }
+        // The window's spans commit with its hand-off: a trace holds each committed
+        // attempt once.
+        let traces_name = self.pipeline.traces_topic();
+        if !spans.is_empty()
+            && let Some(t) = self.catalog.kafka().topic(&traces_name).await?
+        {
+            for s in spans {
+                let key = Bytes::from(s.trace_id.clone());
+                let p = notify::partition::partition_for(&key, t.partitions);
+                rows.entry((t.id, p)).or_default().push(OutRecord {
+                    key: Some(key),
+                    value: Bytes::from(serde_json::to_vec(&s).unwrap_or_default()),
+                    headers: Vec::new(),
+                    timestamp_ms: s.start_ms,
+                });
             }
         }
         let mut ops = Vec::with_capacity(rows.len() + 1);

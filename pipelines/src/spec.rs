@@ -274,6 +274,11 @@ impl Pipeline {
         }
     }
 
+    /// The topic keeping its events' spans (JSON, keyed by trace id).
+    pub fn traces_topic(&self) -> String {
+        format!("pipeline.{}.traces", self.name)
+    }
+
     /// The topic keeping what its `command` functions print.
     pub fn logs_topic(&self) -> String {
         format!("pipeline.{}.logs", self.name)

@@ -51,3 +51,84 @@ mod tests {
         assert_ne!(traceparent_of("e1")[3..35], traceparent_of("e2")[3..35]);
     }
 }
+
+/// The trace id and span id of a `traceparent`.
+pub fn ids(traceparent: &str) -> Option<(&str, &str)> {
+    match traceparent.split('-').collect::<Vec<_>>().as_slice() {
+        ["00", trace, span, _] if trace.len() == 32 && span.len() == 16 => Some((trace, span)),
+        _ => None,
+    }
+}
+
+/// One span of an event's trace, as the pipeline's traces topic keeps it (JSON, keyed by
+/// the trace id): a trigger's publish, a delivery attempt, a dead letter.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Span {
+    /// The trace.
+    pub trace_id: String,
+    /// This span.
+    pub span_id: String,
+    /// Its parent (none: the trace's root, a trigger's publish).
+    pub parent_span_id: Option<String>,
+    /// What it was: `publish <trigger>`, `deliver <function>`, `dead-letter`.
+    pub name: String,
+    /// The link (empty for a publish).
+    pub link: String,
+    /// The event's id.
+    pub event_id: String,
+    /// The attempt (deliveries), from 1.
+    pub attempt: u32,
+    /// `ok` or `error`.
+    pub status: String,
+    /// The failure's code (`ce_knativeerrorcode`'s values), on errors.
+    pub code: Option<String>,
+    /// When it started, ms since the epoch.
+    pub start_ms: i64,
+    /// How long it took, in ms.
+    pub duration_ms: f64,
+}
+
+impl Span {
+    /// A span under `parent` (a traceparent) whose own traceparent is `own`.
+    pub fn under(
+        parent: &str,
+        own: &str,
+        name: String,
+        link: &str,
+        event_id: &str,
+    ) -> Option<Self> {
+        let (trace, parent_span) = ids(parent)?;
+        let (_, span) = ids(own)?;
+        Some(Self {
+            trace_id: trace.to_owned(),
+            span_id: span.to_owned(),
+            parent_span_id: Some(parent_span.to_owned()),
+            name,
+            link: link.to_owned(),
+            event_id: event_id.to_owned(),
+            attempt: 0,
+            status: "ok".into(),
+            code: None,
+            start_ms: crate::now_ms(),
+            duration_ms: 0.0,
+        })
+    }
+
+    /// The root span a traceparent names (a trigger's publish of an event).
+    pub fn root(traceparent: &str, name: String, event_id: &str, at_ms: i64) -> Option<Self> {
+        let (trace, span) = ids(traceparent)?;
+        Some(Self {
+            trace_id: trace.to_owned(),
+            span_id: span.to_owned(),
+            parent_span_id: None,
+            name,
+            link: String::new(),
+            event_id: event_id.to_owned(),
+            attempt: 0,
+            status: "ok".into(),
+            code: None,
+            start_ms: at_ms,
+            duration_ms: 0.0,
+        })
+    }
+}

@@ -171,6 +171,7 @@ def test_every_operation_is_described():
         ("PUT", "/admin/v1/pipelines/someone"),
         ("DELETE", "/admin/v1/pipelines/someone"),
         ("POST", "/admin/v1/pipelines/someone/deploy"),
+        ("GET", "/admin/v1/pipelines/someone/traces"),
     ])
 
 

@@ -184,6 +184,29 @@ links:
     assert (h["eddy_link"], h["eddy_function"], h["eddy_attempts"]) == ("uploads-thumbnail", "thumbnail", "3")
     assert json.loads(dead[0].value())["Records"][0]["s3"]["object"]["key"] == "incoming/fail.jpg"
 
+    # Every attempt is a span of the event's trace, kept in the traces topic.
+    traces = json.loads(cli(eddy, "traces", name, "--json").stdout)["traces"]
+    by_event = {t["event_id"]: t for t in traces}
+    failed = by_event[by_key["incoming/fail.jpg"]["id"]]
+    assert failed["status"] == "error"
+    tree = json.loads(cli(eddy, "traces", name, failed["trace_id"], "--json").stdout)["spans"]
+    assert [(s["depth"], s["name"], s["attempt"], s["status"], s["code"]) for s in tree] == [
+        (0, "publish uploads", 0, "ok", None),
+        (1, "deliver thumbnail", 1, "error", "500"),
+        (1, "deliver thumbnail", 2, "error", "500"),
+        (1, "deliver thumbnail", 3, "error", "500"),
+        (2, "dead-letter", 0, "ok", None),
+    ]
+    ok = by_event[by_key["incoming/a.jpg"]["id"]]
+    assert ok["status"] == "ok"
+    tree = json.loads(cli(eddy, "traces", name, ok["trace_id"], "--json").stdout)["spans"]
+    assert [(s["depth"], s["name"]) for s in tree] == [
+        (0, "publish uploads"), (1, "deliver thumbnail"), (2, "deliver index")]
+    assert tree[2]["trace_id"] == seen[0]["traceparent"].split("-")[1] or any(
+        e["traceparent"].split("-")[1] == ok["trace_id"] for e in seen)
+    text = cli(eddy, "traces", name, ok["trace_id"]).stdout
+    assert "  deliver thumbnail attempt 1: ok" in text
+
     got = json.loads(cli(eddy, "get", name, "-o", "json").stdout)
     assert got["status"] == "Ready" and got["deployed_revision"] == 1
     assert f"{name} " in cli(eddy, "list").stdout
