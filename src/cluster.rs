@@ -36,6 +36,30 @@ impl broker::AddressLeases for Epochs {
     }
 }
 
+/// Which pipeline cursors this node runs: each belongs to one of the cluster's Kafka
+/// addresses (`pipelines::ownership::slot`), and runs where that address's lease is,
+/// its hand-offs made under the lease.
+pub struct PipelineCursors {
+    /// The whole cluster's Kafka addresses, in the configured order.
+    pub addresses: Vec<SocketAddr>,
+    /// What this node holds now.
+    pub epochs: Arc<Epochs>,
+}
+
+impl pipelines::ownership::Ownership for PipelineCursors {
+    fn owns(&self, key: &str) -> Option<Vec<catalog::Lease>> {
+        use broker::AddressLeases;
+        let address = *self
+            .addresses
+            .get(pipelines::ownership::slot(key, self.addresses.len()))?;
+        let epoch = self.epochs.epoch(address)?;
+        Some(vec![catalog::Lease {
+            address: address.to_string(),
+            epoch,
+        }])
+    }
+}
+
 /// A node's leases: what it needs to run its rounds.
 #[derive(Clone)]
 pub struct Leases {

@@ -261,10 +261,18 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     // Function pipelines run over the default view's topics.
     let pipeline_metrics = pipelines::PipelineMetrics::default();
     metrics.register_pipelines(&pipeline_metrics);
+    let ownership: Arc<dyn pipelines::ownership::Ownership> = match &leases {
+        None => Arc::new(pipelines::ownership::Alone),
+        Some(l) => Arc::new(crate::cluster::PipelineCursors {
+            addresses: l.addresses.iter().map(|a| a.addr).collect(),
+            epochs: l.epochs.clone(),
+        }),
+    };
     let pipeline_runtime = pipelines::Runtime::new(
         default_view.clone(),
         &config.notify_ce_type_prefix,
         pipeline_metrics,
+        ownership,
     );
     let _pipelines_running = PipelinesRunning(pipeline_runtime.clone(), pipeline_runtime.spawn());
     let admin = Arc::new(

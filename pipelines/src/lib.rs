@@ -13,6 +13,7 @@
 //! - [`ticks`] and [`schedule`]: schedule triggers and their cron expressions
 //! - [`trace`] and [`traces`]: W3C trace context of events; spans read back
 //! - [`metrics`]: Prometheus metrics per link and function
+//! - [`ownership`]: which server of a cluster runs which cursor
 
 pub mod deliver;
 pub mod error;
@@ -21,6 +22,7 @@ pub mod instances;
 pub mod lifecycle;
 pub mod link;
 pub mod metrics;
+pub mod ownership;
 pub mod records;
 pub mod runtime;
 pub mod schedule;

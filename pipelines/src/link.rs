@@ -48,6 +48,8 @@ pub struct LinkWorker {
     pub url: Arc<dyn Fn() -> Option<String> + Send + Sync>,
     /// The source partition.
     pub partition: u32,
+    /// Whether this server runs it now.
+    pub ownership: Arc<dyn crate::ownership::Ownership>,
 }
 
 /// One event's fate.
@@ -91,6 +93,12 @@ impl LinkWorker {
 
     /// Hands one window on, or waits for events. `Ok(true)` when the cursor moved.
     async fn step(&self, source: &str) -> Result<bool, CatalogError> {
+        let key = crate::ownership::key(&self.pipeline.name, &self.link.name(), self.partition);
+        let Some(leases) = self.ownership.owns(&key) else {
+            // Another server runs it; look again later (it may die).
+            tokio::time::sleep(IDLE_WAIT).await;
+            return Ok(false);
+        };
         let topic = self
             .catalog
             .kafka()
@@ -167,7 +175,8 @@ impl LinkWorker {
             }
         }
         let outcomes = self.deliver_all(events).await;
-        self.hand_on(&cursor, at, next, outcomes, spans).await
+        self.hand_on(&cursor, at, next, outcomes, spans, leases)
+            .await
     }
 
     /// Whether the partition now holds more than `had` events past `at` (a batch can
@@ -373,6 +382,7 @@ impl LinkWorker {
         next: u64,
         outcomes: Vec<Outcome>,
         mut spans: Vec<Span>,
+        leases: Vec<catalog::Lease>,
     ) -> Result<bool, CatalogError> {
         let now = crate::now_ms();
         let reply_topic = if self.pipeline.has_links_from(&self.link.to) {
@@ -469,7 +479,9 @@ impl LinkWorker {
             expected: at,
             next,
         }));
-        match self.catalog.commit(Transaction::new(ops)).await {
+        // Under the lease that gave this server the cursor: a server that lost it cannot
+        // hand on (the PostgreSQL catalog checks it in the same transaction).
+        match self.catalog.commit(Transaction { ops, leases }).await {
             Ok(_) => {
                 let labels = self.labels();
                 self.metrics

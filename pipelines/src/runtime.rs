@@ -33,6 +33,7 @@ pub struct Runtime {
     type_prefix: String,
     running: Mutex<HashMap<String, Running>>,
     wake: Notify,
+    ownership: Arc<dyn crate::ownership::Ownership>,
 }
 
 /// A started revision.
@@ -59,13 +60,16 @@ impl Drop for Running {
 }
 
 impl Runtime {
-    /// A runtime over `catalog`; events it makes get types prefixed by `type_prefix`.
+    /// A runtime over `catalog`; events it makes get types prefixed by `type_prefix`; it
+    /// runs the cursors `ownership` gives this server.
     pub fn new(
         catalog: Arc<dyn Catalog>,
         type_prefix: &str,
         metrics: PipelineMetrics,
+        ownership: Arc<dyn crate::ownership::Ownership>,
     ) -> Arc<Self> {
         Arc::new(Self {
+            ownership,
             pipelines: Pipelines::new(catalog.clone()),
             catalog,
             client: reqwest::Client::new(),
@@ -223,6 +227,7 @@ impl Runtime {
                     t.name.clone(),
                     cron,
                     self.type_prefix.clone(),
+                    self.ownership.clone(),
                 )));
             }
         }
@@ -253,6 +258,7 @@ impl Runtime {
                     function: function.clone(),
                     url: url.clone(),
                     partition,
+                    ownership: self.ownership.clone(),
                 };
                 running.tasks.push(tokio::spawn(w.run()));
             }

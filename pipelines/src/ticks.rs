@@ -28,11 +28,27 @@ pub async fn run(
     trigger: String,
     cron: Cron,
     type_prefix: String,
+    ownership: Arc<dyn crate::ownership::Ownership>,
 ) {
     // A trigger that never fired starts with the first tick after it started running.
     let started = now_secs().saturating_sub(1);
+    let key = crate::ownership::key(&p.name, &cursor(&trigger), 0);
     loop {
-        if let Err(e) = tick(catalog.as_ref(), &p, &trigger, &cron, &type_prefix, started).await {
+        let Some(leases) = ownership.owns(&key) else {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            continue;
+        };
+        if let Err(e) = tick(
+            catalog.as_ref(),
+            &p,
+            &trigger,
+            &cron,
+            &type_prefix,
+            started,
+            leases,
+        )
+        .await
+        {
             tracing::warn!(pipeline = %p.name, trigger = %trigger, error = %e, "schedule trigger could not fire; retrying");
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
@@ -46,6 +62,7 @@ async fn tick(
     cron: &Cron,
     type_prefix: &str,
     started: u64,
+    leases: Vec<catalog::Lease>,
 ) -> Result<(), CatalogError> {
     let cursor = cursor(trigger);
     let at = catalog.pipelines().position(&p.name, &cursor, 0).await?;
@@ -109,7 +126,7 @@ async fn tick(
             next: t + 1,
         }),
     ];
-    match catalog.commit(Transaction::new(ops)).await {
+    match catalog.commit(Transaction { ops, leases }).await {
         // Another node fired it first.
         Ok(_) | Err(CatalogError::PreconditionFailed(_)) => Ok(()),
         Err(e) => Err(e),

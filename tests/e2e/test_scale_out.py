@@ -247,3 +247,52 @@ def test_one_node_seals_a_topic_table(cluster):
         wait_for(lambda: snapshots(owner) > round, 60, "the owner sealed the table")
     assert snapshots(other) == 0
     assert metric(owner, "eddy_tables_seal_errors") == metric(other, "eddy_tables_seal_errors") == 0
+
+
+def test_pipeline_links_are_spread_over_the_nodes_and_move_when_one_dies(cluster, tmp_path):
+    """A deployed pipeline's link partitions run on the node holding their address's
+    lease: both nodes deliver, and when one is killed the other takes its partitions
+    from where they were: every upload reaches the function, and the trigger topic holds
+    one event per upload."""
+    import collections
+
+    from test_pipelines import Function, cli, headers_of
+    from test_pipelines import metric_value
+
+    (a, b), pg = cluster
+    settled(a, pg)
+    index = Function(tmp_path, "index")
+    try:
+        s3(b).create_bucket(Bucket="spread")
+        name = "spread"
+        cli(a, "apply", "-f", "-", stdin=f"""
+name: {name}
+partitions: 6
+triggers: [{{name: up, kind: bucket, bucket: spread}}]
+functions: [{{name: index, url: '{index.url}'}}]
+links: [{{from: up, to: index, retries: 50, backoff_ms: 100}}]
+""")
+        cli(a, "deploy", name)
+        keys = [f"k{i:03d}" for i in range(200)]
+        for k in keys[:100]:
+            s3(b).put_object(Bucket="spread", Key=k, Body=b"x", IfNoneMatch="*")
+        index.wait_for(lambda s: {e["subject"] for e in s} >= set(keys[:100]), timeout=60)
+
+        def per_node():
+            return [metric_value(n, "eddy_pipeline_delivered_total", pipeline=name, link="up-index")
+                    for n in (a, b)]
+        # Handed on once each (a function answers before its hand-off commits).
+        wait_for(lambda: sum(per_node()) == 100, 30, "100 events handed on")
+        assert all(v > 0 for v in per_node()), per_node()
+        a.stop(kill=True)
+        for k in keys[100:]:
+            s3(b).put_object(Bucket="spread", Key=k, Body=b"x", IfNoneMatch="*")
+        index.wait_for(lambda s: {e["subject"] for e in s} >= set(keys), timeout=120)
+        trig = collections.Counter(m.key().decode().split("/", 1)[1]
+                                   for m in read_to_end(b.bootstrap, f"pipeline.{name}.up"))
+        assert trig == collections.Counter(keys)
+        dead = [m for m in read_to_end(b.bootstrap, "dead-letter")
+                if headers_of(m).get("eddy_pipeline") == name]
+        assert dead == []
+    finally:
+        index.stop()
