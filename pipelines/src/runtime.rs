@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use catalog::{Catalog, KafkaOp, Op, PipelineRecord, PipelineStatus, Transaction};
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::{Mutex, Notify, mpsc};
 use tokio::task::JoinHandle;
 
@@ -44,8 +45,9 @@ struct Running {
     started_for: i64,
     tasks: Vec<JoinHandle<()>>,
     instances: Vec<Arc<Instances>>,
-    /// Per function with instances, the links that deliver to it.
-    feeds: Vec<(Arc<Instances>, Vec<LinkLabels>)>,
+    /// Per function with instances, the links that deliver to it and its instance
+    /// gauge.
+    feeds: Vec<(Arc<Instances>, Vec<LinkLabels>, Gauge)>,
 }
 
 impl Drop for Running {
@@ -55,6 +57,9 @@ impl Drop for Running {
         }
         for i in &self.instances {
             i.stop();
+        }
+        for (_, _, gauge) in &self.feeds {
+            gauge.set(0);
         }
     }
 }
@@ -135,12 +140,13 @@ impl Runtime {
             }
         }
         for r in running.values() {
-            for (inst, links) in &r.feeds {
+            for (inst, links, gauge) in &r.feeds {
                 let in_flight: i64 = links
                     .iter()
                     .map(|l| self.metrics.in_flight.get_or_create(l).get())
                     .sum();
                 inst.scale(usize::try_from(in_flight).unwrap_or(0)).await;
+                gauge.set(inst.count() as i64);
             }
         }
         Ok(())
@@ -163,7 +169,9 @@ impl Runtime {
                 // Nothing half-started keeps running.
                 running.tasks.clear();
                 running.instances.clear();
-                running.feeds.clear();
+                for (_, _, gauge) in running.feeds.drain(..) {
+                    gauge.set(0);
+                }
                 (PipelineStatus::Error, reason.clone())
             }
         };
@@ -214,7 +222,7 @@ impl Runtime {
                         link: l.name(),
                     })
                     .collect();
-                running.feeds.push((inst.clone(), links));
+                running.feeds.push((inst.clone(), links, gauge.clone()));
                 urls.insert(f.name.clone(), Arc::new(move || inst.url()));
             }
         }

@@ -403,3 +403,44 @@ def test_a_command_that_fails_at_start_puts_the_pipeline_in_error_with_its_trace
     assert "Traceback" in got["reason"] and "broken.py" in got["reason"]
     assert "function broken exited" in got["reason"]
     cli(eddy, "delete", name)
+
+
+def test_a_busy_command_function_is_scaled_up_to_its_max(eddy):
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    name = f"slow-{uuid.uuid4().hex[:6]}"
+    topic = f"{name}-in"
+    admin = AdminClient({"bootstrap.servers": eddy.bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=1)])[topic].result()
+    cli(eddy, "apply", "-f", "-", stdin=json.dumps({
+        "name": name,
+        "triggers": [{"name": "in", "kind": "topic", "topic": topic}],
+        "functions": [{"name": "slow", "command": [sys.executable, "-m", "eddy_functions",
+                                                   str(FUNCTIONS / "sdk_slow.py"), "--workers", "1"],
+                       "instances": {"min": 1, "max": 3}},
+                      {"name": "sink", "url": "http://127.0.0.1:9/"}],
+        "links": [{"from": "in", "to": "slow", "max_in_flight": 8},
+                  {"from": "slow", "to": "sink", "labels": {"never": "x"}}],
+    }))
+    cli(eddy, "deploy", name)
+    try:
+        p = Producer({"bootstrap.servers": eddy.bootstrap})
+        for i in range(120):
+            p.produce(topic, key=f"k{i}", value=b"x")
+        assert p.flush(30) == 0
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if metric_value(eddy, "eddy_pipeline_instances", pipeline=name, function="slow") == 3:
+                break
+            time.sleep(0.2)
+        assert metric_value(eddy, "eddy_pipeline_instances", pipeline=name, function="slow") == 3
+        # The replies came from several instances.
+        deadline = time.time() + 90
+        pids = set()
+        while time.time() < deadline and len(pids) < 2:
+            pids = {json.loads(m.value())["pid"] for m in read_to_end(eddy.bootstrap, f"pipeline.{name}.slow")}
+            time.sleep(0.5)
+        assert len(pids) >= 2, pids
+    finally:
+        cli(eddy, "delete", name, check=False)
