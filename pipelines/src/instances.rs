@@ -23,6 +23,9 @@ pub const READY_TIMEOUT: Duration = Duration::from_secs(30);
 const KEPT_STDERR: usize = 4096;
 /// Events in flight per instance before another one starts (up to `max`).
 const PER_INSTANCE: usize = 4;
+/// How long one instance fewer must have sufficed before the newest is stopped (default
+/// of `instances.scale_down_ms`).
+pub const SCALE_DOWN_AFTER: Duration = Duration::from_secs(30);
 /// Longest restart backoff.
 const MAX_RESTART_BACKOFF: Duration = Duration::from_secs(30);
 
@@ -43,7 +46,10 @@ pub struct LogLine {
 pub struct Instances {
     function: Function,
     ready: Mutex<Vec<String>>,
-    supervisors: Mutex<Vec<JoinHandle<()>>>,
+    /// Each instance's URL and supervisor, oldest first.
+    supervisors: Mutex<Vec<(String, JoinHandle<()>)>>,
+    /// The last time the events in flight needed every instance running.
+    busy: Mutex<std::time::Instant>,
     next: AtomicUsize,
     logs: mpsc::UnboundedSender<LogLine>,
 }
@@ -59,6 +65,7 @@ impl Instances {
             function: function.clone(),
             ready: Mutex::new(Vec::new()),
             supervisors: Mutex::new(Vec::new()),
+            busy: Mutex::new(std::time::Instant::now()),
             next: AtomicUsize::new(0),
             logs,
         });
@@ -87,19 +94,60 @@ impl Instances {
             .len()
     }
 
-    /// Starts one more instance when `in_flight` events keep the ones running busy.
+    /// Starts one more instance when `in_flight` events keep the ones running busy (up
+    /// to `max`), and stops the newest when one fewer would have done for
+    /// `instances.scale_down_ms` (down to `min`).
     pub async fn scale(self: &Arc<Self>, in_flight: usize) {
-        let max = self
+        let (min, max) = self.function.instances.map_or((1, 1), |i| {
+            (i.min as usize, i.max.unwrap_or(i.min) as usize)
+        });
+        let n = self.count();
+        if in_flight > n.saturating_sub(1) * PER_INSTANCE {
+            *self.busy.lock().unwrap_or_else(|p| p.into_inner()) = std::time::Instant::now();
+        }
+        if n < max && in_flight > n * PER_INSTANCE {
+            if let Err(e) = self.add().await {
+                tracing::warn!(function = %self.function.name, error = %e, "could not add an instance");
+            }
+            return;
+        }
+        let idle = self
+            .busy
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .elapsed();
+        let after = self
             .function
             .instances
-            .map_or(1, |i| i.max.unwrap_or(i.min)) as usize;
-        let n = self.count();
-        if n < max
-            && in_flight > n * PER_INSTANCE
-            && let Err(e) = self.add().await
-        {
-            tracing::warn!(function = %self.function.name, error = %e, "could not add an instance");
+            .and_then(|i| i.scale_down_ms)
+            .map_or(SCALE_DOWN_AFTER, Duration::from_millis);
+        if n > min && idle >= after {
+            self.remove_newest();
         }
+    }
+
+    /// Stops the newest instance: no new event goes to it, and it is stopped once the
+    /// events sent to it had their time to finish.
+    fn remove_newest(&self) {
+        let Some((url, sup)) = self
+            .supervisors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop()
+        else {
+            return;
+        };
+        self.ready
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|u| *u != url);
+        *self.busy.lock().unwrap_or_else(|p| p.into_inner()) = std::time::Instant::now();
+        let grace = self.function.timeout();
+        tracing::info!(function = %self.function.name, %url, "stopping an idle instance");
+        tokio::spawn(async move {
+            tokio::time::sleep(grace).await;
+            sup.abort();
+        });
     }
 
     /// Starts one instance, waits until it is ready, and supervises it from then on.
@@ -112,11 +160,12 @@ impl Instances {
             .unwrap_or_else(|p| p.into_inner())
             .push(url.clone());
         let this = self.clone();
-        let sup = tokio::spawn(async move { this.supervise(child, port, url).await });
+        let u = url.clone();
+        let sup = tokio::spawn(async move { this.supervise(child, port, u).await });
         self.supervisors
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .push(sup);
+            .push((url, sup));
         Ok(())
     }
 
@@ -142,10 +191,19 @@ impl Instances {
                     Ok(c) => {
                         child = c;
                         backoff = Duration::from_millis(500);
-                        self.ready
+                        // Unless it was scaled away meanwhile.
+                        let kept = self
+                            .supervisors
                             .lock()
                             .unwrap_or_else(|p| p.into_inner())
-                            .push(url.clone());
+                            .iter()
+                            .any(|(u, _)| *u == url);
+                        if kept {
+                            self.ready
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .push(url.clone());
+                        }
                         break;
                     }
                     Err(e) => {
@@ -236,7 +294,7 @@ impl Instances {
 
     /// Stops every instance.
     pub fn stop(&self) {
-        for s in self
+        for (_, s) in self
             .supervisors
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -142,6 +142,10 @@ pub struct Instances {
     /// At most (default `min`).
     #[serde(default)]
     pub max: Option<u32>,
+    /// How long one instance fewer must have sufficed before one is stopped, in ms
+    /// (default 30000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_down_ms: Option<u64>,
 }
 
 fn one() -> u32 {

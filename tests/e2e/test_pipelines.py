@@ -209,6 +209,17 @@ links:
 
     got = json.loads(cli(eddy, "get", name, "-o", "json").stdout)
     assert got["status"] == "Ready" and got["deployed_revision"] == 1
+    # A new revision is stored but does not run until it is deployed; the same text again
+    # stores nothing.
+    definition.write_text(definition.read_text().replace("retries: 2, backoff_ms: 50", "retries: 1, backoff_ms: 50"))
+    assert f"pipeline {name} revision 2 stored" in cli(eddy, "apply", "-f", str(definition)).stdout
+    assert f"pipeline {name} unchanged (revision 2)" in cli(eddy, "apply", "-f", str(definition)).stdout
+    got = json.loads(cli(eddy, "get", name, "-o", "json").stdout)
+    assert (got["status"], got["deployed_revision"], got["latest_revision"]) == ("Ready", 1, 2)
+    assert got["deployed_definition"]["links"][0]["retries"] == 2
+    assert got["definition"]["links"][0]["retries"] == 1
+    assert "revision: 1 deployed, 2 latest" in cli(eddy, "get", name).stdout
+    assert "name: " + name in cli(eddy, "get", name, "-o", "yaml").stdout
     assert f"{name} " in cli(eddy, "list").stdout
     assert f"pipeline {name} deleted" in cli(eddy, "delete", name).stdout
     assert cli(eddy, "get", name, check=False).returncode != 0
@@ -405,7 +416,7 @@ def test_a_command_that_fails_at_start_puts_the_pipeline_in_error_with_its_trace
     cli(eddy, "delete", name)
 
 
-def test_a_busy_command_function_is_scaled_up_to_its_max(eddy):
+def test_a_busy_command_function_is_scaled_up_to_its_max_and_back_down(eddy):
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -418,7 +429,7 @@ def test_a_busy_command_function_is_scaled_up_to_its_max(eddy):
         "triggers": [{"name": "in", "kind": "topic", "topic": topic}],
         "functions": [{"name": "slow", "command": [sys.executable, "-m", "eddy_functions",
                                                    str(FUNCTIONS / "sdk_slow.py"), "--workers", "1"],
-                       "instances": {"min": 1, "max": 3}},
+                       "instances": {"min": 1, "max": 3, "scale_down_ms": 2000}},
                       {"name": "sink", "url": "http://127.0.0.1:9/"}],
         "links": [{"from": "in", "to": "slow", "max_in_flight": 8},
                   {"from": "slow", "to": "sink", "labels": {"never": "x"}}],
@@ -442,5 +453,12 @@ def test_a_busy_command_function_is_scaled_up_to_its_max(eddy):
             pids = {json.loads(m.value())["pid"] for m in read_to_end(eddy.bootstrap, f"pipeline.{name}.slow")}
             time.sleep(0.5)
         assert len(pids) >= 2, pids
+        # Idle again: back down to min.
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            if metric_value(eddy, "eddy_pipeline_instances", pipeline=name, function="slow") == 1:
+                break
+            time.sleep(0.2)
+        assert metric_value(eddy, "eddy_pipeline_instances", pipeline=name, function="slow") == 1
     finally:
         cli(eddy, "delete", name, check=False)
