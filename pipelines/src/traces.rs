@@ -100,7 +100,7 @@ pub fn summarize(spans: &[Span]) -> Vec<TraceSummary> {
             }
         })
         .collect();
-    out.sort_by(|a, b| b.start_ms.cmp(&a.start_ms));
+    out.sort_by_key(|t| std::cmp::Reverse(t.start_ms));
     out
 }
 
