@@ -14,6 +14,7 @@
 //! - [`trace`] and [`traces`]: W3C trace context of events; spans read back
 //! - [`metrics`]: Prometheus metrics per link and function
 //! - [`ownership`]: which server of a cluster runs which cursor
+//! - [`otlp`]: spans exported over OTLP when a collector is configured
 
 pub mod deliver;
 pub mod error;
@@ -22,6 +23,7 @@ pub mod instances;
 pub mod lifecycle;
 pub mod link;
 pub mod metrics;
+pub mod otlp;
 pub mod ownership;
 pub mod records;
 pub mod runtime;

@@ -50,6 +50,8 @@ pub struct LinkWorker {
     pub partition: u32,
     /// Whether this server runs it now.
     pub ownership: Arc<dyn crate::ownership::Ownership>,
+    /// Where committed spans are exported too (none: not configured).
+    pub otlp: Option<crate::otlp::Exporter>,
 }
 
 /// One event's fate.
@@ -444,6 +446,7 @@ impl LinkWorker {
         }
         // The window's spans commit with its hand-off: a trace holds each committed
         // attempt once.
+        let exported = self.otlp.as_ref().map(|_| spans.clone());
         let traces_name = self.pipeline.traces_topic();
         if !spans.is_empty()
             && let Some(t) = self.catalog.kafka().topic(&traces_name).await?
@@ -483,6 +486,9 @@ impl LinkWorker {
         // hand on (the PostgreSQL catalog checks it in the same transaction).
         match self.catalog.commit(Transaction { ops, leases }).await {
             Ok(_) => {
+                if let (Some(otlp), Some(spans)) = (&self.otlp, exported) {
+                    otlp.send(&self.pipeline.name, spans);
+                }
                 let labels = self.labels();
                 self.metrics
                     .delivered

@@ -44,6 +44,8 @@ pub struct PipelineMetrics {
     pub latency: Family<FunctionLabels, Histogram>,
     /// Running instances of `command` functions.
     pub instances: Family<FunctionLabels, Gauge>,
+    /// Spans not exported over OTLP because the export queue was full.
+    pub otlp_dropped: Counter,
 }
 
 impl Default for PipelineMetrics {
@@ -58,6 +60,7 @@ impl Default for PipelineMetrics {
                 Histogram::new(exponential_buckets(0.0001, 2.0, 20))
             }),
             instances: Family::default(),
+            otlp_dropped: Counter::default(),
         }
     }
 }
@@ -99,6 +102,11 @@ impl PipelineMetrics {
             "instances",
             "Running instances of functions Eddy runs (command:)",
             self.instances.clone(),
+        );
+        r.register(
+            "otlp_dropped_spans",
+            "Spans not exported over OTLP because the export queue was full (the traces topic keeps them)",
+            self.otlp_dropped.clone(),
         );
     }
 }

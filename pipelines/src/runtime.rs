@@ -35,6 +35,7 @@ pub struct Runtime {
     running: Mutex<HashMap<String, Running>>,
     wake: Notify,
     ownership: Arc<dyn crate::ownership::Ownership>,
+    otlp: Option<crate::otlp::Exporter>,
 }
 
 /// A started revision.
@@ -75,6 +76,7 @@ impl Runtime {
     ) -> Arc<Self> {
         Arc::new(Self {
             ownership,
+            otlp: crate::otlp::Exporter::from_env(metrics.otlp_dropped.clone()),
             pipelines: Pipelines::new(catalog.clone()),
             catalog,
             client: reqwest::Client::new(),
@@ -267,6 +269,7 @@ impl Runtime {
                     url: url.clone(),
                     partition,
                     ownership: self.ownership.clone(),
+                    otlp: self.otlp.clone(),
                 };
                 running.tasks.push(tokio::spawn(w.run()));
             }

@@ -462,3 +462,64 @@ def test_a_busy_command_function_is_scaled_up_to_its_max_and_back_down(eddy):
         assert metric_value(eddy, "eddy_pipeline_instances", pipeline=name, function="slow") == 1
     finally:
         cli(eddy, "delete", name, check=False)
+
+
+def test_spans_are_exported_over_otlp_when_a_collector_is_configured(tmp_path, functions):
+    """OTEL_EXPORTER_OTLP_ENDPOINT names a collector (here a plain HTTP server taking
+    OTLP/HTTP JSON): the spans of each event's trace reach it, with the ids the traces
+    topic holds."""
+    import http.server
+    import threading
+
+    from conftest import new_eddy
+
+    got = []
+
+    class Collector(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers["content-length"]))
+            if self.path == "/v1/traces":
+                got.append(json.loads(body))
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *a):
+            pass
+
+    port = free_port()
+    collector = http.server.ThreadingHTTPServer(("127.0.0.1", port), Collector)
+    threading.Thread(target=collector.serve_forever, daemon=True).start()
+    server = new_eddy(tmp_path, env={"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}",
+                                     "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}).start()
+    try:
+        thumb = functions("thumbnail")
+        s3(server).create_bucket(Bucket="traced")
+        cli(server, "apply", "-f", "-", stdin=f"""
+name: traced
+triggers: [{{name: up, kind: bucket, bucket: traced}}]
+functions: [{{name: thumbnail, url: '{thumb.url}'}}]
+links: [{{from: up, to: thumbnail, retries: 0}}]
+""")
+        cli(server, "deploy", "traced")
+        s3(server).put_object(Bucket="traced", Key="x.jpg", Body=b"x")
+        deadline = time.time() + 60
+
+        def spans():
+            return [s for body in got for rs in body.get("resourceSpans", [])
+                    for ss in rs.get("scopeSpans", []) for s in ss.get("spans", [])]
+        while time.time() < deadline and len(spans()) < 2:
+            time.sleep(0.2)
+        names = sorted(s["name"] for s in spans())
+        assert names == ["deliver thumbnail", "publish up"], names
+        by_name = {s["name"]: s for s in spans()}
+        assert by_name["deliver thumbnail"]["traceId"] == by_name["publish up"]["traceId"]
+        assert by_name["deliver thumbnail"]["parentSpanId"] == by_name["publish up"]["spanId"]
+        kept = json.loads(cli(server, "traces", "traced", "--json").stdout)["traces"]
+        assert [t["trace_id"] for t in kept] == [by_name["publish up"]["traceId"]]
+        attrs = {a["key"]: a["value"] for a in by_name["deliver thumbnail"]["attributes"]}
+        assert attrs["eddy.pipeline"] == {"stringValue": "traced"}
+    finally:
+        server.stop()
+        collector.shutdown()
