@@ -187,9 +187,45 @@ pub struct EncodedBatch {
     pub max_timestamp: i64,
 }
 
+/// A record Eddy writes itself (event rows, pipeline events): no producer, so neither
+/// idempotent nor transactional.
+#[derive(Debug, Clone)]
+pub struct PlainRecord {
+    /// Its key.
+    pub key: Option<Bytes>,
+    /// Its value.
+    pub value: Bytes,
+    /// Its headers, in order.
+    pub headers: Vec<(StrBytes, Bytes)>,
+    /// Its timestamp, ms since the epoch.
+    pub timestamp_ms: i64,
+}
+
 /// Encodes `records` into one batch with kafka-protocol's encoder.
 pub fn encode_batch(
     records: &[EventRecord],
+    log_append_time: bool,
+) -> Result<EncodedBatch, RecordError> {
+    let plain: Vec<PlainRecord> = records
+        .iter()
+        .map(|r| PlainRecord {
+            key: Some(r.key.clone()),
+            value: r.value.clone(),
+            headers: r
+                .headers
+                .iter()
+                .map(|(k, v)| (StrBytes::from_static_str(k), v.clone()))
+                .collect(),
+            timestamp_ms: r.timestamp_ms,
+        })
+        .collect();
+    encode_plain(plain, log_append_time)
+}
+
+/// Encodes plain records into one uncompressed magic-v2 batch at base offset 0 (the
+/// catalog assigns the real one at commit).
+pub fn encode_plain(
+    records: Vec<PlainRecord>,
     log_append_time: bool,
 ) -> Result<EncodedBatch, RecordError> {
     // On a LogAppendTime topic the batch says so, and its records' time (taken when the
@@ -200,7 +236,7 @@ pub fn encode_batch(
         TimestampType::Creation
     };
     let records: Vec<Record> = records
-        .iter()
+        .into_iter()
         .enumerate()
         .map(|(i, r)| Record {
             transactional: false,
@@ -215,12 +251,12 @@ pub fn encode_batch(
             // no producer the batch's base sequence stays NO_SEQUENCE.
             sequence: NO_SEQUENCE.wrapping_add(i as i32),
             timestamp: r.timestamp_ms,
-            key: Some(r.key.clone()),
-            value: Some(r.value.clone()),
+            key: r.key,
+            value: Some(r.value),
             headers: r
                 .headers
-                .iter()
-                .map(|(k, v)| (StrBytes::from_static_str(k), Some(v.clone())))
+                .into_iter()
+                .map(|(k, v)| (k, Some(v)))
                 .collect::<IndexMap<_, _>>(),
         })
         .collect();

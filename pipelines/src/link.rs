@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use catalog::{Catalog, CatalogError, KafkaOp, Op, PipelineOp, TopicRecord, Transaction};
+use catalog::{Catalog, CatalogError, Op, PipelineOp, TopicRecord, Transaction};
 use futures::StreamExt;
 
 use crate::deliver::{self, Failure};
@@ -464,16 +464,7 @@ impl LinkWorker {
         }
         let mut ops = Vec::with_capacity(rows.len() + 1);
         for ((topic_id, partition), records) in rows {
-            let b = records::encode(&records)?;
-            ops.push(Op::Kafka(KafkaOp::Append {
-                topic_id,
-                partition,
-                offset_count: b.offset_count,
-                max_timestamp: b.max_timestamp,
-                batch: b.bytes,
-                producer: None,
-                transactional_id: None,
-            }));
+            ops.push(records::append(topic_id, partition, &records)?);
         }
         ops.push(Op::Pipeline(PipelineOp::Advance {
             pipeline: self.pipeline.name.clone(),

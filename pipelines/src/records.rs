@@ -2,13 +2,10 @@
 //! offset, aborted transactions and control batches left out), and events written back
 //! as Kafka record batches for the hand-off to append.
 
-use bytes::{Bytes, BytesMut};
-use catalog::{Catalog, CatalogError, TopicRecord};
+use bytes::Bytes;
+use catalog::{Catalog, CatalogError, KafkaOp, Op, TopicRecord};
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, Record,
-    RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::RecordBatchDecoder;
 
 /// Most bytes of batches one read takes.
 const READ_BYTES: usize = 1 << 20;
@@ -124,59 +121,31 @@ pub struct OutRecord {
     pub timestamp_ms: i64,
 }
 
-/// A batch ready for `KafkaOp::Append`.
-#[derive(Debug, Clone)]
-pub struct Encoded {
-    /// The batch bytes.
-    pub bytes: Bytes,
-    /// Offsets it covers.
-    pub offset_count: u32,
-    /// Its largest timestamp.
-    pub max_timestamp: i64,
-}
-
-/// Encodes `records` as one uncompressed magic-v2 batch at base offset 0 (the catalog
-/// assigns the real one at commit).
-pub fn encode(records: &[OutRecord]) -> Result<Encoded, CatalogError> {
-    let out: Vec<Record> = records
+/// One partition's records as the `KafkaOp::Append` that adds them (uncompressed,
+/// CreateTime; the catalog assigns the offsets at commit).
+pub fn append(topic_id: u128, partition: u32, records: &[OutRecord]) -> Result<Op, CatalogError> {
+    let plain = records
         .iter()
-        .enumerate()
-        .map(|(i, r)| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: NO_PARTITION_LEADER_EPOCH,
-            producer_id: NO_PRODUCER_ID,
-            producer_epoch: NO_PRODUCER_EPOCH,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: NO_SEQUENCE.wrapping_add(i as i32),
-            timestamp: r.timestamp_ms,
+        .map(|r| notify::record::PlainRecord {
             key: r.key.clone(),
-            value: Some(r.value.clone()),
+            value: r.value.clone(),
             headers: r
                 .headers
                 .iter()
-                .map(|(k, v)| (StrBytes::from_string(k.clone()), Some(v.clone())))
+                .map(|(k, v)| (StrBytes::from_string(k.clone()), v.clone()))
                 .collect(),
+            timestamp_ms: r.timestamp_ms,
         })
         .collect();
-    let offset_count = u32::try_from(out.len())
-        .map_err(|_| CatalogError::Invalid("too many records in one batch".into()))?;
-    let max_timestamp = out.iter().map(|r| r.timestamp).max().unwrap_or(-1);
-    let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        &out,
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .map_err(|e| CatalogError::Invalid(format!("encoding a batch: {e}")))?;
-    Ok(Encoded {
-        bytes: buf.freeze(),
-        offset_count,
-        max_timestamp,
-    })
+    let b = notify::record::encode_plain(plain, false)
+        .map_err(|e| CatalogError::Invalid(format!("encoding a batch: {e}")))?;
+    Ok(Op::Kafka(KafkaOp::Append {
+        topic_id,
+        partition,
+        offset_count: b.offset_count,
+        max_timestamp: b.max_timestamp,
+        batch: b.bytes,
+        producer: None,
+        transactional_id: None,
+    }))
 }

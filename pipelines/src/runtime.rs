@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use catalog::{Catalog, KafkaOp, Op, PipelineRecord, PipelineStatus, Transaction};
+use catalog::{Catalog, PipelineRecord, PipelineStatus, Transaction};
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::{Mutex, Notify, mpsc};
 use tokio::task::JoinHandle;
@@ -313,18 +313,9 @@ async fn ship_logs(
                 timestamp_ms: now,
             })
             .collect();
-        let Ok(b) = records::encode(&recs) else {
+        let Ok(op) = records::append(topic.id, 0, &recs) else {
             continue;
         };
-        let op = Op::Kafka(KafkaOp::Append {
-            topic_id: topic.id,
-            partition: 0,
-            offset_count: b.offset_count,
-            max_timestamp: b.max_timestamp,
-            batch: b.bytes,
-            producer: None,
-            transactional_id: None,
-        });
         if let Err(e) = catalog.commit(Transaction::new(vec![op])).await {
             tracing::warn!(pipeline = %p.name, error = %e, "could not keep function logs");
         }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use catalog::{Catalog, CatalogError, KafkaOp, Op, PipelineOp, Transaction};
+use catalog::{Catalog, CatalogError, Op, PipelineOp, Transaction};
 
 use crate::records::{self, OutRecord};
 use crate::schedule::Cron;
@@ -107,17 +107,8 @@ async fn tick(
         ],
         timestamp_ms: ms,
     };
-    let b = records::encode(&[record])?;
     let ops = vec![
-        Op::Kafka(KafkaOp::Append {
-            topic_id: topic.id,
-            partition: 0,
-            offset_count: b.offset_count,
-            max_timestamp: b.max_timestamp,
-            batch: b.bytes,
-            producer: None,
-            transactional_id: None,
-        }),
+        records::append(topic.id, 0, &[record])?,
         Op::Pipeline(PipelineOp::Advance {
             pipeline: p.name.clone(),
             cursor,
