@@ -3,7 +3,8 @@
 //! `eddy:pipeline:<name>` with the actions `eddy:GetPipeline` (get, list),
 //! `eddy:PutPipeline` (apply), `eddy:DeployPipeline` and `eddy:DeletePipeline`; the
 //! administrator may do everything, anyone else what a policy allows (no statement:
-//! refused, as in S3). A list shows the pipelines the user may get.
+//! refused, as in S3). A list shows the pipelines the user may get. Deploying also needs
+//! what the pipeline will do on the deployer's behalf ([`may_run`]).
 //!
 //! | route | what |
 //! |---|---|
@@ -71,6 +72,67 @@ fn must(dir: &iam::Directory, user: &str, action: &str, name: &str) -> TableResu
             "{user} may not {action} on pipeline {name} (no policy allows it)"
         )))
     }
+}
+
+/// A deployed pipeline reads its triggers and writes events on its deployer's behalf, so
+/// deploying needs what doing the same by hand would: `KafkaRead` on each topic
+/// trigger's topic, `KafkaWrite` on the dead-letter topic, and
+/// `s3:PutBucketNotification` on each bucket trigger's bucket (allowed by a policy, or
+/// the bucket's owner's, as the S3 gateway decides).
+async fn may_run(
+    p: &pipelines::Pipelines,
+    dir: &iam::Directory,
+    user: &str,
+    definition: &Pipeline,
+) -> TableResult<()> {
+    use pipelines::spec::TriggerKind;
+    if dir.is_admin(user) {
+        return Ok(());
+    }
+    for t in &definition.triggers {
+        match (t.kind, &t.topic, &t.bucket) {
+            (TriggerKind::Topic, Some(topic), _) => {
+                tables::rest::must_topic(dir, "default", user, "KafkaRead", topic)?
+            }
+            (TriggerKind::Bucket, _, Some(bucket)) => {
+                let resource = format!("arn:aws:s3:::{bucket}");
+                let context = iam::Context::default();
+                let req = iam::Request {
+                    action: "s3:PutBucketNotification",
+                    resource: &resource,
+                    principal: Some(user),
+                    context: &context,
+                };
+                let decision = dir
+                    .identity_decision(Some(user), &req)
+                    .and(dir.bucket_decision(bucket, &req));
+                let allowed = match decision {
+                    iam::Decision::Deny => false,
+                    iam::Decision::Allow => true,
+                    iam::Decision::NoMatch => p
+                        .catalog()
+                        .s3()
+                        .bucket(bucket)
+                        .await?
+                        .is_none_or(|b| b.owner == user),
+                };
+                if !allowed {
+                    return Err(TableError::Forbidden(format!(
+                        "{user} may not s3:PutBucketNotification on bucket {bucket}, which trigger {} needs",
+                        t.name
+                    )));
+                }
+            }
+            _ => {}
+        }
+    }
+    tables::rest::must_topic(
+        dir,
+        "default",
+        user,
+        "KafkaWrite",
+        definition.dead_letter_topic(),
+    )
 }
 
 /// Answers a pipelines request (`segs`: the path's segments below `/admin`).
@@ -159,7 +221,10 @@ pub async fn route(
         ["v1", "pipelines", name, "deploy"] if m == Method::POST => {
             must(dir, user, "eddy:DeployPipeline", name)?;
             let revision = query_number(req, "revision")?;
-            let r = p.deploy(name, revision).await.map_err(pipeline_error)?;
+            let (number, definition) =
+                p.deployable(name, revision).await.map_err(pipeline_error)?;
+            may_run(p, dir, user, &definition).await?;
+            let r = p.deploy(name, Some(number)).await.map_err(pipeline_error)?;
             api.runtime.wake();
             json(StatusCode::OK, &summary(&r))
         }

@@ -11,6 +11,9 @@ use crate::event::{Event, Reply};
 
 /// Most bytes of a failed answer's body kept for the dead-letter record.
 pub const ERROR_DATA_CAP: usize = 4096;
+/// Most bytes of a reply (one event's, or a batch's): a bigger answer fails the attempt
+/// (`bad-reply`) instead of filling the server's memory.
+pub const REPLY_CAP: usize = 8 << 20;
 
 /// Why an attempt failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,10 +64,31 @@ fn failure(e: reqwest::Error) -> Failure {
     }
 }
 
-/// The body of a failed answer, capped.
-async fn error_body(r: reqwest::Response) -> Bytes {
-    let body = r.bytes().await.unwrap_or_default();
-    body.slice(..body.len().min(ERROR_DATA_CAP))
+/// The body of a failed answer, the first [`ERROR_DATA_CAP`] bytes of it.
+async fn error_body(mut r: reqwest::Response) -> Bytes {
+    let mut body = Vec::new();
+    while body.len() < ERROR_DATA_CAP {
+        match r.chunk().await {
+            Ok(Some(c)) => body.extend_from_slice(&c),
+            _ => break,
+        }
+    }
+    body.truncate(ERROR_DATA_CAP);
+    Bytes::from(body)
+}
+
+/// A reply's body, refused past [`REPLY_CAP`].
+async fn reply_body(mut r: reqwest::Response) -> Result<Bytes, Failure> {
+    let mut body = Vec::new();
+    while let Some(c) = r.chunk().await.map_err(failure)? {
+        if body.len() + c.len() > REPLY_CAP {
+            return Err(Failure::BadReply(format!(
+                "the reply is over {REPLY_CAP} bytes"
+            )));
+        }
+        body.extend_from_slice(&c);
+    }
+    Ok(Bytes::from(body))
 }
 
 /// Sends one event in binary mode.
@@ -84,7 +108,7 @@ pub async fn send_one(
         return Err(Failure::Status(code, error_body(r).await));
     }
     let headers = r.headers().clone();
-    let body = r.bytes().await.map_err(failure)?;
+    let body = reply_body(r).await?;
     Reply::from_http(&headers, body).map_err(Failure::BadReply)
 }
 
@@ -110,7 +134,7 @@ pub async fn send_batch(
         let code = r.status().as_u16();
         return Err(Failure::Status(code, error_body(r).await));
     }
-    let body = r.bytes().await.map_err(failure)?;
+    let body = reply_body(r).await?;
     let items: Vec<serde_json::Value> = serde_json::from_slice(&body)
         .map_err(|e| Failure::BadReply(format!("a batch reply must be a JSON list: {e}")))?;
     if items.len() != events.len() {

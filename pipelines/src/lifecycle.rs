@@ -45,6 +45,26 @@ impl Pipelines {
         Self { catalog }
     }
 
+    /// The catalog the pipelines are in.
+    pub fn catalog(&self) -> &Arc<dyn Catalog> {
+        &self.catalog
+    }
+
+    /// The revision `deploy` would run (`revision`, default the newest) and its
+    /// definition, for the checks a caller makes first.
+    pub async fn deployable(
+        &self,
+        name: &str,
+        revision: Option<u64>,
+    ) -> Result<(u64, Pipeline), PipelineError> {
+        let stored = self.get(name).await?;
+        let number = revision.unwrap_or(stored.latest());
+        let rev = stored.revision(number).ok_or_else(|| {
+            PipelineError::NotDeployable(format!("{name} has no revision {number}"))
+        })?;
+        Ok((number, Pipeline::from_document(&rev.document)?))
+    }
+
     /// A pipeline's record.
     pub async fn get(&self, name: &str) -> Result<PipelineRecord, PipelineError> {
         self.catalog

@@ -168,9 +168,14 @@ impl Runtime {
             Ok(()) => (PipelineStatus::Ready, String::new()),
             Err(reason) => {
                 tracing::warn!(pipeline = %rec.name, revision = rev, %reason, "pipeline failed to start");
-                // Nothing half-started keeps running.
-                running.tasks.clear();
-                running.instances.clear();
+                // Nothing half-started keeps running (a dropped handle would not stop
+                // its task).
+                for t in running.tasks.drain(..) {
+                    t.abort();
+                }
+                for i in running.instances.drain(..) {
+                    i.stop();
+                }
                 for (_, _, gauge) in running.feeds.drain(..) {
                     gauge.set(0);
                 }

@@ -29,10 +29,12 @@ def s3(eddy):
                         config=Config(retries={"max_attempts": 1}))
 
 
-def cli(eddy, *args, check=True, stdin=None):
-    """`eddy pipeline ARGS` against the server; the finished process."""
-    env = dict(os.environ, EDDY_HTTP_URL=eddy.http_url, EDDY_ACCESS_KEY=eddy.access_key,
-               EDDY_SECRET_KEY=eddy.secret_key)
+def cli(eddy, *args, check=True, stdin=None, user=None):
+    """`eddy pipeline ARGS` against the server (as `user`, an (access key, secret) pair,
+    or the administrator); the finished process."""
+    key, secret = user or (eddy.access_key, eddy.secret_key)
+    env = dict(os.environ, EDDY_HTTP_URL=eddy.http_url, EDDY_ACCESS_KEY=key,
+               EDDY_SECRET_KEY=secret)
     r = subprocess.run([eddy_bin(), "pipeline", *args], env=env, capture_output=True,
                        text=True, timeout=180, input=stdin)
     if check:
@@ -523,3 +525,56 @@ links: [{{from: up, to: thumbnail, retries: 0}}]
     finally:
         server.stop()
         collector.shutdown()
+
+
+def test_deploying_needs_what_the_pipeline_will_do_on_the_deployers_behalf(eddy):
+    """A user allowed every pipeline action still may not deploy a pipeline that reads a
+    topic a policy keeps from them, or triggers on a bucket they may not configure
+    notifications of: 403, and nothing runs; allowed those, the same deploy works."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    import requests
+
+    def admin_api(method, path, **kw):
+        tok = requests.post(eddy.http_url + "/iceberg/v1/oauth/tokens", data={
+            "grant_type": "client_credentials", "client_id": eddy.access_key,
+            "client_secret": eddy.secret_key}, timeout=30).json()["access_token"]
+        r = requests.request(method, eddy.http_url + "/admin/v1" + path,
+                             headers={"Authorization": f"Bearer {tok}"}, timeout=30, **kw)
+        assert r.status_code < 300, r.text
+        return r
+
+    tag = uuid.uuid4().hex[:6]
+    user, secret = f"dev-{tag}", "secret-" + uuid.uuid4().hex
+    admin_api("PUT", f"/users/{user}", json={"secret_key": secret})
+    topic, bucket = f"secret-{tag}", f"private-{tag}"
+    admin = AdminClient({"bootstrap.servers": eddy.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result()
+    s3(eddy).create_bucket(Bucket=bucket)  # the administrator's
+    statements = [
+        {"Effect": "Allow", "Action": "eddy:*", "Resource": "eddy:pipeline:*"},
+        {"Effect": "Deny", "Action": "KafkaRead", "Resource": f"vast:kafka:topic:default:{topic}"},
+    ]
+    admin_api("PUT", f"/policies/dev-{tag}", json={"attached": [user], "document": {
+        "Version": "2012-10-17", "Statement": statements}})
+    as_user = (user, secret)
+    for name, trigger, why in [
+        (f"reads-{tag}", {"kind": "topic", "topic": topic}, f"may not KafkaRead topic {topic}"),
+        (f"hooks-{tag}", {"kind": "bucket", "bucket": bucket},
+         f"may not s3:PutBucketNotification on bucket {bucket}"),
+    ]:
+        cli(eddy, "apply", "-f", "-", user=as_user, stdin=json.dumps({
+            "name": name, "triggers": [{"name": "t", **trigger}],
+            "functions": [{"name": "f", "url": "http://127.0.0.1:9/"}],
+            "links": [{"from": "t", "to": "f"}]}))
+        r = cli(eddy, "deploy", name, user=as_user, check=False)
+        assert r.returncode != 0 and why in r.stderr, r.stderr
+        got = json.loads(cli(eddy, "get", name, "-o", "json", user=as_user).stdout)
+        assert (got["status"], got["deployed_revision"]) == ("Draft", None)
+    # Allowed what the pipelines do, the same deploys work.
+    statements = [statements[0], {"Effect": "Allow", "Action": "s3:PutBucketNotification",
+                                  "Resource": f"arn:aws:s3:::{bucket}"}]
+    admin_api("PUT", f"/policies/dev-{tag}", json={"attached": [user], "document": {
+        "Version": "2012-10-17", "Statement": statements}})
+    for name in (f"reads-{tag}", f"hooks-{tag}"):
+        cli(eddy, "deploy", name, user=as_user)
+        cli(eddy, "delete", name, user=as_user)
