@@ -103,10 +103,7 @@ async fn may_run(
                     principal: Some(user),
                     context: &context,
                 };
-                let decision = dir
-                    .identity_decision(Some(user), &req)
-                    .and(dir.bucket_decision(bucket, &req));
-                let allowed = match decision {
+                let allowed = match dir.s3_decision(Some(user), Some(bucket), &req) {
                     iam::Decision::Deny => false,
                     iam::Decision::Allow => true,
                     iam::Decision::NoMatch => p

@@ -345,6 +345,23 @@ impl Directory {
         }
     }
 
+    /// What the policies say of an S3 request: the identity policies of `principal`
+    /// and, for a request on a bucket, the bucket's policy (Deny wins over Allow wins over
+    /// `NoMatch`, which the caller decides: the S3 gateway lets the bucket's owner and the
+    /// administrator through).
+    pub fn s3_decision(
+        &self,
+        principal: Option<&str>,
+        bucket: Option<&str>,
+        req: &Request<'_>,
+    ) -> Decision {
+        let decision = self.identity_decision(principal, req);
+        match bucket {
+            Some(b) => decision.and(self.bucket_decision(b, req)),
+            None => decision,
+        }
+    }
+
     /// What a bucket's policy says of a request (`NoMatch` when it has none).
     pub fn bucket_decision(&self, bucket: &str, req: &Request<'_>) -> Decision {
         match self.now().bucket_policies.get(bucket) {

@@ -57,12 +57,7 @@ impl Pipelines {
         name: &str,
         revision: Option<u64>,
     ) -> Result<(u64, Pipeline), PipelineError> {
-        let stored = self.get(name).await?;
-        let number = revision.unwrap_or(stored.latest());
-        let rev = stored.revision(number).ok_or_else(|| {
-            PipelineError::NotDeployable(format!("{name} has no revision {number}"))
-        })?;
-        Ok((number, Pipeline::from_document(&rev.document)?))
+        revision_of(&self.get(name).await?, revision)
     }
 
     /// A pipeline's record.
@@ -157,11 +152,7 @@ impl Pipelines {
                     "{name} is being deleted"
                 )));
             }
-            let number = revision.unwrap_or(stored.latest());
-            let rev = stored.revision(number).ok_or_else(|| {
-                PipelineError::NotDeployable(format!("{name} has no revision {number}"))
-            })?;
-            let p = Pipeline::from_document(&rev.document)?;
+            let (number, p) = revision_of(&stored, revision)?;
             p.check_deployable()?;
             let mut ops = Vec::new();
             for t in &p.triggers {
@@ -315,6 +306,18 @@ where
         }
     }
     Err(PipelineError::Conflict(name.to_owned()))
+}
+
+/// A stored revision (`revision`, default the newest) and its definition.
+fn revision_of(
+    stored: &PipelineRecord,
+    revision: Option<u64>,
+) -> Result<(u64, Pipeline), PipelineError> {
+    let number = revision.unwrap_or(stored.latest());
+    let rev = stored.revision(number).ok_or_else(|| {
+        PipelineError::NotDeployable(format!("{} has no revision {number}", stored.name))
+    })?;
+    Ok((number, Pipeline::from_document(&rev.document)?))
 }
 
 /// Drops the oldest revisions past [`KEPT_REVISIONS`], never the deployed one.

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -52,6 +53,19 @@ pub struct LinkWorker {
     pub ownership: Arc<dyn crate::ownership::Ownership>,
     /// Where committed spans are exported too (none: not configured).
     pub otlp: Option<crate::otlp::Exporter>,
+    /// What this worker last added to the link's `waiting` gauge (taken back when the
+    /// worker stops).
+    pub waiting: AtomicI64,
+}
+
+impl Drop for LinkWorker {
+    fn drop(&mut self) {
+        let mine = self.waiting.load(Ordering::Relaxed);
+        self.metrics
+            .waiting
+            .get_or_create(&self.labels())
+            .dec_by(mine);
+    }
 }
 
 /// One event's fate.
@@ -116,17 +130,13 @@ impl LinkWorker {
             .position(&self.pipeline.name, &cursor, self.partition)
             .await?;
         let read = records::read(self.catalog.as_ref(), &topic, self.partition, at).await?;
-        if let Ok(Some((state, _))) = self
-            .catalog
-            .kafka()
-            .stable_partition(topic.id, self.partition)
-            .await
-        {
-            self.metrics
-                .waiting
-                .get_or_create(&self.labels())
-                .set(state.next_offset.saturating_sub(at) as i64);
-        }
+        // The link's gauge sums its partitions: each worker adds its own change.
+        let waiting = read.end.saturating_sub(at) as i64;
+        let before = self.waiting.swap(waiting, Ordering::Relaxed);
+        self.metrics
+            .waiting
+            .get_or_create(&self.labels())
+            .inc_by(waiting - before);
         if read.next == at {
             let _ = tokio::time::timeout(IDLE_WAIT, waiter.changed()).await;
             return Ok(false);

@@ -38,7 +38,8 @@ pub struct PipelineMetrics {
     pub dead_lettered: Family<LinkLabels, Counter>,
     /// Events being delivered now.
     pub in_flight: Family<LinkLabels, Gauge>,
-    /// Events of the source not yet handed on (sum over partitions, as of each read).
+    /// Events of the source not yet handed on (summed over the link's partitions, each as
+    /// of its last read).
     pub waiting: Family<LinkLabels, Gauge>,
     /// Seconds from sending an event to a successful answer.
     pub latency: Family<FunctionLabels, Histogram>,

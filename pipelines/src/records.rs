@@ -33,6 +33,8 @@ pub struct Read {
     /// Where the next read starts: past every offset read (control batches and aborted
     /// records included), or the log start when the position fell below it.
     pub next: u64,
+    /// The partition's end (its next offset) when it was read.
+    pub end: u64,
 }
 
 /// Reads committed records of `topic`'s `partition` from offset `from`, at most about
@@ -57,6 +59,7 @@ pub async fn read(
     let mut out = Read {
         records: Vec::new(),
         next: from,
+        end: state.next_offset,
     };
     if from >= stable {
         return Ok(out);
@@ -70,7 +73,7 @@ pub async fn read(
         .aborted_txns(topic.id, partition, from, stable)
         .await?;
     for b in batches {
-        if b.base_offset >= stable || b.last_offset >= stable {
+        if b.last_offset >= stable {
             break;
         }
         out.next = b.last_offset + 1;

@@ -275,6 +275,7 @@ impl Runtime {
                     partition,
                     ownership: self.ownership.clone(),
                     otlp: self.otlp.clone(),
+                    waiting: Default::default(),
                 };
                 running.tasks.push(tokio::spawn(w.run()));
             }

@@ -156,11 +156,7 @@ impl Gateway {
             context: &who.context,
         };
         let dir = self.directory();
-        let mut decision = dir.identity_decision(principal, &req);
-        if let Some(b) = bucket {
-            decision = decision.and(dir.bucket_decision(b, &req));
-        }
-        let allowed = match decision {
+        let allowed = match dir.s3_decision(principal, bucket, &req) {
             Decision::Deny => false,
             Decision::Allow => true,
             Decision::NoMatch => match (principal, bucket) {

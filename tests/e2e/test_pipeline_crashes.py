@@ -85,7 +85,13 @@ links:
                 for pid in instance_pids(relay):
                     os.kill(pid, signal.SIGKILL)
                 time.sleep(0.5)
+            running = instance_pids(relay)
             eddy.stop(kill=True)
+            # The instances die with the server (nothing serves for a server that is gone).
+            deadline = time.time() + 10
+            while set(running) & set(instance_pids(relay)) and time.time() < deadline:
+                time.sleep(0.05)
+            assert not set(running) & set(instance_pids(relay)), "an instance outlived its server"
             eddy.start()
         t.join(timeout=600)
         assert len(done) == UPLOADS

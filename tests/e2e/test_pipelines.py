@@ -204,8 +204,10 @@ links:
     tree = json.loads(cli(eddy, "traces", name, ok["trace_id"], "--json").stdout)["spans"]
     assert [(s["depth"], s["name"]) for s in tree] == [
         (0, "publish uploads"), (1, "deliver thumbnail"), (2, "deliver index")]
-    assert tree[2]["trace_id"] == seen[0]["traceparent"].split("-")[1] or any(
-        e["traceparent"].split("-")[1] == ok["trace_id"] for e in seen)
+    # The second function's parent span is its delivery attempt, in the event's trace.
+    a_at_index = next(e for e in seen if e["subject"] == "incoming/a.jpg")
+    _, trace_id, parent, _ = a_at_index["traceparent"].split("-")
+    assert (trace_id, parent) == (ok["trace_id"], tree[2]["span_id"])
     text = cli(eddy, "traces", name, ok["trace_id"]).stdout
     assert "  deliver thumbnail attempt 1: ok" in text
 
