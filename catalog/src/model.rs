@@ -502,8 +502,9 @@ pub struct ExpansionSpec {
     pub excess_values_output: bool,
 }
 
-/// An Iceberg table Eddy writes outside `kafka_topics` (an expansion's target): its
-/// current metadata file. It outlives the expansions that write into it.
+/// An Iceberg table or view outside `kafka_topics` (an expansion's target, or a user's
+/// own table or view): its current metadata file. An expansion's target outlives the
+/// expansions that write into it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableRecord {
     /// Bumped by every change; a change names the generation it was built on.
@@ -514,6 +515,21 @@ pub struct TableRecord {
     pub prefix: String,
     /// Location of the current `metadata.json` (`s3://bucket/key`).
     pub metadata_location: String,
+}
+
+/// A namespace of users' Iceberg tables and views, made through the REST catalog: who
+/// made it (who may do anything in it when no policy says otherwise) and its properties.
+/// Namespaces of expansions' target tables have none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamespaceRecord {
+    /// Bumped by every change, and by every table or view created in it (so a create
+    /// and a drop of the namespace never both commit); a change names the generation it
+    /// was built on.
+    pub generation: u64,
+    /// The user who made it.
+    pub owner: String,
+    /// Its properties (`location` among them).
+    pub properties: BTreeMap<String, String>,
 }
 
 /// How far a partition's records are expanded: the first offset that an expansion of the

@@ -5,8 +5,9 @@
 //! [`v1::RecordHeader`] in format 1, a [`v2::RecordHeader`] in format 2, a
 //! [`v3::RecordHeader`] in format 3, a [`v4::RecordHeader`] in format 4, a
 //! [`v5::RecordHeader`] in format 5, a [`v6::RecordHeader`] in format 6, a
-//! [`v7::RecordHeader`] in format 7, a [`v8::RecordHeader`] in format 8 and a
-//! [`v9::RecordHeader`] in format 9 (the log frame names the format, see `crate::format`).
+//! [`v7::RecordHeader`] in format 7, a [`v8::RecordHeader`] in format 8, a
+//! [`v9::RecordHeader`] in format 9 and a [`v10::RecordHeader`] in format 10 (the log
+//! frame names the format, see `crate::format`).
 //!
 //! Batches come first so their offsets in the payload are known while the group is being
 //! applied, before the header is encoded; the catalog's batch index points at them, and
@@ -16,10 +17,10 @@ use crate::domain::{KafkaOp, TxnOp};
 use bytes::Bytes;
 
 use crate::error::{CatalogError, CatalogResult};
-use crate::format::{self, v1, v2, v3, v4, v5, v6, v7, v8, v9};
+use crate::format::{self, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10};
 use crate::txn::{Op, Transaction};
 
-/// Builds a record payload (in [`format::RECORD_FORMAT`], 9) from the batch data section
+/// Builds a record payload (in [`format::RECORD_FORMAT`], 10) from the batch data section
 /// and the accepted transactions.
 pub fn encode(mut data: Vec<u8>, txns: &[&Transaction]) -> CatalogResult<Vec<u8>> {
     let mut batch_lens = Vec::new();
@@ -29,12 +30,12 @@ pub fn encode(mut data: Vec<u8>, txns: &[&Transaction]) -> CatalogResult<Vec<u8>
             for op in &t.ops {
                 for_each_batch(op, |batch| batch_lens.push(batch.len() as u32));
             }
-            v9::Transaction {
-                ops: t.ops.iter().map(v9::op_for_record).collect(),
+            v10::Transaction {
+                ops: t.ops.iter().map(v10::op_for_record).collect(),
             }
         })
         .collect();
-    let header = postcard::to_stdvec(&v9::RecordHeader { txns, batch_lens })?;
+    let header = postcard::to_stdvec(&v10::RecordHeader { txns, batch_lens })?;
     data.extend_from_slice(&header);
     data.extend_from_slice(&(header.len() as u32).to_le_bytes());
     Ok(data)
@@ -90,8 +91,12 @@ pub fn decode(lsn: u64, format: u16, payload: Vec<u8>) -> CatalogResult<Vec<Tran
             let h: v8::RecordHeader = postcard::from_bytes(header)?;
             (h.txns.into_iter().map(Into::into).collect(), h.batch_lens)
         }
-        _ => {
+        9 => {
             let h: v9::RecordHeader = postcard::from_bytes(header)?;
+            (h.txns.into_iter().map(Into::into).collect(), h.batch_lens)
+        }
+        _ => {
+            let h: v10::RecordHeader = postcard::from_bytes(header)?;
             (h.txns.into_iter().map(Into::into).collect(), h.batch_lens)
         }
     };

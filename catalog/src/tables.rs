@@ -75,9 +75,13 @@ pub const BUCKET_CONFIGS: Table = TableDefinition::new("bucket_configs");
 pub const PIPELINES: Table = TableDefinition::new("pipelines");
 /// `pipeline_position_key` -> `PipelinePosition` (store format 9 on).
 pub const PIPELINE_POSITIONS: Table = TableDefinition::new("pipeline_positions");
+/// Namespace (levels joined by 0x1F) -> `NamespaceRecord` (store format 10 on).
+pub const NAMESPACES: Table = TableDefinition::new("namespaces");
+/// `table_key` -> `TableRecord` of an Iceberg view (store format 10 on).
+pub const ICEBERG_VIEWS: Table = TableDefinition::new("iceberg_views");
 
 /// Every table, with the tag checkpoints use for it.
-pub const ALL: [(u8, Table); 29] = [
+pub const ALL: [(u8, Table); 31] = [
     (1, META),
     (2, BUCKETS),
     (3, OBJECTS),
@@ -107,6 +111,8 @@ pub const ALL: [(u8, Table); 29] = [
     (27, BUCKET_CONFIGS),
     (28, PIPELINES),
     (29, PIPELINE_POSITIONS),
+    (30, NAMESPACES),
+    (31, ICEBERG_VIEWS),
 ];
 
 /// Meta key of the last applied log record.

@@ -114,6 +114,35 @@ impl ViewCatalog {
                 expected,
                 table,
             }),
+            Op::Iceberg(IcebergOp::PutNamespace {
+                namespace,
+                expected,
+                record,
+            }) => Op::Iceberg(IcebergOp::PutNamespace {
+                namespace: self.names().stored_or_err(&namespace)?,
+                expected,
+                record,
+            }),
+            Op::Iceberg(IcebergOp::PutView {
+                namespace,
+                name,
+                expected,
+                view,
+            }) => Op::Iceberg(IcebergOp::PutView {
+                namespace: self.names().stored_or_err(&namespace)?,
+                name,
+                expected,
+                view,
+            }),
+            Op::Iceberg(IcebergOp::ForgetTable {
+                namespace,
+                name,
+                expected,
+            }) => Op::Iceberg(IcebergOp::ForgetTable {
+                namespace: self.names().stored_or_err(&namespace)?,
+                name,
+                expected,
+            }),
             Op::Txn(TxnOp::PutTxn { id, record }) => Op::Txn(TxnOp::PutTxn {
                 id: self.names().stored_or_err(&id)?,
                 record: self.names().txn_record(record, true)?,

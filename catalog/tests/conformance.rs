@@ -95,6 +95,7 @@ conformance!(
     bucket_replacements_apply_only_to_the_record_they_were_built_on,
     views_keep_topics_and_group_offsets_apart,
     pipeline_cursors_move_only_from_where_they_were_read,
+    user_namespaces_tables_and_views_move_only_from_their_generation,
 );
 
 async fn commit(c: &dyn Catalog, ops: Vec<Op>) -> Result<catalog::CommitOutcome, CatalogError> {
@@ -784,4 +785,111 @@ async fn pipeline_cursors_move_only_from_where_they_were_read(u: &Under) {
     commit(c, vec![put(1, None)]).await.unwrap();
     assert!(r.pipelines().await.unwrap().is_empty());
     assert!(r.positions("p").await.unwrap().is_empty());
+}
+
+fn user_table(generation: u64, name: &str) -> catalog::TableRecord {
+    catalog::TableRecord {
+        generation,
+        bucket: "warehouse".into(),
+        prefix: format!("sales/{name}/"),
+        metadata_location: format!("s3://warehouse/sales/{name}/metadata/{generation}.metadata.json"),
+    }
+}
+
+async fn user_namespaces_tables_and_views_move_only_from_their_generation(u: &Under) {
+    use catalog::IcebergOp;
+    let c = u.catalog.as_ref();
+    let ns = |expected: u64, generation: Option<u64>| {
+        Op::Iceberg(IcebergOp::PutNamespace {
+            namespace: "sales".into(),
+            expected,
+            record: generation.map(|generation| catalog::NamespaceRecord {
+                generation,
+                owner: "alice".into(),
+                properties: BTreeMap::from([("location".into(), "s3://warehouse/sales".into())]),
+            }),
+        })
+    };
+    let table = |name: &str, expected: u64, t: Option<catalog::TableRecord>| {
+        Op::Iceberg(IcebergOp::PutTable {
+            namespace: "sales".into(),
+            name: name.into(),
+            expected,
+            table: t,
+        })
+    };
+    commit(c, vec![ns(0, Some(1))]).await.unwrap();
+    // Two creators racing: the second built on the same generation is refused.
+    assert!(matches!(
+        commit(c, vec![ns(0, Some(1))]).await,
+        Err(CatalogError::PreconditionFailed(_))
+    ));
+    // A table is created with the namespace's generation bumped, so it and a drop of the
+    // namespace never both commit.
+    commit(
+        c,
+        vec![ns(1, Some(2)), table("orders", 0, Some(user_table(1, "orders")))],
+    )
+    .await
+    .unwrap();
+    assert!(matches!(
+        commit(c, vec![ns(1, None)]).await,
+        Err(CatalogError::PreconditionFailed(_))
+    ));
+    // Not empty: a table is in it.
+    assert!(matches!(
+        commit(c, vec![ns(2, None)]).await,
+        Err(CatalogError::PreconditionFailed(_))
+    ));
+    // Two commits on one table generation: one lands, the other is refused whole.
+    commit(c, vec![table("orders", 1, Some(user_table(2, "orders")))])
+        .await
+        .unwrap();
+    assert!(matches!(
+        commit(
+            c,
+            vec![
+                table("returns", 0, Some(user_table(1, "returns"))),
+                table("orders", 1, Some(user_table(2, "orders"))),
+            ]
+        )
+        .await,
+        Err(CatalogError::PreconditionFailed(_))
+    ));
+    let r = c.iceberg();
+    assert!(r.other_table("sales", "returns").await.unwrap().is_none());
+    // A rename: the old name forgotten (its files kept), the new one pointing at them.
+    commit(
+        c,
+        vec![
+            Op::Iceberg(IcebergOp::ForgetTable {
+                namespace: "sales".into(),
+                name: "orders".into(),
+                expected: 2,
+            }),
+            table("orders_v2", 0, Some(user_table(1, "orders"))),
+        ],
+    )
+    .await
+    .unwrap();
+    assert!(r.other_table("sales", "orders").await.unwrap().is_none());
+    assert_eq!(
+        r.other_table("sales", "orders_v2").await.unwrap(),
+        Some(user_table(1, "orders"))
+    );
+    let view = |expected: u64, v: Option<catalog::TableRecord>| {
+        Op::Iceberg(IcebergOp::PutView {
+            namespace: "sales".into(),
+            name: "top".into(),
+            expected,
+            view: v,
+        })
+    };
+    commit(c, vec![view(0, Some(user_table(1, "top")))]).await.unwrap();
+    assert_eq!(r.views("sales").await.unwrap().len(), 1);
+    commit(c, vec![view(1, None)]).await.unwrap();
+    commit(c, vec![table("orders_v2", 1, None)]).await.unwrap();
+    commit(c, vec![ns(2, None)]).await.unwrap();
+    assert!(r.namespaces().await.unwrap().is_empty());
+    assert!(r.view("sales", "top").await.unwrap().is_none());
 }

@@ -13,7 +13,8 @@
 //! what format 4 added, Kafka transactions; [`v5`]: client quotas; [`v6`]: users,
 //! policies and bucket policies; [`v7`]: bucket lifecycle and CORS configurations; [`v8`]:
 //! object lock, owners and encryption on object versions and uploads; [`v9`]: function
-//! pipelines and their cursors) and converted to
+//! pipelines and their cursors; [`v10`]: users' Iceberg namespaces and views) and
+//! converted to
 //! and from the live types; the live types are never encoded directly, so changing them
 //! never changes what stored bytes mean. A format this build does not know is refused
 //! with [`storage::StorageError::Format`] (the one error for every layer's formats),
@@ -60,6 +61,7 @@ pub mod v6;
 pub mod v7;
 pub mod v8;
 pub mod v9;
+pub mod v10;
 
 use crate::error::{CatalogError, CatalogResult};
 use crate::model::{AbortedTxn, ClientQuotas, TxnPartition, TxnRecord};
@@ -69,22 +71,23 @@ use crate::model::{
     OffsetRecord, PartRecord, PartitionState, ProducerState, TableRecord, TopicRecord, TopicTable,
     UploadRecord,
 };
-use crate::model::{PipelinePosition, PipelineRecord};
+use crate::model::{NamespaceRecord, PipelinePosition, PipelineRecord};
 
 /// The log record payload format this build writes.
-pub const RECORD_FORMAT: u16 = 9;
+pub const RECORD_FORMAT: u16 = 10;
 /// The newest log record payload format this build reads (it reads every older one).
-pub const NEWEST_RECORD_FORMAT: u16 = 9;
+pub const NEWEST_RECORD_FORMAT: u16 = 10;
 /// The store value format this build writes and the newest it reads. Format 2 added the
 /// `compaction` table, format 3 the `expansions` and `other_tables` tables, format 4 the
 /// `txns`, `txn_offsets`, `txn_partitions` and `aborted_txns` tables, format 5 the
 /// `client_quotas` table, format 6 the `users`, `policies` and `bucket_policies` tables, format 7 the
 /// `bucket_configs` table, format 8 new encodings of the values of `objects`, `versions`
-/// and `uploads` ([`v8`]), format 9 the `pipelines` and `pipeline_positions` tables. An
-/// older store is migrated when it is opened: a store before
+/// and `uploads` ([`v8`]), format 9 the `pipelines` and `pipeline_positions` tables,
+/// format 10 the `namespaces` and `iceberg_views` tables. An older store is migrated
+/// when it is opened: a store before
 /// format 8 has those three tables rewritten (`crate::store_open`), and every other
 /// format only lacks tables, so for them only the recorded format changes.
-pub const STORE_FORMAT: u64 = 9;
+pub const STORE_FORMAT: u64 = 10;
 /// `meta` key of the store's value format (u64, big-endian, like the other counters).
 pub const STORE_FORMAT_KEY: &[u8] = b"store_format";
 /// The checkpoint dump layout this build writes and the newest it reads: the last byte of
@@ -93,10 +96,11 @@ pub const STORE_FORMAT_KEY: &[u8] = b"store_format";
 /// layout 3 with tags 19 to 22 (the transaction tables), layout 5 layout 4 with tag 23
 /// (`client_quotas`), layout 6 layout 5 with tags 24 to 26 (`users`, `policies`,
 /// `bucket_policies`), layout 7 layout 6 with tag 27 (`bucket_configs`), layout 8 layout
-/// 7 with tags 28 (`pipelines`) and 29 (`pipeline_positions`); all are read. Format 8
+/// 7 with tags 28 (`pipelines`) and 29 (`pipeline_positions`), layout 9 layout 8 with
+/// tags 30 (`namespaces`) and 31 (`iceberg_views`); all are read. Format 8
 /// changed values, not tables: its dumps are layout 7, their `meta` entry naming store
 /// format 8.
-pub const CHECKPOINT_LAYOUT: u8 = b'8';
+pub const CHECKPOINT_LAYOUT: u8 = b'9';
 
 /// A value kept in the embedded store (and so in checkpoints), in the store's format.
 pub trait Stored: Sized {
@@ -148,6 +152,7 @@ stored_as!(
     BucketConfig => v7::BucketConfig,
     PipelineRecord => v9::PipelineRecord,
     PipelinePosition => v9::PipelinePosition,
+    NamespaceRecord => v10::NamespaceRecord,
 );
 
 /// The refusal of data in a format newer than `newest`.

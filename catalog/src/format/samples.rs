@@ -404,6 +404,16 @@ fn record_v8(ops: Vec<Op>) -> Vec<u8> {
     })
 }
 
+/// A record payload of format 9, as the builds of format 9 wrote it.
+fn record_v9(ops: Vec<Op>) -> Vec<u8> {
+    framed(&ops, |batch_lens| super::v9::RecordHeader {
+        txns: vec![super::v9::Transaction {
+            ops: ops.iter().map(super::v9::op_for_record).collect(),
+        }],
+        batch_lens,
+    })
+}
+
 /// A record payload of format 6, as the builds of format 6 wrote it.
 fn record_v6(ops: Vec<Op>) -> Vec<u8> {
     framed(&ops, |batch_lens| super::v6::RecordHeader {
@@ -1219,9 +1229,7 @@ fn all_ops_v9() -> Vec<Op> {
 /// the new values.
 fn encoded_samples_v9() -> Vec<(String, Vec<u8>)> {
     use crate::apply::enc;
-    let record = |ops: Vec<Op>| {
-        crate::record::encode(record_data(&ops), &[&crate::txn::Transaction::new(ops)]).unwrap()
-    };
+    let record = record_v9;
     let mut out = Vec::new();
     for (name, op) in sample_pipeline_ops() {
         out.push((format!("record {name}"), record(vec![op])));
@@ -1234,6 +1242,101 @@ fn encoded_samples_v9() -> Vec<(String, Vec<u8>)> {
     out.push((
         "value PipelinePosition".into(),
         enc(&crate::model::PipelinePosition { next: 42 }).unwrap(),
+    ));
+    out
+}
+
+/// A namespace with a location and a comment.
+fn sample_namespace() -> crate::model::NamespaceRecord {
+    crate::model::NamespaceRecord {
+        generation: 4,
+        owner: "alice".into(),
+        properties: [
+            ("comment".to_owned(), "sales data".to_owned()),
+            ("location".to_owned(), "s3://warehouse/sales".to_owned()),
+        ]
+        .into_iter()
+        .collect(),
+    }
+}
+
+fn sample_user_table_ops() -> Vec<(&'static str, Op)> {
+    use crate::domain::IcebergOp;
+    let view = crate::model::TableRecord {
+        generation: 2,
+        bucket: "warehouse".into(),
+        prefix: "sales/top_customers-0f1e/".into(),
+        metadata_location: "s3://warehouse/sales/top_customers-0f1e/metadata/00001-ab.metadata.json"
+            .into(),
+    };
+    vec![
+        (
+            "PutNamespace",
+            Op::Iceberg(IcebergOp::PutNamespace {
+                namespace: "sales\u{1f}eu".into(),
+                expected: 3,
+                record: Some(sample_namespace()),
+            }),
+        ),
+        (
+            "PutNamespace dropped",
+            Op::Iceberg(IcebergOp::PutNamespace {
+                namespace: "sales".into(),
+                expected: 4,
+                record: None,
+            }),
+        ),
+        (
+            "PutView",
+            Op::Iceberg(IcebergOp::PutView {
+                namespace: "sales".into(),
+                name: "top_customers".into(),
+                expected: 1,
+                view: Some(view),
+            }),
+        ),
+        (
+            "PutView dropped",
+            Op::Iceberg(IcebergOp::PutView {
+                namespace: "sales".into(),
+                name: "top_customers".into(),
+                expected: 2,
+                view: None,
+            }),
+        ),
+        (
+            "ForgetTable",
+            Op::Iceberg(IcebergOp::ForgetTable {
+                namespace: "sales".into(),
+                name: "orders".into(),
+                expected: 7,
+            }),
+        ),
+    ]
+}
+
+/// Every sample op of formats 1 to 10.
+fn all_ops_v10() -> Vec<Op> {
+    let mut all = all_ops_v9();
+    all.extend(sample_user_table_ops().into_iter().map(|(_, op)| op));
+    all
+}
+
+/// Format 10's samples: each new op alone, every op of every format in one record, and
+/// the new value.
+fn encoded_samples_v10() -> Vec<(String, Vec<u8>)> {
+    use crate::apply::enc;
+    let record = |ops: Vec<Op>| {
+        crate::record::encode(record_data(&ops), &[&crate::txn::Transaction::new(ops)]).unwrap()
+    };
+    let mut out = Vec::new();
+    for (name, op) in sample_user_table_ops() {
+        out.push((format!("record {name}"), record(vec![op])));
+    }
+    out.push(("record all".into(), record(all_ops_v10())));
+    out.push((
+        "value NamespaceRecord".into(),
+        enc(&sample_namespace()).unwrap(),
     ));
     out
 }

@@ -1,7 +1,7 @@
-//! Formats 1 to 9 are frozen: format 1's types encode, byte for byte, what the build of
+//! Formats 1 to 10 are frozen: format 1's types encode, byte for byte, what the build of
 //! 2026-11-30 wrote for the same values (`v1.golden`: `samples.rs` compiled against commit
 //! c8a8f6c printed them), format 2's to 5's what the builds that introduced them wrote
-//! (`v2.golden` to `v9.golden`), and all read back into the same live values. Refusals of newer
+//! (`v2.golden` to `v10.golden`), and all read back into the same live values. Refusals of newer
 //! formats, and what adding a field later looks like.
 
 use super::*;
@@ -45,6 +45,11 @@ fn golden_v8() -> Vec<(String, Vec<u8>)> {
 /// `v9.golden` as (name, bytes).
 fn golden_v9() -> Vec<(String, Vec<u8>)> {
     parse_golden(include_str!("v9.golden"))
+}
+
+/// `v10.golden` as (name, bytes).
+fn golden_v10() -> Vec<(String, Vec<u8>)> {
+    parse_golden(include_str!("v10.golden"))
 }
 
 /// A format-1 encoding of a type format 8 re-encoded, read as the store's migration
@@ -412,6 +417,51 @@ fn format_9_records_and_values_decode_into_the_live_types() {
     );
 }
 
+#[test]
+fn this_build_writes_format_10_byte_for_byte() {
+    let golden = golden_v10();
+    assert!(!golden.is_empty());
+    for (name, bytes) in encoded_samples_v10() {
+        let want = golden
+            .iter()
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("{name} is not in v10.golden"));
+        assert_eq!(bytes, want.1, "{name} no longer encodes as format 10");
+    }
+}
+
+#[test]
+fn format_10_records_and_values_decode_into_the_live_types() {
+    let bytes = |name: &str| {
+        golden_v10()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("{name} is not in v10.golden"))
+            .1
+    };
+    for (name, op) in sample_user_table_ops() {
+        let txns = crate::record::decode(1, 10, bytes(&format!("record {name}"))).unwrap();
+        assert_eq!(txns, vec![Transaction::new(vec![op])], "{name}");
+    }
+    let txns = crate::record::decode(1, 10, bytes("record all")).unwrap();
+    assert_eq!(txns, vec![Transaction::new(all_ops_v10())]);
+    assert_eq!(
+        dec::<crate::model::NamespaceRecord>(&bytes("value NamespaceRecord")).unwrap(),
+        sample_namespace()
+    );
+}
+
+/// Prints `v10.golden`'s lines; run once, by the build that introduced format 10, and
+/// never again (`cargo test -p eddy-catalog print_format_10 -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn print_format_10() {
+    for (name, bytes) in encoded_samples_v10() {
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        println!("{name} {hex}");
+    }
+}
+
 /// Prints `v9.golden`'s lines; run once, by the build that introduced format 9, and
 /// never again (`cargo test -p eddy-catalog print_format_9 -- --ignored --nocapture`).
 #[test]
@@ -575,27 +625,27 @@ fn format_1_values_decode_into_the_live_records() {
 
 #[test]
 fn newer_formats_are_refused_naming_both_versions() {
-    let err = crate::record::decode(10, 10, golden_bytes("record all")).unwrap_err();
+    let err = crate::record::decode(11, 11, golden_bytes("record all")).unwrap_err();
     assert!(
         matches!(
             &err,
             CatalogError::Storage(StorageError::Format {
-                found: 10,
-                newest: 9,
+                found: 11,
+                newest: 10,
                 ..
             })
         ),
         "{err}"
     );
     assert!(
-        err.to_string().contains("log record 10 is format 10"),
+        err.to_string().contains("log record 11 is format 11"),
         "{err}"
     );
     assert!(matches!(
-        check_store_format(10),
+        check_store_format(11),
         Err(CatalogError::Storage(StorageError::Format {
-            found: 10,
-            newest: 9,
+            found: 11,
+            newest: 10,
             ..
         }))
     ));
@@ -608,14 +658,8 @@ fn newer_formats_are_refused_naming_both_versions() {
     assert!(check_store_format(7).is_ok());
     assert!(check_store_format(8).is_ok());
     assert!(check_store_format(9).is_ok());
-    assert!(matches!(
-        check_checkpoint_magic(b"EDDYCKP9"),
-        Err(CatalogError::Storage(StorageError::Format {
-            found: 9,
-            newest: 8,
-            ..
-        }))
-    ));
+    assert!(check_store_format(10).is_ok());
+    assert!(check_checkpoint_magic(b"EDDYCKP9").is_ok());
     assert!(check_checkpoint_magic(b"EDDYCKP8").is_ok());
     assert!(check_checkpoint_magic(b"EDDYCKP7").is_ok());
     assert!(check_checkpoint_magic(b"EDDYCKP6").is_ok());

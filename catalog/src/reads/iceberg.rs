@@ -1,10 +1,10 @@
-//! Reads of the Iceberg side: where each topic's table stands, the tables outside
-//! `kafka_topics`, and topics' expansions into tables of their own (by the view's topic
-//! names and namespaces).
+//! Reads of the Iceberg side: where each topic's table stands, the tables and views
+//! outside `kafka_topics`, users' namespaces, and topics' expansions into tables of their
+//! own (by the view's topic names and namespaces).
 
 use super::{Iceberg, Reads};
 use crate::error::CatalogResult;
-use crate::model::{self, Expansion, TableRecord, TopicRecord, TopicTable};
+use crate::model::{self, Expansion, NamespaceRecord, TableRecord, TopicRecord, TopicTable};
 use crate::{read, tables};
 
 impl Reads<'_, Iceberg> {
@@ -78,6 +78,53 @@ impl Reads<'_, Iceberg> {
                 let (namespace, name) = tables::table_of_key(&k)?;
                 Some((self.names.client(&namespace)?, name, t))
             })
+            .collect())
+    }
+
+    /// A users' namespace (levels joined by 0x1F).
+    pub async fn namespace(&self, namespace: &str) -> CatalogResult<Option<NamespaceRecord>> {
+        let Some(ns) = self.names.stored(namespace) else {
+            return Ok(None);
+        };
+        read::get(self.kv, tables::NAMESPACES, ns.as_bytes()).await
+    }
+
+    /// Every users' namespace, with its record, in key order.
+    pub async fn namespaces(&self) -> CatalogResult<Vec<(String, NamespaceRecord)>> {
+        let found: Vec<(Vec<u8>, NamespaceRecord)> =
+            read::scan(self.kv, tables::NAMESPACES, b"", usize::MAX).await?;
+        Ok(found
+            .into_iter()
+            .filter_map(|(k, n)| {
+                let stored = String::from_utf8(k).ok()?;
+                Some((self.names.client(&stored)?, n))
+            })
+            .collect())
+    }
+
+    /// An Iceberg view.
+    pub async fn view(&self, namespace: &str, name: &str) -> CatalogResult<Option<TableRecord>> {
+        let Some(ns) = self.names.stored(namespace) else {
+            return Ok(None);
+        };
+        read::get(self.kv, tables::ICEBERG_VIEWS, &tables::table_key(&ns, name)).await
+    }
+
+    /// The Iceberg views of a namespace, as (name, record), by name.
+    pub async fn views(&self, namespace: &str) -> CatalogResult<Vec<(String, TableRecord)>> {
+        let Some(ns) = self.names.stored(namespace) else {
+            return Ok(Vec::new());
+        };
+        let found: Vec<(Vec<u8>, TableRecord)> = read::scan(
+            self.kv,
+            tables::ICEBERG_VIEWS,
+            &tables::namespace_prefix(&ns),
+            usize::MAX,
+        )
+        .await?;
+        Ok(found
+            .into_iter()
+            .filter_map(|(k, v)| Some((tables::table_of_key(&k)?.1, v)))
             .collect())
     }
 }
