@@ -61,6 +61,16 @@ pub enum TableError {
     /// table with another writer).
     #[error("{0}")]
     Conflict(String),
+    /// A commit whose requirements no longer hold, or that lost a race: the client
+    /// reloads and retries.
+    #[error("{0}")]
+    CommitFailed(String),
+    /// A namespace that still holds tables or views.
+    #[error("{0}")]
+    NamespaceNotEmpty(String),
+    /// A well-formed request that contradicts itself.
+    #[error("{0}")]
+    Unprocessable(String),
     /// A blocking task panicked or was cancelled.
     #[error("background task failed: {0}")]
     Task(String),
@@ -81,6 +91,14 @@ impl TableError {
             TableError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "NotAuthorizedException"),
             TableError::BadRequest(_) => (StatusCode::BAD_REQUEST, "BadRequestException"),
             TableError::Conflict(_) => (StatusCode::CONFLICT, "AlreadyExistsException"),
+            TableError::CommitFailed(_) => (StatusCode::CONFLICT, "CommitFailedException"),
+            TableError::NamespaceNotEmpty(_) => {
+                (StatusCode::CONFLICT, "NamespaceNotEmptyException")
+            }
+            TableError::Unprocessable(_) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "UnprocessableEntityException",
+            ),
             TableError::Catalog(catalog::CatalogError::UnknownTopic(_)) => {
                 (StatusCode::NOT_FOUND, "NoSuchTableException")
             }

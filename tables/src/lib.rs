@@ -1,6 +1,7 @@
 //! Every Kafka topic as an Iceberg table: committed log data becomes Parquet data files
 //! and Iceberg v2 snapshots stored as objects of the broker bucket (so Eddy's S3
-//! endpoint serves them), and an Iceberg REST catalog lists and loads those tables.
+//! endpoint serves them), and an Iceberg REST catalog lists and loads those tables and
+//! keeps users' own tables (`warehouse`).
 //!
 //! This crate sits between `catalog` and the `eddy` binary so the catalog stays free of
 //! Arrow, Parquet and Iceberg: the catalog only keeps each table's state
@@ -15,6 +16,7 @@ pub mod rest;
 pub mod rows;
 pub mod schema;
 pub mod seal;
+pub mod warehouse;
 
 pub use error::{TableError, TableResult};
 pub use metrics::TableMetrics;

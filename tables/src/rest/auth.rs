@@ -48,6 +48,11 @@ impl Tokens {
         &self.users
     }
 
+    /// The directory, shared.
+    pub fn directory_arc(&self) -> Arc<iam::Directory> {
+        self.users.clone()
+    }
+
     /// Grants a token when `client_id` / `client_secret` are a user's S3 credentials.
     pub fn grant(&self, client_id: &str, client_secret: &str) -> Option<Grant> {
         let secret = self.users.s3_secret(client_id)?;

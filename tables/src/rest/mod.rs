@@ -1,14 +1,16 @@
 //! The Iceberg REST catalog, served under `/iceberg` on the HTTP port: config,
-//! OAuth2 tokens, namespaces (`kafka_topics`, and those of expansions' target tables),
-//! list and load tables; and the request, response and error shapes the admin API
-//! (crate `admin`) shares. Topic tables are
-//! read-only and target tables are written by their expansions, so every write route
-//! but dropping an unused target table answers 403 with a clear message. Loading a
-//! table seals its untabled tail first (for a target table, that of every topic that
-//! expands into it), so a query that starts after a produce ack sees it.
+//! OAuth2 tokens, namespaces (`kafka_topics`, those of expansions' target tables, and
+//! users' own, `users`), list and load tables; and the request, response and error
+//! shapes the admin API (crate `admin`) shares. Topic tables are read-only and target
+//! tables are written by their expansions, so every write to them but dropping an unused
+//! target table answers 403 with a clear message; users' namespaces take every write the
+//! spec has (`crate::warehouse`). Loading a topic table seals its untabled tail first
+//! (for a target table, that of every topic that expands into it), so a query that
+//! starts after a produce ack sees it.
 
 pub mod auth;
 mod model;
+mod users;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,6 +19,7 @@ use bytes::Bytes;
 use http::{Method, StatusCode};
 
 use crate::seal::{NAMESPACE, Tabler};
+use crate::warehouse::Warehouse;
 use crate::{TableError, TableResult};
 pub use auth::Tokens;
 use model::*;
@@ -65,27 +68,44 @@ pub struct RestCatalog {
     s3: S3Access,
     /// The broker view whose topics these are (policy resources name it).
     view: String,
+    /// Users' own namespaces, tables and views.
+    warehouse: Arc<Warehouse>,
 }
+
+/// The bucket users' namespaces are placed in when they name no location.
+pub const USER_TABLES_BUCKET: &str = "warehouse";
 
 impl RestCatalog {
     /// A catalog over `tabler`'s tables.
     pub fn new(tabler: Arc<Tabler>, tokens: Arc<Tokens>, s3: S3Access) -> Self {
+        let warehouse = Arc::new(Warehouse::new(
+            tabler.clone(),
+            tokens.directory_arc(),
+            USER_TABLES_BUCKET.to_owned(),
+        ));
         Self {
             tabler,
             tokens,
             s3,
             view: "default".to_owned(),
+            warehouse,
         }
     }
 
     /// The same catalog for another broker view's tables (the tabler over that view's
     /// topics and bucket), sharing these tokens.
     pub fn for_view(&self, view: &str, tabler: Arc<Tabler>) -> Self {
+        let warehouse = Arc::new(Warehouse::new(
+            tabler.clone(),
+            self.tokens.directory_arc(),
+            self.warehouse.bucket().to_owned(),
+        ));
         Self {
             tabler,
             tokens: self.tokens.clone(),
             s3: self.s3.clone(),
             view: view.to_owned(),
+            warehouse,
         }
     }
 
@@ -124,20 +144,30 @@ impl RestCatalog {
     async fn route(&self, req: &Request, user: &str) -> TableResult<Response> {
         let segments = segments(&req.path);
         let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
+        if let Some(answer) = self.route_users(req, user, &segs).await {
+            return answer;
+        }
         let m = &req.method;
         match segs.as_slice() {
             ["v1", "config"] if m == Method::GET => self.config(req, user),
             ["v1", "namespaces"] if m == Method::GET => {
-                let parent = query_param(req.query.as_deref(), "parent");
-                let namespaces = if parent.is_some_and(|p| !p.is_empty()) {
-                    Vec::new()
+                // `parent` lists the children one level down (levels joined by 0x1F).
+                let parent = query_param(req.query.as_deref(), "parent").unwrap_or_default();
+                let depth = if parent.is_empty() {
+                    1
                 } else {
-                    self.namespaces()
-                        .await?
-                        .into_iter()
-                        .map(|n| vec![n])
-                        .collect()
+                    parent.split('\u{1f}').count() + 1
                 };
+                let namespaces = self
+                    .namespaces()
+                    .await?
+                    .into_iter()
+                    .map(|n| n.split('\u{1f}').map(str::to_owned).collect::<Vec<_>>())
+                    .filter(|levels| {
+                        levels.len() == depth
+                            && (parent.is_empty() || levels[..depth - 1].join("\u{1f}") == parent)
+                    })
+                    .collect();
                 json(StatusCode::OK, &ListNamespaces { namespaces })
             }
             ["v1", "namespaces", ns] if m == Method::GET => {
@@ -230,7 +260,7 @@ impl RestCatalog {
                 if m == Method::POST || m == Method::DELETE || m == Method::PUT =>
             {
                 Err(TableError::Forbidden(format!(
-                    "{m} {}: tables in {NAMESPACE} are Kafka topics and read-only (produce to the topic; create and delete topics through Kafka), and the others are written by expansions (see /admin/v1/topics/{{topic}}/expansion); a table no expansion writes can be dropped",
+                    "{m} {}: tables in {NAMESPACE} are Kafka topics and read-only (produce to the topic; create and delete topics through Kafka), and the others here are written by expansions (see /admin/v1/topics/{{topic}}/expansion; a table no expansion writes can be dropped); make a namespace of your own (POST /v1/namespaces) for tables you write",
                     req.path
                 )))
             }
@@ -241,12 +271,22 @@ impl RestCatalog {
         }
     }
 
-    /// Every namespace: `kafka_topics` and those of the expansions' target tables.
+    /// Every namespace: `kafka_topics`, those of the expansions' target tables and
+    /// users' own (a multi-level one with each of its parents).
     async fn namespaces(&self) -> TableResult<Vec<String>> {
         let mut out = vec![NAMESPACE.to_owned()];
         for (ns, _, _) in self.tabler.catalog().iceberg().other_tables().await? {
             if !out.contains(&ns) {
                 out.push(ns);
+            }
+        }
+        for (ns, _) in self.tabler.catalog().iceberg().namespaces().await? {
+            let levels: Vec<&str> = ns.split('\u{1f}').collect();
+            for depth in 1..=levels.len() {
+                let n = levels[..depth].join("\u{1f}");
+                if !out.contains(&n) {
+                    out.push(n);
+                }
             }
         }
         Ok(out)

@@ -1,0 +1,353 @@
+"""Users' own Iceberg tables through Eddy's REST catalog: PyIceberg makes a namespace and
+a table, appends, overwrites, deletes rows, evolves the schema and reads it back, with the
+data files in Eddy's S3; two writers racing get one 409 and the loser retries; a commit
+of several tables lands whole or not at all, across kill -9; topic tables stay read-only;
+a user without a policy is refused in someone else's namespace."""
+
+import json
+import subprocess
+import threading
+import urllib.error
+import urllib.request
+import uuid
+
+import boto3
+import pyarrow as pa
+import pytest
+from botocore.config import Config
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.exceptions import (CommitFailedException, ForbiddenError,
+                                  NamespaceAlreadyExistsError, NamespaceNotEmptyError,
+                                  NoSuchTableError)
+from pyiceberg.expressions import EqualTo, GreaterThan
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField, StringType
+
+from conftest import eddy_bin
+
+
+def name(prefix="t"):
+    return f"{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+def catalog(eddy, key=None, secret=None):
+    return RestCatalog(
+        "eddy",
+        uri=f"{eddy.http_url}/iceberg",
+        credential=f"{key or eddy.access_key}:{secret or eddy.secret_key}",
+        **{"oauth2-server-uri": f"{eddy.http_url}/iceberg/v1/oauth/tokens"},
+    )
+
+
+SCHEMA = Schema(
+    NestedField(1, "id", LongType(), required=False),
+    NestedField(2, "name", StringType(), required=False),
+)
+
+
+def rows(ids, names=None):
+    names = names or [f"n{i}" for i in ids]
+    return pa.table({"id": pa.array(ids, pa.int64()), "name": pa.array(names, pa.string())})
+
+
+def ids_of(table):
+    return sorted(r["id"] for r in table.scan().to_arrow().to_pylist())
+
+
+def s3(eddy):
+    return boto3.client("s3", endpoint_url=eddy.s3_url, aws_access_key_id=eddy.access_key,
+                        aws_secret_access_key=eddy.secret_key, region_name="us-east-1",
+                        config=Config(s3={"addressing_style": "path"}))
+
+
+def keys_under(eddy, bucket, prefix):
+    pages = s3(eddy).get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+    return [o["Key"] for p in pages for o in p.get("Contents", [])]
+
+
+def rest(eddy, method, path, body=None, key=None, secret=None):
+    """A raw REST catalog request with a fresh token: (status, JSON body or None)."""
+    form = f"grant_type=client_credentials&client_id={key or eddy.access_key}" \
+           f"&client_secret={secret or eddy.secret_key}".encode()
+    with urllib.request.urlopen(f"{eddy.http_url}/iceberg/v1/oauth/tokens", data=form) as r:
+        token = json.load(r)["access_token"]
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(f"{eddy.http_url}/iceberg{path}", data=data, method=method,
+                                 headers={"Authorization": f"Bearer {token}",
+                                          "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req) as r:
+            raw = r.read()
+            return r.status, json.loads(raw) if raw else None
+    except urllib.error.HTTPError as e:
+        raw = e.read()
+        return e.code, json.loads(raw) if raw else None
+
+
+def test_a_table_lives_through_append_overwrite_delete_and_schema_change(eddy):
+    cat = catalog(eddy)
+    ns = name("sales")
+    cat.create_namespace(ns, {"comment": "orders of the shop"})
+    assert (ns,) in cat.list_namespaces()
+    props = cat.load_namespace_properties(ns)
+    assert props["comment"] == "orders of the shop"
+    assert props["location"] == f"s3://warehouse/{ns}"
+    with pytest.raises(NamespaceAlreadyExistsError):
+        cat.create_namespace(ns)
+
+    t = cat.create_table(f"{ns}.orders", SCHEMA)
+    assert t.location().startswith(f"s3://warehouse/{ns}/orders-")
+    t.append(rows([1, 2, 3]))
+    assert ids_of(cat.load_table(f"{ns}.orders")) == [1, 2, 3]
+    t.overwrite(rows([9]))
+    t.append(rows([10, 11]))
+    t.delete(EqualTo("id", 10))
+    with t.update_schema() as u:
+        u.add_column("qty", LongType())
+    t.append(pa.table({"id": pa.array([12], pa.int64()), "name": ["w"],
+                       "qty": pa.array([5], pa.int64())}))
+
+    # What another reader sees after loading it fresh.
+    fresh = catalog(eddy).load_table(f"{ns}.orders")
+    got = sorted(fresh.scan().to_arrow().to_pylist(), key=lambda r: r["id"])
+    assert got == [{"id": 9, "name": "n9", "qty": None}, {"id": 11, "name": "n11", "qty": None},
+                   {"id": 12, "name": "w", "qty": 5}]
+    assert [f.name for f in fresh.schema().fields] == ["id", "name", "qty"]
+    assert sorted(r["id"] for r in fresh.scan(row_filter=GreaterThan("id", 10)).to_arrow()
+                  .to_pylist()) == [11, 12]
+    # Time travel: the first snapshot still reads the first append.
+    first = fresh.history()[0].snapshot_id
+    assert sorted(r["id"] for r in fresh.scan(snapshot_id=first).to_arrow().to_pylist()) == [1, 2, 3]
+
+    # The files are objects in Eddy's S3, under the table's location.
+    bucket, prefix = t.location().removeprefix("s3://").split("/", 1)
+    keys = keys_under(eddy, bucket, prefix + "/")
+    assert any(k.endswith(".parquet") for k in keys)
+    assert any(k.endswith(".metadata.json") for k in keys)
+    assert fresh.metadata_location.removeprefix(f"s3://{bucket}/") in keys
+
+    assert cat.list_tables(ns) == [(ns, "orders")]
+    cat.rename_table(f"{ns}.orders", f"{ns}.orders_2024")
+    assert cat.list_tables(ns) == [(ns, "orders_2024")]
+    with pytest.raises(NoSuchTableError):
+        cat.load_table(f"{ns}.orders")
+    assert ids_of(cat.load_table(f"{ns}.orders_2024")) == [9, 11, 12]
+
+    with pytest.raises(NamespaceNotEmptyError):
+        cat.drop_namespace(ns)
+    cat.purge_table(f"{ns}.orders_2024")
+    assert keys_under(eddy, bucket, prefix + "/") == []
+    cat.drop_namespace(ns)
+    assert (ns,) not in cat.list_namespaces()
+
+
+def test_a_drop_without_purge_keeps_the_files_and_register_adopts_them(eddy):
+    cat = catalog(eddy)
+    ns = name("keep")
+    cat.create_namespace(ns)
+    t = cat.create_table(f"{ns}.events", SCHEMA)
+    t.append(rows([1, 2]))
+    location = cat.load_table(f"{ns}.events").metadata_location
+    cat.drop_table(f"{ns}.events")
+    with pytest.raises(NoSuchTableError):
+        cat.load_table(f"{ns}.events")
+    back = cat.register_table(f"{ns}.events_again", location)
+    assert ids_of(back) == [1, 2]
+    back.append(rows([3]))
+    assert ids_of(cat.load_table(f"{ns}.events_again")) == [1, 2, 3]
+
+
+def test_two_writers_on_one_snapshot_get_one_commit_and_one_409(eddy, caplog):
+    cat = catalog(eddy)
+    ns = name("race")
+    cat.create_namespace(ns)
+    cat.create_table(f"{ns}.t", SCHEMA)
+    a = catalog(eddy).load_table(f"{ns}.t")
+    b = catalog(eddy).load_table(f"{ns}.t")
+    a.append(rows([1]))
+    # b was loaded before a's commit: its commit names the snapshot it read, which is no
+    # longer the table's, so the catalog answers 409 and PyIceberg (0.12 retries commits)
+    # reloads and commits again on top of a's.
+    b.append(rows([2]))
+    assert "Commit failed due to a concurrent update" in caplog.text
+    assert ids_of(cat.load_table(f"{ns}.t")) == [1, 2]
+
+    # The same race over the REST API itself: two commits built on one snapshot.
+    current = cat.load_table(f"{ns}.t").metadata.current_snapshot_id
+    commit = {"requirements": [{"type": "assert-ref-snapshot-id", "ref": "main",
+                                "snapshot-id": current}],
+              "updates": [{"action": "set-properties", "updates": {"writer": "x"}}]}
+    first = rest(eddy, "POST", f"/v1/namespaces/{ns}/tables/t", commit)
+    assert first[0] == 200, first
+    commit["updates"][0]["updates"]["writer"] = "y"
+    # A property change makes no snapshot, so move the snapshot to make the second stale.
+    cat.load_table(f"{ns}.t").append(rows([3]))
+    status, body = rest(eddy, "POST", f"/v1/namespaces/{ns}/tables/t", commit)
+    assert status == 409, body
+    assert body["error"]["type"] == "CommitFailedException"
+    assert cat.load_table(f"{ns}.t").properties["writer"] == "x"
+
+
+def test_concurrent_appends_all_land_with_retries(eddy):
+    cat = catalog(eddy)
+    ns = name("many")
+    cat.create_namespace(ns)
+    cat.create_table(f"{ns}.t", SCHEMA)
+    writers, per_writer = 4, 5
+    errors = []
+    start = threading.Barrier(writers)
+
+    def write(w):
+        try:
+            own = catalog(eddy).load_table(f"{ns}.t")
+            start.wait()
+            for i in range(per_writer):
+                # PyIceberg retries a 409 four times; past that the writer reloads.
+                while True:
+                    try:
+                        own.append(rows([w * 100 + i]))
+                        break
+                    except CommitFailedException:
+                        own.refresh()
+        except Exception as e:  # surfaced below, with the writer
+            errors.append((w, e))
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    want = sorted(w * 100 + i for w in range(writers) for i in range(per_writer))
+    assert ids_of(cat.load_table(f"{ns}.t")) == want
+    # Every commit is one snapshot: none lost, none doubled.
+    assert len(cat.load_table(f"{ns}.t").snapshots()) == writers * per_writer
+
+
+def transaction(ns, tables, value, fail_on=None):
+    changes = []
+    for t in tables:
+        requirements = []
+        if t == fail_on:
+            requirements = [{"type": "assert-table-uuid",
+                             "uuid": "00000000-0000-0000-0000-000000000000"}]
+        changes.append({"identifier": {"namespace": [ns], "name": t},
+                        "requirements": requirements,
+                        "updates": [{"action": "set-properties", "updates": {"n": str(value)}}]})
+    return {"table-changes": changes}
+
+
+def test_a_multi_table_commit_lands_whole_or_not_at_all(eddy):
+    cat = catalog(eddy)
+    ns = name("multi")
+    cat.create_namespace(ns)
+    for t in ("a", "b"):
+        cat.create_table(f"{ns}.{t}", SCHEMA)
+    status, _ = rest(eddy, "POST", "/v1/transactions/commit", transaction(ns, ["a", "b"], 1))
+    assert status == 204
+    assert [cat.load_table(f"{ns}.{t}").properties.get("n") for t in "ab"] == ["1", "1"]
+    status, body = rest(eddy, "POST", "/v1/transactions/commit",
+                        transaction(ns, ["a", "b"], 2, fail_on="b"))
+    assert status == 409, body
+    assert body["error"]["type"] == "CommitFailedException"
+    assert [cat.load_table(f"{ns}.{t}").properties.get("n") for t in "ab"] == ["1", "1"]
+    status, body = rest(eddy, "POST", "/v1/transactions/commit",
+                        {"table-changes": [{"requirements": [], "updates": []}]})
+    assert status == 400, body
+
+
+def test_topic_tables_stay_read_only_with_a_clear_message(eddy):
+    status, body = rest(eddy, "POST", "/v1/namespaces/kafka_topics/tables",
+                        {"name": "x", "schema": {"type": "struct", "fields": []}})
+    assert status == 403
+    assert "Kafka topics and read-only" in body["error"]["message"]
+    assert "POST /v1/namespaces" in body["error"]["message"]
+    with pytest.raises(NamespaceAlreadyExistsError):
+        catalog(eddy).create_namespace("kafka_topics")
+
+
+def cli(eddy, *args):
+    env = {"EDDY_ACCESS_KEY": eddy.access_key, "EDDY_SECRET_KEY": eddy.secret_key,
+           "PATH": "/usr/bin:/bin"}
+    p = subprocess.run([eddy_bin(), args[0], "--url", eddy.http_url, *args[1:]],
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def test_another_users_namespace_needs_a_policy(eddy, tmp_path):
+    owner = catalog(eddy)
+    ns = name("private")
+    owner.create_namespace(ns)
+    owner.create_table(f"{ns}.t", SCHEMA).append(rows([1]))
+    user = name("carol")
+    cli(eddy, "user", "put", user, "--s3-secret", "carol-secret-1", "--kafka-password", "pw")
+    carol = catalog(eddy, user, "carol-secret-1")
+    for attempt in (lambda: carol.load_table(f"{ns}.t"),
+                    lambda: carol.create_table(f"{ns}.mine", SCHEMA),
+                    lambda: carol.drop_table(f"{ns}.t"),
+                    lambda: carol.drop_namespace(ns)):
+        with pytest.raises(ForbiddenError):
+            attempt()
+    status, body = rest(eddy, "POST", "/v1/transactions/commit", transaction(ns, ["t"], 5),
+                        key=user, secret="carol-secret-1")
+    assert status == 403, body
+    assert catalog(eddy).load_table(f"{ns}.t").properties.get("n") is None
+    # A namespace of her own in the administrator's default bucket needs an S3 policy
+    # too: she writes the data files there with her own keys.
+    with pytest.raises(ForbiddenError) as e:
+        carol.create_namespace(name("hers"))
+    assert "s3:PutObject" in str(e.value)
+    policy = {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": ["s3tables:GetTableMetadataLocation"],
+         "Resource": f"vast:iceberg:table:{ns}/*"},
+        {"Effect": "Allow", "Action": ["s3:GetObject"],
+         "Resource": f"arn:aws:s3:::warehouse/{ns}/*"}]}
+    (tmp_path / "p.json").write_text(json.dumps(policy))
+    cli(eddy, "policy", "put", f"{user}-read", "--file", str(tmp_path / "p.json"), "--attach", user)
+    assert ids_of(carol.load_table(f"{ns}.t")) == [1]
+    # Reading is all she may do: her data file's upload is refused by S3 itself.
+    with pytest.raises(OSError) as e:
+        carol.load_table(f"{ns}.t").append(rows([2]))
+    assert "ACCESS_DENIED" in str(e.value)
+    assert ids_of(catalog(eddy).load_table(f"{ns}.t")) == [1]
+
+
+def test_tables_survive_a_restart_and_a_kill_mid_commit(fresh_eddy):
+    cat = catalog(fresh_eddy)
+    ns = name("crash")
+    cat.create_namespace(ns)
+    for t in ("a", "b"):
+        cat.create_table(f"{ns}.{t}", SCHEMA)
+    cat.load_table(f"{ns}.a").append(rows([1, 2]))
+    acked = []
+    stop, enough = threading.Event(), threading.Event()
+
+    def commit_forever():
+        n = 0
+        while not stop.is_set():
+            n += 1
+            try:
+                status, _ = rest(fresh_eddy, "POST", "/v1/transactions/commit",
+                                 transaction(ns, ["a", "b"], n))
+            except OSError:
+                return
+            if status == 204:
+                acked.append(n)
+                if len(acked) >= 20:
+                    enough.set()
+
+    writer = threading.Thread(target=commit_forever)
+    writer.start()
+    assert enough.wait(120), f"only {len(acked)} commits acknowledged"
+    fresh_eddy.stop(kill=True)
+    stop.set()
+    writer.join()
+    fresh_eddy.start()
+    cat = catalog(fresh_eddy)
+    a, b = (cat.load_table(f"{ns}.{t}") for t in "ab")
+    # Both tables moved together: neither shows a commit the other lacks, and every
+    # acknowledged commit is there.
+    assert a.properties["n"] == b.properties["n"]
+    assert int(a.properties["n"]) >= acked[-1]
+    assert ids_of(a) == [1, 2]
