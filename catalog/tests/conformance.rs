@@ -792,7 +792,9 @@ fn user_table(generation: u64, name: &str) -> catalog::TableRecord {
         generation,
         bucket: "warehouse".into(),
         prefix: format!("sales/{name}/"),
-        metadata_location: format!("s3://warehouse/sales/{name}/metadata/{generation}.metadata.json"),
+        metadata_location: format!(
+            "s3://warehouse/sales/{name}/metadata/{generation}.metadata.json"
+        ),
     }
 }
 
@@ -828,7 +830,10 @@ async fn user_namespaces_tables_and_views_move_only_from_their_generation(u: &Un
     // namespace never both commit.
     commit(
         c,
-        vec![ns(1, Some(2)), table("orders", 0, Some(user_table(1, "orders")))],
+        vec![
+            ns(1, Some(2)),
+            table("orders", 0, Some(user_table(1, "orders"))),
+        ],
     )
     .await
     .unwrap();
@@ -885,7 +890,9 @@ async fn user_namespaces_tables_and_views_move_only_from_their_generation(u: &Un
             view: v,
         })
     };
-    commit(c, vec![view(0, Some(user_table(1, "top")))]).await.unwrap();
+    commit(c, vec![view(0, Some(user_table(1, "top")))])
+        .await
+        .unwrap();
     assert_eq!(r.views("sales").await.unwrap().len(), 1);
     commit(c, vec![view(1, None)]).await.unwrap();
     commit(c, vec![table("orders_v2", 1, None)]).await.unwrap();

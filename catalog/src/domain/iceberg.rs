@@ -75,12 +75,7 @@ pub enum IcebergOp {
 
 /// Checks a pointer's generation: the stored `found` (0: none) must be `expected`, and a
 /// new state must be at `expected + 1`.
-fn check_generation(
-    what: &str,
-    found: u64,
-    expected: u64,
-    next: Option<u64>,
-) -> CatalogResult<()> {
+fn check_generation(what: &str, found: u64, expected: u64, next: Option<u64>) -> CatalogResult<()> {
     if found != expected || next.is_some_and(|g| g != expected + 1) {
         return Err(CatalogError::PreconditionFailed(format!(
             "{what} is at generation {found}, not {expected}"

@@ -53,6 +53,7 @@ fn opt<A, B: From<A>>(v: Option<A>) -> Option<B> {
 }
 
 pub mod v1;
+pub mod v10;
 pub mod v2;
 pub mod v3;
 pub mod v4;
@@ -61,7 +62,6 @@ pub mod v6;
 pub mod v7;
 pub mod v8;
 pub mod v9;
-pub mod v10;
 
 use crate::error::{CatalogError, CatalogResult};
 use crate::model::{AbortedTxn, ClientQuotas, TxnPartition, TxnRecord};

@@ -107,7 +107,12 @@ impl Reads<'_, Iceberg> {
         let Some(ns) = self.names.stored(namespace) else {
             return Ok(None);
         };
-        read::get(self.kv, tables::ICEBERG_VIEWS, &tables::table_key(&ns, name)).await
+        read::get(
+            self.kv,
+            tables::ICEBERG_VIEWS,
+            &tables::table_key(&ns, name),
+        )
+        .await
     }
 
     /// The Iceberg views of a namespace, as (name, record), by name.
