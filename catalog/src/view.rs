@@ -143,6 +143,15 @@ impl ViewCatalog {
                 name,
                 expected,
             }),
+            Op::Iceberg(IcebergOp::ForgetView {
+                namespace,
+                name,
+                expected,
+            }) => Op::Iceberg(IcebergOp::ForgetView {
+                namespace: self.names().stored_or_err(&namespace)?,
+                name,
+                expected,
+            }),
             Op::Txn(TxnOp::PutTxn { id, record }) => Op::Txn(TxnOp::PutTxn {
                 id: self.names().stored_or_err(&id)?,
                 record: self.names().txn_record(record, true)?,

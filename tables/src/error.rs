@@ -42,6 +42,9 @@ pub enum TableError {
     /// No such table.
     #[error("table does not exist: {0}")]
     NoSuchTable(String),
+    /// No such view.
+    #[error("view does not exist: {0}")]
+    NoSuchView(String),
     /// No such warehouse.
     #[error("unknown warehouse: {0}")]
     NoSuchWarehouse(String),
@@ -85,6 +88,7 @@ impl TableError {
         match self {
             TableError::NoSuchNamespace(_) => (StatusCode::NOT_FOUND, "NoSuchNamespaceException"),
             TableError::NoSuchTable(_) => (StatusCode::NOT_FOUND, "NoSuchTableException"),
+            TableError::NoSuchView(_) => (StatusCode::NOT_FOUND, "NoSuchViewException"),
             TableError::NoSuchWarehouse(_) => (StatusCode::NOT_FOUND, "NoSuchWarehouseException"),
             TableError::NotFound(_) => (StatusCode::NOT_FOUND, "NotFoundException"),
             TableError::Forbidden(_) => (StatusCode::FORBIDDEN, "ForbiddenException"),

@@ -351,3 +351,56 @@ def test_tables_survive_a_restart_and_a_kill_mid_commit(fresh_eddy):
     assert a.properties["n"] == b.properties["n"]
     assert int(a.properties["n"]) >= acked[-1]
     assert ids_of(a) == [1, 2]
+
+
+def test_views_are_created_loaded_replaced_renamed_and_dropped(eddy):
+    from pyiceberg.view.metadata import SQLViewRepresentation, ViewVersion
+
+    cat = catalog(eddy)
+    ns = name("views")
+    cat.create_namespace(ns)
+    cat.create_table(f"{ns}.orders", SCHEMA)
+    sql = f"SELECT id FROM {ns}.orders WHERE id > 10"
+    version = ViewVersion(
+        version_id=1, schema_id=0, timestamp_ms=1_764_800_000_000,
+        summary={"engine-name": "pytest"},
+        representations=[SQLViewRepresentation(type="sql", sql=sql, dialect="spark")],
+        default_namespace=[ns])
+    view_schema = Schema(NestedField(1, "id", LongType(), required=False))
+    cat.create_view(f"{ns}.big_orders", view_schema, version)
+    assert cat.list_views(ns) == [(ns, "big_orders")]
+    assert cat.view_exists(f"{ns}.big_orders")
+    loaded = cat.load_view(f"{ns}.big_orders")
+    rep = loaded.metadata.versions[0].representations[0]
+    assert getattr(rep, "root", rep).sql == sql
+    # Tables and views share names: a table of that name is refused.
+    with pytest.raises(Exception):
+        cat.create_table(f"{ns}.big_orders", SCHEMA)
+
+    # Replace: a second version, made current, guarded by the view's UUID.
+    status, body = rest(eddy, "GET", f"/v1/namespaces/{ns}/views/big_orders")
+    assert status == 200
+    view_uuid = body["metadata"]["view-uuid"]
+    second = dict(body["metadata"]["versions"][0], **{"version-id": 2, "timestamp-ms": 1_764_800_001_000})
+    second["representations"] = [{"type": "sql", "sql": sql.replace("10", "20"), "dialect": "spark"}]
+    replace = {"requirements": [{"type": "assert-view-uuid", "uuid": view_uuid}],
+               "updates": [{"action": "add-view-version", "view-version": second},
+                           {"action": "set-current-view-version", "view-version-id": -1}]}
+    status, body = rest(eddy, "POST", f"/v1/namespaces/{ns}/views/big_orders", replace)
+    assert status == 200, body
+    assert body["metadata"]["current-version-id"] == 2
+    replace["requirements"][0]["uuid"] = str(uuid.uuid4())
+    status, body = rest(eddy, "POST", f"/v1/namespaces/{ns}/views/big_orders", replace)
+    assert status == 409, body
+
+    status, _ = rest(eddy, "POST", "/v1/views/rename",
+                     {"source": {"namespace": [ns], "name": "big_orders"},
+                      "destination": {"namespace": [ns], "name": "large_orders"}})
+    assert status == 204
+    assert cat.list_views(ns) == [(ns, "large_orders")]
+    renamed = cat.load_view(f"{ns}.large_orders")
+    assert renamed.metadata.current_version_id == 2
+    cat.drop_view(f"{ns}.large_orders")
+    assert cat.list_views(ns) == []
+    status, body = rest(eddy, "GET", f"/v1/namespaces/{ns}/views/large_orders")
+    assert status == 404 and body["error"]["type"] == "NoSuchViewException"

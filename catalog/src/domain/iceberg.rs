@@ -71,6 +71,16 @@ pub enum IcebergOp {
         /// Generation the change was built on.
         expected: u64,
     },
+    /// Drops a view's pointer and keeps its files (the old name of a renamed view).
+    /// Fails unless the stored one is at generation `expected`.
+    ForgetView {
+        /// Namespace.
+        namespace: String,
+        /// View name.
+        name: String,
+        /// Generation the change was built on.
+        expected: u64,
+    },
 }
 
 /// Checks a pointer's generation: the stored `found` (0: none) must be `expected`, and a
@@ -184,6 +194,25 @@ impl Tables<'_> {
                     None,
                 )?;
             }
+            IcebergOp::ForgetView {
+                namespace,
+                name,
+                expected,
+            } => {
+                let stored: Option<TableRecord> =
+                    get(self.s, ICEBERG_VIEWS, &table_key(namespace, name))?;
+                if stored.is_none() {
+                    return Err(CatalogError::PreconditionFailed(format!(
+                        "view {namespace}.{name} does not exist"
+                    )));
+                }
+                check_generation(
+                    &format!("view {namespace}.{name}"),
+                    stored.map_or(0, |t| t.generation),
+                    *expected,
+                    None,
+                )?;
+            }
         }
         Ok(())
     }
@@ -244,6 +273,12 @@ impl Tables<'_> {
             } => {
                 self.s
                     .remove(OTHER_TABLES, table_key(namespace, name).as_slice())?;
+            }
+            IcebergOp::ForgetView {
+                namespace, name, ..
+            } => {
+                self.s
+                    .remove(ICEBERG_VIEWS, table_key(namespace, name).as_slice())?;
             }
         }
         Ok(OpOutcome::Done)

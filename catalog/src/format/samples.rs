@@ -1312,6 +1312,14 @@ fn sample_user_table_ops() -> Vec<(&'static str, Op)> {
                 expected: 7,
             }),
         ),
+        (
+            "ForgetView",
+            Op::Iceberg(IcebergOp::ForgetView {
+                namespace: "sales".into(),
+                name: "top_customers".into(),
+                expected: 3,
+            }),
+        ),
     ]
 }
 

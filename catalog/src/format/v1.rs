@@ -779,6 +779,7 @@ pub fn op_for_record(op: &txn::Op) -> Option<Op> {
         | txn::Op::Iceberg(txn::IcebergOp::PutNamespace { .. })
         | txn::Op::Iceberg(txn::IcebergOp::PutView { .. })
         | txn::Op::Iceberg(txn::IcebergOp::ForgetTable { .. })
+        | txn::Op::Iceberg(txn::IcebergOp::ForgetView { .. })
         | txn::Op::Kafka(txn::KafkaOp::Append { .. })
         | txn::Op::Txn(txn::TxnOp::PutTxn { .. })
         | txn::Op::Txn(txn::TxnOp::DropTxn { .. })

@@ -4,7 +4,7 @@
 //!
 //! - **Log record payloads**: the same layout as formats 1 to 9, each op an [`Op`]:
 //!   variant 0 wraps a format-9 op unchanged (which may itself wrap an older one);
-//!   variants 1 to 3 are the namespace, view and forget-table ops.
+//!   variants 1 to 4 are the namespace, view, forget-table and forget-view ops.
 //! - **Store values**: [`NamespaceRecord`] in `namespaces` (checkpoint tag 30), keyed by
 //!   the namespace (its levels joined by 0x1F), and a view's record in `iceberg_views`
 //!   (tag 31), keyed like `other_tables` and encoded as format 3's [`v3::TableRecord`].
@@ -37,6 +37,12 @@ pub enum Op {
     },
     /// 3: `txn::IcebergOp::ForgetTable`.
     ForgetTable {
+        namespace: String,
+        name: String,
+        expected: u64,
+    },
+    /// 4: `txn::IcebergOp::ForgetView`.
+    ForgetView {
         namespace: String,
         name: String,
         expected: u64,
@@ -126,6 +132,15 @@ impl From<Op> for txn::Op {
                 name,
                 expected,
             }),
+            Op::ForgetView {
+                namespace,
+                name,
+                expected,
+            } => txn::Op::Iceberg(txn::IcebergOp::ForgetView {
+                namespace,
+                name,
+                expected,
+            }),
         }
     }
 }
@@ -159,6 +174,15 @@ pub fn op_for_record(op: &txn::Op) -> Op {
             name,
             expected,
         }) => Op::ForgetTable {
+            namespace: namespace.clone(),
+            name: name.clone(),
+            expected: *expected,
+        },
+        txn::Op::Iceberg(txn::IcebergOp::ForgetView {
+            namespace,
+            name,
+            expected,
+        }) => Op::ForgetView {
             namespace: namespace.clone(),
             name: name.clone(),
             expected: *expected,

@@ -9,6 +9,9 @@ use serde::Serialize;
 pub struct CatalogConfig {
     pub defaults: HashMap<String, String>,
     pub overrides: HashMap<String, String>,
+    /// The routes served, so clients (Iceberg Java 1.7 on) use views and multi-table
+    /// commits rather than assume a default set.
+    pub endpoints: Vec<&'static str>,
 }
 
 /// `GET /v1/namespaces`.

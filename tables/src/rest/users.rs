@@ -13,6 +13,7 @@ use super::{Request, Response, RestCatalog, json, no_content, query_param};
 use crate::warehouse::commit::{CommitTable, CommitTransaction};
 use crate::warehouse::namespaces::check_levels;
 use crate::warehouse::tables::{CreateTable, Loaded, RegisterTable, TableIdent};
+use crate::warehouse::views::{CommitView, CreateView, LoadedView};
 use crate::{TableError, TableResult};
 
 /// `CreateNamespaceRequest`.
@@ -58,6 +59,15 @@ struct TableResponse {
     config: Option<HashMap<String, String>>,
 }
 
+/// `LoadViewResult`.
+#[derive(Serialize)]
+#[serde(rename_all = "kebab-case")]
+struct ViewResponse {
+    metadata_location: String,
+    metadata: iceberg::spec::ViewMetadata,
+    config: HashMap<String, String>,
+}
+
 /// A JSON body, or 400 naming what is wrong with it.
 fn body<T: serde::de::DeserializeOwned>(b: &Bytes) -> TableResult<T> {
     serde_json::from_slice(b).map_err(|e| TableError::BadRequest(format!("request body: {e}")))
@@ -96,6 +106,17 @@ impl RestCatalog {
                     let from = check_levels(&b.source.namespace)?;
                     let to = check_levels(&b.destination.namespace)?;
                     w.rename_table(user, (&from, &b.source.name), (&to, &b.destination.name))
+                        .await?;
+                    Ok(no_content())
+                }
+                .await,
+            ),
+            ["v1", "views", "rename"] if m == Method::POST => Some(
+                async {
+                    let b: Rename = body(&req.body)?;
+                    let from = check_levels(&b.source.namespace)?;
+                    let to = check_levels(&b.destination.namespace)?;
+                    w.rename_view(user, (&from, &b.source.name), (&to, &b.destination.name))
                         .await?;
                     Ok(no_content())
                 }
@@ -207,17 +228,56 @@ impl RestCatalog {
                 Ok(no_content())
             }
             ["tables", _, "metrics"] if m == Method::POST => Ok(no_content()),
-            ["views"] if m == Method::GET => json(
-                StatusCode::OK,
-                &super::model::ListTables {
-                    identifiers: Vec::new(),
-                },
-            ),
+            ["views"] if m == Method::GET => {
+                let identifiers = w
+                    .list_views(user, ns)
+                    .await?
+                    .into_iter()
+                    .map(|name| super::model::TableIdentifier {
+                        namespace: levels.clone(),
+                        name,
+                    })
+                    .collect();
+                json(StatusCode::OK, &super::model::ListTables { identifiers })
+            }
+            ["views"] if m == Method::POST => {
+                let b: CreateView = body(&req.body)?;
+                let v = w.create_view(user, ns, b).await?;
+                self.view_response(req, user, v)
+            }
+            ["views", view] if m == Method::GET => {
+                let v = w.load_view(user, ns, view).await?;
+                self.view_response(req, user, v)
+            }
+            ["views", view] if m == Method::HEAD => {
+                w.load_view(user, ns, view).await?;
+                Ok(no_content())
+            }
+            ["views", view] if m == Method::POST => {
+                let b: CommitView = body(&req.body)?;
+                let v = w.replace_view(user, ns, view, b).await?;
+                self.view_response(req, user, v)
+            }
+            ["views", view] if m == Method::DELETE => {
+                w.drop_view(user, ns, view).await?;
+                Ok(no_content())
+            }
             _ => Err(TableError::NotFound(format!(
                 "no route for {m} {}",
                 req.path
             ))),
         }
+    }
+
+    fn view_response(&self, req: &Request, user: &str, v: LoadedView) -> TableResult<Response> {
+        json(
+            StatusCode::OK,
+            &ViewResponse {
+                metadata_location: v.metadata_location,
+                metadata: v.metadata,
+                config: self.file_io_config(req, user),
+            },
+        )
     }
 
     fn table_response(

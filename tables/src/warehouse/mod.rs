@@ -11,7 +11,7 @@ pub mod access;
 pub mod commit;
 pub mod namespaces;
 pub mod tables;
-
+pub mod views;
 use std::sync::Arc;
 
 use catalog::{BucketRecord, Catalog, CatalogError, Op, S3Op, Transaction};
