@@ -374,7 +374,8 @@ def test_views_are_created_loaded_replaced_renamed_and_dropped(eddy):
     rep = loaded.metadata.versions[0].representations[0]
     assert getattr(rep, "root", rep).sql == sql
     # Tables and views share names: a table of that name is refused.
-    with pytest.raises(Exception):
+    from pyiceberg.exceptions import TableAlreadyExistsError
+    with pytest.raises(TableAlreadyExistsError):
         cat.create_table(f"{ns}.big_orders", SCHEMA)
 
     # Replace: a second version, made current, guarded by the view's UUID.

@@ -112,6 +112,22 @@ impl Warehouse {
         Ok(())
     }
 
+    /// 409 when a table or a view has the name. The namespace's generation, read
+    /// before this check and raised by every create, makes a create that raced past it
+    /// fail its commit.
+    pub(crate) async fn name_is_free(&self, namespace: &str, name: &str) -> TableResult<()> {
+        let reads = self.catalog.iceberg();
+        if reads.other_table(namespace, name).await?.is_some()
+            || reads.view(namespace, name).await?.is_some()
+        {
+            return Err(TableError::Conflict(format!(
+                "{}.{name} already exists",
+                dotted(namespace)
+            )));
+        }
+        Ok(())
+    }
+
     /// Reads a `metadata.json` from Eddy's S3.
     pub async fn read_metadata(&self, location: &str) -> TableResult<TableMetadata> {
         let (bucket, key) = split_location(location)?;
@@ -195,19 +211,7 @@ impl Warehouse {
             &table_resource(namespace, &req.name),
             Some(&ns.owner),
         )?;
-        if self
-            .catalog
-            .iceberg()
-            .other_table(namespace, &req.name)
-            .await?
-            .is_some()
-        {
-            return Err(TableError::Conflict(format!(
-                "table {}.{} already exists",
-                dotted(namespace),
-                req.name
-            )));
-        }
+        self.name_is_free(namespace, &req.name).await?;
         let location = self
             .place(user, &ns, &req.name, req.location.as_deref())
             .await?;
@@ -323,6 +327,19 @@ impl Warehouse {
             }
             None => 0,
         };
+        if self
+            .catalog
+            .iceberg()
+            .view(namespace, &req.name)
+            .await?
+            .is_some()
+        {
+            return Err(TableError::Conflict(format!(
+                "{}.{} already exists (a view)",
+                dotted(namespace),
+                req.name
+            )));
+        }
         let metadata = self.read_metadata(&req.metadata_location).await?;
         let location = self
             .place(user, &ns, &req.name, Some(metadata.location()))
@@ -373,19 +390,7 @@ impl Warehouse {
             &table_resource(to.0, to.1),
             Some(&dst_ns.owner),
         )?;
-        if self
-            .catalog
-            .iceberg()
-            .other_table(to.0, to.1)
-            .await?
-            .is_some()
-        {
-            return Err(TableError::Conflict(format!(
-                "table {}.{} already exists",
-                dotted(to.0),
-                to.1
-            )));
-        }
+        self.name_is_free(to.0, to.1).await?;
         let mut staged = Staged::default();
         staged.bump_namespace(to.0, &dst_ns);
         staged.ops.push(Op::Iceberg(IcebergOp::ForgetTable {

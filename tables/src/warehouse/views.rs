@@ -124,25 +124,7 @@ impl Warehouse {
             &table_resource(namespace, &req.name),
             Some(&ns.owner),
         )?;
-        if self
-            .catalog
-            .iceberg()
-            .view(namespace, &req.name)
-            .await?
-            .is_some()
-            || self
-                .catalog
-                .iceberg()
-                .other_table(namespace, &req.name)
-                .await?
-                .is_some()
-        {
-            return Err(TableError::Conflict(format!(
-                "{}.{} already exists",
-                dotted(namespace),
-                req.name
-            )));
-        }
+        self.name_is_free(namespace, &req.name).await?;
         let location = self
             .place(user, &ns, &req.name, req.location.as_deref())
             .await?;
@@ -344,20 +326,7 @@ impl Warehouse {
             &table_resource(to.0, to.1),
             Some(&dst_ns.owner),
         )?;
-        if self.catalog.iceberg().view(to.0, to.1).await?.is_some()
-            || self
-                .catalog
-                .iceberg()
-                .other_table(to.0, to.1)
-                .await?
-                .is_some()
-        {
-            return Err(TableError::Conflict(format!(
-                "{}.{} already exists",
-                dotted(to.0),
-                to.1
-            )));
-        }
+        self.name_is_free(to.0, to.1).await?;
         let mut staged = Staged::default();
         staged.bump_namespace(to.0, &dst_ns);
         staged.ops.push(Op::Iceberg(IcebergOp::ForgetView {
