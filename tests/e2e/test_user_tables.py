@@ -405,3 +405,99 @@ def test_views_are_created_loaded_replaced_renamed_and_dropped(eddy):
     assert cat.list_views(ns) == []
     status, body = rest(eddy, "GET", f"/v1/namespaces/{ns}/views/large_orders")
     assert status == 404 and body["error"]["type"] == "NoSuchViewException"
+
+
+def sink_commit(eddy, table, ns, name_, df, group, offsets):
+    """One step of an exactly-once sink: PyIceberg writes the data files and builds the
+    snapshot; the snapshot and the Kafka offsets it covers go in one multi-table commit."""
+    from pyiceberg.table import CommitTableRequest, TableIdentifier
+
+    txn = table.transaction()
+    txn.append(df)
+    change = CommitTableRequest(identifier=TableIdentifier(namespace=[ns], name=name_),
+                                requirements=txn._requirements, updates=txn._updates)
+    return rest(eddy, "POST", "/v1/transactions/commit", {
+        "table-changes": [json.loads(change.model_dump_json(by_alias=True, exclude_none=True))],
+        "eddy-kafka-offsets": {"group-id": group, "offsets": [
+            {"topic": t, "partition": p, "offset": o} for (t, p), o in offsets.items()]},
+    })
+
+
+def test_a_sink_commits_rows_and_kafka_offsets_together_exactly_once(eddy):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic, group = name("clicks"), name("sink")
+    admin = AdminClient({"bootstrap.servers": eddy.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=30)
+    p = Producer({"bootstrap.servers": eddy.bootstrap})
+    for i in range(30):
+        p.produce(topic, value=str(i).encode())
+    assert p.flush(30) == 0
+    cat = catalog(eddy)
+    ns = name("sinks")
+    cat.create_namespace(ns)
+    cat.create_table(f"{ns}.clicks", SCHEMA)
+
+    def consumer():
+        # The group's committed offset is where the sink resumes; it reads with
+        # assign(), so the group has no members for Kafka to coordinate.
+        c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": group,
+                      "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+        committed = c.committed([TopicPartition(topic, 0)], timeout=30)[0].offset
+        c.assign([TopicPartition(topic, 0, max(committed, 0))])
+        return c
+
+    def batch(c, n):
+        got = []
+        while len(got) < n:
+            m = c.poll(10)
+            assert m is not None and m.error() is None
+            got.append(m)
+        return got
+
+    def step(c, crash=False):
+        msgs = batch(c, 10)
+        df = rows([int(m.value()) for m in msgs])
+        table = cat.load_table(f"{ns}.clicks")
+        if crash:
+            # The data files are written, the commit never sent: the sink died here.
+            txn = table.transaction()
+            txn.append(df)
+            return None
+        return sink_commit(eddy, table, ns, "clicks", df, group,
+                           {(topic, 0): msgs[-1].offset() + 1})
+
+    c = consumer()
+    assert step(c)[0] == 204
+    step(c, crash=True)
+    c.close()
+    c = consumer()  # restarted: resumes after the first batch
+    assert step(c)[0] == 204
+    assert step(c)[0] == 204
+    c.close()
+    assert ids_of(cat.load_table(f"{ns}.clicks")) == list(range(30))
+    c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": group})
+    assert c.committed([TopicPartition(topic, 0)], timeout=30)[0].offset == 30
+    c.close()
+
+    # A zombie built on an old snapshot: its rows and its offsets are refused together.
+    stale = cat.load_table(f"{ns}.clicks")
+    cat.load_table(f"{ns}.clicks").append(rows([100]))
+    status, body = sink_commit(eddy, stale, ns, "clicks", rows([99]), group, {(topic, 0): 5})
+    assert status == 409, body
+    c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": group})
+    assert c.committed([TopicPartition(topic, 0)], timeout=30)[0].offset == 30
+    c.close()
+    assert 99 not in ids_of(cat.load_table(f"{ns}.clicks"))
+
+    # A group Kafka consumers coordinate is not one to commit table offsets under.
+    member = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": group + "-live",
+                       "auto.offset.reset": "earliest"})
+    member.subscribe([topic])
+    assert member.poll(30) is not None
+    member.commit(asynchronous=False)
+    status, body = sink_commit(eddy, cat.load_table(f"{ns}.clicks"), ns, "clicks", rows([7]),
+                               group + "-live", {(topic, 0): 1})
+    assert status == 409 and "coordinated by Kafka consumers" in body["error"]["message"]
+    member.close()

@@ -124,8 +124,19 @@ impl RestCatalog {
             ),
             ["v1", "transactions", "commit"] if m == Method::POST => Some(
                 async {
-                    let b: CommitTransaction = body(&req.body)?;
-                    w.commit_transaction(user, b).await?;
+                    let mut b: CommitTransaction = body(&req.body)?;
+                    let offsets = match b.eddy_kafka_offsets.take() {
+                        Some(o) => {
+                            crate::warehouse::offsets::ops(
+                                self.tabler.catalog().as_ref(),
+                                o,
+                                |kind, name| self.may_read_kafka(user, kind, name),
+                            )
+                            .await?
+                        }
+                        None => Vec::new(),
+                    };
+                    w.commit_transaction(user, b, offsets).await?;
                     Ok(no_content())
                 }
                 .await,
@@ -267,6 +278,21 @@ impl RestCatalog {
                 req.path
             ))),
         }
+    }
+
+    /// Whether `user` may `KafkaRead` a group or topic of this catalog's view.
+    fn may_read_kafka(&self, user: &str, kind: &str, name: &str) -> bool {
+        let context = iam::Context::default();
+        let resource = format!("vast:kafka:{kind}:{}:{name}", self.view);
+        self.tokens.directory().allows_kafka(
+            Some(user),
+            &iam::Request {
+                action: "KafkaRead",
+                resource: &resource,
+                principal: Some(user),
+                context: &context,
+            },
+        )
     }
 
     fn view_response(&self, req: &Request, user: &str, v: LoadedView) -> TableResult<Response> {

@@ -37,6 +37,9 @@ pub struct CommitTable {
 pub struct CommitTransaction {
     /// One commit per table.
     pub table_changes: Vec<CommitTable>,
+    /// Kafka consumer offsets committed with the tables (Eddy's extension).
+    #[serde(default)]
+    pub eddy_kafka_offsets: Option<super::offsets::KafkaOffsets>,
 }
 
 /// What one catalog transaction will do: its ops and the metadata files it publishes.
@@ -120,9 +123,15 @@ impl Warehouse {
         Ok(loaded)
     }
 
-    /// Commits to several tables at once: all or none.
-    pub async fn commit_transaction(&self, user: &str, req: CommitTransaction) -> TableResult<()> {
+    /// Commits to several tables at once, with `also` (Kafka offsets): all or none.
+    pub async fn commit_transaction(
+        &self,
+        user: &str,
+        req: CommitTransaction,
+        also: Vec<Op>,
+    ) -> TableResult<()> {
         let mut staged = Staged::default();
+        staged.ops.extend(also);
         let mut seen = HashSet::new();
         for change in req.table_changes {
             let ident = change.identifier.clone().ok_or_else(|| {

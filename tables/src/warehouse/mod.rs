@@ -3,13 +3,15 @@
 //! spec and sort order, committed with requirements and updates (a commit moves the
 //! table's pointer only from the generation it was read at, so of two racing writers one
 //! gets 409 and retries), renamed, dropped with or without purge, registered, views, and
-//! commits across tables that land whole or not at all. Writers put data and manifest
+//! commits across tables that land whole or not at all, Kafka consumer offsets with them
+//! (`offsets`). Writers put data and manifest
 //! files into Eddy's S3 with their own keys; the catalog writes each `metadata.json` in
 //! the same catalog transaction that moves the pointer.
 
 pub mod access;
 pub mod commit;
 pub mod namespaces;
+pub mod offsets;
 pub mod tables;
 pub mod views;
 use std::sync::Arc;
