@@ -197,6 +197,10 @@ pub struct ServeArgs {
     /// (default 30).
     #[arg(long, env = "EDDY_TABLE_SEAL_AGE_SECS")]
     pub table_seal_age_secs: Option<u64>,
+    /// Users' Iceberg tables are maintained (snapshot expiry, orphan-file removal, as
+    /// each table's properties say) every this many seconds (default 3600).
+    #[arg(long, env = "EDDY_TABLE_MAINTENANCE_SECS")]
+    pub table_maintenance_secs: Option<u64>,
     /// The background tabler seals a topic once this many MiB were stored in it since
     /// its last seal (default 64).
     #[arg(long, env = "EDDY_TABLE_SEAL_MB")]
@@ -266,6 +270,7 @@ pub struct FileConfig {
     notify_ce_type_prefix: Option<String>,
     table_snapshot_max_age_secs: Option<u64>,
     table_seal_age_secs: Option<u64>,
+    table_maintenance_secs: Option<u64>,
     table_seal_mb: Option<u64>,
     max_connections: Option<usize>,
     idle_timeout_secs: Option<u64>,
@@ -426,6 +431,8 @@ pub struct ServeConfig {
     pub table_snapshot_max_age: std::time::Duration,
     /// Age of untabled data after which the background tabler seals a topic.
     pub table_seal_age: std::time::Duration,
+    /// How often users' Iceberg tables are maintained.
+    pub table_maintenance: std::time::Duration,
     /// Bytes stored since a topic's last seal after which the background tabler seals it.
     pub table_seal_bytes: u64,
 }
@@ -829,6 +836,12 @@ impl ServeArgs {
                 self.table_seal_age_secs
                     .or(file.table_seal_age_secs)
                     .unwrap_or(30)
+                    .max(1),
+            ),
+            table_maintenance: std::time::Duration::from_secs(
+                self.table_maintenance_secs
+                    .or(file.table_maintenance_secs)
+                    .unwrap_or(3600)
                     .max(1),
             ),
             table_seal_bytes: self

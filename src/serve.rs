@@ -295,6 +295,19 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             )
         })
         .collect();
+    // Users' tables are maintained on the background runtime, each catalog's own.
+    let mut maintenance = vec![background.spawn(tables::warehouse::maintenance::run(
+        iceberg.warehouse().clone(),
+        config.table_maintenance,
+        stop_rx.clone(),
+    ))];
+    for (_, c) in &view_icebergs {
+        maintenance.push(background.spawn(tables::warehouse::maintenance::run(
+            c.warehouse().clone(),
+            config.table_maintenance,
+            stop_rx.clone(),
+        )));
+    }
     tasks.spawn(http::serve(
         "http",
         http_listener,
@@ -399,7 +412,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let _ = scrub.await;
     let _ = lifecycle.await;
     let _ = sealing.await;
-    for s in view_sealing {
+    for s in view_sealing.into_iter().chain(maintenance) {
         let _ = s.await;
     }
     background.stop().await;

@@ -7,6 +7,7 @@ a user without a policy is refused in someone else's namespace."""
 import json
 import subprocess
 import threading
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -501,3 +502,54 @@ def test_a_sink_commits_rows_and_kafka_offsets_together_exactly_once(eddy):
                                group + "-live", {(topic, 0): 1})
     assert status == 409 and "coordinated by Kafka consumers" in body["error"]["message"]
     member.close()
+
+
+def test_maintenance_expires_snapshots_and_removes_orphans_as_the_table_says(tmp_path):
+    from conftest import new_eddy
+
+    server = new_eddy(tmp_path, extra_args=["--table-maintenance-secs", "1"]).start()
+    try:
+        cat = catalog(server)
+        ns = name("tidy")
+        cat.create_namespace(ns)
+        t = cat.create_table(f"{ns}.t", SCHEMA, properties={
+            "history.expire.max-snapshot-age-ms": "1",
+            "history.expire.min-snapshots-to-keep": "2",
+            "eddy.maintenance.orphan-files-older-than-ms": "1000"})
+        for i in range(5):
+            t.append(rows([i]))
+        kept = cat.create_table(f"{ns}.kept", SCHEMA, properties={
+            "eddy.maintenance.expire-snapshots": "false",
+            "eddy.maintenance.orphan-files-older-than-ms": "-1"})
+        for i in range(3):
+            kept.append(rows([i]))
+        bucket, prefix = t.location().removeprefix("s3://").split("/", 1)
+        stray = f"{prefix}/data/stray-upload.parquet"
+        s3(server).put_object(Bucket=bucket, Key=stray, Body=b"never committed")
+        kept_prefix = kept.location().removeprefix("s3://").split("/", 1)[1]
+        s3(server).put_object(Bucket=bucket, Key=f"{kept_prefix}/data/stray.parquet", Body=b"x")
+
+        def expired():
+            return len(cat.load_table(f"{ns}.t").snapshots()) == 2 \
+                and stray not in keys_under(server, bucket, prefix + "/")
+
+        deadline = time.monotonic() + 60
+        while not expired():
+            assert time.monotonic() < deadline, cat.load_table(f"{ns}.t").snapshots()
+            time.sleep(0.5)
+        t = cat.load_table(f"{ns}.t")
+        # The rows are all there; only history went.
+        assert ids_of(t) == [0, 1, 2, 3, 4]
+        oldest = min(t.snapshots(), key=lambda snap: snap.sequence_number)
+        assert t.scan(snapshot_id=oldest.snapshot_id).to_arrow().num_rows == 4
+        # Every object left under the table is one it references.
+        keys = set(keys_under(server, bucket, prefix + "/"))
+        manifests = {t.metadata_location} | {s.manifest_list for s in t.snapshots()}
+        assert {f"s3://{bucket}/{k}" for k in keys} >= manifests
+        assert not any("stray" in k for k in keys)
+        # The table that turned maintenance off keeps its history and its stray file.
+        kept = cat.load_table(f"{ns}.kept")
+        assert len(kept.snapshots()) == 3
+        assert f"{kept_prefix}/data/stray.parquet" in keys_under(server, bucket, kept_prefix + "/")
+    finally:
+        server.stop()

@@ -136,6 +136,11 @@ impl RestCatalog {
         }
     }
 
+    /// Users' namespaces, tables and views.
+    pub fn warehouse(&self) -> &Arc<Warehouse> {
+        &self.warehouse
+    }
+
     /// The bearer tokens it grants (the admin API checks them too).
     pub fn tokens(&self) -> &Arc<Tokens> {
         &self.tokens

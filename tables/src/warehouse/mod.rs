@@ -10,6 +10,7 @@
 
 pub mod access;
 pub mod commit;
+pub mod maintenance;
 pub mod namespaces;
 pub mod offsets;
 pub mod tables;

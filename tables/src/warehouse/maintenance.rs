@@ -1,0 +1,298 @@
+//! Table maintenance on the server, as S3 Tables runs it for its users: snapshot expiry
+//! and the removal of files no snapshot references, per table, on a schedule. A table
+//! sets its own limits with properties: Iceberg's `history.expire.max-snapshot-age-ms`
+//! (default 5 days) and `history.expire.min-snapshots-to-keep` (default 1), and Eddy's
+//! `eddy.maintenance.expire-snapshots` (`false` turns expiry off) and
+//! `eddy.maintenance.orphan-files-older-than-ms` (default 3 days; `-1` turns removal
+//! off). Expiry never removes the current snapshot, a branch's or tag's head, or the
+//! newest ancestors the table keeps; it commits like any writer (the pointer moves from
+//! the generation it was read at), with the deletion of the files only the expired
+//! snapshots referenced in the same transaction. An orphan is an object under the
+//! table's location that the table does not reference and that is older than the limit,
+//! so a writer's uploaded but not yet committed files are left alone.
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use catalog::{IcebergOp, Op, S3Op, TableRecord};
+use iceberg::spec::{FormatVersion, Manifest, ManifestList, TableMetadata};
+use tokio::sync::watch;
+
+use super::commit::Staged;
+use super::{Warehouse, split_location};
+use crate::{TableError, TableResult};
+
+const DAY_MS: i64 = 24 * 3600 * 1000;
+
+/// A table's maintenance settings, from its properties.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// Whether snapshots expire.
+    pub expire: bool,
+    /// Snapshots older than this expire.
+    pub max_snapshot_age_ms: i64,
+    /// The newest ancestors of the current snapshot always kept.
+    pub min_snapshots_to_keep: usize,
+    /// Unreferenced objects older than this are removed (`None`: never).
+    pub orphans_older_than_ms: Option<i64>,
+}
+
+impl Settings {
+    /// The settings a table's properties give (a malformed value: the default).
+    pub fn of(metadata: &TableMetadata) -> Self {
+        let p = metadata.properties();
+        let num = |k: &str, d: i64| p.get(k).and_then(|v| v.parse::<i64>().ok()).unwrap_or(d);
+        let orphans = num("eddy.maintenance.orphan-files-older-than-ms", 3 * DAY_MS);
+        Self {
+            expire: p
+                .get("eddy.maintenance.expire-snapshots")
+                .is_none_or(|v| !v.eq_ignore_ascii_case("false")),
+            max_snapshot_age_ms: num("history.expire.max-snapshot-age-ms", 5 * DAY_MS),
+            min_snapshots_to_keep: num("history.expire.min-snapshots-to-keep", 1).max(1) as usize,
+            orphans_older_than_ms: (orphans >= 0).then_some(orphans),
+        }
+    }
+}
+
+/// What one pass did to one table.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Outcome {
+    /// Snapshots expired.
+    pub expired_snapshots: usize,
+    /// Objects deleted.
+    pub removed_files: usize,
+}
+
+/// Snapshots to expire: older than the limit, not the head of a branch or tag, and not
+/// among the newest `min_snapshots_to_keep` ancestors of the current snapshot.
+pub fn expirable(metadata: &TableMetadata, s: &Settings, now_ms: i64) -> Vec<i64> {
+    let mut keep: HashSet<i64> = HashSet::new();
+    if let Ok(serde_json::Value::Object(m)) = serde_json::to_value(metadata)
+        && let Some(serde_json::Value::Object(refs)) = m.get("refs")
+    {
+        keep.extend(
+            refs.values()
+                .filter_map(|r| r.get("snapshot-id").and_then(|v| v.as_i64())),
+        );
+    }
+    let mut at = metadata.current_snapshot_id();
+    for _ in 0..s.min_snapshots_to_keep {
+        let Some(id) = at else { break };
+        keep.insert(id);
+        at = metadata
+            .snapshot_by_id(id)
+            .and_then(|snap| snap.parent_snapshot_id());
+    }
+    metadata
+        .snapshots()
+        .filter(|snap| {
+            snap.timestamp_ms() < now_ms - s.max_snapshot_age_ms
+                && !keep.contains(&snap.snapshot_id())
+        })
+        .map(|snap| snap.snapshot_id())
+        .collect()
+}
+
+impl Warehouse {
+    async fn read_location(&self, location: &str) -> TableResult<Vec<u8>> {
+        let (bucket, key) = split_location(location)?;
+        let catalog = self.catalog.clone();
+        crate::seal::blocking(move || {
+            crate::seal::wait(crate::objects::read(catalog.as_ref(), &bucket, &key))
+        })
+        .await
+    }
+
+    /// Every file `metadata` references: metadata files (current and logged),
+    /// statistics, and each snapshot's manifest list, manifests and data and delete
+    /// files.
+    async fn referenced(
+        &self,
+        metadata: &TableMetadata,
+        metadata_location: &str,
+    ) -> TableResult<HashSet<String>> {
+        let mut out: HashSet<String> = HashSet::new();
+        out.insert(metadata_location.to_owned());
+        out.extend(
+            metadata
+                .metadata_log()
+                .iter()
+                .map(|l| l.metadata_file.clone()),
+        );
+        out.extend(
+            metadata
+                .statistics_iter()
+                .map(|s| s.statistics_path.clone()),
+        );
+        out.extend(
+            metadata
+                .partition_statistics_iter()
+                .map(|s| s.statistics_path.clone()),
+        );
+        let mut manifests: BTreeSet<String> = BTreeSet::new();
+        let version = metadata.format_version();
+        for snap in metadata.snapshots() {
+            let list = snap.manifest_list().to_owned();
+            let bytes = self.read_location(&list).await?;
+            let parsed = ManifestList::parse_with_version(
+                &bytes,
+                if version == FormatVersion::V1 {
+                    FormatVersion::V1
+                } else {
+                    FormatVersion::V2
+                },
+            )?;
+            manifests.extend(parsed.entries().iter().map(|m| m.manifest_path.clone()));
+            out.insert(list);
+        }
+        for m in manifests {
+            let bytes = self.read_location(&m).await?;
+            let (entries, _) = Manifest::parse_avro(&bytes)?.into_parts();
+            out.extend(entries.iter().map(|e| e.data_file().file_path().to_owned()));
+            out.insert(m);
+        }
+        Ok(out)
+    }
+
+    /// One maintenance pass over one table.
+    pub async fn maintain(&self, namespace: &str, name: &str, now_ms: i64) -> TableResult<Outcome> {
+        let Some(rec) = self.catalog.iceberg().other_table(namespace, name).await? else {
+            return Ok(Outcome::default());
+        };
+        let current = self.read_metadata(&rec.metadata_location).await?;
+        let settings = Settings::of(&current);
+        let before = self.referenced(&current, &rec.metadata_location).await?;
+        let expired = if settings.expire {
+            expirable(&current, &settings, now_ms)
+        } else {
+            Vec::new()
+        };
+        let mut outcome = Outcome::default();
+        let mut staged = Staged::default();
+        let (after, live_location) = if expired.is_empty() {
+            (before.clone(), rec.metadata_location.clone())
+        } else {
+            let metadata = current
+                .clone()
+                .into_builder(Some(rec.metadata_location.clone()))
+                .remove_snapshots(&expired)
+                .build()
+                .map_err(TableError::Iceberg)?
+                .metadata;
+            let (bucket, _) = split_location(&rec.metadata_location)?;
+            let key = format!(
+                "{}metadata/{:05}-{}.metadata.json",
+                rec.prefix,
+                rec.generation,
+                uuid::Uuid::new_v4()
+            );
+            let location = format!("s3://{bucket}/{key}");
+            staged.write(self.catalog.as_ref(), &bucket, key, &metadata)?;
+            staged.ops.push(Op::Iceberg(IcebergOp::PutTable {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+                expected: rec.generation,
+                table: Some(TableRecord {
+                    generation: rec.generation + 1,
+                    metadata_location: location.clone(),
+                    ..rec.clone()
+                }),
+            }));
+            outcome.expired_snapshots = expired.len();
+            (self.referenced(&metadata, &location).await?, location)
+        };
+        // Files the expired snapshots alone referenced were committed once, so no
+        // writer is still putting them: they go with the expiry.
+        let mut doomed: BTreeSet<String> = before.difference(&after).cloned().collect();
+        if let Some(age) = settings.orphans_older_than_ms {
+            let prefix = rec.prefix.clone();
+            let mut start: Option<String> = None;
+            loop {
+                let page = self
+                    .catalog
+                    .s3()
+                    .list_objects(&rec.bucket, &prefix, start.as_deref(), 1000)
+                    .await?;
+                let Some((last, _)) = page.last() else { break };
+                start = Some(last.clone());
+                for (key, v) in &page {
+                    let location = format!("s3://{}/{key}", rec.bucket);
+                    if !after.contains(&location)
+                        && location != live_location
+                        && v.last_modified_ms < now_ms - age
+                    {
+                        doomed.insert(location);
+                    }
+                }
+                if page.len() < 1000 {
+                    break;
+                }
+            }
+        }
+        for location in doomed {
+            let (bucket, key) = split_location(&location)?;
+            if bucket != rec.bucket || !key.starts_with(&rec.prefix) {
+                continue;
+            }
+            if let Some(v) = self.catalog.s3().object(&bucket, &key).await? {
+                staged.ops.push(Op::S3(S3Op::DeleteObjectVersion {
+                    bucket,
+                    key,
+                    version_id: v.version_id,
+                }));
+                outcome.removed_files += 1;
+            }
+        }
+        if !staged.ops.is_empty() {
+            self.commit_staged(staged).await?;
+        }
+        Ok(outcome)
+    }
+
+    /// One pass over every users' table.
+    pub async fn maintain_all(&self, now_ms: i64) -> TableResult<Outcome> {
+        let mut total = Outcome::default();
+        let users: HashSet<String> = self
+            .catalog
+            .iceberg()
+            .namespaces()
+            .await?
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        for (ns, name, _) in self.catalog.iceberg().other_tables().await? {
+            if !users.contains(&ns) || self.not_expansions(&ns, &name).await.is_err() {
+                continue;
+            }
+            match self.maintain(&ns, &name, now_ms).await {
+                Ok(o) => {
+                    if o != Outcome::default() {
+                        tracing::info!(namespace = %super::access::dotted(&ns), table = %name,
+                            expired = o.expired_snapshots, removed = o.removed_files, "table maintained");
+                    }
+                    total.expired_snapshots += o.expired_snapshots;
+                    total.removed_files += o.removed_files;
+                }
+                // A writer moved the table meanwhile: the next pass retries.
+                Err(TableError::CommitFailed(_)) => {}
+                Err(e) => tracing::warn!(namespace = %super::access::dotted(&ns), table = %name,
+                    error = %e, "table maintenance failed"),
+            }
+        }
+        Ok(total)
+    }
+}
+
+/// Runs maintenance passes every `every` until `stop` flips.
+pub async fn run(warehouse: Arc<Warehouse>, every: Duration, mut stop: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = stop.changed() => return,
+        }
+        if let Err(e) = warehouse.maintain_all(crate::now_ms()).await {
+            tracing::warn!(error = %e, "table maintenance pass failed");
+        }
+    }
+}
