@@ -135,6 +135,8 @@ async fn rest_request(to: Rest, path: String, req: Request<Incoming>) -> Reply {
     let host = header(hyper::header::HOST);
     let method = req.method().clone();
     let query = req.uri().query().map(str::to_owned);
+    let raw_path = req.uri().path().to_owned();
+    let headers = req.headers().clone();
     let body = match Limited::new(req.into_body(), MAX_REST_BODY).collect().await {
         Ok(b) => b.to_bytes(),
         Err(_) => {
@@ -148,6 +150,8 @@ async fn rest_request(to: Rest, path: String, req: Request<Incoming>) -> Reply {
     let req = tables::rest::Request {
         method,
         path,
+        raw_path,
+        headers,
         query,
         authorization,
         host,

@@ -10,6 +10,7 @@
 
 pub mod auth;
 mod model;
+mod sigv4;
 mod users;
 
 use std::collections::HashMap;
@@ -30,6 +31,10 @@ pub struct Request {
     pub method: Method,
     /// Path below the catalog URI, such as `/v1/config`.
     pub path: String,
+    /// The whole path as it came over the wire, percent-encoded (SigV4 signs it).
+    pub raw_path: String,
+    /// Every header (SigV4 signs some).
+    pub headers: http::HeaderMap,
     /// Raw query string.
     pub query: Option<String>,
     /// The `Authorization` header.
@@ -161,6 +166,16 @@ impl RestCatalog {
     pub async fn handle(&self, req: Request) -> Response {
         let result = if req.path == "/v1/oauth/tokens" {
             return self.token(&req);
+        } else if req
+            .authorization
+            .as_deref()
+            .is_some_and(|a| a.starts_with("AWS4-HMAC-SHA256 "))
+        {
+            let dir = self.tokens.directory();
+            match sigv4::verify(&req, |k| dir.s3_secret(k), std::time::SystemTime::now()) {
+                Ok(user) => self.route(&req, &user).await,
+                Err(e) => Err(e),
+            }
         } else {
             match self.tokens.check(req.authorization.as_deref()) {
                 Ok(user) => self.route(&req, &user).await,
