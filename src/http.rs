@@ -157,10 +157,17 @@ async fn rest_request(to: Rest, path: String, req: Request<Incoming>) -> Reply {
         host,
         body,
     };
+    let head = req.method == Method::HEAD;
     let r = match to {
         Rest::Iceberg(iceberg) => iceberg.handle(req).await,
         Rest::Admin(admin) => admin.handle(req).await,
     };
+    if head {
+        // A HEAD answer has no body, so it names no body type either.
+        let mut out = reply(r.status, "", Bytes::new());
+        out.headers_mut().remove(hyper::header::CONTENT_TYPE);
+        return out;
+    }
     reply(r.status, "application/json", r.body)
 }
 

@@ -89,7 +89,8 @@ impl TableError {
             TableError::NoSuchNamespace(_) => (StatusCode::NOT_FOUND, "NoSuchNamespaceException"),
             TableError::NoSuchTable(_) => (StatusCode::NOT_FOUND, "NoSuchTableException"),
             TableError::NoSuchView(_) => (StatusCode::NOT_FOUND, "NoSuchViewException"),
-            TableError::NoSuchWarehouse(_) => (StatusCode::NOT_FOUND, "NoSuchWarehouseException"),
+            // The spec documents 400 for a `/v1/config` naming a warehouse there is not.
+            TableError::NoSuchWarehouse(_) => (StatusCode::BAD_REQUEST, "BadRequestException"),
             TableError::NotFound(_) => (StatusCode::NOT_FOUND, "NotFoundException"),
             TableError::Forbidden(_) => (StatusCode::FORBIDDEN, "ForbiddenException"),
             TableError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "NotAuthorizedException"),

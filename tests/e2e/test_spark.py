@@ -142,11 +142,6 @@ def test_time_travel_to_an_older_snapshot(eddy, spark):
     assert df.count() == len(first)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "server: GET /iceberg/v1/namespaces/kafka_topics%1F<topic>/tables/snapshots answers 404 "
-    "NoSuchNamespaceException; Iceberg's SparkCatalog resolves <topic>.snapshots as a metadata "
-    "table only after a NoSuchTableException (as the reference REST server answers), so Spark "
-    "fails with 'namespace does not exist: kafka_topics.<topic>'"))
 def test_metadata_tables(eddy, spark):
     topic = topic_name("meta")
     create(eddy, topic, 1)

@@ -93,6 +93,7 @@ const ENDPOINTS: &[&str] = &[
     "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
     "POST /v1/{prefix}/namespaces/{namespace}/register",
     "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
     "POST /v1/{prefix}/tables/rename",
     "POST /v1/{prefix}/transactions/commit",
     "GET /v1/{prefix}/namespaces/{namespace}/views",
@@ -205,17 +206,30 @@ impl RestCatalog {
                 } else {
                     parent.split('\u{1f}').count() + 1
                 };
-                let namespaces = self
-                    .namespaces()
-                    .await?
+                let all = self.namespaces().await?;
+                if !parent.is_empty() && !all.contains(&parent) {
+                    return Err(TableError::NoSuchNamespace(parent.replace('\u{1f}', ".")));
+                }
+                let names: Vec<String> = all
                     .into_iter()
-                    .map(|n| n.split('\u{1f}').map(str::to_owned).collect::<Vec<_>>())
-                    .filter(|levels| {
+                    .filter(|n| {
+                        let levels: Vec<&str> = n.split('\u{1f}').collect();
                         levels.len() == depth
                             && (parent.is_empty() || levels[..depth - 1].join("\u{1f}") == parent)
                     })
                     .collect();
-                json(StatusCode::OK, &ListNamespaces { namespaces })
+                let (names, next_page_token) = page(names, req.query.as_deref())?;
+                let namespaces = names
+                    .iter()
+                    .map(|n| n.split('\u{1f}').map(str::to_owned).collect())
+                    .collect();
+                json(
+                    StatusCode::OK,
+                    &ListNamespaces {
+                        namespaces,
+                        next_page_token,
+                    },
+                )
             }
             ["v1", "namespaces", ns] if m == Method::GET => {
                 self.check_namespace(ns).await?;
@@ -254,17 +268,13 @@ impl RestCatalog {
                         .map(|(_, name, _)| name)
                         .collect()
                 };
-                let identifiers = names
-                    .into_iter()
-                    .map(|name| TableIdentifier {
-                        namespace: vec![(*ns).to_owned()],
-                        name,
-                    })
-                    .collect();
-                json(StatusCode::OK, &ListTables { identifiers })
+                json(
+                    StatusCode::OK,
+                    &ListTables::page(&[(*ns).to_owned()], names, req.query.as_deref())?,
+                )
             }
             ["v1", "namespaces", ns, "tables", table] if m == Method::GET => {
-                self.check_namespace(ns).await?;
+                self.check_table_namespace(ns, table).await?;
                 if *ns == NAMESPACE {
                     self.must(user, "KafkaRead", table)?;
                     self.load_table(req, user, table).await
@@ -273,7 +283,7 @@ impl RestCatalog {
                 }
             }
             ["v1", "namespaces", ns, "tables", table] if m == Method::HEAD => {
-                self.check_namespace(ns).await?;
+                self.check_table_namespace(ns, table).await?;
                 let exists = if *ns == NAMESPACE {
                     self.must(user, "KafkaDescribe", table)?;
                     self.tabler.catalog().kafka().topic(table).await?.is_some()
@@ -297,10 +307,25 @@ impl RestCatalog {
                 crate::expansion::manage::drop_table(&self.tabler, ns, table).await?;
                 Ok(no_content())
             }
+            // No views outside users' namespaces.
+            ["v1", "namespaces", ns, "views"] if m == Method::GET => {
+                self.check_namespace(ns).await?;
+                json(
+                    StatusCode::OK,
+                    &ListTables::page(&[(*ns).to_owned()], Vec::new(), req.query.as_deref())?,
+                )
+            }
+            ["v1", "namespaces", ns, "views", view] if m == Method::GET || m == Method::HEAD => {
+                self.check_namespace(ns).await?;
+                Err(TableError::NoSuchView(format!(
+                    "{}.{view}",
+                    ns.replace('\u{1f}', ".")
+                )))
+            }
             ["v1", "namespaces", ns, "tables", table, "metrics"] if m == Method::POST => {
                 // Engines report scan metrics after reading; nothing to keep.
-                self.check_namespace(ns).await?;
-                let _ = table;
+                self.check_table_namespace(ns, table).await?;
+                check_metrics_report(&req.body)?;
                 Ok(no_content())
             }
             ["v1", "namespaces", ..] | ["v1", "tables", ..] | ["v1", "transactions", ..]
@@ -337,6 +362,18 @@ impl RestCatalog {
             }
         }
         Ok(out)
+    }
+
+    /// A table in a namespace there is not is a table there is not: 404
+    /// `NoSuchTableException`, which Iceberg's clients take as the cue to try
+    /// `<ns>.<table>` as table `<ns>`'s metadata table (`orders.snapshots` in Spark).
+    async fn check_table_namespace(&self, ns: &str, table: &str) -> TableResult<()> {
+        match self.check_namespace(ns).await {
+            Err(TableError::NoSuchNamespace(n)) => {
+                Err(TableError::NoSuchTable(format!("{n}.{table}")))
+            }
+            other => other,
+        }
     }
 
     async fn check_namespace(&self, ns: &str) -> TableResult<()> {
@@ -558,6 +595,75 @@ pub fn segments(path: &str) -> Vec<String> {
 
 fn no_such_table(table: &str) -> TableError {
     TableError::NoSuchTable(format!("{NAMESPACE}.{table}"))
+}
+
+/// Checks a `ReportMetricsRequest`: an object with a string `report-type` and
+/// `table-name`. Nothing of it is kept.
+pub(crate) fn check_metrics_report(body: &[u8]) -> TableResult<()> {
+    let v: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|e| TableError::BadRequest(format!("request body: {e}")))?;
+    for key in ["report-type", "table-name"] {
+        if !v.get(key).is_some_and(serde_json::Value::is_string) {
+            return Err(TableError::BadRequest(format!(
+                "a metrics report needs a string {key}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// One page of `names` (sorted here), as the spec has it: without a `pageToken` every
+/// name, in one answer; with one (empty for the first page), those after it (the last
+/// name of the page before), at most `pageSize`, and the next page's token when more are
+/// left. A `pageSize` that is not a positive integer, or a parameter given twice, is a
+/// 400.
+pub(crate) fn page(
+    mut names: Vec<String>,
+    query: Option<&str>,
+) -> TableResult<(Vec<String>, Option<String>)> {
+    names.sort();
+    let pairs: Vec<(String, String)> = form_urlencoded::parse(query.unwrap_or("").as_bytes())
+        .into_owned()
+        .collect();
+    let one = |name: &str| -> TableResult<Option<String>> {
+        let mut found = pairs
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.clone());
+        let first = found.next();
+        if found.next().is_some() {
+            return Err(TableError::BadRequest(format!("{name} is given twice")));
+        }
+        Ok(first)
+    };
+    let size = match one("pageSize")? {
+        None => usize::MAX,
+        // Any positive integer, a huge one meaning "all".
+        Some(v)
+            if !v.is_empty()
+                && v.bytes().all(|b| b.is_ascii_digit())
+                && !v.trim_start_matches('0').is_empty() =>
+        {
+            v.parse::<usize>().unwrap_or(usize::MAX)
+        }
+        Some(v) => {
+            return Err(TableError::BadRequest(format!(
+                "pageSize {v:?} is not a positive integer"
+            )));
+        }
+    };
+    let Some(after) = one("pageToken")? else {
+        return Ok((names, None));
+    };
+    if !after.is_empty() {
+        names.retain(|n| *n > after);
+    }
+    if names.len() > size {
+        names.truncate(size);
+        let next = names.last().cloned();
+        return Ok((names, next));
+    }
+    Ok((names, None))
 }
 
 /// A query parameter's value, decoded.

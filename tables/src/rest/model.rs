@@ -16,8 +16,11 @@ pub struct CatalogConfig {
 
 /// `GET /v1/namespaces`.
 #[derive(Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub struct ListNamespaces {
     pub namespaces: Vec<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_page_token: Option<String>,
 }
 
 /// `GET /v1/namespaces/{namespace}`.
@@ -34,10 +37,34 @@ pub struct TableIdentifier {
     pub name: String,
 }
 
-/// `GET /v1/namespaces/{namespace}/tables`.
+/// `GET /v1/namespaces/{namespace}/tables` (and `.../views`).
 #[derive(Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub struct ListTables {
     pub identifiers: Vec<TableIdentifier>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_page_token: Option<String>,
+}
+
+impl ListTables {
+    /// One page of `names` in `namespace` (`query` holds `pageToken` and `pageSize`).
+    pub fn page(
+        namespace: &[String],
+        names: Vec<String>,
+        query: Option<&str>,
+    ) -> crate::TableResult<Self> {
+        let (names, next_page_token) = super::page(names, query)?;
+        Ok(Self {
+            identifiers: names
+                .into_iter()
+                .map(|name| TableIdentifier {
+                    namespace: namespace.to_vec(),
+                    name,
+                })
+                .collect(),
+            next_page_token,
+        })
+    }
 }
 
 /// `GET /v1/namespaces/{namespace}/tables/{table}`.

@@ -198,16 +198,11 @@ impl RestCatalog {
                 )
             }
             ["tables"] if m == Method::GET => {
-                let identifiers = w
-                    .list_tables(user, ns)
-                    .await?
-                    .into_iter()
-                    .map(|name| super::model::TableIdentifier {
-                        namespace: levels.clone(),
-                        name,
-                    })
-                    .collect();
-                json(StatusCode::OK, &super::model::ListTables { identifiers })
+                let names = w.list_tables(user, ns).await?;
+                json(
+                    StatusCode::OK,
+                    &super::model::ListTables::page(&levels, names, req.query.as_deref())?,
+                )
             }
             ["tables"] if m == Method::POST => {
                 let b: CreateTable = body(&req.body)?;
@@ -238,18 +233,32 @@ impl RestCatalog {
                 w.drop_table(user, ns, table, purge).await?;
                 Ok(no_content())
             }
-            ["tables", _, "metrics"] if m == Method::POST => Ok(no_content()),
+            ["tables", table, "metrics"] if m == Method::POST => {
+                w.load_table(user, ns, table).await?;
+                super::check_metrics_report(&req.body)?;
+                Ok(no_content())
+            }
+            ["tables", table, "credentials"] if m == Method::GET => {
+                // The credentials for a table's files are the caller's own S3 keys
+                // (docs/iceberg.md, "Where the files go"): the same as `config` holds.
+                let loaded = w.load_table(user, ns, table).await?;
+                let prefix = loaded.metadata.location().to_owned();
+                json(
+                    StatusCode::OK,
+                    &serde_json::json!({
+                        "storage-credentials": [{
+                            "prefix": prefix,
+                            "config": self.file_io_config(req, user),
+                        }]
+                    }),
+                )
+            }
             ["views"] if m == Method::GET => {
-                let identifiers = w
-                    .list_views(user, ns)
-                    .await?
-                    .into_iter()
-                    .map(|name| super::model::TableIdentifier {
-                        namespace: levels.clone(),
-                        name,
-                    })
-                    .collect();
-                json(StatusCode::OK, &super::model::ListTables { identifiers })
+                let names = w.list_views(user, ns).await?;
+                json(
+                    StatusCode::OK,
+                    &super::model::ListTables::page(&levels, names, req.query.as_deref())?,
+                )
             }
             ["views"] if m == Method::POST => {
                 let b: CreateView = body(&req.body)?;
