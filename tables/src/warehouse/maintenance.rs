@@ -296,3 +296,98 @@ pub async fn run(warehouse: Arc<Warehouse>, every: Duration, mut stop: watch::Re
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iceberg::spec::{
+        NestedField, Operation, PrimitiveType, Snapshot, SnapshotReference, SnapshotRetention,
+        Summary, TableMetadataBuilder, Type,
+    };
+    use std::collections::HashMap;
+
+    /// A table with snapshots 1..=5 on main, one a day apart (snapshot `i` at day `i`),
+    /// and a tag on snapshot 2.
+    fn table(props: &[(&str, &str)]) -> TableMetadata {
+        let schema = iceberg::spec::Schema::builder()
+            .with_fields(vec![
+                NestedField::optional(1, "id", Type::Primitive(PrimitiveType::Long)).into(),
+            ])
+            .build()
+            .unwrap();
+        let creation = iceberg::TableCreation::builder()
+            .name("t".into())
+            .location("s3://w/t".into())
+            .schema(schema)
+            .properties(props.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+            .build();
+        let mut b = TableMetadataBuilder::from_table_creation(creation).unwrap();
+        for i in 1..=5i64 {
+            let s = Snapshot::builder()
+                .with_snapshot_id(i)
+                .with_parent_snapshot_id((i > 1).then_some(i - 1))
+                .with_sequence_number(i)
+                .with_timestamp_ms(i * DAY_MS)
+                .with_manifest_list(format!("s3://w/t/metadata/snap-{i}.avro"))
+                .with_summary(Summary {
+                    operation: Operation::Append,
+                    additional_properties: HashMap::new(),
+                })
+                .with_schema_id(0)
+                .build();
+            b = b.set_branch_snapshot(s, "main").unwrap();
+            if i == 2 {
+                let tag = SnapshotReference {
+                    snapshot_id: 2,
+                    retention: SnapshotRetention::Tag {
+                        max_ref_age_ms: None,
+                    },
+                };
+                b = b.set_ref("v1", tag).unwrap();
+            }
+        }
+        b.build().unwrap().metadata
+    }
+
+    #[test]
+    fn settings_come_from_the_table_properties_with_defaults() {
+        let d = Settings::of(&table(&[]));
+        assert!(d.expire);
+        assert_eq!(d.max_snapshot_age_ms, 5 * DAY_MS);
+        assert_eq!(d.min_snapshots_to_keep, 1);
+        assert_eq!(d.orphans_older_than_ms, Some(3 * DAY_MS));
+        let s = Settings::of(&table(&[
+            ("eddy.maintenance.expire-snapshots", "FALSE"),
+            ("history.expire.min-snapshots-to-keep", "0"),
+            ("eddy.maintenance.orphan-files-older-than-ms", "-1"),
+            ("history.expire.max-snapshot-age-ms", "not a number"),
+        ]));
+        assert!(!s.expire);
+        assert_eq!(
+            s.min_snapshots_to_keep, 1,
+            "the current snapshot is always kept"
+        );
+        assert_eq!(s.orphans_older_than_ms, None);
+        assert_eq!(s.max_snapshot_age_ms, 5 * DAY_MS);
+    }
+
+    #[test]
+    fn old_snapshots_expire_but_never_the_newest_ancestors_or_a_tagged_one() {
+        let t = table(&[]);
+        let s = |keep: usize| Settings {
+            expire: true,
+            max_snapshot_age_ms: DAY_MS / 2,
+            min_snapshots_to_keep: keep,
+            orphans_older_than_ms: None,
+        };
+        let now = 10 * DAY_MS;
+        let mut got = expirable(&t, &s(1), now);
+        got.sort();
+        assert_eq!(got, vec![1, 3, 4], "5 is current, 2 is tagged");
+        let mut got = expirable(&t, &s(3), now);
+        got.sort();
+        assert_eq!(got, vec![1]);
+        // Nothing is old enough.
+        assert!(expirable(&t, &s(1), DAY_MS).is_empty());
+    }
+}
