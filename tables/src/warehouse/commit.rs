@@ -12,7 +12,7 @@ use iceberg::spec::{TableMetadata, TableMetadataBuilder};
 use iceberg::{TableRequirement, TableUpdate};
 use serde::Deserialize;
 
-use super::access::{dotted, must, table_resource};
+use super::access::dotted;
 use super::tables::{Loaded, TableIdent, bad_metadata};
 use super::{Warehouse, split_location};
 use crate::objects::NewObjects;
@@ -164,7 +164,6 @@ impl Warehouse {
         req: CommitTable,
     ) -> TableResult<Loaded> {
         let ns = self.namespace_or_404(namespace).await?;
-        let resource = table_resource(namespace, name);
         let stored = self.catalog.iceberg().other_table(namespace, name).await?;
         let creating = req
             .requirements
@@ -177,13 +176,7 @@ impl Warehouse {
                     dotted(namespace)
                 )));
             }
-            must(
-                &self.directory,
-                user,
-                "s3tables:CreateTable",
-                &resource,
-                Some(&ns.owner),
-            )?;
+            self.allow(user, "s3tables:CreateTable", &ns, namespace, name)?;
             return self
                 .stage_create(staged, user, namespace, name, &ns, req.updates)
                 .await;
@@ -195,12 +188,12 @@ impl Warehouse {
             )));
         }
         self.not_expansions(namespace, name).await?;
-        must(
-            &self.directory,
+        self.allow(
             user,
             "s3tables:UpdateTableMetadataLocation",
-            &resource,
-            Some(&ns.owner),
+            &ns,
+            namespace,
+            name,
         )?;
         let current = self.read_metadata(&rec.metadata_location).await?;
         for r in &req.requirements {

@@ -95,15 +95,6 @@ pub fn expirable(metadata: &TableMetadata, s: &Settings, now_ms: i64) -> Vec<i64
 }
 
 impl Warehouse {
-    async fn read_location(&self, location: &str) -> TableResult<Vec<u8>> {
-        let (bucket, key) = split_location(location)?;
-        let catalog = self.catalog.clone();
-        crate::seal::blocking(move || {
-            crate::seal::wait(crate::objects::read(catalog.as_ref(), &bucket, &key))
-        })
-        .await
-    }
-
     /// Every file `metadata` references: metadata files (current and logged),
     /// statistics, and each snapshot's manifest list, manifests and data and delete
     /// files.
@@ -134,7 +125,7 @@ impl Warehouse {
         let version = metadata.format_version();
         for snap in metadata.snapshots() {
             let list = snap.manifest_list().to_owned();
-            let bytes = self.read_location(&list).await?;
+            let bytes = self.read_file(&list).await?;
             let parsed = ManifestList::parse_with_version(
                 &bytes,
                 if version == FormatVersion::V1 {
@@ -147,7 +138,7 @@ impl Warehouse {
             out.insert(list);
         }
         for m in manifests {
-            let bytes = self.read_location(&m).await?;
+            let bytes = self.read_file(&m).await?;
             let (entries, _) = Manifest::parse_avro(&bytes)?.into_parts();
             out.extend(entries.iter().map(|e| e.data_file().file_path().to_owned()));
             out.insert(m);

@@ -17,7 +17,7 @@ pub mod tables;
 pub mod views;
 use std::sync::Arc;
 
-use catalog::{BucketRecord, Catalog, CatalogError, Op, S3Op, Transaction};
+use catalog::{BucketRecord, Catalog, CatalogError, NamespaceRecord, Op, S3Op, Transaction};
 
 use crate::{TableError, TableResult, Tabler};
 
@@ -75,6 +75,60 @@ impl Warehouse {
             Ok(_) | Err(CatalogError::BucketExists(_)) => Ok(()),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// Reads a whole object of Eddy's S3 by its `s3://` location.
+    pub(crate) async fn read_file(&self, location: &str) -> TableResult<Vec<u8>> {
+        let (bucket, key) = split_location(location)?;
+        let catalog = self.catalog.clone();
+        crate::seal::blocking(move || {
+            crate::seal::wait(crate::objects::read(catalog.as_ref(), &bucket, &key))
+        })
+        .await
+    }
+
+    /// Reads a `metadata.json` (a table's or a view's).
+    pub(crate) async fn read_json<T: serde::de::DeserializeOwned>(
+        &self,
+        location: &str,
+    ) -> TableResult<T> {
+        let bytes = self.read_file(location).await?;
+        serde_json::from_slice(&bytes)
+            .map_err(|e| TableError::CorruptMetadata(location.to_owned(), e.to_string()))
+    }
+
+    /// The policies' word on `user` doing `action` on table or view `namespace.name`
+    /// (the namespace's owner passes when no statement matches).
+    pub(crate) fn allow(
+        &self,
+        user: &str,
+        action: &str,
+        ns: &NamespaceRecord,
+        namespace: &str,
+        name: &str,
+    ) -> TableResult<()> {
+        access::must(
+            &self.directory,
+            user,
+            action,
+            &access::table_resource(namespace, name),
+            Some(&ns.owner),
+        )
+    }
+
+    /// The checks of a rename's target, a table's or a view's: a valid name, in a
+    /// namespace there is, that the caller may create in, and free. Returns the
+    /// namespace, whose generation the rename raises.
+    pub(crate) async fn rename_target(
+        &self,
+        user: &str,
+        to: (&str, &str),
+    ) -> TableResult<NamespaceRecord> {
+        tables::check_name(to.1)?;
+        let ns = self.namespace_or_404(to.0).await?;
+        self.allow(user, "s3tables:CreateTable", &ns, to.0, to.1)?;
+        self.name_is_free(to.0, to.1).await?;
+        Ok(ns)
     }
 
     /// The owner of a bucket a location points into.

@@ -10,7 +10,7 @@ use iceberg::spec::{
 };
 use serde::Deserialize;
 
-use super::access::{dotted, must, must_s3, table_resource};
+use super::access::{dotted, must, must_s3};
 use super::commit::Staged;
 use super::{Warehouse, prefix_of, split_location};
 use crate::{TableError, TableResult};
@@ -130,25 +130,18 @@ impl Warehouse {
 
     /// Reads a `metadata.json` from Eddy's S3.
     pub async fn read_metadata(&self, location: &str) -> TableResult<TableMetadata> {
-        let (bucket, key) = split_location(location)?;
-        let catalog = self.catalog.clone();
-        let bytes = crate::seal::blocking(move || {
-            crate::seal::wait(crate::objects::read(catalog.as_ref(), &bucket, &key))
-        })
-        .await?;
-        serde_json::from_slice(&bytes)
-            .map_err(|e| TableError::CorruptMetadata(location.to_owned(), e.to_string()))
+        self.read_json(location).await
     }
 
     /// Loads a users' table.
     pub async fn load_table(&self, user: &str, namespace: &str, name: &str) -> TableResult<Loaded> {
         let (ns, rec) = self.user_table(namespace, name).await?;
-        must(
-            &self.directory,
+        self.allow(
             user,
             "s3tables:GetTableMetadataLocation",
-            &table_resource(namespace, name),
-            Some(&ns.owner),
+            &ns,
+            namespace,
+            name,
         )?;
         let metadata = self.read_metadata(&rec.metadata_location).await?;
         Ok(Loaded {
@@ -204,13 +197,7 @@ impl Warehouse {
     ) -> TableResult<Loaded> {
         check_name(&req.name)?;
         let ns = self.namespace_or_404(namespace).await?;
-        must(
-            &self.directory,
-            user,
-            "s3tables:CreateTable",
-            &table_resource(namespace, &req.name),
-            Some(&ns.owner),
-        )?;
+        self.allow(user, "s3tables:CreateTable", &ns, namespace, &req.name)?;
         self.name_is_free(namespace, &req.name).await?;
         let location = self
             .place(user, &ns, &req.name, req.location.as_deref())
@@ -301,13 +288,7 @@ impl Warehouse {
     ) -> TableResult<Loaded> {
         check_name(&req.name)?;
         let ns = self.namespace_or_404(namespace).await?;
-        must(
-            &self.directory,
-            user,
-            "s3tables:CreateTable",
-            &table_resource(namespace, &req.name),
-            Some(&ns.owner),
-        )?;
+        self.allow(user, "s3tables:CreateTable", &ns, namespace, &req.name)?;
         let existing = self
             .catalog
             .iceberg()
@@ -372,25 +353,10 @@ impl Warehouse {
         from: (&str, &str),
         to: (&str, &str),
     ) -> TableResult<()> {
-        check_name(to.1)?;
         let (src_ns, rec) = self.user_table(from.0, from.1).await?;
         self.not_expansions(from.0, from.1).await?;
-        must(
-            &self.directory,
-            user,
-            "s3tables:RenameTable",
-            &table_resource(from.0, from.1),
-            Some(&src_ns.owner),
-        )?;
-        let dst_ns = self.namespace_or_404(to.0).await?;
-        must(
-            &self.directory,
-            user,
-            "s3tables:CreateTable",
-            &table_resource(to.0, to.1),
-            Some(&dst_ns.owner),
-        )?;
-        self.name_is_free(to.0, to.1).await?;
+        self.allow(user, "s3tables:RenameTable", &src_ns, from.0, from.1)?;
+        let dst_ns = self.rename_target(user, to).await?;
         let mut staged = Staged::default();
         staged.bump_namespace(to.0, &dst_ns);
         staged.ops.push(Op::Iceberg(IcebergOp::ForgetTable {
@@ -421,13 +387,7 @@ impl Warehouse {
     ) -> TableResult<()> {
         let (ns, rec) = self.user_table(namespace, name).await?;
         self.not_expansions(namespace, name).await?;
-        must(
-            &self.directory,
-            user,
-            "s3tables:DeleteTable",
-            &table_resource(namespace, name),
-            Some(&ns.owner),
-        )?;
+        self.allow(user, "s3tables:DeleteTable", &ns, namespace, name)?;
         let op = if purge {
             let owner = self.bucket_owner(&rec.bucket).await?;
             must_s3(

@@ -10,7 +10,7 @@ use iceberg::ViewUpdate;
 use iceberg::spec::{Schema, ViewFormatVersion, ViewMetadata, ViewMetadataBuilder, ViewVersion};
 use serde::Deserialize;
 
-use super::access::{dotted, must, namespace_resource, table_resource};
+use super::access::{dotted, must, namespace_resource};
 use super::commit::Staged;
 use super::tables::check_name;
 use super::{Warehouse, prefix_of, split_location};
@@ -69,17 +69,6 @@ fn bad_view(e: iceberg::Error) -> TableError {
 }
 
 impl Warehouse {
-    async fn read_view_metadata(&self, location: &str) -> TableResult<ViewMetadata> {
-        let (bucket, key) = split_location(location)?;
-        let catalog = self.catalog.clone();
-        let bytes = crate::seal::blocking(move || {
-            crate::seal::wait(crate::objects::read(catalog.as_ref(), &bucket, &key))
-        })
-        .await?;
-        serde_json::from_slice(&bytes)
-            .map_err(|e| TableError::CorruptMetadata(location.to_owned(), e.to_string()))
-    }
-
     async fn stored_view(&self, namespace: &str, name: &str) -> TableResult<TableRecord> {
         self.catalog
             .iceberg()
@@ -117,13 +106,7 @@ impl Warehouse {
     ) -> TableResult<LoadedView> {
         check_name(&req.name)?;
         let ns = self.namespace_or_404(namespace).await?;
-        must(
-            &self.directory,
-            user,
-            "s3tables:CreateTable",
-            &table_resource(namespace, &req.name),
-            Some(&ns.owner),
-        )?;
+        self.allow(user, "s3tables:CreateTable", &ns, namespace, &req.name)?;
         self.name_is_free(namespace, &req.name).await?;
         let location = self
             .place(user, &ns, &req.name, req.location.as_deref())
@@ -191,14 +174,16 @@ impl Warehouse {
     ) -> TableResult<LoadedView> {
         let ns = self.namespace_or_404(namespace).await?;
         let rec = self.stored_view(namespace, name).await?;
-        must(
-            &self.directory,
+        self.allow(
             user,
             "s3tables:GetTableMetadataLocation",
-            &table_resource(namespace, name),
-            Some(&ns.owner),
+            &ns,
+            namespace,
+            name,
         )?;
-        let metadata = self.read_view_metadata(&rec.metadata_location).await?;
+        let metadata = self
+            .read_json::<ViewMetadata>(&rec.metadata_location)
+            .await?;
         Ok(LoadedView {
             metadata_location: rec.metadata_location,
             metadata,
@@ -215,14 +200,16 @@ impl Warehouse {
     ) -> TableResult<LoadedView> {
         let ns = self.namespace_or_404(namespace).await?;
         let rec = self.stored_view(namespace, name).await?;
-        must(
-            &self.directory,
+        self.allow(
             user,
             "s3tables:UpdateTableMetadataLocation",
-            &table_resource(namespace, name),
-            Some(&ns.owner),
+            &ns,
+            namespace,
+            name,
         )?;
-        let current = self.read_view_metadata(&rec.metadata_location).await?;
+        let current = self
+            .read_json::<ViewMetadata>(&rec.metadata_location)
+            .await?;
         for r in &req.requirements {
             match r {
                 ViewRequirement::AssertViewUuid { uuid } if *uuid != current.uuid() => {
@@ -281,13 +268,7 @@ impl Warehouse {
     pub async fn drop_view(&self, user: &str, namespace: &str, name: &str) -> TableResult<()> {
         let ns = self.namespace_or_404(namespace).await?;
         let rec = self.stored_view(namespace, name).await?;
-        must(
-            &self.directory,
-            user,
-            "s3tables:DeleteTable",
-            &table_resource(namespace, name),
-            Some(&ns.owner),
-        )?;
+        self.allow(user, "s3tables:DeleteTable", &ns, namespace, name)?;
         let op = Op::Iceberg(IcebergOp::PutView {
             namespace: namespace.to_owned(),
             name: name.to_owned(),
@@ -308,25 +289,10 @@ impl Warehouse {
         from: (&str, &str),
         to: (&str, &str),
     ) -> TableResult<()> {
-        check_name(to.1)?;
         let src_ns = self.namespace_or_404(from.0).await?;
         let rec = self.stored_view(from.0, from.1).await?;
-        must(
-            &self.directory,
-            user,
-            "s3tables:RenameTable",
-            &table_resource(from.0, from.1),
-            Some(&src_ns.owner),
-        )?;
-        let dst_ns = self.namespace_or_404(to.0).await?;
-        must(
-            &self.directory,
-            user,
-            "s3tables:CreateTable",
-            &table_resource(to.0, to.1),
-            Some(&dst_ns.owner),
-        )?;
-        self.name_is_free(to.0, to.1).await?;
+        self.allow(user, "s3tables:RenameTable", &src_ns, from.0, from.1)?;
+        let dst_ns = self.rename_target(user, to).await?;
         let mut staged = Staged::default();
         staged.bump_namespace(to.0, &dst_ns);
         staged.ops.push(Op::Iceberg(IcebergOp::ForgetView {
