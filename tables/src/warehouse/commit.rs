@@ -87,6 +87,40 @@ impl Staged {
     }
 }
 
+impl Staged {
+    /// Stages a table's next `metadata.json` (next to its others) and the move of its
+    /// pointer there from the generation `rec` was read at; returns the new location.
+    pub fn move_table(
+        &mut self,
+        catalog: &dyn catalog::Catalog,
+        namespace: &str,
+        name: &str,
+        rec: &TableRecord,
+        metadata: &TableMetadata,
+    ) -> TableResult<String> {
+        let (bucket, _) = split_location(&rec.metadata_location)?;
+        let key = format!(
+            "{}metadata/{:05}-{}.metadata.json",
+            rec.prefix,
+            rec.generation,
+            uuid::Uuid::new_v4()
+        );
+        let location = format!("s3://{bucket}/{key}");
+        self.write(catalog, &bucket, key, metadata)?;
+        self.ops.push(Op::Iceberg(IcebergOp::PutTable {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            expected: rec.generation,
+            table: Some(TableRecord {
+                generation: rec.generation + 1,
+                metadata_location: location.clone(),
+                ..rec.clone()
+            }),
+        }));
+        Ok(location)
+    }
+}
+
 impl Warehouse {
     /// Commits what was staged: 409 when a table or namespace moved since it was read.
     pub(crate) async fn commit_staged(&self, staged: Staged) -> TableResult<()> {
@@ -208,25 +242,8 @@ impl Warehouse {
             builder = u.apply(builder).map_err(bad_metadata)?;
         }
         let metadata = builder.build().map_err(bad_metadata)?.metadata;
-        let (bucket, _) = split_location(&rec.metadata_location)?;
-        let metadata_key = format!(
-            "{}metadata/{:05}-{}.metadata.json",
-            rec.prefix,
-            rec.generation,
-            uuid::Uuid::new_v4()
-        );
-        let metadata_location = format!("s3://{bucket}/{metadata_key}");
-        staged.write(self.catalog.as_ref(), &bucket, metadata_key, &metadata)?;
-        staged.ops.push(Op::Iceberg(IcebergOp::PutTable {
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-            expected: rec.generation,
-            table: Some(TableRecord {
-                generation: rec.generation + 1,
-                metadata_location: metadata_location.clone(),
-                ..rec
-            }),
-        }));
+        let metadata_location =
+            staged.move_table(self.catalog.as_ref(), namespace, name, &rec, &metadata)?;
         Ok(Loaded {
             metadata_location: Some(metadata_location),
             metadata,

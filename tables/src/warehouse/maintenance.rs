@@ -15,7 +15,7 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use catalog::{IcebergOp, Op, S3Op, TableRecord};
+use catalog::{Op, S3Op};
 use iceberg::spec::{FormatVersion, Manifest, ManifestList, TableMetadata};
 use tokio::sync::watch;
 
@@ -171,25 +171,8 @@ impl Warehouse {
                 .build()
                 .map_err(TableError::Iceberg)?
                 .metadata;
-            let (bucket, _) = split_location(&rec.metadata_location)?;
-            let key = format!(
-                "{}metadata/{:05}-{}.metadata.json",
-                rec.prefix,
-                rec.generation,
-                uuid::Uuid::new_v4()
-            );
-            let location = format!("s3://{bucket}/{key}");
-            staged.write(self.catalog.as_ref(), &bucket, key, &metadata)?;
-            staged.ops.push(Op::Iceberg(IcebergOp::PutTable {
-                namespace: namespace.to_owned(),
-                name: name.to_owned(),
-                expected: rec.generation,
-                table: Some(TableRecord {
-                    generation: rec.generation + 1,
-                    metadata_location: location.clone(),
-                    ..rec.clone()
-                }),
-            }));
+            let location =
+                staged.move_table(self.catalog.as_ref(), namespace, name, &rec, &metadata)?;
             outcome.expired_snapshots = expired.len();
             (self.referenced(&metadata, &location).await?, location)
         };
