@@ -1,5 +1,5 @@
-//! Prometheus metrics of the topic tables: how often and how fast topics are sealed,
-//! and what it writes.
+//! Prometheus metrics of the topic tables (how often and how fast topics are sealed,
+//! and what it writes) and of users' own tables (commits, races lost, maintenance).
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -37,6 +37,14 @@ pub struct TableMetrics {
     pub bytes_written: Counter,
     /// Time of one seal (all its snapshots), from lock to commit.
     pub seal_seconds: Histogram,
+    /// Commits that create, change or rename users' tables and views.
+    pub user_commits: Counter,
+    /// Of users' commits, those refused because what they were built on moved (409).
+    pub user_commit_conflicts: Counter,
+    /// Snapshots of users' tables expired by maintenance.
+    pub maintenance_expired_snapshots: Counter,
+    /// Files of users' tables removed by maintenance.
+    pub maintenance_removed_files: Counter,
 }
 
 impl Default for TableMetrics {
@@ -51,6 +59,10 @@ impl Default for TableMetrics {
             rows: Counter::default(),
             bytes_written: Counter::default(),
             seal_seconds: Histogram::new(exponential_buckets(0.001, 2.0, 16)),
+            user_commits: Counter::default(),
+            user_commit_conflicts: Counter::default(),
+            maintenance_expired_snapshots: Counter::default(),
+            maintenance_removed_files: Counter::default(),
         }
     }
 }
@@ -121,6 +133,26 @@ impl TableMetrics {
             "seal_seconds",
             "Time to bring a topic table up to date",
             self.seal_seconds.clone(),
+        );
+        r.register(
+            "user_commits",
+            "Commits that create, change or rename users' own Iceberg tables and views",
+            self.user_commits.clone(),
+        );
+        r.register(
+            "user_commit_conflicts",
+            "Commits to users' tables refused because the table moved since it was read (409)",
+            self.user_commit_conflicts.clone(),
+        );
+        r.register(
+            "maintenance_expired_snapshots",
+            "Snapshots of users' tables expired by maintenance",
+            self.maintenance_expired_snapshots.clone(),
+        );
+        r.register(
+            "maintenance_removed_files",
+            "Files of users' tables removed by maintenance",
+            self.maintenance_removed_files.clone(),
         );
     }
 }

@@ -24,7 +24,7 @@ from pyiceberg.expressions import EqualTo, GreaterThan
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
-from conftest import eddy_bin
+from conftest import eddy_bin, metric
 
 
 def name(prefix="t"):
@@ -165,6 +165,7 @@ def test_two_writers_on_one_snapshot_get_one_commit_and_one_409(eddy, caplog):
     cat.create_table(f"{ns}.t", SCHEMA)
     a = catalog(eddy).load_table(f"{ns}.t")
     b = catalog(eddy).load_table(f"{ns}.t")
+    conflicts = metric(eddy, "eddy_tables_user_commit_conflicts_total")
     a.append(rows([1]))
     # b was loaded before a's commit: its commit names the snapshot it read, which is no
     # longer the table's, so the catalog answers 409 and PyIceberg (0.12 retries commits)
@@ -172,6 +173,8 @@ def test_two_writers_on_one_snapshot_get_one_commit_and_one_409(eddy, caplog):
     b.append(rows([2]))
     assert "Commit failed due to a concurrent update" in caplog.text
     assert ids_of(cat.load_table(f"{ns}.t")) == [1, 2]
+    # Operators see the lost race.
+    assert metric(eddy, "eddy_tables_user_commit_conflicts_total") == conflicts + 1
 
     # The same race over the REST API itself: two commits built on one snapshot.
     current = cat.load_table(f"{ns}.t").metadata.current_snapshot_id

@@ -185,7 +185,12 @@ impl RestCatalog {
         };
         match result {
             Ok(r) => r,
-            Err(e) => error_response(&e),
+            Err(e) => {
+                if matches!(e, TableError::CommitFailed(_)) {
+                    self.tabler.metrics().user_commit_conflicts.inc();
+                }
+                error_response(&e)
+            }
         }
     }
 

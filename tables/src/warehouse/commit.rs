@@ -129,8 +129,12 @@ impl Warehouse {
         } = staged;
         let mut objects = objects;
         ops.append(&mut objects.ops);
+        let metrics = self.tabler.metrics();
         match self.catalog.commit(Transaction::new(ops)).await {
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                metrics.user_commits.inc();
+                Ok(())
+            }
             Err(e) => {
                 objects.discard(&self.catalog);
                 Err(match e {

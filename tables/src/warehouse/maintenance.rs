@@ -220,6 +220,13 @@ impl Warehouse {
         }
         if !staged.ops.is_empty() {
             self.commit_staged(staged).await?;
+            let metrics = self.tabler.metrics();
+            metrics
+                .maintenance_expired_snapshots
+                .inc_by(outcome.expired_snapshots as u64);
+            metrics
+                .maintenance_removed_files
+                .inc_by(outcome.removed_files as u64);
         }
         Ok(outcome)
     }
