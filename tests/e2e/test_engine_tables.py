@@ -6,13 +6,9 @@ updates and deletes rows (merge-on-read position deletes) and adds a column; Spa
 inserts, overwrites a partition, deletes, updates, merges, adds a column, creates a table
 as select (a staged create) and views; PyIceberg appends, overwrites, deletes and evolves
 the schema. Each time the other two read exactly the same rows. Then time travel in
-Trino and Spark, and tables, views and namespaces dropped from both engines.
+Trino and Spark, a format-version table property taken as the table's format version,
+and tables, views and namespaces dropped from both engines."""
 
-Where the server refuses what an engine sends, the test is a strict xfail naming the
-request and the server's answer."""
-
-import re
-from contextlib import contextmanager
 from datetime import timezone
 
 import pyarrow as pa
@@ -74,43 +70,6 @@ def error_text(e) -> str:
     return str(e)
 
 
-class ServerRefusal(Exception):
-    """An engine's request refused by the server in the way a strict xfail names."""
-
-
-@contextmanager
-def refused_as(pattern):
-    """Raises ServerRefusal when the block fails with an error matching `pattern`, so a
-    strict xfail (raises=ServerRefusal) holds only for that known refusal: any other
-    failure fails the test, and the refusal going away makes it XPASS."""
-    try:
-        yield
-    except Exception as e:
-        text = error_text(e)
-        if re.search(pattern, text):
-            raise ServerRefusal(text[:2000]) from e
-        raise
-
-
-# The request is Iceberg's RESTSessionCatalog's create (Trino: a staged create for its
-# create transaction), POST /v1/namespaces/<ns>/tables with
-# "properties": {"write.format.default": "PARQUET", "format-version": "2", ...}. The
-# REST spec's reference catalog takes format-version out of the properties as the
-# table's format version (TableMetadata.newTableMetadata). Eddy reads it too
-# (tables/src/warehouse/tables.rs, create_table) but also passes it on among the
-# properties of iceberg-rust's TableCreation, whose TableMetadataBuilder refuses a
-# reserved property (set_properties: DataInvalid), which the catalog answers as 400.
-FORMAT_VERSION_REFUSED = (
-    "server: POST /v1/namespaces/<ns>/tables with the table property format-version "
-    "(Trino always sends \"format-version\": \"2\" in a CREATE TABLE's properties; Spark's "
-    "TBLPROPERTIES ('format-version'='2') and PyIceberg's properties={'format-version': '2'} "
-    "send it too) answers 400 BadRequestException \"invalid table metadata: DataInvalid => "
-    "Table properties should not contain reserved properties, but got: [format-version]\" "
-    "instead of taking it as the new table's format version, so Trino cannot create any "
-    "table (CREATE TABLE, CREATE TABLE AS: 'Failed to create transaction')")
-REFUSAL = r"reserved properties, but got: \[format-version\]"
-
-
 # --- Trino writes ------------------------------------------------------------------------
 
 TRINO_SHAPE = "id bigint, name varchar, ts timestamp(6) with time zone"
@@ -154,22 +113,22 @@ def check_trino_table(trino, spark, cat, ns, t):
     assert pyiceberg_rows(loaded, ["id", "name", "ts", "qty"], {"ts": utc_text}) == AFTER_TRINO
 
 
-@pytest.mark.xfail(strict=True, raises=ServerRefusal, reason=FORMAT_VERSION_REFUSED)
 def test_trino_creates_a_partitioned_table_that_spark_and_pyiceberg_read(trino, spark, cat):
     ns = name("trino")
     trino.query(f"CREATE SCHEMA eddy.{ns}")
     assert (ns,) in cat.list_namespaces()
-    with refused_as(REFUSAL):
-        trino.query(f"CREATE TABLE eddy.{ns}.events ({TRINO_SHAPE}) "
-                    "WITH (partitioning = ARRAY['day(ts)'])")
+    # Trino's create is a staged create whose properties hold format-version, a reserved
+    # property the catalog takes as the table's format version.
+    trino.query(f"CREATE TABLE eddy.{ns}.events ({TRINO_SHAPE}) "
+                "WITH (partitioning = ARRAY['day(ts)'])")
     trino_changes(trino, f"eddy.{ns}.events")
     check_trino_table(trino, spark, cat, ns, "events")
 
 
 def test_trino_writes_rows_that_spark_and_pyiceberg_read(trino, spark, cat):
-    """As above with the table made by PyIceberg, in the shape Trino's CREATE TABLE would
-    give it (Trino's own create is refused: the xfail above): Trino's inserts, row-level
-    updates and deletes and its schema change, read by Spark and PyIceberg."""
+    """As above with the table made by PyIceberg, in the shape Trino's CREATE TABLE gives
+    it: Trino's inserts, row-level updates and deletes and its schema change on a table
+    another engine made, read by Spark and PyIceberg."""
     ns = name("trino")
     trino.query(f"CREATE SCHEMA eddy.{ns}")
     assert (ns,) in cat.list_namespaces()
@@ -255,18 +214,20 @@ def test_spark_writes_tables_and_views_that_trino_and_pyiceberg_read(trino, spar
     assert sorted(cat.list_views(ns)) == [(ns, "eu_orders"), (ns, "us_view")]
 
 
-@pytest.mark.xfail(strict=True, raises=ServerRefusal, reason=FORMAT_VERSION_REFUSED)
 def test_a_format_version_table_property_is_the_tables_format_version(spark, cat):
     ns = name("format")
     cat.create_namespace(ns)
-    with refused_as(REFUSAL):
-        spark.sql(f"CREATE TABLE eddy.{ns}.s (id BIGINT) USING iceberg "
-                  "TBLPROPERTIES ('format-version' = '2')")
-    assert cat.load_table(f"{ns}.s").format_version == 2
-    with refused_as(REFUSAL):
-        cat.create_table(f"{ns}.p", Schema(NestedField(1, "id", LongType(), required=False)),
-                         properties={"format-version": "2"})
+    spark.sql(f"CREATE TABLE eddy.{ns}.s (id BIGINT) USING iceberg "
+              "TBLPROPERTIES ('format-version' = '1')")
+    loaded = cat.load_table(f"{ns}.s")
+    assert loaded.format_version == 1
+    assert "format-version" not in loaded.properties
+    cat.create_table(f"{ns}.p", Schema(NestedField(1, "id", LongType(), required=False)),
+                     properties={"format-version": "2"})
     assert cat.load_table(f"{ns}.p").format_version == 2
+    # Set later, it upgrades the table.
+    spark.sql(f"ALTER TABLE eddy.{ns}.s SET TBLPROPERTIES ('format-version' = '2')")
+    assert cat.load_table(f"{ns}.s").format_version == 2
 
 
 # --- PyIceberg writes --------------------------------------------------------------------

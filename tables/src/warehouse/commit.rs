@@ -87,6 +87,24 @@ impl Staged {
     }
 }
 
+/// A commit's updates with the reserved properties of its `set-properties` taken out (a
+/// `format-version` among them becomes the format upgrade it asks for).
+fn with_reserved_applied(updates: Vec<TableUpdate>) -> TableResult<Vec<TableUpdate>> {
+    let mut out = Vec::with_capacity(updates.len());
+    for u in updates {
+        match u {
+            TableUpdate::SetProperties { mut updates } => {
+                if let Some(format_version) = super::tables::take_reserved(&mut updates)? {
+                    out.push(TableUpdate::UpgradeFormatVersion { format_version });
+                }
+                out.push(TableUpdate::SetProperties { updates });
+            }
+            other => out.push(other),
+        }
+    }
+    Ok(out)
+}
+
 impl Staged {
     /// Stages a table's next `metadata.json` (next to its others) and the move of its
     /// pointer there from the generation `rec` was read at; returns the new location.
@@ -239,7 +257,7 @@ impl Warehouse {
                 .map_err(|e| TableError::CommitFailed(e.message().to_owned()))?;
         }
         let mut builder = current.into_builder(Some(rec.metadata_location.clone()));
-        for u in req.updates {
+        for u in with_reserved_applied(req.updates)? {
             if let TableUpdate::SetLocation { location } = &u {
                 self.place(user, &ns, name, Some(location)).await?;
             }
@@ -289,6 +307,9 @@ impl Warehouse {
                 | TableUpdate::SetDefaultSortOrder { sort_order_id: -1 } => {}
                 other => rest.push(other),
             }
+        }
+        if let Some(v) = super::tables::take_reserved(&mut properties)? {
+            format_version = v;
         }
         let schema = schema.ok_or_else(|| {
             TableError::BadRequest("a create commit must add the table's schema".into())

@@ -202,23 +202,15 @@ impl Warehouse {
         let location = self
             .place(user, &ns, &req.name, req.location.as_deref())
             .await?;
-        let format_version = match req.properties.get("format-version").map(String::as_str) {
-            None | Some("2") => FormatVersion::V2,
-            Some("1") => FormatVersion::V1,
-            Some("3") => FormatVersion::V3,
-            Some(v) => {
-                return Err(TableError::BadRequest(format!(
-                    "format-version {v} is not 1, 2 or 3"
-                )));
-            }
-        };
+        let mut properties = req.properties;
+        let format_version = take_reserved(&mut properties)?.unwrap_or(FormatVersion::V2);
         let creation = iceberg::TableCreation::builder()
             .name(req.name.clone())
             .location(location)
             .schema(req.schema)
             .partition_spec_opt(req.partition_spec)
             .sort_order_opt(req.write_order)
-            .properties(req.properties)
+            .properties(properties)
             .format_version(format_version)
             .build();
         let metadata = TableMetadataBuilder::from_table_creation(creation)
@@ -445,6 +437,30 @@ impl Warehouse {
             .map(|(_, name, _)| name)
             .collect())
     }
+}
+
+/// Takes the reserved properties out of a create's or a commit's properties, as Iceberg's
+/// reference catalog does (Trino sends `format-version` with every create): the format
+/// version they ask for is returned, the others (`uuid`, `current-snapshot-id`, ...)
+/// describe a table and are not kept.
+pub(crate) fn take_reserved(
+    properties: &mut HashMap<String, String>,
+) -> TableResult<Option<FormatVersion>> {
+    let version = match properties.remove("format-version").as_deref() {
+        None => None,
+        Some("1") => Some(FormatVersion::V1),
+        Some("2") => Some(FormatVersion::V2),
+        Some("3") => Some(FormatVersion::V3),
+        Some(v) => {
+            return Err(TableError::BadRequest(format!(
+                "format-version {v} is not 1, 2 or 3"
+            )));
+        }
+    };
+    for k in iceberg::spec::TableProperties::RESERVED_PROPERTIES {
+        properties.remove(k);
+    }
+    Ok(version)
 }
 
 /// Metadata the iceberg crate refused to build: the request's fault.
