@@ -287,7 +287,12 @@ def test_another_users_namespace_needs_a_policy(eddy, tmp_path):
     user = name("carol")
     cli(eddy, "user", "put", user, "--s3-secret", "carol-secret-1", "--kafka-password", "pw")
     carol = catalog(eddy, user, "carol-secret-1")
+    # She is not told the name of a namespace she may not see.
+    assert (ns,) not in carol.list_namespaces()
+    assert (ns,) in owner.list_namespaces()
     for attempt in (lambda: carol.load_table(f"{ns}.t"),
+                    lambda: carol.load_namespace_properties(ns),
+                    lambda: carol.namespace_exists(ns),
                     lambda: carol.create_table(f"{ns}.mine", SCHEMA),
                     lambda: carol.drop_table(f"{ns}.t"),
                     lambda: carol.drop_namespace(ns)):

@@ -211,7 +211,7 @@ impl RestCatalog {
                 } else {
                     parent.split('\u{1f}').count() + 1
                 };
-                let all = self.namespaces().await?;
+                let all = self.namespaces(Some(user)).await?;
                 if !parent.is_empty() && !all.contains(&parent) {
                     return Err(TableError::NoSuchNamespace(parent.replace('\u{1f}', ".")));
                 }
@@ -349,15 +349,32 @@ impl RestCatalog {
     }
 
     /// Every namespace: `kafka_topics`, those of the expansions' target tables and
-    /// users' own (a multi-level one with each of its parents).
-    async fn namespaces(&self) -> TableResult<Vec<String>> {
+    /// users' own (a multi-level one with each of its parents); with `visible_to`, only
+    /// the users' namespaces that user may see (`s3tables:GetNamespace`), so a listing
+    /// does not tell one user the names of another's.
+    async fn namespaces(&self, visible_to: Option<&str>) -> TableResult<Vec<String>> {
         let mut out = vec![NAMESPACE.to_owned()];
+        let users = self.tabler.catalog().iceberg().namespaces().await?;
+        // Tables outside users' namespaces are expansions' targets, in namespaces of
+        // their own.
         for (ns, _, _) in self.tabler.catalog().iceberg().other_tables().await? {
-            if !out.contains(&ns) {
+            if !out.contains(&ns) && !users.iter().any(|(u, _)| *u == ns) {
                 out.push(ns);
             }
         }
-        for (ns, _) in self.tabler.catalog().iceberg().namespaces().await? {
+        for (ns, rec) in users {
+            if let Some(user) = visible_to
+                && crate::warehouse::access::must(
+                    self.tokens.directory(),
+                    user,
+                    "s3tables:GetNamespace",
+                    &crate::warehouse::access::namespace_resource(&ns),
+                    Some(&rec.owner),
+                )
+                .is_err()
+            {
+                continue;
+            }
             let levels: Vec<&str> = ns.split('\u{1f}').collect();
             for depth in 1..=levels.len() {
                 let n = levels[..depth].join("\u{1f}");
@@ -382,7 +399,7 @@ impl RestCatalog {
     }
 
     async fn check_namespace(&self, ns: &str) -> TableResult<()> {
-        if ns == NAMESPACE || self.namespaces().await?.iter().any(|n| n == ns) {
+        if ns == NAMESPACE || self.namespaces(None).await?.iter().any(|n| n == ns) {
             Ok(())
         } else {
             Err(TableError::NoSuchNamespace(ns.replace('\u{1f}', ".")))

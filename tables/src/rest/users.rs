@@ -164,7 +164,7 @@ impl RestCatalog {
         let w = &self.warehouse;
         let levels: Vec<String> = ns.split('\u{1f}').map(str::to_owned).collect();
         match rest {
-            [] if m == Method::GET => {
+            [] if m == Method::GET || m == Method::HEAD => {
                 crate::warehouse::access::must(
                     self.tokens.directory(),
                     user,
@@ -172,6 +172,9 @@ impl RestCatalog {
                     &crate::warehouse::access::namespace_resource(ns),
                     Some(&record.owner),
                 )?;
+                if m == Method::HEAD {
+                    return Ok(no_content());
+                }
                 json(
                     StatusCode::OK,
                     &super::model::GetNamespace {
@@ -180,7 +183,6 @@ impl RestCatalog {
                     },
                 )
             }
-            [] if m == Method::HEAD => Ok(no_content()),
             [] if m == Method::DELETE => {
                 w.drop_namespace(user, ns).await?;
                 Ok(no_content())
