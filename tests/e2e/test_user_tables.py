@@ -142,6 +142,24 @@ def test_a_table_lives_through_append_overwrite_delete_and_schema_change(eddy):
     assert (ns,) not in cat.list_namespaces()
 
 
+def test_a_table_at_a_buckets_root_is_refused(eddy):
+    """Purging a table deletes everything under its location: never a whole bucket."""
+    from pyiceberg.exceptions import BadRequestError
+
+    s3(eddy).create_bucket(Bucket="rooted")
+    s3(eddy).put_object(Bucket="rooted", Key="keep.txt", Body=b"mine")
+    cat = catalog(eddy)
+    ns = name("rooted")
+    cat.create_namespace(ns)
+    with pytest.raises(BadRequestError) as e:
+        cat.create_table(f"{ns}.t", SCHEMA, location="s3://rooted")
+    assert "bucket's root" in str(e.value)
+    t = cat.create_table(f"{ns}.t", SCHEMA, location="s3://rooted/tables/t")
+    t.append(rows([1]))
+    cat.purge_table(f"{ns}.t")
+    assert keys_under(eddy, "rooted", "") == ["keep.txt"]
+
+
 def test_a_drop_without_purge_keeps_the_files_and_register_adopts_them(eddy):
     cat = catalog(eddy)
     ns = name("keep")

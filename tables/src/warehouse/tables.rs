@@ -176,6 +176,13 @@ impl Warehouse {
             }
         };
         let (bucket, key) = split_location(&location)?;
+        // A purge deletes everything under a table's location: a bucket's root would be
+        // the whole bucket.
+        if key.is_empty() {
+            return Err(TableError::BadRequest(format!(
+                "location {location} is a bucket's root; a table or view needs a prefix of its own"
+            )));
+        }
         let owner = self.bucket_owner(&bucket).await?;
         must_s3(
             &self.directory,
