@@ -108,11 +108,14 @@ impl Cluster {
         self.classes.first()?.brokers.get(i).copied()
     }
 
-    /// The node leading a partition.
+    /// The node leading a partition: the topic's hash picks the node of partition 0 and
+    /// the rest follow round-robin, as Kafka's own assignment does, so a topic with at
+    /// least as many partitions as nodes uses every node. (Hashing each partition alone
+    /// left a node without any of a 12-partition topic in about 2% of topics.)
     pub fn leader(&self, topic: &str, partition: i32) -> i32 {
-        let mut key = topic.as_bytes().to_vec();
-        key.extend_from_slice(&partition.to_be_bytes());
-        self.pick(&key)
+        let n = self.size().max(1) as i64;
+        let first = i64::from(self.pick(topic.as_bytes()));
+        ((first + i64::from(partition)).rem_euclid(n)) as i32
     }
 
     /// The node coordinating a group.
@@ -159,7 +162,12 @@ mod tests {
             assert_eq!(c.leader("t", p), d.leader("t", p));
             used[c.leader("t", p) as usize] += 1;
         }
-        assert!(used.iter().all(|n| *n > 5), "{used:?}");
+        assert_eq!(used, [20, 20, 20]);
+        for topic in ["a", "b", "orders", "spread-1f3a"] {
+            let mut nodes: Vec<i32> = (0..3).map(|p| c.leader(topic, p)).collect();
+            nodes.sort();
+            assert_eq!(nodes, [0, 1, 2], "{topic}");
+        }
     }
 
     #[test]
