@@ -197,10 +197,13 @@ impl NotificationConfig {
         Self::with_rules(stored.rules).map(Some)
     }
 
-    /// Every rule an object change in the bucket fires: the S3 configuration's, then each
-    /// deployed pipeline's (none when there are none).
+    /// Every rule an object change in the bucket fires: the S3 configuration's, the
+    /// metadata journal's, then each deployed pipeline's (none when there are none).
     pub fn load_all(settings: &BTreeMap<String, Vec<u8>>) -> Result<Option<Self>, ConfigError> {
         let mut rules = Self::load(settings)?.map(|c| c.rules).unwrap_or_default();
+        if let Some(m) = crate::metadata::MetadataConfig::load(settings)? {
+            rules.push(m.journal_rule());
+        }
         for (key, raw) in settings.range(PIPELINE_KEY_PREFIX.to_owned()..) {
             if !key.starts_with(PIPELINE_KEY_PREFIX) {
                 break;

@@ -8,6 +8,8 @@
 //! - [`multipart`]: multipart uploads
 //! - [`tagging`]: object tagging
 //! - [`notification`]: bucket notification configuration (Put and Get)
+//! - [`metadata`]: S3 Metadata (a change journal topic and a live inventory table per
+//!   bucket), a custom route since s3s does not know its operations
 //! - [`protections`]: refusals of the encryption, object lock and ACLs not built yet
 //! - [`authz`]: identity and bucket policies, checked for every request
 //! - [`bucket_policy`]: Put, Get and DeleteBucketPolicy
@@ -46,6 +48,7 @@ pub mod get;
 pub mod lifecycle;
 pub mod list;
 pub mod managed;
+pub mod metadata;
 pub mod multipart;
 pub mod notification;
 pub mod object_lock;
@@ -300,6 +303,10 @@ pub fn service(gateway: Gateway, domains: &[String]) -> Result<Front, String> {
     if !domains.0.is_empty() {
         b.set_host(domains.clone());
     }
+    b.set_route(metadata::MetadataRoute::new(
+        gateway.clone(),
+        domains.clone(),
+    ));
     Ok(Front {
         service: b.build(),
         cors: cors::Cors::new(gateway, domains),

@@ -10,6 +10,7 @@
 pub mod background;
 pub mod error;
 pub mod expansion;
+pub mod inventory;
 pub mod metrics;
 pub mod objects;
 pub mod rest;

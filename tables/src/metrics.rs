@@ -45,6 +45,8 @@ pub struct TableMetrics {
     pub maintenance_expired_snapshots: Counter,
     /// Files of users' tables removed by maintenance.
     pub maintenance_removed_files: Counter,
+    /// Rebuilds of buckets' inventory tables (loads after an object change).
+    pub inventory_rebuilds: Counter,
 }
 
 impl Default for TableMetrics {
@@ -63,6 +65,7 @@ impl Default for TableMetrics {
             user_commit_conflicts: Counter::default(),
             maintenance_expired_snapshots: Counter::default(),
             maintenance_removed_files: Counter::default(),
+            inventory_rebuilds: Counter::default(),
         }
     }
 }
@@ -153,6 +156,11 @@ impl TableMetrics {
             "maintenance_removed_files",
             "Files of users' tables removed by maintenance",
             self.maintenance_removed_files.clone(),
+        );
+        r.register(
+            "inventory_rebuilds",
+            "Rebuilds of buckets' inventory tables (the first load after an object change)",
+            self.inventory_rebuilds.clone(),
         );
     }
 }

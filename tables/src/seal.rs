@@ -45,11 +45,11 @@ pub const MAX_MANIFESTS: usize = 8;
 
 /// Summary property of a merging snapshot: the manifests it replaced (comma-separated),
 /// deleted once no older snapshot that lists them is left.
-const REPLACED_MANIFESTS: &str = "eddy.replaced-manifests";
+pub(crate) const REPLACED_MANIFESTS: &str = "eddy.replaced-manifests";
 
 /// Summary property of a snapshot that dropped data files (DeleteRecords, retention):
 /// those files, deleted once no older snapshot that lists them is left.
-const REMOVED_FILES: &str = "eddy.removed-files";
+pub(crate) const REMOVED_FILES: &str = "eddy.removed-files";
 
 /// Data files below this size are small: when manifests merge, a partition's small
 /// files are rewritten into one once there are this many of them.

@@ -120,8 +120,11 @@ def trino_server(eddy, timeout: float = 240):
                     raise RuntimeError(f"trino exited with {proc.returncode}:\n{log.read_text()[-6000:]}")
                 try:
                     with urllib.request.urlopen(f"{url}/v1/info", timeout=5) as r:
-                        if json.loads(r.read()).get("starting") is False:
-                            break
+                        started = json.loads(r.read()).get("starting") is False
+                    # Started is not yet schedulable: until the coordinator's node has
+                    # announced itself, queries fail with NO_NODES_AVAILABLE.
+                    if started and active_nodes(url) > 0:
+                        break
                 except OSError:
                     pass  # not listening yet
                 if time.monotonic() > deadline:
@@ -135,6 +138,23 @@ def trino_server(eddy, timeout: float = 240):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def active_nodes(url: str) -> int:
+    """How many nodes the coordinator can schedule on (its own `system.runtime.nodes`)."""
+    req = urllib.request.Request(f"{url}/v1/statement", data=b"SELECT count(*) FROM system.runtime.nodes WHERE state = 'active'",
+                                 headers={"X-Trino-User": "eddy-tests"}, method="POST")
+    with urllib.request.urlopen(req, timeout=10) as r:
+        page = json.loads(r.read())
+    while True:
+        if "error" in page:
+            return 0
+        if page.get("data"):
+            return int(page["data"][0][0])
+        if "nextUri" not in page:
+            return 0
+        with urllib.request.urlopen(page["nextUri"], timeout=10) as r:
+            page = json.loads(r.read())
 
 
 # --- Spark -------------------------------------------------------------------------------

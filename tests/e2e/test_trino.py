@@ -259,3 +259,23 @@ def test_writes_to_topic_tables_are_refused_with_the_reason(eddy, trino):
         assert any(re.search(r"Forbidden: .*Kafka topics and read-only", m) for m in causes(e.value)), (
             sql, causes(e.value))
     assert trino_rows(trino, topic) == before
+
+
+def test_a_buckets_inventory_is_its_listing(eddy, trino):
+    """S3 Metadata's inventory table read by Trino right after the changes: exactly the
+    bucket's current objects, tags included."""
+    from test_bucket_metadata import bucket_name, enable, s3
+    client = s3(eddy)
+    bucket = bucket_name()
+    client.create_bucket(Bucket=bucket)
+    enable(client, bucket)
+    for i in range(12):
+        client.put_object(Bucket=bucket, Key=f"logs/{i:02}.txt", Body=b"l" * i,
+                          Tagging=f"n={i}")
+    client.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": "logs/00.txt"},
+                                                             {"Key": "logs/05.txt"}]})
+    rows = trino.query(f'SELECT key, size, object_tags[\'n\'] FROM eddy."b_{bucket}".inventory '
+                       f"ORDER BY key")
+    listed = [o["Key"] for o in client.list_objects_v2(Bucket=bucket)["Contents"]]
+    assert [r[0] for r in rows] == listed
+    assert [(r[1], r[2]) for r in rows] == [(int(k[5:7]), str(int(k[5:7]))) for k in listed]

@@ -9,6 +9,7 @@
 //! starts after a produce ack sees it.
 
 pub mod auth;
+mod metadata;
 mod model;
 mod sigv4;
 mod users;
@@ -197,6 +198,9 @@ impl RestCatalog {
     async fn route(&self, req: &Request, user: &str) -> TableResult<Response> {
         let segments = segments(&req.path);
         let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
+        if let Some(answer) = self.route_metadata(req, user, &segs).await {
+            return answer;
+        }
         if let Some(answer) = self.route_users(req, user, &segs).await {
             return answer;
         }
@@ -355,12 +359,18 @@ impl RestCatalog {
     async fn namespaces(&self, visible_to: Option<&str>) -> TableResult<Vec<String>> {
         let mut out = vec![NAMESPACE.to_owned()];
         let users = self.tabler.catalog().iceberg().namespaces().await?;
+        let metadata = self.metadata_namespaces(None).await?;
         // Tables outside users' namespaces are expansions' targets, in namespaces of
-        // their own.
+        // their own, or buckets' inventories (listed below, to those who may see them).
         for (ns, _, _) in self.tabler.catalog().iceberg().other_tables().await? {
-            if !out.contains(&ns) && !users.iter().any(|(u, _)| *u == ns) {
+            if !out.contains(&ns) && !users.iter().any(|(u, _)| *u == ns) && !metadata.contains(&ns)
+            {
                 out.push(ns);
             }
+        }
+        match visible_to {
+            Some(user) => out.extend(self.metadata_namespaces(Some(user)).await?),
+            None => out.extend(metadata),
         }
         for (ns, rec) in users {
             if let Some(user) = visible_to

@@ -101,7 +101,7 @@ impl Tabler {
     /// Snapshots of `metadata` to expire once `new` is added (older than the age limit,
     /// never the current one), and the files only they reference: their manifest lists
     /// and the manifests a later snapshot merged away once no older snapshot lists them.
-    pub(super) fn expired(
+    pub(crate) fn expired(
         &self,
         metadata: &TableMetadata,
         new: &Snapshot,

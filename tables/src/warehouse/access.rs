@@ -67,24 +67,39 @@ pub fn must_s3(
     bucket_owner: &str,
     key: &str,
 ) -> TableResult<()> {
+    if s3_allows(dir, user, action, bucket, bucket_owner, Some(key)) {
+        Ok(())
+    } else {
+        Err(TableError::Forbidden(format!(
+            "{user} may not {action} on s3://{bucket}/{key}: a table's files are objects the writers put there with their own keys, so a policy must allow it"
+        )))
+    }
+}
+
+/// Whether `user` may do an S3 `action` on a bucket (`key: None`) or an object of it, as
+/// the S3 gateway decides it.
+pub fn s3_allows(
+    dir: &Directory,
+    user: &str,
+    action: &str,
+    bucket: &str,
+    bucket_owner: &str,
+    key: Option<&str>,
+) -> bool {
     let context = Context::default();
-    let resource = format!("arn:aws:s3:::{bucket}/{key}");
+    let resource = match key {
+        Some(k) => format!("arn:aws:s3:::{bucket}/{k}"),
+        None => format!("arn:aws:s3:::{bucket}"),
+    };
     let req = Request {
         action,
         resource: &resource,
         principal: Some(user),
         context: &context,
     };
-    let allowed = match dir.s3_decision(Some(user), Some(bucket), &req) {
+    match dir.s3_decision(Some(user), Some(bucket), &req) {
         Decision::Deny => false,
         Decision::Allow => true,
         Decision::NoMatch => dir.is_admin(user) || bucket_owner == user,
-    };
-    if allowed {
-        Ok(())
-    } else {
-        Err(TableError::Forbidden(format!(
-            "{user} may not {action} on s3://{bucket}/{key}: a table's files are objects the writers put there with their own keys, so a policy must allow it"
-        )))
     }
 }

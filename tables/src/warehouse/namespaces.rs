@@ -63,6 +63,13 @@ impl Warehouse {
             &namespace_resource(namespace),
             None,
         )?;
+        if notify::metadata::bucket_of_namespace(namespace.split('\u{1f}').next().unwrap_or(""))
+            .is_some()
+        {
+            return Err(TableError::BadRequest(format!(
+                "namespace {name}: names b_<bucket> are kept for buckets' metadata tables (S3 CreateBucketMetadataConfiguration); choose another"
+            )));
+        }
         if namespace == NAMESPACE
             || namespace.starts_with(&format!("{NAMESPACE}\u{1f}"))
             || self
