@@ -130,20 +130,16 @@ pub fn context(
 }
 
 impl Gateway {
-    /// Checks that `who` may do `action` on `bucket` (and `key`): `AccessDenied` when a
-    /// policy denies it, when nothing allows it and the requester is neither the
-    /// bucket's owner nor the administrator, or when it would change a bucket Eddy
-    /// manages ([`crate::managed`]; checked after the policies, so the message tells
-    /// only those who may otherwise act on the bucket that it is managed). A bucket that
-    /// does not exist is left to the operation (it answers `NoSuchBucket`), except for
-    /// anonymous requests.
-    pub async fn authorize(
+    /// The policies' answer for `who` doing `action` on `bucket` (and `key`), before the
+    /// managed-bucket check: a Deny anywhere refuses, an Allow anywhere allows, else the
+    /// bucket's owner and the administrator may.
+    async fn decide(
         &self,
         who: &AuthzContext,
         action: &str,
         bucket: Option<&str>,
         key: Option<&str>,
-    ) -> S3Result<()> {
+    ) -> S3Result<bool> {
         let resource = match bucket {
             Some(b) => arn(b, key),
             None => "arn:aws:s3:::*".to_owned(),
@@ -156,7 +152,7 @@ impl Gateway {
             context: &who.context,
         };
         let dir = self.directory();
-        let allowed = match dir.s3_decision(principal, bucket, &req) {
+        Ok(match dir.s3_decision(principal, bucket, &req) {
             Decision::Deny => false,
             Decision::Allow => true,
             Decision::NoMatch => match (principal, bucket) {
@@ -172,7 +168,43 @@ impl Gateway {
                     Err(e) => return Err(crate::error::catalog_error(e)),
                 },
             },
+        })
+    }
+
+    /// Checks that `who` may do `action` on `bucket` (and `key`): `AccessDenied` when a
+    /// policy denies it, when nothing allows it and the requester is neither the
+    /// bucket's owner nor the administrator, or when it would change a bucket Eddy
+    /// manages ([`crate::managed`]; checked after the policies, so the message tells
+    /// only those who may otherwise act on the bucket that it is managed). A bucket that
+    /// does not exist is left to the operation (it answers `NoSuchBucket`), except for
+    /// anonymous requests.
+    pub async fn authorize(
+        &self,
+        who: &AuthzContext,
+        action: &str,
+        bucket: Option<&str>,
+        key: Option<&str>,
+    ) -> S3Result<()> {
+        let principal = who.principal.as_deref();
+        let resource = match bucket {
+            Some(b) => arn(b, key),
+            None => "arn:aws:s3:::*".to_owned(),
         };
+        let mut allowed = self.decide(who, action, bucket, key).await?;
+        // A bucket's inventory files (docs/iceberg.md) show what listing that bucket
+        // shows: reading them needs that too.
+        if allowed
+            && let (Some(b), Some(k)) = (bucket, key)
+            && self.managed_buckets().contains(b)
+            && let Some(listed) = k
+                .strip_prefix("b_")
+                .and_then(|rest| rest.split('/').next())
+                .filter(|l| !l.is_empty() && *l != b)
+        {
+            allowed = self
+                .decide(who, "s3:ListBucket", Some(listed), None)
+                .await?;
+        }
         if allowed
             && let Some(b) = bucket.filter(|b| self.managed_buckets().contains(b))
             && !crate::managed::allowed(action)

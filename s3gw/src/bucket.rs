@@ -155,6 +155,9 @@ pub async fn delete_bucket(
             })
         })
         .collect();
+    // Its inventory table goes with it, or a bucket made again under the same name
+    // would show the old one's (its journal topic stays, as a topic of Kafka's).
+    ops.extend(crate::metadata::drop_inventory(gw, &b.name).await?);
     ops.push(Op::S3(S3Op::DeleteBucket {
         name: b.name.clone(),
     }));

@@ -417,7 +417,7 @@ fn replace(expected: &BucketRecord, change: impl FnOnce(&mut BTreeMap<String, Ve
 }
 
 /// The op dropping the bucket's inventory table and its files, if there is one.
-async fn drop_inventory(gw: &Gateway, bucket: &str) -> S3Result<Option<Op>> {
+pub(crate) async fn drop_inventory(gw: &Gateway, bucket: &str) -> S3Result<Option<Op>> {
     let ns = namespace(bucket);
     Ok(gw
         .catalog()

@@ -192,6 +192,20 @@ def test_reading_needs_list_bucket(eddy):
         with pytest.raises(ForbiddenError):
             attempt()
     their = s3(eddy, user, "dave-secret-1")
+    # Reading the broker bucket (where table files are) is not reading this bucket's
+    # inventory files: those need s3:ListBucket on the bucket itself.
+    catalog(eddy).load_table(f"b_{bucket}.inventory")
+    inventory_files = [o["Key"] for o in client.list_objects_v2(
+        Bucket="kafka", Prefix=f"b_{bucket}/inventory/data/")["Contents"]]
+    assert inventory_files
+    client.put_bucket_policy(Bucket="kafka", Policy=json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"AWS": [user]},
+                       "Action": ["s3:GetObject", "s3:ListBucket"],
+                       "Resource": ["arn:aws:s3:::kafka", "arn:aws:s3:::kafka/*"]}]}))
+    with pytest.raises(ClientError) as e:
+        their.get_object(Bucket="kafka", Key=inventory_files[0])
+    assert e.value.response["Error"]["Code"] == "AccessDenied"
     for call in (lambda: their.get_bucket_metadata_configuration(Bucket=bucket),
                  lambda: their.delete_bucket_metadata_configuration(Bucket=bucket),
                  lambda: enable(their, bucket)):
@@ -204,7 +218,18 @@ def test_reading_needs_list_bucket(eddy):
         "Statement": [{"Effect": "Allow", "Principal": {"AWS": [user]},
                        "Action": "s3:ListBucket", "Resource": f"arn:aws:s3:::{bucket}"}]}))
     assert (f"b_{bucket}",) in dave.list_namespaces()
-    assert dave.load_table(f"b_{bucket}.inventory").schema().find_field("key")
+    table = dave.load_table(f"b_{bucket}.inventory")
+    assert table.scan().to_arrow().column("key").to_pylist() == ["secret-plans.txt"]
+    client.delete_bucket_policy(Bucket="kafka")
+
+    # Deleting the (emptied) bucket drops its inventory: a bucket made again under its
+    # name starts without one.
+    client.delete_object(Bucket=bucket, Key="secret-plans.txt")
+    client.delete_bucket(Bucket=bucket)
+    client.create_bucket(Bucket=bucket)
+    with pytest.raises(NoSuchTableError):
+        catalog(eddy).load_table(f"b_{bucket}.inventory")
+    assert (f"b_{bucket}",) not in catalog(eddy).list_namespaces()
 
 
 def test_the_inventory_after_kill_9_is_the_listing(fresh_eddy):

@@ -246,10 +246,6 @@ mod tests {
         assert!(col("version_id").is_null(0));
         let meta = col("user_metadata");
         let meta = meta.as_any().downcast_ref::<MapArray>().unwrap();
-        assert_eq!(
-            meta.value(0).len(),
-            1,
-            "content-type is not user metadata"
-        );
+        assert_eq!(meta.value(0).len(), 1, "content-type is not user metadata");
     }
 }
