@@ -160,8 +160,9 @@ def test_three_nodes_through_a_kill_a_pause_and_a_postgresql_restart(cluster3):
 
         # SIGKILL of the group's coordinator: its address is served again by a survivor,
         # which takes the group over from the catalog, and clients go on. (The group's
-        # name is chosen so that its coordinator's address also leads partitions 0 and 3
-        # of three: xxh3 onto the address list, broker/src/cluster.rs.)
+        # coordinator, xxh3 of its name onto the address list, also leads partitions 2
+        # and 5 of orders' six, which start round-robin at xxh3 of the topic's name:
+        # broker/src/cluster.rs.)
         wait_for(lambda: admin.describe_consumer_groups(["consumers"])["consumers"].result(30)
                  .state.name == "STABLE", 60, "the group formed")
         coordinator = admin.describe_consumer_groups(["consumers"])["consumers"].result(30).coordinator

@@ -638,8 +638,24 @@ def check_after_restart(eddy, manifest, written):
     assert "in/after-upgrade" in keys
 
 
-@pytest.mark.parametrize("drop_store", [False, True], ids=["store", "rebuilt-from-checkpoint"])
-@pytest.mark.parametrize("manifest_path", FIXTURES, ids=[m.parent.name for m in FIXTURES])
+def upgrade_cases():
+    """Every fixture opened with its store; and rebuilt from its checkpoint, the killed
+    fixture of every format (its checkpoint decoders and the replay of what followed)
+    and the clean one of the newest format. The clean fixtures of older formats rebuilt
+    from their checkpoints read the same layouts the killed ones do, and took 9 x 13 s
+    of every CI run."""
+    newest = max(FIXTURES, key=lambda m: int(m.parent.name.split("-")[1].removeprefix("v")))
+    newest_format = newest.parent.name.split("-")[1]
+    cases = []
+    for m in FIXTURES:
+        cases.append(pytest.param(m, False, id=f"{m.parent.name}-store"))
+        kind = json.loads(m.read_text())["kind"]
+        if kind == "killed" or m.parent.name.split("-")[1] == newest_format:
+            cases.append(pytest.param(m, True, id=f"{m.parent.name}-rebuilt-from-checkpoint"))
+    return cases
+
+
+@pytest.mark.parametrize("manifest_path,drop_store", upgrade_cases())
 def test_a_fixture_reads_back_and_takes_writes(tmp_path, manifest_path, drop_store):
     manifest = json.loads(manifest_path.read_text())
     eddy = open_fixture(tmp_path, manifest_path, drop_store)
