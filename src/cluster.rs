@@ -100,7 +100,7 @@ pub async fn run(leases: Leases, serving: KafkaServing, mut stop: watch::Receive
     let by_name: HashMap<String, KafkaListener> = leases
         .addresses
         .iter()
-        .map(|l| (l.addr.to_string(), *l))
+        .map(|l| (l.addr.to_string(), l.clone()))
         .collect();
     let mut bound: HashMap<String, Serving> = HashMap::new();
     let mut last_ok = Instant::now();
@@ -143,7 +143,7 @@ pub async fn run(leases: Leases, serving: KafkaServing, mut stop: watch::Receive
                         Ok(l) => {
                             tracing::info!(address = %a, epoch = held[a], "address lease taken; serving it");
                             let (tx, rx) = watch::channel(false);
-                            let task = tokio::spawn(serving.serve(l, *listen, rx, false));
+                            let task = tokio::spawn(serving.serve(l, listen.clone(), rx, false));
                             bound.insert(a.clone(), Serving { stop: tx, task });
                         }
                         Err(e) => {

@@ -1,6 +1,7 @@
 //! Configuration: command-line flags, `EDDY_*` environment variables and an optional TOML
 //! file, in that order of precedence, over built-in defaults.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
@@ -8,7 +9,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 use serde::Deserialize;
 
-use crate::listen::{HttpListen, KafkaListener, SecurityProtocol};
+use crate::listen::{Advertised, HttpListen, KafkaListener, SecurityProtocol};
 
 /// Default S3 access key and secret, printed at start when in use.
 pub const DEFAULT_CREDENTIAL: &str = "eddyadmin";
@@ -49,6 +50,18 @@ pub struct ServeArgs {
     /// them.
     #[arg(long, env = "EDDY_KAFKA_LISTEN", value_delimiter = ',')]
     pub kafka_listen: Option<Vec<KafkaListener>>,
+    /// The security protocol of each Kafka listener that names itself, comma-separated
+    /// `NAME:PROTOCOL` (Kafka's `listener.security.protocol.map`), as in
+    /// `--kafka-listen INTERNAL://:29092,EXTERNAL://:9092
+    /// --kafka-listener-protocols INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT`.
+    #[arg(long, env = "EDDY_KAFKA_LISTENER_PROTOCOLS", value_delimiter = ',')]
+    pub kafka_listener_protocols: Option<Vec<String>>,
+    /// The addresses clients are told to connect to, comma-separated `NAME://host:port`
+    /// (Kafka's `advertised.listeners`): for each listener name, one per address of that
+    /// name in `--kafka-listen`, in the same order. A listener without one advertises
+    /// its own address (the one the client reached, for `0.0.0.0`).
+    #[arg(long, env = "EDDY_KAFKA_ADVERTISE", value_delimiter = ',')]
+    pub kafka_advertise: Option<Vec<Advertised>>,
     /// HTTP listen address (Iceberg REST catalog, /metrics, /health): `ip:port` (`:port`
     /// is every interface), or `https://ip:port` for TLS.
     #[arg(long, env = "EDDY_HTTP_LISTEN")]
@@ -230,6 +243,8 @@ pub struct FileConfig {
     meta_dir: Option<PathBuf>,
     s3_listen: Option<HttpListen>,
     kafka_listen: Option<Vec<KafkaListener>>,
+    kafka_listener_protocols: Option<Vec<String>>,
+    kafka_advertise: Option<Vec<Advertised>>,
     http_listen: Option<HttpListen>,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
@@ -351,6 +366,9 @@ pub struct ServeConfig {
     pub s3_listen: HttpListen,
     /// Kafka listeners.
     pub kafka_listen: Vec<KafkaListener>,
+    /// What clients that reached a Kafka listener address are told to connect to
+    /// (`--kafka-advertise`), by bound address.
+    pub kafka_advertised: Vec<(SocketAddr, String, u16)>,
     /// HTTP listener.
     pub http_listen: HttpListen,
     /// The TLS files of the TLS listeners (present when any listener is TLS).
@@ -444,6 +462,74 @@ fn load_file(path: Option<&Path>) -> anyhow::Result<FileConfig> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading config file {}", path.display()))?;
     toml::from_str(&text).with_context(|| format!("parsing config file {}", path.display()))
+}
+
+/// `--kafka-listener-protocols` as a map of listener name to protocol.
+fn listener_protocols(entries: Vec<String>) -> anyhow::Result<BTreeMap<String, SecurityProtocol>> {
+    let mut map = BTreeMap::new();
+    for e in entries {
+        let Some((name, protocol)) = e.split_once(':') else {
+            bail!("--kafka-listener-protocols {e:?}: expected NAME:PROTOCOL");
+        };
+        let Some(p) = SecurityProtocol::of_name(protocol.trim()) else {
+            bail!(
+                "--kafka-listener-protocols {e:?}: unknown security protocol {protocol:?} (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)"
+            );
+        };
+        map.insert(name.trim().to_ascii_uppercase(), p);
+    }
+    Ok(map)
+}
+
+/// Gives each listener that names itself its protocol from the map; one the map does not
+/// name is refused, so a mistyped `SSL` never serves plaintext.
+fn apply_protocols(
+    listeners: &mut [KafkaListener],
+    protocols: &BTreeMap<String, SecurityProtocol>,
+) -> anyhow::Result<()> {
+    for l in listeners {
+        match protocols.get(&l.name) {
+            Some(p) if l.named_by_protocol() && *p != l.protocol => bail!(
+                "--kafka-listener-protocols maps {} to {}: a listener named after a protocol is that protocol",
+                l.name,
+                p.name()
+            ),
+            Some(p) => l.protocol = *p,
+            None if l.named_by_protocol() => {}
+            None => bail!(
+                "Kafka listener {l} names no security protocol: use PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, or map the name with --kafka-listener-protocols {}:PROTOCOL",
+                l.name
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// `--kafka-advertise` matched to the listeners: the `i`th advertised address of a name
+/// is the `i`th listen address of that name.
+fn advertised_addresses(
+    listeners: &[KafkaListener],
+    advertised: Vec<Advertised>,
+) -> anyhow::Result<Vec<(SocketAddr, String, u16)>> {
+    let mut by_name: BTreeMap<String, Vec<Advertised>> = BTreeMap::new();
+    for a in advertised {
+        by_name.entry(a.name.clone()).or_default().push(a);
+    }
+    let mut out = Vec::new();
+    for (name, given) in by_name {
+        let bound: Vec<&KafkaListener> = listeners.iter().filter(|l| l.name == name).collect();
+        if bound.len() != given.len() {
+            bail!(
+                "--kafka-advertise names {} address(es) of listener {name}, which --kafka-listen has {} of",
+                given.len(),
+                bound.len()
+            );
+        }
+        for (l, a) in bound.into_iter().zip(given) {
+            out.push((l.addr, a.host, a.port));
+        }
+    }
+    Ok(out)
 }
 
 /// Checks the config file's views: names of lower-case letters, digits and dashes, none
@@ -616,16 +702,31 @@ impl ServeArgs {
             .s3_listen
             .or(file.s3_listen)
             .unwrap_or_else(|| HttpListen::plain(parse("0.0.0.0:9000")));
-        let kafka_listen = self
+        let mut kafka_listen = self
             .kafka_listen
             .clone()
             .or(file.kafka_listen)
             .unwrap_or_else(|| {
                 vec![KafkaListener {
+                    name: SecurityProtocol::Plaintext.name().to_owned(),
                     protocol: SecurityProtocol::Plaintext,
                     addr: parse("0.0.0.0:9092"),
                 }]
             });
+        let protocols = listener_protocols(
+            self.kafka_listener_protocols
+                .clone()
+                .or(file.kafka_listener_protocols)
+                .unwrap_or_default(),
+        )?;
+        apply_protocols(&mut kafka_listen, &protocols)?;
+        let kafka_advertised = advertised_addresses(
+            &kafka_listen,
+            self.kafka_advertise
+                .clone()
+                .or(file.kafka_advertise)
+                .unwrap_or_default(),
+        )?;
         let http_listen = self
             .http_listen
             .or(file.http_listen)
@@ -635,11 +736,14 @@ impl ServeArgs {
             .clone()
             .or(file.broker_bucket.clone())
             .unwrap_or_else(|| "kafka".into());
-        let views = resolve_views(file.views, &kafka_listen, &broker_bucket_name)?;
+        let mut views = resolve_views(file.views, &kafka_listen, &broker_bucket_name)?;
+        for v in &mut views {
+            apply_protocols(&mut v.kafka_listen, &protocols)?;
+        }
         let every_listener: Vec<KafkaListener> = kafka_listen
             .iter()
             .chain(views.iter().flat_map(|v| v.kafka_listen.iter()))
-            .copied()
+            .cloned()
             .collect();
         let tls = tls_files(
             self.tls_cert.clone().or(file.tls_cert),
@@ -665,6 +769,7 @@ impl ServeArgs {
             storage,
             s3_listen,
             kafka_listen,
+            kafka_advertised,
             http_listen,
             tls,
             tls_principal_rules,

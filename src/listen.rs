@@ -1,5 +1,7 @@
 //! The listen address forms of the command line and the config file: Kafka's listener
-//! form for the Kafka port (`SSL://127.0.0.1:9093`; a bare `host:port` is plaintext) and
+//! form for the Kafka port (`SSL://127.0.0.1:9093`; a bare `host:port` is plaintext; a
+//! listener of a name of its own, `INTERNAL://:29092`, takes its protocol from
+//! `--kafka-listener-protocols`), the advertised form (`INTERNAL://eddy:29092`), and
 //! a URL scheme for the S3 and HTTP ports (`https://0.0.0.0:9000`; bare or `http://` is
 //! plaintext). Every form's address is `ip:port`, or `:port` for every interface
 //! (`0.0.0.0:port`), parsed by [`address`] for every listen flag and config-file key.
@@ -46,9 +48,12 @@ impl SecurityProtocol {
 }
 
 /// A Kafka listener.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "String")]
 pub struct KafkaListener {
+    /// Its name, Kafka's listener name: its protocol's, unless it names itself
+    /// (`INTERNAL://...`, whose protocol `--kafka-listener-protocols` gives).
+    pub name: String,
     /// Its security protocol.
     pub protocol: SecurityProtocol,
     /// Its address.
@@ -66,31 +71,57 @@ fn address(s: &str, whole: &str) -> Result<SocketAddr, String> {
         .map_err(|_| format!("{whole:?}: {s:?} is not an ip:port or :port address"))
 }
 
+impl SecurityProtocol {
+    /// The protocol of Kafka's name (any case).
+    pub fn of_name(name: &str) -> Option<Self> {
+        match name.to_ascii_uppercase().as_str() {
+            "PLAINTEXT" => Some(Self::Plaintext),
+            "SSL" => Some(Self::Ssl),
+            "SASL_PLAINTEXT" => Some(Self::SaslPlaintext),
+            "SASL_SSL" => Some(Self::SaslSsl),
+            _ => None,
+        }
+    }
+}
+
+/// A listener name as Kafka takes it: letters, digits and `_`, upper-cased.
+fn listener_name(name: &str, whole: &str) -> Result<String, String> {
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return Err(format!(
+            "{whole:?}: {name:?} is not a listener name (letters, digits and _)"
+        ));
+    }
+    Ok(name.to_ascii_uppercase())
+}
+
 impl FromStr for KafkaListener {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let Some((scheme, addr)) = s.split_once("://") else {
             return Ok(Self {
+                name: SecurityProtocol::Plaintext.name().to_owned(),
                 protocol: SecurityProtocol::Plaintext,
                 addr: address(s, s)?,
             });
         };
-        let protocol = match scheme.to_ascii_uppercase().as_str() {
-            "PLAINTEXT" => SecurityProtocol::Plaintext,
-            "SSL" => SecurityProtocol::Ssl,
-            "SASL_PLAINTEXT" => SecurityProtocol::SaslPlaintext,
-            "SASL_SSL" => SecurityProtocol::SaslSsl,
-            other => {
-                return Err(format!(
-                    "{s:?}: unknown security protocol {other:?} (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)"
-                ));
-            }
-        };
+        let name = listener_name(scheme, s)?;
+        // A name of its own is plaintext until `--kafka-listener-protocols` says
+        // otherwise, and refused at start if it never does (a typo for SSL must not
+        // serve plaintext).
+        let protocol = SecurityProtocol::of_name(&name).unwrap_or(SecurityProtocol::Plaintext);
         Ok(Self {
+            name,
             protocol,
             addr: address(addr, s)?,
         })
+    }
+}
+
+impl KafkaListener {
+    /// Whether its name is a protocol's (so it needs no protocol map entry).
+    pub fn named_by_protocol(&self) -> bool {
+        SecurityProtocol::of_name(&self.name).is_some()
     }
 }
 
@@ -104,7 +135,57 @@ impl TryFrom<String> for KafkaListener {
 
 impl fmt::Display for KafkaListener {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}://{}", self.protocol.name(), self.addr)
+        write!(f, "{}://{}", self.name, self.addr)
+    }
+}
+
+/// An advertised Kafka address (Kafka's `advertised.listeners` entry): what clients that
+/// reached a listener of `name` are told to connect to, `NAME://host:port`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub struct Advertised {
+    /// The listener name.
+    pub name: String,
+    /// Host name or address.
+    pub host: String,
+    /// Port.
+    pub port: u16,
+}
+
+impl FromStr for Advertised {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (scheme, rest) = s
+            .split_once("://")
+            .ok_or_else(|| format!("{s:?}: an advertised listener is NAME://host:port"))?;
+        let name = listener_name(scheme, s)?;
+        let (host, port) = rest
+            .trim_end_matches('/')
+            .rsplit_once(':')
+            .ok_or_else(|| format!("{s:?}: an advertised listener is NAME://host:port"))?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let port: u16 = port
+            .parse()
+            .map_err(|_| format!("{s:?}: {port:?} is not a port"))?;
+        if host.is_empty() || port == 0 {
+            return Err(format!(
+                "{s:?}: an advertised listener needs a host and a port"
+            ));
+        }
+        Ok(Self {
+            name,
+            host: host.to_owned(),
+            port,
+        })
+    }
+}
+
+impl TryFrom<String> for Advertised {
+    type Error = String;
+
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
     }
 }
 
@@ -176,7 +257,20 @@ mod tests {
         let l: KafkaListener = "sasl_ssl://127.0.0.1:9094".parse().unwrap();
         assert_eq!(l.protocol, SecurityProtocol::SaslSsl);
         assert_eq!(l.to_string(), "SASL_SSL://127.0.0.1:9094");
-        assert!("TLS://127.0.0.1:1".parse::<KafkaListener>().is_err());
+        // A name of its own: plaintext until a protocol map names its protocol.
+        let l: KafkaListener = "internal://127.0.0.1:1".parse().unwrap();
+        assert_eq!(
+            (l.name.as_str(), l.named_by_protocol()),
+            ("INTERNAL", false)
+        );
+        assert!("IN-TERNAL://127.0.0.1:1".parse::<KafkaListener>().is_err());
+        let a: Advertised = "EXTERNAL://localhost:9092".parse().unwrap();
+        assert_eq!(
+            (a.name.as_str(), a.host.as_str(), a.port),
+            ("EXTERNAL", "localhost", 9092)
+        );
+        assert!("localhost:9092".parse::<Advertised>().is_err());
+        assert!("EXTERNAL://localhost".parse::<Advertised>().is_err());
         assert!("SSL://localhost".parse::<KafkaListener>().is_err());
         let l: KafkaListener = "SASL_SSL://:9094".parse().unwrap();
         assert_eq!(l.to_string(), "SASL_SSL://0.0.0.0:9094");

@@ -350,7 +350,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         Vec::new(),
         kafka
             .into_iter()
-            .zip(config.kafka_listen.iter().copied())
+            .zip(config.kafka_listen.iter().cloned())
             .collect(),
         leases,
         default_view.clone(),
@@ -368,7 +368,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             view.users.clone(),
             listeners
                 .into_iter()
-                .zip(view.kafka_listen.iter().copied())
+                .zip(view.kafka_listen.iter().cloned())
                 .collect(),
             None,
             view_catalog,
@@ -451,10 +451,16 @@ async fn start_kafka(
     // A cluster node's brokers are the whole cluster's addresses, whichever it holds.
     let listens: Vec<crate::listen::KafkaListener> = match &leases {
         Some(l) => l.addresses.clone(),
-        None => listeners.iter().map(|(_, l)| *l).collect(),
+        None => listeners.iter().map(|(_, l)| l.clone()).collect(),
     };
     let mut kafka_config = broker::BrokerConfig::new(listens.iter().map(|l| l.addr).collect());
     kafka_config.listener_classes = listener_classes(&listens)?;
+    kafka_config.listener_protocols = listens
+        .iter()
+        .filter(|l| !l.named_by_protocol())
+        .map(|l| (l.name.clone(), l.protocol.name().to_owned()))
+        .collect();
+    kafka_config.advertised_listeners = config.kafka_advertised.clone();
     kafka_config.view = view.to_owned();
     kafka_config.view_users = users;
     kafka_config.view_metrics = Some(shared.view_metrics.clone());
@@ -641,13 +647,14 @@ async fn reload_on_sighup(tls: Vec<Arc<Tls>>) {
     }
 }
 
-/// The Kafka listeners grouped by security protocol, as the broker numbers them.
+/// The Kafka listeners grouped by listener name (their security protocol's, unless they
+/// name themselves), as the broker numbers them.
 pub fn listener_classes(
     listeners: &[crate::listen::KafkaListener],
 ) -> anyhow::Result<Vec<(String, Vec<std::net::SocketAddr>)>> {
     let mut classes: BTreeMap<&str, Vec<std::net::SocketAddr>> = BTreeMap::new();
     for l in listeners {
-        classes.entry(l.protocol.name()).or_default().push(l.addr);
+        classes.entry(l.name.as_str()).or_default().push(l.addr);
     }
     let classes: Vec<(String, Vec<std::net::SocketAddr>)> = classes
         .into_iter()

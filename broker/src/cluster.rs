@@ -5,7 +5,10 @@
 //! Listeners of different security protocols are Kafka's named listeners: each protocol
 //! (a listener class: `PLAINTEXT`, `SSL`, ...) lists the same number of addresses, node
 //! `i` is the `i`th address of every class, and a client is told the brokers of the class
-//! it connected to, so a TLS client is never sent to a plaintext port.
+//! it connected to, so a TLS client is never sent to a plaintext port. A class may have a
+//! name of its own (`INTERNAL`, `EXTERNAL`: two plaintext classes, one for clients inside
+//! a container network and one for the host) and advertised addresses, Kafka's
+//! `advertised.listeners`: what clients of that listener are told to connect to.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -20,6 +23,10 @@ struct Class {
 #[derive(Debug, Clone)]
 pub struct Cluster {
     classes: Vec<Class>,
+    /// Advertised host and port, by bound listener address.
+    advertised: std::collections::HashMap<SocketAddr, (String, u16)>,
+    /// Security protocol of each class named otherwise.
+    protocols: std::collections::HashMap<String, String>,
 }
 
 fn sorted(mut listeners: Vec<SocketAddr>) -> Vec<SocketAddr> {
@@ -41,6 +48,8 @@ impl Cluster {
                 name: "PLAINTEXT".into(),
                 brokers: sorted(listeners),
             }],
+            advertised: Default::default(),
+            protocols: Default::default(),
         }
     }
 
@@ -69,7 +78,33 @@ impl Cluster {
                 odd.brokers.len()
             ));
         }
-        Ok(Self { classes })
+        Ok(Self {
+            classes,
+            advertised: Default::default(),
+            protocols: Default::default(),
+        })
+    }
+
+    /// The same brokers with advertised addresses (by bound address) and the security
+    /// protocols of classes with names of their own.
+    pub fn with_advertised(
+        mut self,
+        advertised: Vec<(SocketAddr, String, u16)>,
+        protocols: Vec<(String, String)>,
+    ) -> Self {
+        self.advertised = advertised
+            .into_iter()
+            .map(|(bound, host, port)| (bound, (host, port)))
+            .collect();
+        self.protocols = protocols.into_iter().collect();
+        self
+    }
+
+    /// The security protocol of the listener a client reached (its class's name unless
+    /// the class named itself).
+    pub fn listener_protocol(&self, reached: SocketAddr) -> &str {
+        let name = self.listener_name(reached);
+        self.protocols.get(name).map_or(name, String::as_str)
     }
 
     /// How many brokers there are.
@@ -124,14 +159,17 @@ impl Cluster {
     }
 
     /// The host and port clients that reached us at `reached` should use for a node: its
-    /// address in the same listener class. A listener on the unspecified address
-    /// advertises the address the client reached it on.
+    /// advertised address in the same listener class, else its address there. A listener
+    /// on the unspecified address advertises the address the client reached it on.
     pub fn advertised(&self, node: i32, reached: SocketAddr) -> (String, u16) {
         let addr = self
             .class_of(reached)
             .and_then(|c| c.brokers.get(node as usize))
             .copied()
             .unwrap_or(reached);
+        if let Some((host, port)) = self.advertised.get(&addr) {
+            return (host.clone(), *port);
+        }
         let ip: IpAddr = if addr.ip().is_unspecified() {
             reached.ip()
         } else {
@@ -168,6 +206,36 @@ mod tests {
             nodes.sort();
             assert_eq!(nodes, [0, 1, 2], "{topic}");
         }
+    }
+
+    #[test]
+    fn named_classes_advertise_their_addresses() {
+        let a = |s: &str| s.parse::<SocketAddr>().unwrap();
+        let c = Cluster::with_classes(vec![
+            ("EXTERNAL".into(), vec![a("0.0.0.0:9092")]),
+            ("INTERNAL".into(), vec![a("0.0.0.0:29092")]),
+        ])
+        .unwrap()
+        .with_advertised(
+            vec![
+                (a("0.0.0.0:9092"), "localhost".into(), 9092),
+                (a("0.0.0.0:29092"), "eddy".into(), 29092),
+            ],
+            vec![
+                ("EXTERNAL".into(), "PLAINTEXT".into()),
+                ("INTERNAL".into(), "PLAINTEXT".into()),
+            ],
+        );
+        assert_eq!(
+            c.advertised(0, a("172.18.0.2:29092")),
+            ("eddy".into(), 29092)
+        );
+        assert_eq!(
+            c.advertised(0, a("172.18.0.2:9092")),
+            ("localhost".into(), 9092)
+        );
+        assert_eq!(c.listener_name(a("10.0.0.1:29092")), "INTERNAL");
+        assert_eq!(c.listener_protocol(a("10.0.0.1:29092")), "PLAINTEXT");
     }
 
     #[test]

@@ -87,6 +87,12 @@ pub struct BrokerConfig {
     /// Listener classes (a security protocol and its addresses, see [`Cluster`]); empty
     /// for one plaintext class of every listener.
     pub listener_classes: Vec<(String, Vec<SocketAddr>)>,
+    /// The security protocol of each listener class named otherwise (`INTERNAL`), for
+    /// `listener.security.protocol.map`.
+    pub listener_protocols: Vec<(String, String)>,
+    /// What clients that reached a listener address are told to connect to (Kafka's
+    /// `advertised.listeners`), by bound address; others advertise their own.
+    pub advertised_listeners: Vec<(SocketAddr, String, u16)>,
     /// SASL mechanisms enabled on SASL listeners.
     pub sasl_mechanisms: Vec<sasl::Mechanism>,
     /// How long a SASL session lasts before re-authentication (Kafka's
@@ -114,12 +120,17 @@ impl BrokerConfig {
     /// The brokers these listeners make: one plaintext class of [`Self::listeners`]
     /// unless [`Self::listener_classes`] names classes.
     pub fn cluster(&self) -> Cluster {
-        if self.listener_classes.is_empty() {
-            return Cluster::new(self.listeners.clone());
-        }
-        // Checked when the configuration was made (`Cluster::with_classes`).
-        Cluster::with_classes(self.listener_classes.clone())
-            .unwrap_or_else(|_| Cluster::new(self.listeners.clone()))
+        let cluster = if self.listener_classes.is_empty() {
+            Cluster::new(self.listeners.clone())
+        } else {
+            // Checked when the configuration was made (`Cluster::with_classes`).
+            Cluster::with_classes(self.listener_classes.clone())
+                .unwrap_or_else(|_| Cluster::new(self.listeners.clone()))
+        };
+        cluster.with_advertised(
+            self.advertised_listeners.clone(),
+            self.listener_protocols.clone(),
+        )
     }
 
     /// Defaults for these listeners.
@@ -146,6 +157,8 @@ impl BrokerConfig {
             fetch_session_slots: 1000,
             quota: quota::QuotaConfig::default(),
             listener_classes: Vec::new(),
+            listener_protocols: Vec::new(),
+            advertised_listeners: Vec::new(),
             sasl_mechanisms: sasl::Mechanism::ALL.to_vec(),
             sasl_session_lifetime: None,
             directory: None,

@@ -56,3 +56,38 @@ def test_the_build_context_leaves_out_build_outputs():
     ignored = (ROOT / ".dockerignore").read_text().split()
     for d in ("target/", ".venv/", ".git/"):
         assert d in ignored, ignored
+
+
+def test_eddy_starts_with_the_demos_kafka_listeners(tmp_path):
+    """The eddy service's command, its ports moved to free ones and its compose-network
+    name `eddy` to 127.0.0.2: each Kafka listener tells its clients the address the
+    demo promises (the network name for containers, localhost for the host)."""
+    from confluent_kafka.admin import AdminClient
+
+    from conftest import eddy_bin, free_port
+
+    doc = yaml.safe_load((COMPOSE / "docker-compose.yml").read_text())
+    ports = {p: free_port() for p in ("9000", "9092", "29092", "8181")}
+
+    def moved(arg: str) -> str:
+        for old, new in ports.items():
+            arg = arg.replace(f":{old}", f":{new}")
+        return arg.replace("//eddy:", "//127.0.0.2:")
+
+    args = [moved(a) for a in doc["services"]["eddy"]["command"]]
+    args[args.index("--data-dir") + 1] = str(tmp_path / "data")
+    env = dict(__import__("os").environ, **doc["services"]["eddy"]["environment"])
+    proc = subprocess.Popen([eddy_bin(), *args], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        for line in proc.stdout:
+            if line.startswith("eddy ready:"):
+                break
+        else:
+            raise AssertionError(f"eddy exited with {proc.wait()}")
+        for reached, told in ((ports["29092"], ("127.0.0.2", ports["29092"])),
+                              (ports["9092"], ("localhost", ports["9092"]))):
+            md = AdminClient({"bootstrap.servers": f"127.0.0.1:{reached}"}).list_topics(timeout=10)
+            assert [(b.host, b.port) for b in md.brokers.values()] == [told]
+    finally:
+        proc.terminate()
+        proc.wait(30)

@@ -26,7 +26,7 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
-from conftest import Eddy, free_port, javac, metric, new_eddy, npm_ci
+from conftest import Eddy, eddy_bin, free_port, javac, metric, new_eddy, npm_ci
 
 
 def name(prefix="t"):
@@ -330,6 +330,61 @@ def test_three_listener_addresses(tmp_path):
         del prod
     finally:
         server.stop()
+
+
+def test_named_listeners_advertise_their_own_addresses(tmp_path):
+    """Two plaintext listeners of names of their own, as a container needs (one for the
+    compose network, one for the host): each tells its clients its advertised address,
+    and clients that follow it produce and consume. A listener name with no protocol is
+    refused at start, so a mistyped SSL never serves plaintext."""
+    inside, outside = free_port(), free_port()
+    server = Eddy(data_dir=tmp_path / "data", s3_port=free_port(), http_port=free_port(),
+                  kafka_ports=[free_port()],
+                  kafka_listeners=[f"INTERNAL://0.0.0.0:{inside}", f"EXTERNAL://0.0.0.0:{outside}"],
+                  extra_args=["--kafka-listener-protocols", "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
+                              "--kafka-advertise",
+                              f"INTERNAL://127.0.0.2:{inside},EXTERNAL://localhost:{outside}"]).start()
+    try:
+        for listener, boot, advertised in (
+                ("INTERNAL", f"127.0.0.1:{inside}", ("127.0.0.2", inside)),
+                ("EXTERNAL", f"127.0.0.3:{outside}", ("localhost", outside))):
+            a = AdminClient({"bootstrap.servers": boot})
+            md = a.list_topics(timeout=10)
+            assert [(b.host, b.port) for b in md.brokers.values()] == [advertised]
+            topic = name("adv")
+            a.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=30)
+            p = Producer({"bootstrap.servers": boot})
+            for i in range(10):
+                p.produce(topic, value=f"{listener}-{i}".encode())
+            assert p.flush(30) == 0
+            c = Consumer({"bootstrap.servers": boot, "group.id": name("g"),
+                          "auto.offset.reset": "earliest"})
+            c.subscribe([topic])
+            got = []
+            deadline = time.time() + 30
+            while len(got) < 10 and time.time() < deadline:
+                m = c.poll(0.5)
+                if m is not None and m.error() is None:
+                    got.append(m.value().decode())
+            c.close()
+            assert got == [f"{listener}-{i}" for i in range(10)]
+            config = a.describe_configs([ConfigResource("broker", "0")])
+            entries = list(config.values())[0].result(timeout=30)
+            host, port = advertised
+            assert entries["advertised.listeners"].value == f"{listener}://{host}:{port}"
+            assert entries["listener.security.protocol.map"].value == f"{listener}:PLAINTEXT"
+        # The plaintext listener of the protocol's name advertises its own address.
+        md = AdminClient({"bootstrap.servers": server.bootstrap}).list_topics(timeout=10)
+        assert [(b.host, b.port) for b in md.brokers.values()] == [("127.0.0.1", server.kafka_ports[0])]
+    finally:
+        server.stop()
+    bad = subprocess.run(
+        [eddy_bin(), "serve", "--data-dir", str(tmp_path / "bad"),
+         "--s3-listen", f"127.0.0.1:{free_port()}", "--http-listen", f"127.0.0.1:{free_port()}",
+         "--kafka-listen", f"TLS://127.0.0.1:{free_port()}"],
+        capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0
+    assert "names no security protocol" in bad.stderr, bad.stderr
 
 
 @pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is installed by scripts/test")

@@ -45,7 +45,7 @@ fn broker_configs(ctx: &Ctx) -> Vec<(&'static str, String, Kind)> {
         ("listeners", listener, Kind::Text),
         (
             "listener.security.protocol.map",
-            format!("{name}:{name}"),
+            format!("{name}:{}", ctx.broker.cluster.listener_protocol(ctx.local)),
             Kind::Text,
         ),
         ("inter.broker.listener.name", name.to_owned(), Kind::Text),
