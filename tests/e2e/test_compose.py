@@ -91,3 +91,78 @@ def test_eddy_starts_with_the_demos_kafka_listeners(tmp_path):
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_the_pipelines_demo_deploys_and_runs(tmp_path):
+    """The pipelines overlay as CI can run it: the thumbnail function from its own
+    directory on Eddy's runtime, and the deploy service's own shell command (curl makes
+    the bucket, the eddy CLI applies and deploys pipelines/pipeline.yaml), with the
+    compose network's names replaced by where the test runs them. An upload is handed to
+    the function; an image it cannot handle reaches the dead-letter topic."""
+    import os
+    import time
+    import urllib.request
+
+    import boto3
+    from botocore.config import Config
+    from confluent_kafka import Consumer, TopicPartition
+
+    from conftest import eddy_bin, free_port, new_eddy
+
+    overlay = yaml.safe_load((COMPOSE / "docker-compose.pipelines.yml").read_text())
+    eddy = new_eddy(tmp_path).start()
+    fn_port = free_port()
+    fn = subprocess.Popen([sys.executable, "-m", "eddy_functions",
+                           str(COMPOSE / "pipelines" / "thumbnail.py")],
+                          env=dict(os.environ, PORT=str(fn_port)))
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{fn_port}/health", timeout=2)
+                break
+            except OSError:
+                assert time.monotonic() < deadline and fn.poll() is None, "function not up"
+                time.sleep(0.2)  # poll interval
+        pipeline = (COMPOSE / "pipelines" / "pipeline.yaml").read_text()
+        assert "http://thumbnail:8901/" in pipeline
+        (tmp_path / "pipeline.yaml").write_text(
+            pipeline.replace("http://thumbnail:8901/", f"http://127.0.0.1:{fn_port}/"))
+        service = overlay["services"]["deploy-pipeline"]
+        script = service["command"][0] \
+            .replace("http://eddy:9000", eddy.s3_url) \
+            .replace("/pipelines/pipeline.yaml", str(tmp_path / "pipeline.yaml"))
+        bindir = tmp_path / "bin"
+        bindir.mkdir()
+        (bindir / "eddy").symlink_to(eddy_bin())
+        env = dict(os.environ, **service["environment"])
+        env.update(EDDY_HTTP_URL=eddy.http_url, PATH=f"{bindir}:{os.environ['PATH']}")
+        done = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True,
+                              timeout=180)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+        s3 = boto3.client("s3", endpoint_url=eddy.s3_url, aws_access_key_id=eddy.access_key,
+                          aws_secret_access_key=eddy.secret_key, region_name="us-east-1",
+                          config=Config(s3={"addressing_style": "path"}))
+        s3.put_object(Bucket="images", Key="incoming/cat.jpg", Body=b"a cat")
+        s3.put_object(Bucket="images", Key="incoming/broken.jpg", Body=b"not a cat")
+        c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": "demo-check"})
+        c.assign([TopicPartition("dead-letter", p, 0) for p in range(3)])
+        dead = None
+        deadline = time.monotonic() + 90
+        while dead is None and time.monotonic() < deadline:
+            m = c.poll(1)
+            if m is not None and m.error() is None:
+                dead = {k: v.decode() for k, v in m.headers()}
+        c.close()
+        assert dead is not None, "no dead letter"
+        assert dead["ce_subject"] == "incoming/broken.jpg" and dead["eddy_attempts"] == "3"
+        metrics = urllib.request.urlopen(f"{eddy.http_url}/metrics").read().decode()
+        delivered = [line for line in metrics.splitlines()
+                     if line.startswith("eddy_pipeline_delivered_total")
+                     and 'pipeline="thumbnails"' in line]
+        assert delivered and float(delivered[0].rsplit(" ", 1)[1]) == 1, delivered
+    finally:
+        fn.terminate()
+        fn.wait(30)
+        eddy.stop()
