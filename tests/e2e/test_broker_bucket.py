@@ -141,7 +141,7 @@ def test_repair_rebuilds_a_table_whose_files_were_deleted(manifest, tmp_path):
 
         def target_rows():
             t = catalog(server).load_table(target).scan().to_arrow()
-            return sorted((r["_partition"], r["_offset"], r["id"]) for r in t.to_pylist())
+            return sorted((r["_kafka_partition"], r["_offset"], r["id"]) for r in t.to_pylist())
 
         expected = sorted((r["partition"], r["offset"], r["value"]) for r in m["records"])
         assert topic_rows() == expected

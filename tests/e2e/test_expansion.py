@@ -98,7 +98,7 @@ def target_rows(eddy, table, ns=TARGET_NS):
     t = catalog(eddy).load_table(f"{ns}.{table}").scan().to_arrow()
     rows = {}
     for r in t.to_pylist():
-        k = (r["_partition"], r["_offset"])
+        k = (r["_kafka_partition"], r["_offset"])
         assert k not in rows, f"two rows for {k}"
         rows[k] = r
     return rows
@@ -152,7 +152,7 @@ def test_records_become_typed_rows_with_their_records(eddy):
     view = attach(eddy, topic, ORDER_SCHEMA, f"{TARGET_NS}.{table}", copy_source_column=True)
     assert view["target"] == f"{TARGET_NS}.{table}" and view["source_column"] == "value"
     assert view["columns"][:3] == ["id", "name", "qty"]
-    assert {"_missing_values", "_excess_values", "_parse_error", "_partition", "_offset",
+    assert {"_missing_values", "_excess_values", "_parse_error", "_kafka_partition", "_offset",
             "_timestamp", "value"} <= set(view["columns"])
     full = {
         "id": 7, "name": "pen", "qty": 3, "price": "12.50", "paid": True, "ratio": 0.25,
@@ -493,7 +493,7 @@ def test_every_acked_record_has_its_row_in_the_next_scan(eddy):
                 err, part, off = got[0]
                 assert err is None
                 t = cat.load_table(f"{TARGET_NS}.{table}")
-                found = t.scan(row_filter=And(EqualTo("_partition", part), EqualTo("_offset", off))).to_arrow()
+                found = t.scan(row_filter=And(EqualTo("_kafka_partition", part), EqualTo("_offset", off))).to_arrow()
                 assert found.num_rows == 1, (w, i, part, off)
                 assert found.to_pylist()[0]["w"] == w and found.to_pylist()[0]["i"] == i
                 # The topic table has it too, from the same snapshot transaction.

@@ -185,29 +185,26 @@ def test_an_expansion_target_read_without_its_partition_column(eddy, spark):
     assert [tuple(r) for r in totals] == [("Ada", 3), ("Grace", 1)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "server: expansion targets name their record columns _partition, _offset, _timestamp; "
-    "_partition is one of Iceberg's reserved metadata column names (MetadataColumns.PARTITION, "
-    "field id 2147483642), and Iceberg's Spark scan treats a requested column of that name as "
-    "the metadata column: any query reading _partition (SELECT *, a join or a filter on it) "
-    "fails, with 'ValidationException: Invalid schema: multiple fields for name _partition: "
-    "<id> and 2147483642' or 'Table column names conflict with names reserved for Iceberg "
-    "metadata columns: [_partition]'"))
 def test_a_topic_joined_with_its_expansion(eddy, spark):
     topic, target, at = expanded_topic(eddy)
     rows = spark.sql(f"""
         SELECT o.partition, o.offset, CAST(o.key AS STRING) AS key, e.id, e.customer__name
         FROM eddy.kafka_topics.{topic} o
-        JOIN eddy.expanded.{target} e ON e._partition = o.partition AND e._offset = o.offset
+        JOIN eddy.expanded.{target} e ON e._kafka_partition = o.partition AND e._offset = o.offset
         ORDER BY o.offset""").collect()
     assert [tuple(r) for r in rows] == [
         (*at[0], "k0", 1, "Ada"), (*at[1], "k1", 2, "Grace"), (*at[2], "k2", 3, "Ada")]
     # The same join with the DataFrame API.
     o = spark.table(f"eddy.kafka_topics.{topic}")
     e = spark.table(f"eddy.expanded.{target}")
-    joined = (o.join(e, (e._partition == o.partition) & (e._offset == o.offset))
-               .filter(e.customer__name == "Ada").select(o.offset).orderBy(o.offset).collect())
-    assert [r.offset for r in joined] == [at[0][1], at[2][1]]
+    # `o["offset"]`: `o.offset` is DataFrame.offset(), a method.
+    joined = (o.join(e, (e._kafka_partition == o["partition"]) & (e._offset == o["offset"]))
+               .filter(e.customer__name == "Ada").select(o["offset"]).orderBy(o["offset"])
+               .collect())
+    assert [r["offset"] for r in joined] == [at[0][1], at[2][1]]
+    # SELECT * reads every column of the target, the record's partition included.
+    every = spark.sql(f"SELECT * FROM eddy.expanded.{target} ORDER BY _offset").collect()
+    assert [(r["_kafka_partition"], r["_offset"]) for r in every] == [tuple(a) for a in at]
 
 
 def test_open_and_aborted_transactions_never_show(eddy, spark):

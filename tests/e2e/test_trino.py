@@ -190,7 +190,7 @@ def test_a_topic_joined_with_its_expansion(eddy, trino):
         SELECT o.partition, o."offset", from_utf8(o.key), e.id, e.item, e.qty,
                e.customer__name, e._excess_values, e._parse_error
         FROM eddy.kafka_topics.{topic} o
-        JOIN eddy.expanded.{target} e ON e._partition = o.partition AND e._offset = o."offset"
+        JOIN eddy.expanded.{target} e ON e._kafka_partition = o.partition AND e._offset = o."offset"
         ORDER BY o."offset" """)
     assert rows == [
         [*at[0], "k0", 1, "apple", 3, "Ada", 0, 0],

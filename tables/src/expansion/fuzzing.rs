@@ -297,7 +297,7 @@ fn check_one(sample: &mut Sample, data: &[u8]) -> Result<Checked, String> {
         return Err(format!("counters {counters:?} but _parse_error {errors:?}"));
     }
     if int(&batch, PARTITION)? != Some([Some(PARTITION_VALUE); 3]) {
-        return Err(format!("_partition {:?}", int(&batch, PARTITION)?));
+        return Err(format!("{PARTITION} {:?}", int(&batch, PARTITION)?));
     }
     let offsets = batch
         .column_by_name(OFFSET)

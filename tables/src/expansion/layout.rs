@@ -16,8 +16,14 @@ pub const MISSING_VALUES: &str = "_missing_values";
 pub const EXCESS_VALUES: &str = "_excess_values";
 /// Column that is 1 when a record's JSON did not parse or did not fit the schema.
 pub const PARSE_ERROR: &str = "_parse_error";
-/// The record's Kafka partition.
-pub const PARTITION: &str = "_partition";
+/// The record's Kafka partition. Not `_partition`, one of Iceberg's reserved metadata
+/// column names (Spark's Iceberg scan takes a column of that name for the metadata
+/// column and fails every query that reads it).
+pub const PARTITION: &str = "_kafka_partition";
+/// The partition column's name in target tables made before it was renamed; such a
+/// column is renamed by field id when the table is next read or written
+/// ([`super::target::renamed_legacy`]).
+pub const LEGACY_PARTITION: &str = "_partition";
 /// The record's offset.
 pub const OFFSET: &str = "_offset";
 /// The record's timestamp.
@@ -25,11 +31,12 @@ pub const TIMESTAMP: &str = "_timestamp";
 
 /// The names the expansion keeps for its own columns, whether or not the options ask for
 /// them: a field may not take one, so turning an option on later cannot clash.
-const SYSTEM_COLUMNS: [&str; 6] = [
+const SYSTEM_COLUMNS: [&str; 7] = [
     MISSING_VALUES,
     EXCESS_VALUES,
     PARSE_ERROR,
     PARTITION,
+    LEGACY_PARTITION,
     OFFSET,
     TIMESTAMP,
 ];
@@ -551,7 +558,7 @@ impl Layout {
     /// Target columns in order: the expansion columns (flattened or not), then the raw
     /// source copy (named `value`/`key`, binary) when `copy_source_column`, then
     /// `_missing_values` (int) and `_excess_values` (int) when asked, then always
-    /// `_parse_error` (int), `_partition` (int), `_offset` (long), `_timestamp`
+    /// `_parse_error` (int), `_kafka_partition` (int), `_offset` (long), `_timestamp`
     /// (timestamptz). All optional.
     pub fn columns(&self) -> &[Column] {
         &self.columns
@@ -609,7 +616,7 @@ mod tests {
         layout.columns().iter().map(|c| c.name.as_str()).collect()
     }
 
-    const SYSTEM: [&str; 4] = ["_parse_error", "_partition", "_offset", "_timestamp"];
+    const SYSTEM: [&str; 4] = ["_parse_error", "_kafka_partition", "_offset", "_timestamp"];
 
     #[test]
     fn source_names_and_parse() {

@@ -421,6 +421,59 @@ async fn ever_had(tabler: &Tabler, spec: &ExpansionSpec) -> TableResult<Vec<Stri
         .collect())
 }
 
+/// Renames a target table's legacy partition column (`_partition`) by field id, in a
+/// commit of its own, so every engine reads it (Spark's Iceberg scan refuses a column of
+/// that name); returns the table's record as it is then.
+pub async fn rename_legacy_columns(
+    tabler: &Tabler,
+    namespace: &str,
+    table: &str,
+    rec: TableRecord,
+) -> TableResult<TableRecord> {
+    let metadata = tabler.read_metadata(&rec.metadata_location).await?;
+    let Some(builder) = target::renamed_legacy(&metadata, Some(&rec.metadata_location))? else {
+        return Ok(rec);
+    };
+    let io = FileIO::new_with_memory();
+    let location = objects::location(tabler.bucket(), rec.prefix.trim_end_matches('/'));
+    let (metadata_location, old_metadata) = tabler
+        .write_metadata(&io, builder, &location, rec.generation)
+        .await?;
+    let next = TableRecord {
+        generation: rec.generation + 1,
+        metadata_location: metadata_location.clone(),
+        ..rec.clone()
+    };
+    let op = Op::Iceberg(IcebergOp::PutTable {
+        namespace: namespace.to_owned(),
+        name: table.to_owned(),
+        expected: rec.generation,
+        table: Some(next.clone()),
+    });
+    match tabler
+        .commit_files(
+            &io,
+            vec![(metadata_location, "application/json")],
+            old_metadata,
+            vec![op],
+        )
+        .await
+    {
+        Ok(_) => {
+            tracing::info!(namespace, table, "renamed the legacy _partition column");
+            Ok(next)
+        }
+        // A seal wrote the table meanwhile (with the new name): take it as it is.
+        Err(TableError::Catalog(catalog::CatalogError::PreconditionFailed(_))) => tabler
+            .catalog()
+            .iceberg()
+            .other_table(namespace, table)
+            .await?
+            .ok_or_else(|| TableError::NoSuchTable(format!("{namespace}.{table}"))),
+        Err(e) => Err(e),
+    }
+}
+
 /// Drops a target table no live expansion writes into, with all its files.
 pub async fn drop_table(tabler: &Tabler, namespace: &str, table: &str) -> TableResult<()> {
     if let Some((topic, source)) = writer_of(tabler, namespace, table).await? {

@@ -232,7 +232,7 @@ pub struct Expander {
     /// The schema's fields: a flattened struct whose columns are the layout's first.
     root: Node,
     /// The layout's other columns: the source copy, `_missing_values`,
-    /// `_excess_values` (those three when asked), `_parse_error`, `_partition`, `_offset`,
+    /// `_excess_values` (those three when asked), `_parse_error`, `_kafka_partition`, `_offset`,
     /// `_timestamp`.
     system: Vec<Node>,
     copy_source: bool,
@@ -541,7 +541,7 @@ mod tests {
         /// Row `i` as JSON without the record's partition, offset and timestamp.
         fn data(&self, i: usize) -> Value {
             let mut row = self.rows[i].clone();
-            for c in ["_partition", "_offset", "_timestamp"] {
+            for c in ["_kafka_partition", "_offset", "_timestamp"] {
                 row.remove(c);
             }
             Value::Object(row)
@@ -1573,7 +1573,7 @@ mod tests {
         let (batch, _) = e.finish().unwrap();
         assert_eq!(batch.schema(), schema);
         let partition = batch
-            .column_by_name("_partition")
+            .column_by_name("_kafka_partition")
             .unwrap()
             .as_primitive::<Int32Type>();
         assert_eq!(partition.values(), &[3, 7, 7]);

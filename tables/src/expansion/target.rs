@@ -1,5 +1,7 @@
 //! An expansion's target table: an ordinary Iceberg table whose schema is the layout's
-//! columns, partitioned by `_partition` like the topic tables are by `partition`. Its
+//! columns, partitioned by `_kafka_partition` like the topic tables are by `partition`
+//! (tables made before it was renamed call it `_partition`, one of Iceberg's reserved
+//! metadata column names: it is renamed by field id, [`renamed_legacy`]). Its
 //! schema evolves by name: a column the new layout keeps keeps its field id, a new one
 //! gets fresh ids past the table's last, a dropped one leaves the current schema (old
 //! data files still hold it, readers ignore it by id). Rows of files written under an
@@ -20,7 +22,7 @@ use crate::TableResult;
 
 /// The column the target table is partitioned by (identity), as topic tables are by
 /// `partition`.
-pub const PARTITION_COLUMN: &str = "_partition";
+pub const PARTITION_COLUMN: &str = super::layout::PARTITION;
 
 /// Arrow metadata key of a field's Iceberg id, as the iceberg crate and Parquet write it.
 const FIELD_ID: &str = "PARQUET:field_id";
@@ -87,7 +89,8 @@ pub fn same_shape(a: &Type, b: &Type) -> bool {
 }
 
 /// The target schema for `columns`: a column of `current` with the same name and shape
-/// keeps its field (and ids), every other one gets fresh ids after `last_column_id`.
+/// keeps its field (and ids), every other one gets fresh ids after `last_column_id`. The
+/// partition column keeps the field of its legacy name too, renamed.
 pub fn schema_for(
     columns: &[Column],
     current: Option<&Schema>,
@@ -97,10 +100,27 @@ pub fn schema_for(
     let mut fields: Vec<NestedFieldRef> = Vec::with_capacity(columns.len());
     for c in columns {
         let kept = current
-            .and_then(|s| s.as_struct().field_by_name(&c.name))
-            .filter(|f| !f.required && same_shape(&f.field_type, &c.ty));
+            .and_then(|s| {
+                s.as_struct().field_by_name(&c.name).or_else(|| {
+                    (c.name == PARTITION_COLUMN)
+                        .then(|| s.as_struct().field_by_name(super::layout::LEGACY_PARTITION))
+                        .flatten()
+                })
+            })
+            .filter(|f| !f.required && same_shape(&f.field_type, &c.ty))
+            .map(|f| {
+                if f.name == c.name {
+                    f.clone()
+                } else {
+                    Arc::new(NestedField::optional(
+                        f.id,
+                        &c.name,
+                        f.field_type.as_ref().clone(),
+                    ))
+                }
+            });
         match kept {
-            Some(f) => fields.push(f.clone()),
+            Some(f) => fields.push(f),
             None => {
                 last += 1;
                 let id = last;
@@ -124,6 +144,44 @@ pub fn new_metadata(location: &str, columns: &[Column]) -> TableResult<TableMeta
         .add_partition_field(partition_id, PARTITION_COLUMN, Transform::Identity)?
         .build();
     crate::schema::new_table(schema, spec, location, HashMap::new())
+}
+
+/// `metadata` with its legacy partition column (`_partition`) renamed to
+/// [`PARTITION_COLUMN`], same field id, as a new current schema; `None` when it has none.
+/// Data files find the column by id, so every row reads back under the new name.
+pub fn renamed_legacy(
+    metadata: &TableMetadata,
+    previous_location: Option<&str>,
+) -> TableResult<Option<TableMetadataBuilder>> {
+    let current = metadata.current_schema();
+    let fields = current.as_struct().fields();
+    if !fields
+        .iter()
+        .any(|f| f.name == super::layout::LEGACY_PARTITION)
+        || fields.iter().any(|f| f.name == PARTITION_COLUMN)
+    {
+        return Ok(None);
+    }
+    let renamed: Vec<NestedFieldRef> = fields
+        .iter()
+        .map(|f| {
+            if f.name == super::layout::LEGACY_PARTITION {
+                let mut g = f.as_ref().clone();
+                g.name = PARTITION_COLUMN.to_owned();
+                Arc::new(g)
+            } else {
+                f.clone()
+            }
+        })
+        .collect();
+    let schema = Schema::builder().with_fields(renamed).build()?;
+    Ok(Some(
+        TableMetadataBuilder::new_from_metadata(
+            metadata.clone(),
+            previous_location.map(str::to_owned),
+        )
+        .add_current_schema(schema)?,
+    ))
 }
 
 /// `metadata` with `columns` as its current schema (unchanged when they already are).
@@ -174,4 +232,72 @@ pub fn project(batch: RecordBatch, schema: &SchemaRef) -> TableResult<RecordBatc
         })
         .collect();
     Ok(RecordBatch::try_new(schema.clone(), columns)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use iceberg::spec::PrimitiveType;
+
+    use super::*;
+    use crate::expansion::layout::LEGACY_PARTITION;
+
+    fn column(name: &str, ty: PrimitiveType) -> Column {
+        Column {
+            name: name.to_owned(),
+            ty: Type::Primitive(ty),
+        }
+    }
+
+    #[test]
+    fn a_legacy_partition_column_is_renamed_by_field_id() {
+        // A table as builds before the rename made it: `_partition`, partitioned by it.
+        let legacy = Schema::builder()
+            .with_fields(vec![
+                Arc::new(NestedField::optional(
+                    1,
+                    "id",
+                    Type::Primitive(PrimitiveType::Long),
+                )),
+                Arc::new(NestedField::optional(
+                    2,
+                    LEGACY_PARTITION,
+                    Type::Primitive(PrimitiveType::Int),
+                )),
+            ])
+            .build()
+            .unwrap();
+        let spec = UnboundPartitionSpec::builder()
+            .with_spec_id(0)
+            .add_partition_field(2, LEGACY_PARTITION, Transform::Identity)
+            .unwrap()
+            .build();
+        let metadata =
+            crate::schema::new_table(legacy.clone(), spec, "s3://b/t", HashMap::new()).unwrap();
+        let renamed = renamed_legacy(&metadata, None)
+            .unwrap()
+            .expect("a rename")
+            .build()
+            .unwrap()
+            .metadata;
+        let field = renamed
+            .current_schema()
+            .field_by_name(PARTITION_COLUMN)
+            .unwrap();
+        assert_eq!(field.id, 2);
+        assert!(
+            renamed
+                .current_schema()
+                .field_by_name(LEGACY_PARTITION)
+                .is_none()
+        );
+        assert!(renamed_legacy(&renamed, None).unwrap().is_none(), "once");
+        // An expansion change keeps the field too.
+        let columns = [
+            column("id", PrimitiveType::Long),
+            column(PARTITION_COLUMN, PrimitiveType::Int),
+        ];
+        let evolved = schema_for(&columns, Some(&legacy), 2).unwrap();
+        assert_eq!(evolved.field_by_name(PARTITION_COLUMN).unwrap().id, 2);
+        assert_eq!(evolved.highest_field_id(), 2, "no new column");
+    }
 }

@@ -438,6 +438,8 @@ impl RestCatalog {
             .other_table(ns, table)
             .await?
             .ok_or_else(|| TableError::NoSuchTable(format!("{ns}.{table}")))?;
+        let rec =
+            crate::expansion::manage::rename_legacy_columns(&self.tabler, ns, table, rec).await?;
         let bytes = self.tabler.read_file(&rec.metadata_location).await?;
         let metadata: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
             TableError::CorruptMetadata(rec.metadata_location.clone(), e.to_string())

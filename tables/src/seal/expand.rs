@@ -20,7 +20,7 @@ use iceberg::spec::{TableMetadata, TableMetadataBuilder};
 use kafka_protocol::records::Record;
 
 use super::{PartitionRows, Tabler, wait};
-use crate::expansion::{Counters, Expander, Layout, Source, spec};
+use crate::expansion::{Counters, Expander, Layout, Source, spec, target};
 use crate::{TableResult, objects};
 
 /// What a step adds to the topic table's commit for its expansions.
@@ -113,7 +113,12 @@ impl StepExpansions {
                         layouts.push(None);
                         continue;
                     };
-                    let metadata = tabler.read_metadata(&record.metadata_location).await?;
+                    let mut metadata = tabler.read_metadata(&record.metadata_location).await?;
+                    // A table made before the partition column was renamed gets the new
+                    // name in the snapshot this step commits (REST loads rename it too).
+                    if let Some(b) = target::renamed_legacy(&metadata, None)? {
+                        metadata = b.build()?.metadata;
+                    }
                     let arrow = Arc::new(schema_to_arrow_schema(metadata.current_schema())?);
                     out.targets.insert(
                         key.clone(),
