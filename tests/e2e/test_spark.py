@@ -132,8 +132,8 @@ def test_time_travel_to_an_older_snapshot(eddy, spark):
     create(eddy, topic, 2)
     first = produce(eddy, topic, sample_records(10, 2))
     assert spark_rows(spark, topic) == by_offset(first)
-    # The snapshot ids from PyIceberg: Spark's own metadata tables do not load yet
-    # (test_metadata_tables below).
+    # The snapshot id from PyIceberg (Spark's metadata tables have it too:
+    # test_metadata_tables below).
     older = catalog(eddy).load_table(("kafka_topics", topic)).current_snapshot().snapshot_id
     second = produce(eddy, topic, sample_records(6, 2))
     assert spark_rows(spark, topic) == by_offset(first + second)
