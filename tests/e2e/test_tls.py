@@ -339,7 +339,10 @@ def test_sighup_reloads_the_certificate_and_keeps_connections(pki, tmp_path):
     ("SASL_SSL://127.0.0.1:{port}", [], "needs --tls-cert and --tls-key"),
     ("SASL_PLAINTEXT://127.0.0.1:{port}", ["--sasl-mechanisms", "GSSAPI"],
      "unknown SASL mechanism"),
-    ("TLS://127.0.0.1:{port}", [], "unknown security protocol"),
+    # A listener of a name of its own needs its protocol named: never plaintext by default.
+    ("TLS://127.0.0.1:{port}", [], "names no security protocol"),
+    ("TLS://127.0.0.1:{port}", ["--kafka-listener-protocols", "TLS:TLSV1"],
+     "unknown security protocol"),
     ("127.0.0.1:{port}", ["--tls-client-ca", "/nonexistent"], "--tls-client-ca is for SSL://"),
 ])
 def test_bad_listener_settings_fail_at_start_with_a_message(tmp_path, listen, args, message):
