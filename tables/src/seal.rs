@@ -37,6 +37,7 @@ pub use repair::{TableCheck, TableRepair};
 
 use log_rows::*;
 use rewrite::*;
+pub(crate) use snapshot::new_snapshot_id;
 use snapshot::*;
 
 /// A snapshot whose parent lists this many manifests merges them into one, so scan

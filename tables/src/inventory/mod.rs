@@ -21,8 +21,8 @@ use catalog::{IcebergOp, Op, TableRecord};
 use iceberg::arrow::schema_to_arrow_schema;
 use iceberg::io::FileIO;
 use iceberg::spec::{
-    DataFile, FormatVersion, ManifestList, ManifestListWriter, ManifestWriterBuilder, Operation,
-    Snapshot, Struct, Summary, TableMetadata, TableMetadataBuilder, UnboundPartitionSpec,
+    DataFile, ManifestListWriter, ManifestWriterBuilder, Operation, Snapshot, Struct, Summary,
+    TableMetadata, TableMetadataBuilder, UnboundPartitionSpec,
 };
 use iceberg::writer::file_writer::{FileWriter, FileWriterBuilder, ParquetWriterBuilder};
 use notify::MetadataConfig;
@@ -30,7 +30,7 @@ use notify::metadata::namespace;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
-use crate::seal::{REMOVED_FILES, REPLACED_MANIFESTS};
+use crate::seal::{REMOVED_FILES, REPLACED_MANIFESTS, new_snapshot_id};
 use crate::{TableError, TableResult, Tabler, now_ms, objects};
 use rows::InventoryRows;
 pub use rows::schema;
@@ -221,34 +221,14 @@ async fn write_snapshot(
         }
     }
 
-    let snapshot_id = loop {
-        let id = (uuid::Uuid::new_v4().as_u128() as i64) & i64::MAX;
-        if id != 0 && metadata.snapshot_by_id(id).is_none() {
-            break id;
-        }
-    };
+    let snapshot_id = new_snapshot_id(metadata);
     let sequence = metadata.last_sequence_number() + 1;
     let parent = metadata.current_snapshot();
     // What the new snapshot no longer lists, deleted when the parent expires.
-    let (mut replaced, mut removed) = (Vec::new(), Vec::new());
-    if let Some(p) = parent {
-        let bytes = tabler.read_file(p.manifest_list()).await?;
-        let manifests: Vec<_> = ManifestList::parse_with_version(&bytes, FormatVersion::V2)?
-            .consume_entries()
-            .into_iter()
-            .collect();
-        for m in manifests {
-            let bytes = tabler.read_file(&m.manifest_path).await?;
-            let (entries, _) = iceberg::spec::Manifest::parse_avro(&bytes)?.into_parts();
-            removed.extend(
-                entries
-                    .iter()
-                    .filter(|e| e.is_alive())
-                    .map(|e| e.data_file().file_path().to_owned()),
-            );
-            replaced.push(m.manifest_path);
-        }
-    }
+    let (replaced, removed) = match parent {
+        Some(p) => tabler.live_files(p).await?,
+        None => (Vec::new(), Vec::new()),
+    };
     let uuid = uuid::Uuid::new_v4();
     let manifest_location = format!("{location}/metadata/{uuid}-m0.avro");
     let mut mw = ManifestWriterBuilder::new(

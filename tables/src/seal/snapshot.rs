@@ -403,7 +403,7 @@ pub(super) async fn write_data_file(
 }
 
 /// A snapshot id not yet used by the table (positive, as Iceberg wants).
-pub(super) fn new_snapshot_id(metadata: &TableMetadata) -> i64 {
+pub(crate) fn new_snapshot_id(metadata: &TableMetadata) -> i64 {
     loop {
         let id = (uuid::Uuid::new_v4().as_u128() as i64) & i64::MAX;
         if id != 0 && metadata.snapshot_by_id(id).is_none() {
@@ -442,21 +442,38 @@ impl Tabler {
         let Some(s) = metadata.current_snapshot() else {
             return Ok(out);
         };
-        let bytes = self.read_file(s.manifest_list()).await?;
+        let (_, files) = self.live_files(s).await?;
+        for f in files {
+            if let Some((p, first, _)) = file_range(&f) {
+                let v = out.entry(p).or_insert(first);
+                *v = (*v).min(first);
+            }
+        }
+        Ok(out)
+    }
+
+    /// A snapshot's manifests and the data files they list as live (locations).
+    pub(crate) async fn live_files(
+        &self,
+        snapshot: &Snapshot,
+    ) -> TableResult<(Vec<String>, Vec<String>)> {
+        let bytes = self.read_file(snapshot.manifest_list()).await?;
         let manifests: Vec<_> = ManifestList::parse_with_version(&bytes, FormatVersion::V2)?
             .consume_entries()
             .into_iter()
             .collect();
+        let (mut paths, mut files) = (Vec::new(), Vec::new());
         for m in manifests {
             let bytes = self.read_file(&m.manifest_path).await?;
             let (entries, _) = iceberg::spec::Manifest::parse_avro(&bytes)?.into_parts();
-            for e in entries.iter().filter(|e| e.is_alive()) {
-                if let Some((p, first, _)) = file_range(e.data_file().file_path()) {
-                    let v = out.entry(p).or_insert(first);
-                    *v = (*v).min(first);
-                }
-            }
+            files.extend(
+                entries
+                    .iter()
+                    .filter(|e| e.is_alive())
+                    .map(|e| e.data_file().file_path().to_owned()),
+            );
+            paths.push(m.manifest_path);
         }
-        Ok(out)
+        Ok((paths, files))
     }
 }
