@@ -9,7 +9,8 @@ Kafka at its defaults, which acknowledge before the page cache reaches the disk)
   - produce, acks=all, 1 KiB and 16 KiB values, 1 and 16 partitions, with the Java client's
     ProducerPerformance (its defaults otherwise: linger.ms=5, batch.size=16384) and with
     librdkafka's rdkafka_performance (linger.ms=5, batch.size 1 MB): MB/s at full load
-    (--produce-mb MB per run), then p50/p99/p99.9 latency at half that rate (--half-s s);
+    (--produce-mb MB per run), then p50/p99/p99.9 latency at half that rate and at one
+    rate for every system (--fixed-mb MiB/s), --half-s s each after 2 s of warm-up;
   - consume MB/s (ConsumerPerformance over the 1 KiB 16-partition topic just written) and
     end-to-end latency (EndToEndLatency: one record at a time, produce to receipt).
 S3 (Eddy vs MinIO, both 4+2 erasure coding over six directories on the same disk): warp
@@ -279,6 +280,22 @@ class Rows(list):
         super().append((self.part, *row))
 
 
+def latency_run(args, server, client, topic, size, parts, rate, topic_config, out):
+    """Produce latency at `rate` msgs/s for --half-s seconds after 2 s of warm-up, into a
+    fresh topic (of its own name: a deleted name may not be free again at once) that is
+    deleted afterwards."""
+    topic = f"{topic}-{rate}"
+    create_topic(server.bootstrap, topic, parts, topic_config)
+    records = rate * (args.half_s + 2)
+    out_file = out / f"{server.name}.{topic}.txt"
+    try:
+        if client == "java":
+            return java_produce(server, topic, size, records, rate, out_file, warmup=2 * rate)
+        return rdkafka_produce(args, server, topic, size, records, rate, parts, out_file)
+    finally:
+        delete_topic(server.bootstrap, topic)
+
+
 def kafka_workloads(args, server, out, rows):
     """Every Kafka comparison against one running broker; appends result rows."""
     topic_config = {"flush.messages": "1"} if server.name == "kafka-flush" else {}
@@ -311,22 +328,19 @@ def kafka_workloads(args, server, out, rows):
                 keep = client == "java" and size == KIB and parts == 16
                 if keep:  # read back by ConsumerPerformance below
                     consumed_topic = (topic, records)
-                half = max(100, int(full["msgs"] / 2))
-                half_records = half * args.half_s
-                htopic = topic + "-half"
-                create_topic(server.bootstrap, htopic, parts, topic_config)
-                if client == "java":
-                    lat = java_produce(server, htopic, size, half_records + 2 * half, half,
-                                       out / f"{server.name}.{htopic}.txt", warmup=2 * half)
-                else:
-                    lat = rdkafka_produce(args, server, htopic, size, half_records + 2 * half, half, parts,
-                                          out / f"{server.name}.{htopic}.txt")
-                delete_topic(server.bootstrap, htopic)
-                if lat and "p99" in lat:
-                    for q in ("p50", "p99", "p999"):
-                        rows.append((f"produce {q.replace('p999', 'p99.9')} ms at half load, {case}",
-                                     server.name, lat[q]))
-                    log(f"  {case} at {half} msgs/s: p50 {lat['p50']} p99 {lat['p99']} p99.9 {lat['p999']} ms")
+                # Latency at half of this system's own maximum, and at one rate for all
+                # systems (--fixed-mb MiB/s), since half of a faster system's maximum is
+                # a heavier load.
+                loads = [("half load", max(100, int(full["msgs"] / 2)))]
+                if args.fixed_mb:
+                    loads.append((f"{args.fixed_mb} MiB/s", max(10, args.fixed_mb * MIB // size)))
+                for label, rate in loads:
+                    lat = latency_run(args, server, client, topic + "-lat", size, parts, rate, topic_config, out)
+                    if lat and "p99" in lat:
+                        for q in ("p50", "p99", "p999"):
+                            rows.append((f"produce {q.replace('p999', 'p99.9')} ms at {label}, {case}",
+                                         server.name, lat[q]))
+                        log(f"  {case} at {rate} msgs/s: p50 {lat['p50']} p99 {lat['p99']} p99.9 {lat['p999']} ms")
                 if not keep:
                     delete_topic(server.bootstrap, topic)
     if consumed_topic:
@@ -550,7 +564,8 @@ def main():
     ap.add_argument("--passes", type=int, default=1)
     ap.add_argument("--clients", default="java,rdkafka")
     ap.add_argument("--produce-mb", type=int, default=256, help="MiB per full-load produce run")
-    ap.add_argument("--half-s", type=int, default=10, help="seconds of each half-load run")
+    ap.add_argument("--half-s", type=int, default=10, help="seconds of each latency run")
+    ap.add_argument("--fixed-mb", type=int, default=5, help="the rate of the common latency run, MiB/s (0: none)")
     ap.add_argument("--e2e-records", type=int, default=2000)
     ap.add_argument("--warp-s", type=int, default=15)
     ap.add_argument("--list-objects", type=int, default=100_000)
