@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Where Eddy's produce tail at half load comes from: the same paced load right after a
+full-load burst, with the background tabler sealing as by default and with its seals
+deferred past the run, on a fresh server each time.
+
+    .venv/bin/python bench/peers/produce_tail.py [--rate 250000] [--partitions 16] [--runs 2]
+
+Each run: a fresh `eddy serve` ($EDDY_BIN), --burst-mb MiB of 1 KiB values at full speed
+into a topic of --partitions partitions (librdkafka's rdkafka_performance, $RDKAFKA_PERF,
+as bench/peers/run builds it), then --rate msgs/s for 12 s into another (the first 2 s
+left out). Prints p50/p99/p99.9, the server's CPU seconds in the paced run, and its
+group commits from /metrics: how many, their mean time, and how many took over 51.2 ms.
+"""
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import compare  # noqa: E402
+
+DEFER = {"EDDY_TABLE_SEAL_MB": "100000", "EDDY_TABLE_SEAL_AGE_SECS": "100000"}
+
+
+def commits(server):
+    text = urllib.request.urlopen(server.eddy.http_url + "/metrics", timeout=10).read().decode()
+
+    def value(pattern):
+        m = re.search(pattern, text, re.M)
+        return float(m.group(1)) if m else 0.0
+    return (value(r"^eddy_catalog_commit_seconds_count (\S+)"),
+            value(r"^eddy_catalog_commit_seconds_sum (\S+)"),
+            value(r'^eddy_catalog_commit_seconds_bucket\{le="0.0512"\} (\S+)'))
+
+
+def one(args, env, scratch):
+    with tempfile.TemporaryDirectory(dir=scratch) as tmp:
+        out = Path(tmp)
+        server = compare.start_eddy(out, out, env=env)
+        try:
+            compare.create_topic(server.bootstrap, "burst", args.partitions)
+            compare.rdkafka_produce(args, server, "burst", 1024, args.burst_mb * 1024, None,
+                                    args.partitions, out / "burst.txt")
+            m0, c0 = commits(server), server.cpu()
+            lat = compare.latency_run(args, server, "rdkafka", "paced", 1024, args.partitions,
+                                      args.rate, {}, out)
+            m1, cpu = commits(server), server.cpu() - c0
+        finally:
+            server.stop()
+    n = m1[0] - m0[0]
+    return lat, cpu, n, (m1[1] - m0[1]) * 1000 / n if n else 0, n - (m1[2] - m0[2])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rate", type=int, default=250_000)
+    ap.add_argument("--partitions", type=int, default=16)
+    ap.add_argument("--burst-mb", type=int, default=256)
+    ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--scratch", default="/work/scratch-peers")
+    args = ap.parse_args()
+    args.rdkafka_perf = os.environ.get("RDKAFKA_PERF",
+                                       f"{args.scratch}/librdkafka/examples/rdkafka_performance")
+    args.half_s = 10
+    Path(args.scratch).mkdir(parents=True, exist_ok=True)
+    print("| seals | p50 ms | p99 ms | p99.9 ms | server CPU s | commits | mean commit ms | over 51.2 ms |")
+    print("|---|---|---|---|---|---|---|---|")
+    for run in range(args.runs):
+        for name, env in (("as by default", {}), ("deferred", DEFER))[:: 1 if run % 2 == 0 else -1]:
+            lat, cpu, n, mean, slow = one(args, env, args.scratch)
+            if not lat:
+                print(f"| {name} | no result | | | | | | |")
+                continue
+            print(f"| {name} | {lat['p50']:.1f} | {lat['p99']:.1f} | {lat['p999']:.1f} | {cpu:.1f} | "
+                  f"{n:.0f} | {mean:.2f} | {slow:.0f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
