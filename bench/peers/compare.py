@@ -13,6 +13,10 @@ Kafka at its defaults, which acknowledge before the page cache reaches the disk)
     rate for every system (--fixed-mb MiB/s), --half-s s each after 2 s of warm-up;
   - consume MB/s (ConsumerPerformance over the 1 KiB 16-partition topic just written) and
     end-to-end latency (EndToEndLatency: one record at a time, produce to receipt).
+Idle consumers (Eddy; Apache Kafka at its defaults): a group of 100 confluent-kafka
+  consumers over a 1,000-partition topic nobody writes to: seconds until every partition is
+  assigned, the server's CPU while they wait in long polls, and produce p99 into another
+  topic meanwhile.
 S3 (Eddy vs MinIO, both 4+2 erasure coding over six directories on the same disk): warp
   put, get and mixed at 4 KiB, 1 MiB and 64 MiB, and list over --list-objects objects:
   ops/s, MiB/s, p50/p99 request time, and the server's CPU seconds per GiB moved (from
@@ -366,6 +370,69 @@ def kafka_workloads(args, server, out, rows):
         log(f"  end to end: p50 {m.group(1)} p99 {m.group(2)} ms")
 
 
+def idle_workload(args, server, out, rows):
+    """A group of --idle-consumers confluent-kafka consumers subscribed to a topic of
+    --idle-partitions partitions that nobody writes to: how long until every partition is
+    assigned, the server's CPU while they sit parked in long polls, and produce latency
+    into another topic meanwhile."""
+    from confluent_kafka import Consumer
+    topic, n = "idle", args.idle_consumers
+    create_topic(server.bootstrap, topic, args.idle_partitions)
+    assigned = [0] * n
+    stop = threading.Event()
+
+    def member(i):
+        c = Consumer({"bootstrap.servers": server.bootstrap, "group.id": "idle-group",
+                      "enable.auto.commit": False, "client.id": f"idle-{i}"})
+
+        def on_assign(_, ps):
+            assigned[i] = len(ps)
+
+        def on_revoke(_, ps):
+            assigned[i] = 0
+        c.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke)
+        while not stop.is_set():
+            c.poll(0.5)
+        c.close()
+
+    threads = [threading.Thread(target=member, args=(i,), daemon=True) for i in range(n)]
+    t0 = time.time()
+    for t in threads:
+        t.start()
+    try:
+        # Every partition assigned, and still so 3 s later (no rebalance in progress).
+        deadline, full_since = time.time() + 300, None
+        while time.time() < deadline:
+            if sum(assigned) == args.idle_partitions:
+                full_since = full_since or time.time()
+                if time.time() - full_since >= 3:
+                    break
+            else:
+                full_since = None
+            time.sleep(0.1)
+        if full_since is None:
+            log(f"  idle: {sum(assigned)} of {args.idle_partitions} partitions assigned after 300 s")
+            return
+        case = f"{n} idle consumers over {args.idle_partitions} partitions"
+        rows.append((f"{case}: seconds until all are assigned", server.name, full_since - t0))
+        c0, w0 = server.cpu(), time.time()
+        time.sleep(20)
+        cpu_share = (server.cpu() - c0) / (time.time() - w0)
+        rows.append((f"{case}: server CPU % while they wait", server.name, cpu_share * 100))
+        log(f"  idle: assigned in {full_since - t0:.1f} s; server CPU {cpu_share * 100:.1f} % while parked")
+        if args.rdkafka_perf:
+            rate = max(10, (args.fixed_mb or 5) * MIB // KIB)
+            lat = latency_run(args, server, "rdkafka", "busy", KIB, 1, rate, {}, out)
+            if lat and "p99" in lat:
+                rows.append((f"{case}: produce p99 ms at {args.fixed_mb or 5} MiB/s to another topic",
+                             server.name, lat["p99"]))
+                log(f"  idle: produce p99 {lat['p99']} ms beside them")
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=30)
+
+
 # ------------------------------------------------------------------------------ S3
 
 def s3_client(server):
@@ -551,8 +618,9 @@ def notify_workload(args, server, bootstrap, out, rows):
 
 # ------------------------------------------------------------------------------ table
 
-PEERS = {"kafka": ("kafka-flush", "kafka-default"), "s3": ("minio",), "notify": ("minio",)}
-LOWER_IS_BETTER = ("ms", "CPU", "missing")
+PEERS = {"kafka": ("kafka-flush", "kafka-default"), "idle": ("kafka-default",),
+         "s3": ("minio",), "notify": ("minio",)}
+LOWER_IS_BETTER = ("ms", "CPU", "missing", "seconds until")
 
 
 def table(rows, systems):
@@ -584,7 +652,9 @@ def table(rows, systems):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--scratch", type=Path, default=Path("/work/scratch-peers"))
-    ap.add_argument("--only", default="kafka,s3,notify")
+    ap.add_argument("--only", default="kafka,idle,s3,notify")
+    ap.add_argument("--idle-partitions", type=int, default=1000)
+    ap.add_argument("--idle-consumers", type=int, default=100)
     ap.add_argument("--passes", type=int, default=1)
     ap.add_argument("--clients", default="java,rdkafka")
     ap.add_argument("--produce-mb", type=int, default=256, help="MiB per full-load produce run")
@@ -604,7 +674,7 @@ def main():
     out.mkdir(parents=True)
     rows = Rows()
     groups = []
-    for part in ("kafka", "s3", "notify"):
+    for part in ("kafka", "idle", "s3", "notify"):
         if part in only:
             groups.append(part)
     header = (f"{os.cpu_count()} cores, {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') // 2**30} GiB, "
@@ -622,11 +692,14 @@ def main():
                 data.mkdir(parents=True)
                 log(f"pass {pass_no + 1}, {part}: {name} (load {os.getloadavg()[0]:.1f})")
                 kafka_for_events = None
-                if part == "kafka":
+                if part in ("kafka", "idle"):
                     server = (start_eddy(data, out) if name == "eddy"
                               else start_kafka(name, data, out))
                     try:
-                        kafka_workloads(args, server, out, rows)
+                        if part == "kafka":
+                            kafka_workloads(args, server, out, rows)
+                        else:
+                            idle_workload(args, server, out, rows)
                     finally:
                         server.stop()
                 elif part == "s3":

@@ -136,7 +136,10 @@ def test_a_producer_over_its_byte_rate_is_throttled_and_one_without_is_not(eddy,
 def test_a_consumer_over_its_byte_rate_is_throttled_and_reads_everything_once(eddy, java):
     topic = name("q-fetch")
     create(eddy, topic, 1)
-    p = Producer({"bootstrap.servers": eddy.bootstrap, "linger.ms": 5})
+    # Batches of at most 5 values: a fetch returns at least one whole stored batch, so
+    # batches up to librdkafka's default batch.size (1 MB, all 100 values, as a slow
+    # run produced once) would let one fetch carry everything before any throttle.
+    p = Producer({"bootstrap.servers": eddy.bootstrap, "linger.ms": 5, "batch.size": 5 * len(VALUE) + 1000})
     for _ in range(100):
         p.produce(topic, value=VALUE)
     assert p.flush(60) == 0
