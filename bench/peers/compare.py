@@ -50,7 +50,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
 
-from conftest import new_eddy  # noqa: E402
+from conftest import free_port, new_eddy  # noqa: E402
 
 KIB = 1024
 MIB = 1024 * 1024
@@ -59,12 +59,6 @@ TICK = os.sysconf("SC_CLK_TCK")
 
 def log(msg):
     print(f"== {msg}", file=sys.stderr, flush=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_until(cond, timeout, what):
@@ -478,7 +472,6 @@ def summarize_warp(doc, sampler):
         res[o["type"]] = {
             "ops_s": tp.get("average_ops"),
             "mib_s": (tp.get("average_bps") or 0) / MIB,
-            "objects_per_op": o.get("objects_per_operation") or 1,
             "p50": single.get("dur_median_millis"),
             "p99": single.get("dur_99_millis"),
         }

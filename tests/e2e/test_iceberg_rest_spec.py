@@ -72,7 +72,7 @@ CONFIG = SchemathesisConfig.from_dict({
         # `pageToken` is an opaque string, and every query value is a string on the wire:
         # a "schema-violating" token (a one-element list, say) arrives as a plain one, so
         # a listing may answer it 200 (seen once in CI). A bad `pageSize` still gets 400
-        # (test_user_tables and the positive checks cover that).
+        # (test_user_tables::test_listings_page_by_any_token_and_refuse_a_bad_page_size).
         {"include-operation-id": op,
          "checks": {"negative_data_rejection": {"expected-statuses": ["200", "400", "401",
                                                                       "403", "404", "422"]}}}

@@ -380,6 +380,27 @@ def test_tables_survive_a_restart_and_a_kill_mid_commit(fresh_eddy):
     assert ids_of(a) == [1, 2]
 
 
+def test_listings_page_by_any_token_and_refuse_a_bad_page_size(eddy):
+    cat = catalog(eddy)
+    ns = name("pages")
+    cat.create_namespace(ns)
+    for t in ("a", "b", "c"):
+        cat.create_table(f"{ns}.{t}", SCHEMA)
+    base = f"/v1/namespaces/{ns}/tables"
+    status, body = rest(eddy, "GET", f"{base}?pageToken=&pageSize=2")
+    assert status == 200 and [i["name"] for i in body["identifiers"]] == ["a", "b"]
+    status, body = rest(eddy, "GET", f"{base}?pageToken={body['next-page-token']}&pageSize=2")
+    assert status == 200 and [i["name"] for i in body["identifiers"]] == ["c"]
+    # A token is opaque: any string is a place in the listing, never an error.
+    status, body = rest(eddy, "GET", f"{base}?pageToken=%5B%27x%27%5D")
+    assert status == 200 and [i["name"] for i in body["identifiers"]] == ["a", "b", "c"]
+    for path in ("/v1/namespaces", base, f"/v1/namespaces/{ns}/views"):
+        for bad in ("pageSize=0", "pageSize=-1", "pageSize=x", "pageSize=2&pageSize=3"):
+            status, body = rest(eddy, "GET", f"{path}?pageToken=&{bad}")
+            assert status == 400, (path, bad, body)
+            assert body["error"]["code"] == 400
+
+
 def test_views_are_created_loaded_replaced_renamed_and_dropped(eddy):
     from pyiceberg.view.metadata import SQLViewRepresentation, ViewVersion
 
