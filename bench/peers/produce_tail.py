@@ -4,12 +4,15 @@ full-load burst, with the background tabler sealing as by default and with its s
 deferred past the run, on a fresh server each time.
 
     .venv/bin/python bench/peers/produce_tail.py [--rate 250000] [--partitions 16] [--runs 2]
+        [--before OTHER_EDDY_BIN]
 
 Each run: a fresh `eddy serve` ($EDDY_BIN), --burst-mb MiB of 1 KiB values at full speed
 into a topic of --partitions partitions (librdkafka's rdkafka_performance, $RDKAFKA_PERF,
 as bench/peers/run builds it), then --rate msgs/s for 12 s into another (the first 2 s
 left out). Prints p50/p99/p99.9, the server's CPU seconds in the paced run, and its
 group commits from /metrics: how many, their mean time, and how many took over 51.2 ms.
+With --before, a second build also runs with seals as by default, alternating with the
+others, so a change's effect on the tail is measured in one run.
 """
 
 import argparse
@@ -37,9 +40,11 @@ def commits(server):
             value(r'^eddy_catalog_commit_seconds_bucket\{le="0.0512"\} (\S+)'))
 
 
-def one(args, env, scratch):
+def one(args, env, scratch, binary):
     with tempfile.TemporaryDirectory(dir=scratch) as tmp:
         out = Path(tmp)
+        # conftest's Eddy takes its binary from EDDY_BIN when it starts.
+        os.environ["EDDY_BIN"] = binary
         server = compare.start_eddy(out, out, env=env)
         try:
             compare.create_topic(server.bootstrap, "burst", args.partitions)
@@ -62,16 +67,23 @@ def main():
     ap.add_argument("--burst-mb", type=int, default=256)
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--scratch", default="/work/scratch-peers")
+    ap.add_argument("--before", help="another eddy build, run with seals as by default")
     args = ap.parse_args()
+    binary = os.environ.get("EDDY_BIN")
+    if not binary:
+        sys.exit("set EDDY_BIN to the eddy build to measure")
     args.rdkafka_perf = os.environ.get("RDKAFKA_PERF",
                                        f"{args.scratch}/librdkafka/examples/rdkafka_performance")
     args.half_s = 10
     Path(args.scratch).mkdir(parents=True, exist_ok=True)
+    variants = [("as by default", {}, binary), ("deferred", DEFER, binary)]
+    if args.before:
+        variants.append(("before: as by default", {}, args.before))
     print("| seals | p50 ms | p99 ms | p99.9 ms | server CPU s | commits | mean commit ms | over 51.2 ms |")
     print("|---|---|---|---|---|---|---|---|")
     for run in range(args.runs):
-        for name, env in (("as by default", {}), ("deferred", DEFER))[:: 1 if run % 2 == 0 else -1]:
-            lat, cpu, n, mean, slow = one(args, env, args.scratch)
+        for name, env, build in variants[:: 1 if run % 2 == 0 else -1]:
+            lat, cpu, n, mean, slow = one(args, env, args.scratch, build)
             if not lat:
                 print(f"| {name} | no result | | | | | | |")
                 continue

@@ -6,8 +6,16 @@
 //! cache holds at most `slots` sessions; a new one evicts the least recently used only
 //! when that one has been idle for [`EVICTABLE_AFTER`], else the fetch goes sessionless
 //! (Kafka's rule, without its preference for larger sessions).
+//!
+//! Each partition also keeps the catalog's generation of it from before the read that
+//! made its last answer ([`Known`]): while that generation holds and the consumer is at
+//! the end, the answer would be the same, so the fetch skips reading the partition. A
+//! consumer of 1,000 quiet partitions otherwise cost the same broker CPU per fetch with
+//! sessions as without (6.6 ms, measured 2026-12-01).
 
 use std::collections::HashMap;
+
+use catalog::wakeups::PartitionId;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -35,6 +43,32 @@ struct Cached {
     max_bytes: i32,
     /// High watermark, last stable offset and log start last sent (`None`: never).
     sent: Option<(i64, i64, i64)>,
+    /// The partition's generation read before the read `sent` came from (`None`: not
+    /// read, or answered with an error).
+    generation: Option<u64>,
+}
+
+/// What a session last answered for a partition, with the partition's generation from
+/// before that answer's read: while the generation holds, the partition is unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Known {
+    /// The generation read before the read.
+    pub generation: u64,
+    /// The high watermark answered.
+    pub high_watermark: i64,
+    /// The last stable offset answered.
+    pub last_stable_offset: i64,
+    /// The log start offset answered.
+    pub log_start_offset: i64,
+}
+
+/// An incremental fetch as the full request it stands for.
+#[derive(Debug)]
+pub struct Incremental {
+    /// Every partition of the session.
+    pub request: FetchRequest,
+    /// For each partition of `request` (same nesting), what was last answered for it.
+    pub known: Vec<Vec<Option<Known>>>,
 }
 
 #[derive(Debug)]
@@ -52,8 +86,8 @@ pub enum Plan {
     Sessionless,
     /// A full fetch that starts session `id`.
     New(i32),
-    /// An incremental fetch of session `id`: read `request`, the session's partitions.
-    Incremental(i32, Box<FetchRequest>),
+    /// An incremental fetch of session `id`: read its request, the session's partitions.
+    Incremental(i32, Box<Incremental>),
     /// A top-level error.
     Refused(ResponseError),
 }
@@ -168,27 +202,52 @@ impl FetchSessions {
     }
 
     /// Called with the response about to go out for session `id`: records what it tells
-    /// the client and, for an incremental fetch, leaves out the partitions with no news.
-    pub fn sent(&self, id: i32, resp: &mut FetchResponse, incremental: bool) {
+    /// the client (with the `generations` its partitions were read at) and, for an
+    /// incremental fetch, leaves out the partitions with no news.
+    pub fn sent(
+        &self,
+        id: i32,
+        resp: &mut FetchResponse,
+        incremental: bool,
+        generations: &HashMap<PartitionId, u64>,
+    ) {
         let mut inner = self.lock();
         let Some(s) = inner.sessions.get_mut(&id) else {
             return;
         };
         resp.session_id = id;
+        // Responses list partitions in the session's order, so the next one is looked
+        // for first: a search from the start each time was quadratic in the partitions.
+        let mut next = 0;
         for t in resp.responses.iter_mut() {
+            let topic_id = t.topic_id.as_u128();
             t.partitions.retain(|p| {
-                let Some(c) = s.partitions.iter_mut().find(|c| {
+                let matches = |c: &Cached| {
                     c.partition == p.partition_index
                         && (c.topic == t.topic
                             || (!c.topic_id.is_nil() && c.topic_id == t.topic_id))
-                }) else {
+                };
+                let n = s.partitions.len();
+                let Some(i) = (0..n)
+                    .map(|i| (next + i) % n)
+                    .find(|&i| matches(&s.partitions[i]))
+                else {
                     return true;
                 };
+                next = i + 1;
+                let c = &mut s.partitions[i];
                 let now = (p.high_watermark, p.last_stable_offset, p.log_start_offset);
                 let news = c.sent != Some(now)
                     || p.error_code != 0
                     || p.records.as_ref().is_some_and(|r| !r.is_empty());
                 c.sent = Some(now);
+                c.generation = if p.error_code == 0 {
+                    generations
+                        .get(&(topic_id, p.partition_index as u32))
+                        .copied()
+                } else {
+                    None
+                };
                 news || !incremental
             });
         }
@@ -216,6 +275,7 @@ fn update(s: &mut Session, req: &FetchRequest, by_id: bool) {
                     fetch_offset: p.fetch_offset,
                     max_bytes: p.partition_max_bytes,
                     sent: None,
+                    generation: None,
                 }),
             }
         }
@@ -227,10 +287,21 @@ fn update(s: &mut Session, req: &FetchRequest, by_id: bool) {
     }
 }
 
-/// The full request an incremental fetch stands for: every partition of the session.
-fn request_of(s: &Session, req: &FetchRequest) -> FetchRequest {
+/// The full request an incremental fetch stands for: every partition of the session,
+/// with what was last answered for each.
+fn request_of(s: &Session, req: &FetchRequest) -> Incremental {
     let mut topics: Vec<FetchTopic> = Vec::new();
+    let mut known: Vec<Vec<Option<Known>>> = Vec::new();
     for c in &s.partitions {
+        let k = match (c.generation, c.sent) {
+            (Some(generation), Some((hw, lso, start))) => Some(Known {
+                generation,
+                high_watermark: hw,
+                last_stable_offset: lso,
+                log_start_offset: start,
+            }),
+            _ => None,
+        };
         let p = FetchPartition::default()
             .with_partition(c.partition)
             .with_current_leader_epoch(-1)
@@ -238,24 +309,31 @@ fn request_of(s: &Session, req: &FetchRequest) -> FetchRequest {
             .with_last_fetched_epoch(-1)
             .with_log_start_offset(-1)
             .with_partition_max_bytes(c.max_bytes);
-        match topics.last_mut() {
-            Some(t) if t.topic == c.topic && t.topic_id == c.topic_id => t.partitions.push(p),
-            _ => topics.push(
-                FetchTopic::default()
-                    .with_topic(c.topic.clone())
-                    .with_topic_id(c.topic_id)
-                    .with_partitions(vec![p]),
-            ),
+        match (topics.last_mut(), known.last_mut()) {
+            (Some(t), Some(ks)) if t.topic == c.topic && t.topic_id == c.topic_id => {
+                t.partitions.push(p);
+                ks.push(k);
+            }
+            _ => {
+                topics.push(
+                    FetchTopic::default()
+                        .with_topic(c.topic.clone())
+                        .with_topic_id(c.topic_id)
+                        .with_partitions(vec![p]),
+                );
+                known.push(vec![k]);
+            }
         }
     }
-    FetchRequest::default()
+    let request = FetchRequest::default()
         .with_max_wait_ms(req.max_wait_ms)
         .with_min_bytes(req.min_bytes)
         .with_max_bytes(req.max_bytes)
         .with_isolation_level(req.isolation_level)
         .with_session_id(req.session_id)
         .with_session_epoch(req.session_epoch)
-        .with_topics(topics)
+        .with_topics(topics);
+    Incremental { request, known }
 }
 
 #[cfg(test)]
@@ -303,6 +381,7 @@ mod tests {
                                 .with_partition_index(*p)
                                 .with_high_watermark(*hw)
                                 .with_last_stable_offset(*hw)
+                                .with_log_start_offset(0)
                                 .with_records(Some(if *data {
                                     bytes::Bytes::from_static(b"x")
                                 } else {
@@ -337,7 +416,9 @@ mod tests {
             panic!()
         };
         let mut full = resp(&[("a", 0, 9, true), ("a", 1, 7, false), ("b", 0, 0, false)]);
-        c.sent(id, &mut full, false);
+        // a/0 and a/1 were read at generations 3 and 4 (the test's topics have no ids).
+        let generations = HashMap::from([((0, 0), 3), ((0, 1), 4)]);
+        c.sent(id, &mut full, false, &generations);
         assert_eq!(full.session_id, id);
         assert_eq!(partitions(&full).len(), 3, "a full answer names everything");
 
@@ -352,6 +433,7 @@ mod tests {
             panic!()
         };
         let asked: Vec<(String, i32, i64)> = r
+            .request
             .topics
             .iter()
             .flat_map(|t| {
@@ -361,10 +443,23 @@ mod tests {
             })
             .collect();
         assert_eq!(asked, vec![("a".into(), 0, 9), ("a".into(), 1, 7)]);
+        // What each was last answered, with the generation it was read at.
+        let known = |generation, hw| Known {
+            generation,
+            high_watermark: hw,
+            last_stable_offset: hw,
+            log_start_offset: 0,
+        };
+        assert_eq!(r.known, vec![vec![Some(known(3, 9)), Some(known(4, 7))]]);
         // Only a/1's high watermark moved: only it is answered.
         let mut answer = resp(&[("a", 0, 9, false), ("a", 1, 8, false)]);
-        c.sent(id, &mut answer, true);
+        c.sent(id, &mut answer, true, &HashMap::from([((0, 1), 5)]));
         assert_eq!(partitions(&answer), vec![("a".into(), 1)]);
+        // a/0 was not read this time (no generation given): it must be read next time.
+        let Plan::Incremental(_, r) = c.plan(&req(id, 2, &[]), false, t0) else {
+            panic!()
+        };
+        assert_eq!(r.known, vec![vec![None, Some(known(5, 8))]]);
 
         // A replayed epoch, an unknown session: refused.
         assert!(matches!(

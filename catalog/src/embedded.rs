@@ -405,6 +405,10 @@ impl Catalog for EmbeddedCatalog {
         self.shared.wakeups.watch(partitions)
     }
 
+    fn partition_generations(&self, partitions: &[wakeups::PartitionId]) -> Vec<u64> {
+        self.shared.wakeups.generations(partitions)
+    }
+
     fn blobs(&self) -> &BlobStore {
         &self.blobs
     }

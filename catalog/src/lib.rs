@@ -91,6 +91,9 @@ pub trait Catalog: Send + Sync {
     /// Registers a long-polling reader on these partitions: it is woken by the commits
     /// that append to (or truncate) one of them, and only by those.
     fn watch_partitions(&self, partitions: &[wakeups::PartitionId]) -> wakeups::PartitionWaiter;
+    /// Each partition's generation ([`wakeups::Wakeups::generations`]): read before a
+    /// partition's state, the same number later means no commit changed that state since.
+    fn partition_generations(&self, partitions: &[wakeups::PartitionId]) -> Vec<u64>;
     /// The blob store that object data lives in.
     fn blobs(&self) -> &BlobStore;
     /// Snapshots of committed state, which every read goes through ([`reads`]).

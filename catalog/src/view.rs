@@ -256,6 +256,10 @@ impl Catalog for ViewCatalog {
         self.inner.watch_partitions(partitions)
     }
 
+    fn partition_generations(&self, partitions: &[wakeups::PartitionId]) -> Vec<u64> {
+        self.inner.partition_generations(partitions)
+    }
+
     fn blobs(&self) -> &BlobStore {
         self.inner.blobs()
     }

@@ -3,6 +3,10 @@
 //! delayed-fetch purgatory, keyed by partition). Waking every parked fetch on every commit
 //! made each S3 PUT cost 6.3 ms of CPU with 1,000 idle consumers parked (0.6 ms with none),
 //! since each woken fetch re-read its partitions on a thread of its own.
+//!
+//! The same commits move each partition's generation: a number that differs whenever a
+//! commit that could change the partition's offsets landed in between, so an incremental
+//! fetch skips re-reading the partitions of its session that no commit touched.
 
 use crate::domain::{KafkaOp, TxnOp};
 use std::collections::HashMap;
@@ -64,6 +68,20 @@ pub struct Wakeups {
 struct Registry {
     waiters: Waiters,
     next_id: u64,
+    /// The last generation handed out; every change takes the next one.
+    generation: u64,
+    /// The generation of each partition changed since `floor` was set.
+    generations: HashMap<PartitionId, u64>,
+    /// The generation of every partition not in `generations` (set by a wake of all).
+    floor: u64,
+}
+
+impl Registry {
+    fn bump(&mut self, p: PartitionId) {
+        self.generation += 1;
+        let g = self.generation;
+        self.generations.insert(p, g);
+    }
 }
 
 impl Wakeups {
@@ -86,17 +104,26 @@ impl Wakeups {
         }
     }
 
-    /// Wakes the waiters of these partitions.
+    /// Moves the generations of these partitions and wakes their waiters. Called once the
+    /// commit that changed them is visible to reads.
     pub fn wake(&self, partitions: impl IntoIterator<Item = PartitionId>) {
-        let r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        if r.waiters.is_empty() {
-            return;
-        }
+        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         for p in partitions {
+            r.bump(p);
             for (_, n) in r.waiters.get(&p).into_iter().flatten() {
                 n.notify_one();
             }
         }
+    }
+
+    /// The current generation of each of `partitions`. Read before the partition's state:
+    /// if a later call gives the same number, no commit changed that state in between.
+    pub fn generations(&self, partitions: &[PartitionId]) -> Vec<u64> {
+        let r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        partitions
+            .iter()
+            .map(|p| r.generations.get(p).copied().unwrap_or(r.floor))
+            .collect()
     }
 
     /// Wakes the waiters of what a commit changed.
@@ -108,9 +135,14 @@ impl Wakeups {
         }
     }
 
-    /// Wakes every waiter (a topic was deleted: its fetches answer at once).
+    /// Moves every partition's generation and wakes every waiter (a topic was deleted: its
+    /// fetches answer at once; or another node's changes were missed).
     pub fn wake_all(&self) {
-        let r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        r.generation += 1;
+        r.floor = r.generation;
+        // Cleared so that deleted topics' partitions do not stay here for good.
+        r.generations.clear();
         for (_, n) in r.waiters.values().flatten() {
             n.notify_one();
         }
@@ -183,5 +215,28 @@ mod tests {
             .expect("b was woken");
         drop(b);
         assert_eq!(w.waiting(), 0);
+    }
+
+    #[test]
+    fn a_generation_moves_with_every_change_to_its_partition_and_only_then() {
+        let w = Wakeups::default();
+        let before = w.generations(&[(1, 0), (1, 1)]);
+        w.wake([(1, 1)]);
+        let after = w.generations(&[(1, 0), (1, 1)]);
+        assert_eq!(
+            after[0], before[0],
+            "an untouched partition keeps its generation"
+        );
+        assert_ne!(after[1], before[1]);
+        w.wake([(1, 1)]);
+        assert_ne!(w.generations(&[(1, 1)])[0], after[1]);
+        // A wake of all moves every generation, including ones never seen, and never
+        // hands out a number seen before.
+        let seen = w.generations(&[(1, 0), (1, 1), (9, 9)]);
+        w.wake_all();
+        let now = w.generations(&[(1, 0), (1, 1), (9, 9)]);
+        for (a, b) in seen.iter().zip(&now) {
+            assert!(b > a);
+        }
     }
 }

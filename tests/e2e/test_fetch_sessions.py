@@ -61,3 +61,48 @@ def test_kafka_python_reads_through_a_session_as_partitions_come_and_go(fresh_ed
         assert metric(eddy, "eddy_kafka_fetch_sessions") >= 1
     finally:
         c.close()
+
+
+def test_a_session_at_the_end_of_quiet_partitions_sees_each_change(fresh_eddy):
+    """A consumer caught up on many quiet partitions is answered from its session without
+    re-reading them; every change still reaches it: new records on any one partition, a
+    committed transaction (only its markers move the last stable offset a read_committed
+    consumer waits at), and an aborted one (whose records it never sees)."""
+    eddy = fresh_eddy
+    topic = f"quiet-{uuid.uuid4().hex[:8]}"
+    a = AdminClient({"bootstrap.servers": eddy.bootstrap})
+    a.create_topics([NewTopic(topic, 40, 1)])[topic].result(timeout=30)
+    produce(eddy, topic, range(40), 1, "a")
+    c = kafka.KafkaConsumer(bootstrap_servers=eddy.bootstrap, enable_auto_commit=False,
+                            auto_offset_reset="earliest", fetch_max_wait_ms=100,
+                            isolation_level="read_committed")
+    try:
+        c.assign([kafka.TopicPartition(topic, p) for p in range(40)])
+        got = consume(c, {f"a-{p}-0" for p in range(40)})
+        # Several incremental fetches at the end of every partition.
+        for _ in range(5):
+            assert not c.poll(timeout_ms=200)
+        for p in (5, 17, 39):
+            produce(eddy, topic, [p], 1, "b")
+            got += consume(c, {f"b-{p}-0"})
+        t = Producer({"bootstrap.servers": eddy.bootstrap, "transactional.id": f"tx-{topic}"})
+        t.init_transactions(30)
+        t.begin_transaction()
+        t.produce(topic, value=b"committed", partition=23)
+        t.flush(30)
+        # Open: a read_committed consumer stops before it.
+        for _ in range(3):
+            assert not c.poll(timeout_ms=200), "a record of an open transaction was read"
+        t.commit_transaction(30)
+        got += consume(c, {"committed"})
+        t.begin_transaction()
+        t.produce(topic, value=b"aborted", partition=30)
+        t.flush(30)
+        t.abort_transaction(30)
+        produce(eddy, topic, [30], 1, "after-abort")
+        got += consume(c, {"after-abort-30-0"})
+        assert "aborted" not in got
+        assert len(got) == len(set(got)) == 40 + 3 + 2, got
+        assert metric(eddy, "eddy_kafka_fetch_sessions") >= 1, "no fetch session was made"
+    finally:
+        c.close()

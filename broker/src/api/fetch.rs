@@ -4,12 +4,14 @@
 //! records it returns, for the client to drop. A fetch that finds less than `min_bytes` parks
 //! until `max_wait_ms`, woken only by commits to the partitions it reads (not by a timer
 //! loop, nor by every commit). Fetch sessions (v7+, KIP-227) keep a consumer's partitions
-//! between fetches (`crate::fetch_session`): an incremental fetch reads every partition
-//! of its session and answers those with news. Fetch v0-3 (removed in Kafka 4.0) get
+//! between fetches (`crate::fetch_session`): an incremental fetch answers the partitions
+//! of its session with news, and does not read those whose generation shows no commit
+//! since their last answer when the consumer is at their end. Fetch v0-3 (removed in Kafka 4.0) get
 //! their batches as message sets (`crate::message_set`).
 
 use crate::authz::*;
 use kafka_protocol::messages::fetch_response;
+use std::collections::HashMap;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -22,8 +24,9 @@ use tokio::time::Instant;
 
 use crate::context::{Ctx, Reply, topic_name, uuid};
 use crate::error::from_catalog;
-use crate::fetch_session::Plan;
+use crate::fetch_session::{Known, Plan};
 use crate::message_set::{self, Aborted};
+use catalog::wakeups::PartitionId;
 
 /// One read of every requested partition.
 struct Read {
@@ -33,29 +36,58 @@ struct Read {
     /// Whether a partition answered with an error.
     errors: bool,
     /// The partitions that were read (where a commit can bring more data).
-    read: Vec<(u128, u32)>,
+    read: Vec<PartitionId>,
+    /// With a session: each partition's generation from before it was read.
+    generations: HashMap<PartitionId, u64>,
 }
 
-/// Reads every requested partition once.
-async fn read_once(ctx: &Ctx, req: &FetchRequest) -> Read {
+/// Reads every requested partition once. With a session (`generations`), notes each
+/// partition's generation before reading it, and skips a partition whose [`Known`]
+/// answer (same nesting as `req`) still holds.
+async fn read_once(
+    ctx: &Ctx,
+    req: &FetchRequest,
+    generations: bool,
+    known: Option<&[Vec<Option<Known>>]>,
+) -> Read {
     let catalog = &ctx.broker.catalog;
     let mut remaining = req.max_bytes.max(0) as usize;
     let mut total = 0usize;
     let mut errors = false;
     let mut read = Vec::new();
+    let mut seen_at = HashMap::new();
     let mut responses = Vec::with_capacity(req.topics.len());
     let read_committed = req.isolation_level == 1;
     // A response names only partitions that were asked for, as Kafka's does: a topic
     // named with no partitions gets no entry.
-    for t in req.topics.iter().filter(|t| !t.partitions.is_empty()) {
+    for (ti, t) in req.topics.iter().enumerate() {
+        if t.partitions.is_empty() {
+            continue;
+        }
         let found = if ctx.version >= 13 {
             catalog.kafka().topic_by_id(t.topic_id.as_u128()).await
         } else {
             catalog.kafka().topic(&t.topic).await
         };
         let (topic, unreadable) = crate::context::found(found);
+        // Read before any partition's state, so a commit landing meanwhile moves them.
+        let topic_generations = match &topic {
+            Some(topic) if generations => catalog.partition_generations(
+                &t.partitions
+                    .iter()
+                    .map(|p| (topic.id, p.partition as u32))
+                    .collect::<Vec<_>>(),
+            ),
+            _ => Vec::new(),
+        };
         let mut partitions = Vec::with_capacity(t.partitions.len());
-        for p in &t.partitions {
+        for (pi, p) in t.partitions.iter().enumerate() {
+            let generation = topic_generations.get(pi).copied();
+            let known = known
+                .and_then(|k| k.get(ti))
+                .and_then(|k| k.get(pi))
+                .copied()
+                .flatten();
             let mut data = PartitionData::default()
                 .with_partition_index(p.partition)
                 .with_high_watermark(-1)
@@ -81,6 +113,19 @@ async fn read_once(ctx: &Ctx, req: &FetchRequest) -> Read {
                 if !ctx.leads(&topic.name, p.partition) {
                     return Some(ResponseError::NotLeaderOrFollower);
                 }
+                let at = (topic.id, p.partition as u32);
+                if let Some(g) = generation {
+                    seen_at.insert(at, g);
+                    if let Some(k) =
+                        known.filter(|k| unchanged_at_end(k, g, p.fetch_offset, read_committed))
+                    {
+                        data.high_watermark = k.high_watermark;
+                        data.last_stable_offset = k.last_stable_offset;
+                        data.log_start_offset = k.log_start_offset;
+                        read.push(at);
+                        return None;
+                    }
+                }
                 let (state, lso) = match catalog
                     .kafka()
                     .stable_partition(topic.id, p.partition as u32)
@@ -99,7 +144,7 @@ async fn read_once(ctx: &Ctx, req: &FetchRequest) -> Read {
                 if p.fetch_offset < state.log_start_offset as i64 || p.fetch_offset > hw {
                     return Some(ResponseError::OffsetOutOfRange);
                 }
-                read.push((topic.id, p.partition as u32));
+                read.push(at);
                 if p.fetch_offset >= end {
                     return None;
                 }
@@ -199,7 +244,23 @@ async fn read_once(ctx: &Ctx, req: &FetchRequest) -> Read {
         bytes: total,
         errors,
         read,
+        generations: seen_at,
     }
+}
+
+/// Whether a partition last answered as `k` still reads the same at generation `g` for a
+/// consumer at `fetch_offset`: nothing changed it, and that answer had no records for
+/// this offset and no error for it.
+fn unchanged_at_end(k: &Known, g: u64, fetch_offset: i64, read_committed: bool) -> bool {
+    let end = if read_committed {
+        k.last_stable_offset
+    } else {
+        k.high_watermark
+    };
+    k.generation == g
+        && k.log_start_offset <= fetch_offset
+        && fetch_offset <= k.high_watermark
+        && fetch_offset >= end
 }
 
 /// The message format a removed Fetch version reads (v0-1: magic 0, v2-3: magic 1);
@@ -269,27 +330,34 @@ pub fn handle(ctx: Ctx, req: FetchRequest) -> Reply {
         } else {
             Plan::Sessionless
         };
-        let (req, session) = match plan {
+        let (req, session, known) = match plan {
             Plan::Refused(e) => {
                 return Some(ResponseKind::Fetch(
                     FetchResponse::default().with_error_code(e.code()),
                 ));
             }
-            Plan::Sessionless => (req, None),
-            Plan::New(id) => (req, Some((id, false))),
-            Plan::Incremental(id, full) => (*full, Some((id, true))),
+            Plan::Sessionless => (req, None, None),
+            Plan::New(id) => (req, Some((id, false)), None),
+            Plan::Incremental(id, full) => {
+                let full = *full;
+                (full.request, Some((id, true)), Some(full.known))
+            }
         };
+        let known = std::sync::Arc::new(known);
         let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
         let min_bytes = req.min_bytes.max(1) as usize;
         let req = std::sync::Arc::new(req);
         let mut waiter = None;
         loop {
-            let (c, r) = (ctx.clone(), req.clone());
+            let (c, r, k) = (ctx.clone(), req.clone(), known.clone());
+            let with_session = session.is_some();
             // The embedded catalog reads batches from the drives synchronously: off the
             // async threads, waiting there for the catalog's reads.
             let runtime = tokio::runtime::Handle::current();
-            let Ok(read) =
-                tokio::task::spawn_blocking(move || runtime.block_on(read_once(&c, &r))).await
+            let Ok(read) = tokio::task::spawn_blocking(move || {
+                runtime.block_on(read_once(&c, &r, with_session, k.as_deref()))
+            })
+            .await
             else {
                 return Some(ResponseKind::Fetch(
                     FetchResponse::default()
@@ -307,9 +375,12 @@ pub fn handle(ctx: Ctx, req: FetchRequest) -> Reply {
                 }
                 let mut response = read.response;
                 if let Some((id, incremental)) = session {
-                    ctx.broker
-                        .fetch_sessions
-                        .sent(id, &mut response, incremental);
+                    ctx.broker.fetch_sessions.sent(
+                        id,
+                        &mut response,
+                        incremental,
+                        &read.generations,
+                    );
                 }
                 return Some(ResponseKind::Fetch(response));
             }

@@ -432,6 +432,10 @@ impl Catalog for PgCatalog {
         self.shared.wakeups.watch(partitions)
     }
 
+    fn partition_generations(&self, partitions: &[wakeups::PartitionId]) -> Vec<u64> {
+        self.shared.wakeups.generations(partitions)
+    }
+
     fn blobs(&self) -> &BlobStore {
         &self.blobs
     }

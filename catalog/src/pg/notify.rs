@@ -104,7 +104,12 @@ async fn listen_once(url: &str, node: u16, wakeups: &Wakeups) -> Result<(), toki
         match parse(&payload) {
             Some((from, _)) if from == node => {}
             Some((_, changed)) => wakeups.wake_changed(&changed),
-            None => tracing::debug!(payload, "unknown wakeup notification"),
+            // Unreadable, so whatever it announced is treated as changed: a fetch that
+            // skipped a partition by its generation would otherwise miss the change.
+            None => {
+                tracing::debug!(payload, "unknown wakeup notification");
+                wakeups.wake_all();
+            }
         }
     }
     driver.abort();
