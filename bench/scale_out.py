@@ -3,6 +3,8 @@ one, with 1 and 3 nodes, and the failover pause (docs/scale-out.md, issue 19).
 
     .venv/bin/python bench/scale_out.py BIN [SECONDS]
 
+PARTS (default "throughput,failover") picks the parts to run.
+
 Each setup gets a fresh data dir. PostgreSQL is Debian's, started here with durable
 commits (the catalog's acknowledgements rest on them; the embedded catalog fsyncs too).
 Load: one confluent-kafka producer bootstrapped on every node address, 1 KiB values,
@@ -18,7 +20,9 @@ client queue's.
 Failover: 3 nodes, one producer over every address; one node is killed (SIGKILL) mid-run.
 Reported: the pause, the longest time a partition went without an acknowledgement
 across the kill; `served`, from the kill until every address accepts connections again
-(the lease's share: expiry, the next round, the bind); the rest is the client's share,
+(the server's share: noticing the dead node by its liveness lock, the round, the bind;
+or, for a node whose lock PostgreSQL still holds, the lease's expiry); the rest is the
+client's share,
 mostly librdkafka's reconnect backoff to the moved address (`reconnect.backoff.max.ms`,
 10 s by default), which a second run lowers to 1 s.
 """
@@ -101,6 +105,12 @@ def percentiles(lat: list) -> tuple:
     return lat[len(lat) // 2], lat[int(len(lat) * 0.99)]
 
 
+def busy_seconds() -> float:
+    """CPU seconds the whole machine spent not idle (nor waiting on I/O), from /proc/stat."""
+    fields = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def run_setup(name: str, nodes: int, pg_needed: bool, seconds: float) -> dict:
     with tempfile.TemporaryDirectory(prefix="eddy-bench-") as tmp:
         pg = postgres.Postgres(fsync=True).start() if pg_needed else None
@@ -114,11 +124,15 @@ def run_setup(name: str, nodes: int, pg_needed: bool, seconds: float) -> dict:
             for f in admin.create_topics([NewTopic("bench", 6)]).values():
                 f.result(60)
             load(boot, 2)  # warm-up
+            busy0 = busy_seconds()
             mb, lat, _ = load(boot, seconds)
+            # How much of the machine the saturated run used: where it is all of it,
+            # more nodes on the same cores cannot add throughput.
+            busy = (busy_seconds() - busy0) / seconds / os.cpu_count()
             p50, p99 = percentiles(lat)
             _, paced, _ = load(boot, seconds, rate=RATE, linger_ms=1)
             fixed50, fixed99 = percentiles(paced)
-            return {"setup": name, "MB/s": mb, "p50": p50, "p99": p99,
+            return {"setup": name, "MB/s": mb, "p50": p50, "p99": p99, "busy": busy,
                     "fixed p50": fixed50, "fixed p99": fixed99}
         finally:
             for s in servers:
@@ -173,14 +187,29 @@ def main():
     os.environ["EDDY_BIN"] = sys.argv[1]
     seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 15
     rounds = int(os.environ.get("ROUNDS", "2"))
-    rows = []
+    parts = os.environ.get("PARTS", "throughput,failover").split(",")
     print(f"== {os.cpu_count()} cores, load {os.getloadavg()}, {seconds}s per setup, {rounds} rounds")
+    if "throughput" in parts:
+        throughput(seconds, rounds)
+    if "failover" in parts:
+        for lease in (6000, 2000):
+            for backoff in (None, 1000):
+                conf = {"reconnect_backoff_max_ms": backoff} if backoff else {}
+                pause, served = failover(lease, 3 * lease / 1000 + 6, **conf)
+                print(f"failover, lease {lease} ms, reconnect.backoff.max.ms "
+                      f"{backoff or 'default (10000)'}: pause {pause:.2f} s, "
+                      f"addresses served again after {served:.2f} s", flush=True)
+
+
+def throughput(seconds: float, rounds: int):
+    rows = []
     for _ in range(rounds):
         rows.append(run_setup("embedded, 1 node", 1, False, seconds))
         rows.append(run_setup("postgresql, 1 node", 1, True, seconds))
         rows.append(run_setup("postgresql, 3 nodes", 3, True, seconds))
         for r in rows[-3:]:
             print(f"{r['setup']:22} {r['MB/s']:7.1f} MB/s  p50 {r['p50']:7.1f} ms  p99 {r['p99']:7.1f} ms"
+                  f"  machine {100 * r['busy']:3.0f}% busy"
                   f"  | {RATE}/s: p50 {r['fixed p50']:6.1f} ms  p99 {r['fixed p99']:6.1f} ms")
     base = statistics.median(r["MB/s"] for r in rows if r["setup"].startswith("embedded"))
     for name in ("postgresql, 1 node", "postgresql, 3 nodes"):
@@ -190,12 +219,6 @@ def main():
         p99 = statistics.median(r["fixed p99"] for r in rows if r["setup"] == name)
         base99 = statistics.median(r["fixed p99"] for r in rows if r["setup"].startswith("embedded"))
         print(f"{name}: p99 at {RATE}/s {p99:.1f} ms, {p99 / base99:.2f}x the embedded catalog's")
-    for lease in (6000, 2000):
-        for backoff in (None, 1000):
-            conf = {"reconnect_backoff_max_ms": backoff} if backoff else {}
-            pause, served = failover(lease, 3 * lease / 1000 + 6, **conf)
-            print(f"failover, lease {lease} ms, reconnect.backoff.max.ms {backoff or 'default (10000)'}: "
-                  f"pause {pause:.2f} s, addresses served again after {served:.2f} s")
 
 
 if __name__ == "__main__":

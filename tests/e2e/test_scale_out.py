@@ -296,3 +296,51 @@ links: [{{from: up, to: index, retries: 50, backoff_ms: 100}}]
         assert dead == []
     finally:
         index.stop()
+
+
+def test_a_killed_node_is_replaced_before_its_lease_runs_out_and_a_paused_one_is_not(tmp_path):
+    """A node that dies frees its liveness lock at once (PostgreSQL closes its session),
+    so its addresses move well before its lease would have expired; a paused node keeps
+    its session, its lock and its addresses until its lease runs out."""
+    lease_ms = 20000
+    pg = postgres.Postgres(fsync=True).start()
+    url = f"postgres://{postgres.SUPERUSER}:{postgres.PASSWORD}@127.0.0.1:{pg.port}/postgres"
+    kafka_port = free_port()
+    nodes = []
+    try:
+        for i in range(2):
+            nodes.append(Eddy(data_dir=tmp_path / "shared", s3_port=free_port(),
+                              kafka_ports=[kafka_port] * 2, kafka_hosts=HOSTS,
+                              http_port=free_port(),
+                              extra_args=["--catalog", url, "--node-id", f"node-{i}",
+                                          "--lease-timeout-ms", str(lease_ms)]).start())
+        a, b = nodes
+        settled(a, pg)
+        # A node takes freed locks for dead nodes only once it has held its own for a
+        # lease timeout (after a PostgreSQL restart every lock is free at once).
+        wait_for(lambda: pg.psql(
+            "SELECT count(*) FROM eddy_nodes "
+            f"WHERE liveness_since < now() - interval '{lease_ms} milliseconds'")[0][0] == "2",
+            3 * lease_ms / 1000, "both nodes holding their liveness locks for a lease timeout")
+
+        # Paused for a fifth of its lease: the other node checks for vacant addresses
+        # four times a second all along, and leaves this one's alone.
+        held = pg.psql("SELECT address, epoch FROM eddy_leases WHERE node = 'node-0'")
+        a.proc.send_signal(signal.SIGSTOP)
+        time.sleep(lease_ms / 5000)
+        assert pg.psql("SELECT address, epoch FROM eddy_leases WHERE node = 'node-0'") == held
+        a.proc.send_signal(signal.SIGCONT)
+
+        [(address, expires)] = pg.psql("SELECT address, expires_at FROM eddy_leases "
+                                       "WHERE node = 'node-0'")
+        a.stop(kill=True)
+        wait_for(lambda: holders(pg) == {"node-1": 2}, lease_ms / 2000,
+                 "the survivor holding the killed node's address")
+        [(early,)] = pg.psql(f"SELECT now() < '{expires}'::timestamptz")
+        assert early == "t", "the address moved only when the killed node's lease ran out"
+        host = address.rsplit(":", 1)[0]
+        wait_for(lambda: serving(host, kafka_port), 10, "the killed node's address served again")
+    finally:
+        for n in nodes:
+            n.stop(kill=True)
+        pg.stop()

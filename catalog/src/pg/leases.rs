@@ -1,13 +1,16 @@
 //! Address leases: which node serves which of the cluster's Kafka addresses. Every node
 //! is given the whole list; a node serves (binds) only the addresses it holds a lease on,
 //! renews them every round, and takes its fair share of the free ones: an address never
-//! leased, released, or whose holder stopped renewing (a dead or paused node). Each
+//! leased, released, or whose holder stopped renewing (a dead or paused node), or whose
+//! holder's liveness lock is free (a node whose process ended: `super::liveness`). Each
 //! taking bumps the lease's epoch; a commit made for an address checks, in its own
 //! transaction, that its node still holds that address at that epoch (fencing), so a node
 //! that was paused past its lease cannot commit once it wakes.
 //!
 //! `eddy_leases (address, node, epoch, expires_at)`; `eddy_nodes.seen_at` is each node's
-//! heartbeat, which counts the live nodes the addresses are spread over.
+//! heartbeat, which counts the live nodes the addresses are spread over, and
+//! `eddy_nodes.liveness_since` when the node last took its liveness lock (null for
+//! builds before it, which are never taken for dead by its absence).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -25,7 +28,51 @@ CREATE TABLE IF NOT EXISTS eddy_leases (
     expires_at timestamptz NOT NULL DEFAULT '-infinity'
 );
 ALTER TABLE eddy_nodes ADD COLUMN IF NOT EXISTS seen_at timestamptz NOT NULL DEFAULT '-infinity';
+ALTER TABLE eddy_nodes ADD COLUMN IF NOT EXISTS liveness_since timestamptz;
 ";
+
+/// The nodes other than `$1` whose process has ended: they took a liveness lock once and
+/// it is free now (PostgreSQL lists the advisory locks of every live session in
+/// `pg_locks`; a two-key lock has `objsubid` 2).
+fn dead_nodes_sql() -> String {
+    format!(
+        "SELECT n.name FROM eddy_nodes n WHERE n.liveness_since IS NOT NULL AND n.name <> $1 \
+         AND NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' \
+         AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+         AND l.classid = {}::oid AND l.objid = n.number::oid AND l.objsubid = 2 AND l.granted)",
+        super::liveness::LOCK_CLASS
+    )
+}
+
+/// Whether any of `addresses` is there for the taking now: unleased, expired, given
+/// back, or held by a dead node (only with `trust_locks`: see `super::liveness`). Cheap
+/// enough to ask several times a second, so a dead node's addresses move at once
+/// rather than at the next round.
+pub async fn vacant(
+    client: &Client,
+    me: &str,
+    addresses: &[String],
+    trust_locks: bool,
+) -> CatalogResult<bool> {
+    let dead: Vec<String> = if trust_locks {
+        client
+            .query(&dead_nodes_sql(), &[&me])
+            .await?
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let row = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM eddy_leases WHERE address = ANY($1) \
+             AND (expires_at <= now() OR node = ANY($2)))",
+            &[&addresses, &dead],
+        )
+        .await?;
+    Ok(row.get(0))
+}
 
 /// The addresses a node holds, with their epochs.
 pub type Held = BTreeMap<String, i64>;
@@ -42,12 +89,14 @@ pub fn fair_share(addresses: usize, live: &[String], me: &str) -> usize {
 
 /// One round of this node's leases: heartbeat, renew what it holds, take free addresses
 /// up to its fair share and give back what it holds beyond it (the highest first).
+/// With `trust_locks`, dead nodes (`super::liveness`) count as neither live nor holding.
 /// Returns what it holds afterwards.
 pub async fn round(
     client: &mut Client,
     me: &str,
     addresses: &[String],
     timeout: Duration,
+    trust_locks: bool,
 ) -> CatalogResult<Held> {
     let secs = timeout.as_secs_f64();
     for _ in 0..8 {
@@ -68,11 +117,21 @@ pub async fn round(
                 &[&me],
             )
             .await?;
+            let dead: Vec<String> = if trust_locks {
+                t.query(&dead_nodes_sql(), &[&me])
+                    .await?
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect()
+            } else {
+                Vec::new()
+            };
             let live: Vec<String> = t
                 .query(
                     "SELECT name FROM eddy_nodes \
-                     WHERE seen_at > now() - make_interval(secs => $1) ORDER BY name",
-                    &[&secs],
+                     WHERE seen_at > now() - make_interval(secs => $1) \
+                     AND name <> ALL($2) ORDER BY name",
+                    &[&secs, &dead],
                 )
                 .await?
                 .iter()
@@ -94,9 +153,9 @@ pub async fn round(
                 let free: Vec<String> = t
                     .query(
                         "SELECT address FROM eddy_leases \
-                         WHERE expires_at <= now() AND address = ANY($1) \
+                         WHERE (expires_at <= now() OR node = ANY($3)) AND address = ANY($1) \
                          ORDER BY address LIMIT $2",
-                        &[&addresses, &((share - held.len()) as i64)],
+                        &[&addresses, &((share - held.len()) as i64), &dead],
                     )
                     .await?
                     .iter()

@@ -16,6 +16,7 @@
 
 mod committer;
 pub mod leases;
+pub mod liveness;
 pub mod logs;
 pub mod notify;
 mod read;
@@ -106,6 +107,9 @@ pub struct PgCatalog {
     reaper: Mutex<Option<crate::reaper::Reaper>>,
     /// The task listening for other nodes' commits.
     listener: tokio::task::JoinHandle<()>,
+    /// Whether this node holds its liveness lock, and the task holding it.
+    liveness: Arc<liveness::Liveness>,
+    liveness_holder: tokio::task::JoinHandle<()>,
 }
 
 /// The connection settings a catalog URL names.
@@ -324,6 +328,8 @@ impl PgCatalog {
             node,
             shared.wakeups.clone(),
         ));
+        let alive = Arc::new(liveness::Liveness::default());
+        let liveness_holder = tokio::spawn(liveness::hold(config.url.clone(), node, alive.clone()));
         tracing::info!(node = %config.node, number = node, "postgresql catalog open");
         Ok(Arc::new(Self {
             name: config.node.clone(),
@@ -337,6 +343,8 @@ impl PgCatalog {
             committer: Mutex::new(Some(handle)),
             reaper: Mutex::new(Some(reaper)),
             listener,
+            liveness: alive,
+            liveness_holder,
         }))
     }
 
@@ -347,7 +355,20 @@ impl PgCatalog {
         timeout: std::time::Duration,
     ) -> CatalogResult<leases::Held> {
         let mut client = self.read.client().await?;
-        leases::round(&mut client, &self.name, addresses, timeout).await
+        let trust = self.liveness.trusted(timeout);
+        leases::round(&mut client, &self.name, addresses, timeout, trust).await
+    }
+
+    /// Whether any of `addresses` can be taken now ([`leases::vacant`]): a lease round
+    /// is due at once.
+    pub async fn lease_vacant(
+        &self,
+        addresses: &[String],
+        timeout: std::time::Duration,
+    ) -> CatalogResult<bool> {
+        let client = self.read.client().await?;
+        let trust = self.liveness.trusted(timeout);
+        leases::vacant(&client, &self.name, addresses, trust).await
     }
 
     /// From now on, every commit of this node is made under these leases (its whole
@@ -383,6 +404,8 @@ impl PgCatalog {
     /// Finishes the commits already queued and stops the committer.
     pub fn shutdown(&self) {
         self.listener.abort();
+        // Its connection closes, so the other nodes see this one gone at once.
+        self.liveness_holder.abort();
         if let Some(tx) = self.tx.lock().unwrap_or_else(|p| p.into_inner()).take() {
             let _ = tx.send(Msg::Shutdown);
         }
