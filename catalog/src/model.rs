@@ -88,6 +88,9 @@ pub struct ObjectVersion {
     /// Each part's checksums, for multipart objects (empty for single-part ones and for
     /// multipart objects completed before format 8).
     pub part_checksums: Vec<BTreeMap<String, String>>,
+    /// Its access control list, as the S3 gateway encodes it (`None`: the owner's full
+    /// control alone, which every version written before format 11 has).
+    pub acl: Option<String>,
 }
 
 impl ObjectVersion {
@@ -115,6 +118,7 @@ impl ObjectVersion {
             lock: ObjectLock::default(),
             encryption: None,
             part_checksums: Vec::new(),
+            acl: None,
         }
     }
 }
@@ -203,6 +207,8 @@ pub struct UploadRecord {
     pub lock: ObjectLock,
     /// How the parts (and so the object) are encrypted at rest.
     pub encryption: Option<Encryption>,
+    /// The access control list the object will get (see [`ObjectVersion::acl`]).
+    pub acl: Option<String>,
 }
 
 /// One uploaded part of a multipart upload: one blob.

@@ -250,6 +250,7 @@ mod tests {
             checksum_type: None,
             lock: ObjectLock::default(),
             encryption: None,
+            acl: None,
         }
     }
 

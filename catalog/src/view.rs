@@ -217,6 +217,7 @@ impl ViewCatalog {
             | Op::S3(S3Op::DeleteBucket { .. })
             | Op::S3(S3Op::PutObject { .. })
             | Op::S3(S3Op::SetObjectTags { .. })
+            | Op::S3(S3Op::SetObjectAcl { .. })
             | Op::S3(S3Op::DeleteObjectVersion { .. })
             | Op::S3(S3Op::ExpectEtag { .. })
             | Op::S3(S3Op::ExpectUnlocked { .. })

@@ -1,8 +1,11 @@
 //! Who may do what, for every S3 request: the operation as an IAM action on an ARN,
 //! checked against the requester's identity policies and the bucket's policy with AWS's
 //! evaluation (an explicit Deny anywhere wins; then an Allow anywhere; then the bucket
-//! owner and the administrator are allowed; everyone else is refused). Anonymous requests
-//! get only what a policy allows them. The check runs in s3s's access hook, after the
+//! owner and the administrator are allowed; then, where the bucket's object ownership
+//! lets ACLs count, the bucket's or the version's ACL; everyone else is refused).
+//! Anonymous requests get only what a policy or an ACL allows them, and under Block
+//! Public Access less: public ACL grants count for nothing with `IgnorePublicAcls`, and
+//! a public bucket policy allows them nothing with `RestrictPublicBuckets`. The check runs in s3s's access hook, after the
 //! signature (presigned URLs included) and before the operation, so no operation can skip
 //! it; each operation's action is stated by its own module (`ACTIONS`, gathered in
 //! [`FAMILIES`]); a copy's source and each key of a multi-object delete are checked
@@ -14,6 +17,8 @@ use iam::{Context, Decision, Request};
 use s3s::{S3Result, s3_error};
 
 use crate::Gateway;
+use crate::bucket_settings::Bucket;
+use crate::grants::Perm;
 
 /// The conditions a request is evaluated under, kept in its extensions by the access
 /// hook for the checks operations make later (a copy's source, a delete's keys).
@@ -73,7 +78,9 @@ const FAMILIES: &[&[OpAction]] = &[
     crate::multipart::ACTIONS,
     crate::notification::ACTIONS,
     crate::object_lock::ACTIONS,
+    crate::ownership::ACTIONS,
     crate::post_object::ACTIONS,
+    crate::public_access::ACTIONS,
     crate::put::ACTIONS,
     crate::sse::ACTIONS,
     crate::tagging::ACTIONS,
@@ -139,6 +146,7 @@ impl Gateway {
         action: &str,
         bucket: Option<&str>,
         key: Option<&str>,
+        version: Option<&str>,
     ) -> S3Result<bool> {
         let resource = match bucket {
             Some(b) => arn(b, key),
@@ -154,21 +162,93 @@ impl Gateway {
         let dir = self.directory();
         Ok(match dir.s3_decision(principal, bucket, &req) {
             Decision::Deny => false,
-            Decision::Allow => true,
+            // Only a bucket policy allows an anonymous request, and Block Public
+            // Access's RestrictPublicBuckets takes that from a public one.
+            Decision::Allow => match (principal, bucket) {
+                (None, Some(b)) => match self.bucket_record(b).await? {
+                    Some(record) => {
+                        !(Bucket::decode(record)
+                            .public_access()
+                            .restrict_public_buckets
+                            && dir
+                                .bucket_policy_text(b)
+                                .is_some_and(|t| crate::bucket_policy::is_public(&t)))
+                    }
+                    None => true,
+                },
+                _ => true,
+            },
             Decision::NoMatch => match (principal, bucket) {
-                (None, _) => false,
+                (None, None) => false,
                 (Some(p), _) if dir.is_admin(p) => true,
                 // Listing one's buckets and making one are every user's own business
                 // (making one that exists answers BucketAlreadyExists, as AWS does).
                 (Some(_), None) => true,
                 (Some(_), Some(_)) if action == "s3:CreateBucket" => true,
-                (Some(p), Some(b)) => match self.catalog().s3().bucket(b).await {
-                    Ok(Some(record)) => record.owner == p,
-                    Ok(None) => true,
-                    Err(e) => return Err(crate::error::catalog_error(e)),
+                (p, Some(b)) => match self.bucket_record(b).await? {
+                    Some(record) if p.is_some_and(|p| p == record.owner) => true,
+                    Some(record) => {
+                        let b = Bucket::decode(record);
+                        self.acl_permits(p, action, &b, key, version).await?
+                    }
+                    // A missing bucket answers NoSuchBucket to users, AccessDenied to
+                    // the anonymous.
+                    None => p.is_some(),
                 },
             },
         })
+    }
+
+    async fn bucket_record(&self, name: &str) -> S3Result<Option<catalog::BucketRecord>> {
+        self.catalog()
+            .s3()
+            .bucket(name)
+            .await
+            .map_err(crate::error::catalog_error)
+    }
+
+    /// Whether the bucket's ACL, or the addressed version's, gives `principal` what
+    /// `action` needs (the mapping of ACL permissions to actions AWS documents); never
+    /// while the bucket's ACLs are disabled.
+    async fn acl_permits(
+        &self,
+        principal: Option<&str>,
+        action: &str,
+        b: &Bucket,
+        key: Option<&str>,
+        version: Option<&str>,
+    ) -> S3Result<bool> {
+        if !b.ownership().acls_enabled() {
+            return Ok(false);
+        }
+        let ignore_public = b.public_access().ignore_public_acls;
+        let (perm, on_object) = match action {
+            "s3:ListBucket" | "s3:ListBucketVersions" | "s3:ListBucketMultipartUploads" => {
+                (Perm::Read, false)
+            }
+            "s3:PutObject" | "s3:DeleteObject" => (Perm::Write, false),
+            "s3:GetBucketAcl" => (Perm::ReadAcp, false),
+            "s3:PutBucketAcl" => (Perm::WriteAcp, false),
+            "s3:GetObject" | "s3:GetObjectVersion" => (Perm::Read, true),
+            "s3:GetObjectAcl" | "s3:GetObjectVersionAcl" => (Perm::ReadAcp, true),
+            "s3:PutObjectAcl" | "s3:PutObjectVersionAcl" => (Perm::WriteAcp, true),
+            _ => return Ok(false),
+        };
+        if !on_object {
+            return Ok(crate::ownership::bucket_acl(b).permits(principal, perm, ignore_public));
+        }
+        let Some(key) = key else {
+            return Ok(false);
+        };
+        let s3 = self.catalog().s3();
+        let v = match version {
+            Some(id) => s3.object_version(&b.name, key, id).await,
+            None => s3.object(&b.name, key).await,
+        }
+        .map_err(crate::error::catalog_error)?;
+        Ok(v.filter(|v| !v.delete_marker).is_some_and(|v| {
+            crate::ownership::version_acl(b, &v).permits(principal, perm, ignore_public)
+        }))
     }
 
     /// Checks that `who` may do `action` on `bucket` (and `key`): `AccessDenied` when a
@@ -185,12 +265,25 @@ impl Gateway {
         bucket: Option<&str>,
         key: Option<&str>,
     ) -> S3Result<()> {
+        self.authorize_version(who, action, bucket, key, None).await
+    }
+
+    /// [`Gateway::authorize`] for one version of the key (`None`: the current one), whose
+    /// ACL is the one consulted.
+    pub async fn authorize_version(
+        &self,
+        who: &AuthzContext,
+        action: &str,
+        bucket: Option<&str>,
+        key: Option<&str>,
+        version: Option<&str>,
+    ) -> S3Result<()> {
         let principal = who.principal.as_deref();
         let resource = match bucket {
             Some(b) => arn(b, key),
             None => "arn:aws:s3:::*".to_owned(),
         };
-        let mut allowed = self.decide(who, action, bucket, key).await?;
+        let mut allowed = self.decide(who, action, bucket, key, version).await?;
         // A bucket's inventory files (docs/iceberg.md) show what listing that bucket
         // shows: reading them needs that too.
         if allowed
@@ -202,7 +295,7 @@ impl Gateway {
                 .filter(|l| !l.is_empty() && *l != b)
         {
             allowed = self
-                .decide(who, "s3:ListBucket", Some(listed), None)
+                .decide(who, "s3:ListBucket", Some(listed), None, None)
                 .await?;
         }
         if allowed

@@ -10,7 +10,6 @@ use s3s::{S3Request, S3Response, S3Result, s3_error};
 use crate::authz::OpAction;
 use crate::bucket_settings::{location_of, region, set_location, update_bucket};
 use crate::error::{OrS3, catalog_error};
-use crate::protections;
 use crate::tagging::{tag_set, validate_tags};
 use crate::{Gateway, now_ms, timestamp};
 
@@ -64,7 +63,6 @@ pub async fn create_bucket(
             "The specified bucket is not valid"
         ));
     }
-    protections::bucket_creation(&req.input)?;
     let asked_location = req
         .input
         .create_bucket_configuration
@@ -85,24 +83,15 @@ pub async fn create_bucket(
     if req.input.object_lock_enabled_for_bucket == Some(true) {
         crate::object_lock::enable(&mut record);
     }
+    crate::ownership::at_creation(&req.input, &mut record)?;
     match gw
         .catalog()
         .commit(Transaction::new(vec![Op::S3(S3Op::CreateBucket(record))]))
         .await
     {
-        Ok(_) => {
-            // A public-read bucket gets its policy next: should that fail, the bucket
-            // is left private, never more open than asked.
-            if let Some(policy) = crate::acl::creation_policy(&name, req.input.acl.as_ref()) {
-                gw.directory()
-                    .put_bucket_policy(&name, Some(&policy))
-                    .await
-                    .map_err(crate::error::iam_error)?;
-            }
-            Ok(S3Response::new(CreateBucketOutput {
-                location: Some(format!("/{name}")),
-            }))
-        }
+        Ok(_) => Ok(S3Response::new(CreateBucketOutput {
+            location: Some(format!("/{name}")),
+        })),
         Err(CatalogError::BucketExists(_)) => {
             let existing = gw.catalog().s3().bucket(&name).await.or_s3()?;
             let owner = existing.as_ref().map(|b| b.owner.as_str());

@@ -1,6 +1,6 @@
 //! A bucket as one S3 request sees it: its catalog record with the settings the
-//! gateway keeps in the record (location, object lock, default encryption, notification
-//! configuration) decoded at most once per request (the small ones when the request
+//! gateway keeps in the record (location, object lock, default encryption, object
+//! ownership, Block Public Access, the bucket's ACL, notification configuration) decoded at most once per request (the small ones when the request
 //! loads the bucket, the notification configuration when first asked), and passed down to
 //! every module that needs them. This is the one module that reads or writes those
 //! settings' encodings; the others take a [`Bucket`], or change a record through
@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::Gateway;
 use crate::error::catalog_error;
+use crate::grants::Acl;
 
 /// Settings key of the bucket's location constraint (its bytes, UTF-8).
 const LOCATION_KEY: &str = "s3.location";
@@ -27,6 +28,19 @@ const LOCK_KEY: &str = "object-lock";
 
 /// Settings key of a bucket's default encryption (JSON of [`BucketDefault`]).
 const ENCRYPTION_KEY: &str = "encryption";
+
+/// Settings key of a bucket's object ownership (its S3 name, UTF-8; absent: ACLs
+/// disabled, as `BucketOwnerEnforced`, which every bucket made before ownership
+/// controls were kept behaved as).
+const OWNERSHIP_KEY: &str = "ownership";
+
+/// Settings key of a bucket's Block Public Access configuration (JSON of
+/// [`PublicAccessBlock`]).
+const PUBLIC_ACCESS_KEY: &str = "public-access-block";
+
+/// Settings key of a bucket's ACL ([`crate::grants::Acl`]'s encoding; absent: the
+/// owner's full control alone).
+const ACL_KEY: &str = "acl";
 
 /// A day, as S3 counts retention periods.
 const DAY_MS: i64 = 86_400_000;
@@ -41,6 +55,13 @@ pub struct Bucket {
     pub lock: Option<LockConfig>,
     /// Its default encryption (`None`: none).
     pub encryption: Option<BucketDefault>,
+    /// Its object ownership setting (`None`: none stored, which behaves as
+    /// [`Ownership::BucketOwnerEnforced`]).
+    pub ownership_setting: Option<Ownership>,
+    /// Its Block Public Access configuration (`None`: none).
+    pub public_access: Option<PublicAccessBlock>,
+    /// Its ACL, while ACLs are enabled (`None`: the owner's full control alone).
+    pub acl: Option<Acl>,
     /// Its notification configuration, decoded by the first caller of
     /// [`Bucket::notifications`]: only object changes and
     /// GetBucketNotificationConfiguration read it, so a GET never parses it.
@@ -59,6 +80,19 @@ impl Bucket {
                 .settings
                 .get(ENCRYPTION_KEY)
                 .map(|raw| serde_json::from_slice(raw).unwrap_or_default()),
+            ownership_setting: record
+                .settings
+                .get(OWNERSHIP_KEY)
+                .map(|raw| Ownership::parse(&String::from_utf8_lossy(raw))),
+            // Unreadable, it blocks everything: failing closed keeps the bucket private.
+            public_access: record
+                .settings
+                .get(PUBLIC_ACCESS_KEY)
+                .map(|raw| serde_json::from_slice(raw).unwrap_or(PublicAccessBlock::ALL)),
+            acl: record
+                .settings
+                .get(ACL_KEY)
+                .and_then(|raw| Acl::decode(&String::from_utf8_lossy(raw))),
             notifications: OnceLock::new(),
             fired: OnceLock::new(),
             record,
@@ -81,6 +115,17 @@ impl Bucket {
     /// The record as the catalog holds it.
     pub fn record(&self) -> &BucketRecord {
         &self.record
+    }
+
+    /// Its object ownership in force.
+    pub fn ownership(&self) -> Ownership {
+        self.ownership_setting
+            .unwrap_or(Ownership::BucketOwnerEnforced)
+    }
+
+    /// Its Block Public Access configuration in force (all off without one).
+    pub fn public_access(&self) -> PublicAccessBlock {
+        self.public_access.unwrap_or_default()
     }
 
     /// The bucket's region: its location constraint, `us-east-1` without one.
@@ -154,6 +199,47 @@ pub fn set_encryption(record: &mut BucketRecord, d: Option<BucketDefault>) {
         }
         None => {
             record.settings.remove(ENCRYPTION_KEY);
+        }
+    }
+}
+
+/// Sets (`Some`) or removes a record's object ownership setting.
+pub fn set_ownership(record: &mut BucketRecord, o: Option<Ownership>) {
+    match o {
+        Some(o) => {
+            record
+                .settings
+                .insert(OWNERSHIP_KEY.to_owned(), o.name().as_bytes().to_vec());
+        }
+        None => {
+            record.settings.remove(OWNERSHIP_KEY);
+        }
+    }
+}
+
+/// Sets (`Some`) or removes a record's Block Public Access configuration.
+pub fn set_public_access(record: &mut BucketRecord, c: Option<PublicAccessBlock>) {
+    match c {
+        Some(c) => {
+            let json = serde_json::to_vec(&c).unwrap_or_default();
+            record.settings.insert(PUBLIC_ACCESS_KEY.to_owned(), json);
+        }
+        None => {
+            record.settings.remove(PUBLIC_ACCESS_KEY);
+        }
+    }
+}
+
+/// Sets (`Some`) or removes a record's ACL.
+pub fn set_acl(record: &mut BucketRecord, acl: Option<&Acl>) {
+    match acl {
+        Some(a) => {
+            record
+                .settings
+                .insert(ACL_KEY.to_owned(), a.encode().into_bytes());
+        }
+        None => {
+            record.settings.remove(ACL_KEY);
         }
     }
 }
@@ -245,6 +331,74 @@ impl DefaultRetentionRule {
     }
 }
 
+/// A bucket's object ownership (S3 Object Ownership): who owns the objects written into
+/// it, and whether ACLs count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ownership {
+    /// The bucket owner owns every object; ACLs are disabled (AWS's default).
+    BucketOwnerEnforced,
+    /// The bucket owner owns objects written with `bucket-owner-full-control`; the
+    /// writer owns the rest; ACLs count.
+    BucketOwnerPreferred,
+    /// The writer owns the object; ACLs count.
+    ObjectWriter,
+}
+
+impl Ownership {
+    /// S3's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Ownership::BucketOwnerEnforced => "BucketOwnerEnforced",
+            Ownership::BucketOwnerPreferred => "BucketOwnerPreferred",
+            Ownership::ObjectWriter => "ObjectWriter",
+        }
+    }
+
+    /// A stored name read back; one this build did not write reads as enforced, which
+    /// fails closed (ACLs grant nothing).
+    fn parse(s: &str) -> Self {
+        Self::from_name(s).unwrap_or(Ownership::BucketOwnerEnforced)
+    }
+
+    /// S3's name parsed.
+    pub fn from_name(s: &str) -> Option<Self> {
+        Some(match s {
+            "BucketOwnerEnforced" => Ownership::BucketOwnerEnforced,
+            "BucketOwnerPreferred" => Ownership::BucketOwnerPreferred,
+            "ObjectWriter" => Ownership::ObjectWriter,
+            _ => return None,
+        })
+    }
+
+    /// Whether ACLs count.
+    pub fn acls_enabled(self) -> bool {
+        self != Ownership::BucketOwnerEnforced
+    }
+}
+
+/// A bucket's Block Public Access configuration (PutPublicAccessBlock).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PublicAccessBlock {
+    /// Refuse requests that set a public ACL.
+    pub block_public_acls: bool,
+    /// Let public ACL grants count for nothing.
+    pub ignore_public_acls: bool,
+    /// Refuse a bucket policy that is public.
+    pub block_public_policy: bool,
+    /// While the bucket's policy is public, refuse anonymous requests it allows.
+    pub restrict_public_buckets: bool,
+}
+
+impl PublicAccessBlock {
+    /// Everything blocked.
+    pub const ALL: Self = Self {
+        block_public_acls: true,
+        ignore_public_acls: true,
+        block_public_policy: true,
+        restrict_public_buckets: true,
+    };
+}
+
 /// A bucket's default encryption (PutBucketEncryption).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BucketDefault {
@@ -307,6 +461,36 @@ mod tests {
 
         set_encryption(&mut r, None);
         assert_eq!(Bucket::decode(r).encryption, None);
+    }
+
+    #[test]
+    fn access_settings_round_trip_and_fail_closed() {
+        let mut r = record();
+        let b = Bucket::decode(r.clone());
+        assert_eq!(b.ownership(), Ownership::BucketOwnerEnforced);
+        assert_eq!(b.ownership_setting, None);
+        assert_eq!(b.public_access(), PublicAccessBlock::default());
+        set_ownership(&mut r, Some(Ownership::ObjectWriter));
+        let pab = PublicAccessBlock {
+            block_public_acls: true,
+            ..Default::default()
+        };
+        set_public_access(&mut r, Some(pab));
+        let acl = Acl::canned("public-read", "o", "o").unwrap();
+        set_acl(&mut r, Some(&acl));
+        let b = Bucket::decode(r.clone());
+        assert_eq!(b.ownership(), Ownership::ObjectWriter);
+        assert_eq!(b.public_access(), pab);
+        assert_eq!(b.acl, Some(acl));
+        r.settings
+            .insert(PUBLIC_ACCESS_KEY.to_owned(), b"garbage".to_vec());
+        r.settings
+            .insert(OWNERSHIP_KEY.to_owned(), b"Nobody".to_vec());
+        r.settings.insert(ACL_KEY.to_owned(), b"garbage".to_vec());
+        let b = Bucket::decode(r);
+        assert_eq!(b.public_access(), PublicAccessBlock::ALL);
+        assert_eq!(b.ownership(), Ownership::BucketOwnerEnforced);
+        assert_eq!(b.acl, None);
     }
 
     #[test]

@@ -14,11 +14,11 @@ use crate::checksum::{Wanted, fields};
 use crate::error::{OrS3, join_error};
 use crate::get::{Conditions, find_version};
 use crate::multipart::{check_part_number, commit_part, upload_of};
-use crate::protections;
 use crate::put::check_key;
 use crate::sse::{self, DataKey};
 use crate::tagging::parse_tagging_header;
 use crate::{ContentHeaders, Gateway, INLINE_MAX, etag, now_ms, timestamp, versioning};
+use crate::{grants, ownership};
 
 /// The IAM action each S3 operation of this module needs ([`crate::authz`]).
 pub(crate) const ACTIONS: &[OpAction] = &[
@@ -113,8 +113,14 @@ async fn source<T>(
     } else {
         "s3:GetObject"
     };
-    gw.authorize(&gw.authz_context(req), action, Some(bucket), Some(key))
-        .await?;
+    gw.authorize_version(
+        &gw.authz_context(req),
+        action,
+        Some(bucket),
+        Some(key),
+        version_id.as_deref(),
+    )
+    .await?;
     let b = gw.bucket_for(req, bucket).await?;
     let v = find_version(gw, &b, key, version_id.as_deref()).await?;
     Ok((b, key.to_string(), v))
@@ -164,7 +170,8 @@ pub async fn copy_object(
     let requester = gw.requester(&req);
     let i = req.input;
     check_key(&i.key)?;
-    protections::check_write!(i)?;
+    // The copy gets the ACL this request asks for, never the source's, as on AWS.
+    let acl = ownership::acl_for_write(&b, &grants::requested!(i), &requester.principal)?;
     let lock = crate::object_lock::Requested {
         mode: i.object_lock_mode.as_ref().map(|m| m.as_str()),
         until: i.object_lock_retain_until_date.as_ref(),
@@ -256,6 +263,7 @@ pub async fn copy_object(
         // bucket's default give it, as on AWS.
         lock: crate::object_lock::with_default(&b, lock, now),
         encryption: encryption.clone(),
+        acl,
         ..ObjectVersion::new(
             version_id.clone(),
             got.data,

@@ -10,11 +10,13 @@
 //! - [`notification`]: bucket notification configuration (Put and Get)
 //! - [`metadata`]: S3 Metadata (a change journal topic and a live inventory table per
 //!   bucket), a custom route since s3s does not know its operations
-//! - [`protections`]: refusals of the encryption, object lock and ACLs not built yet
 //! - [`authz`]: identity and bucket policies, checked for every request
 //! - [`bucket_policy`]: Put, Get and DeleteBucketPolicy
 //! - [`attributes`]: object attributes without the body (GetObjectAttributes)
-//! - [`acl`]: canned bucket ACLs (private, public-read) as bucket policy statements
+//! - [`acl`]: Get/PutBucketAcl and Get/PutObjectAcl
+//! - [`grants`]: access control lists (canned, grant headers, XML) and what they permit
+//! - [`ownership`]: S3 Object Ownership, which says whether ACLs count
+//! - [`public_access`]: Block Public Access (Put, Get, DeletePublicAccessBlock)
 //! - [`lifecycle`]: lifecycle configurations, the `x-amz-expiration` header and the
 //!   worker that expires what the rules say
 //! - [`managed`]: the broker's buckets, read-only over S3
@@ -28,7 +30,8 @@
 //! signatures) against the directory's users, then authorized by [`authz`]: a bucket
 //! belongs to the user who created it and the administrator (the first configured user)
 //! may use every bucket, unless a policy denies it; others, anonymous requests included,
-//! get only what an identity or bucket policy allows them.
+//! get only what an identity or bucket policy, or an ACL where the bucket's object
+//! ownership lets ACLs count, allows them.
 
 pub mod acl;
 pub mod attributes;
@@ -45,6 +48,7 @@ pub mod cors;
 pub mod delete;
 pub mod error;
 pub mod get;
+pub mod grants;
 pub mod lifecycle;
 pub mod list;
 pub mod managed;
@@ -52,8 +56,9 @@ pub mod metadata;
 pub mod multipart;
 pub mod notification;
 pub mod object_lock;
+pub mod ownership;
 pub mod post_object;
-pub mod protections;
+pub mod public_access;
 pub mod put;
 pub mod sigv2;
 pub mod sigv4_date;
@@ -386,9 +391,12 @@ impl s3s::access::S3Access for Access {
             .get::<authz::SecureTransport>()
             .is_some_and(|s| s.0);
         let query = cx.uri().query();
-        let versioned = query.is_some_and(|q| {
-            form_urlencoded::parse(q.as_bytes()).any(|(k, v)| k == "versionId" && !v.is_empty())
+        let version = query.and_then(|q| {
+            form_urlencoded::parse(q.as_bytes())
+                .find(|(k, v)| k == "versionId" && !v.is_empty())
+                .map(|(_, v)| v.into_owned())
         });
+        let versioned = version.is_some();
         let who = authz::AuthzContext {
             context: authz::context(principal.as_deref(), source, secure, query),
             principal,
@@ -407,11 +415,12 @@ impl s3s::access::S3Access for Access {
         // Each key of a multi-object delete is checked as a DeleteObject of its own.
         if op != "DeleteObjects" {
             self.0
-                .authorize(
+                .authorize_version(
                     &who,
                     &authz::action(op, versioned),
                     bucket.as_deref(),
                     key.as_deref(),
+                    version.as_deref(),
                 )
                 .await?;
         }
@@ -637,6 +646,60 @@ impl S3 for Gateway {
         req: S3Request<GetBucketAclInput>,
     ) -> S3Result<S3Response<GetBucketAclOutput>> {
         acl::get_bucket_acl(self, req).await
+    }
+    async fn put_object_acl(
+        &self,
+        req: S3Request<PutObjectAclInput>,
+    ) -> S3Result<S3Response<PutObjectAclOutput>> {
+        acl::put_object_acl(self, req).await
+    }
+    async fn get_object_acl(
+        &self,
+        req: S3Request<GetObjectAclInput>,
+    ) -> S3Result<S3Response<GetObjectAclOutput>> {
+        acl::get_object_acl(self, req).await
+    }
+    async fn put_bucket_ownership_controls(
+        &self,
+        req: S3Request<PutBucketOwnershipControlsInput>,
+    ) -> S3Result<S3Response<PutBucketOwnershipControlsOutput>> {
+        ownership::put_bucket_ownership_controls(self, req).await
+    }
+    async fn get_bucket_ownership_controls(
+        &self,
+        req: S3Request<GetBucketOwnershipControlsInput>,
+    ) -> S3Result<S3Response<GetBucketOwnershipControlsOutput>> {
+        ownership::get_bucket_ownership_controls(self, req).await
+    }
+    async fn delete_bucket_ownership_controls(
+        &self,
+        req: S3Request<DeleteBucketOwnershipControlsInput>,
+    ) -> S3Result<S3Response<DeleteBucketOwnershipControlsOutput>> {
+        ownership::delete_bucket_ownership_controls(self, req).await
+    }
+    async fn put_public_access_block(
+        &self,
+        req: S3Request<PutPublicAccessBlockInput>,
+    ) -> S3Result<S3Response<PutPublicAccessBlockOutput>> {
+        public_access::put_public_access_block(self, req).await
+    }
+    async fn get_public_access_block(
+        &self,
+        req: S3Request<GetPublicAccessBlockInput>,
+    ) -> S3Result<S3Response<GetPublicAccessBlockOutput>> {
+        public_access::get_public_access_block(self, req).await
+    }
+    async fn delete_public_access_block(
+        &self,
+        req: S3Request<DeletePublicAccessBlockInput>,
+    ) -> S3Result<S3Response<DeletePublicAccessBlockOutput>> {
+        public_access::delete_public_access_block(self, req).await
+    }
+    async fn get_bucket_policy_status(
+        &self,
+        req: S3Request<GetBucketPolicyStatusInput>,
+    ) -> S3Result<S3Response<GetBucketPolicyStatusOutput>> {
+        bucket_policy::get_bucket_policy_status(self, req).await
     }
     async fn put_bucket_policy(
         &self,

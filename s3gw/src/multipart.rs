@@ -17,7 +17,7 @@ use crate::list::common_prefix;
 use crate::put::check_key;
 use crate::tagging::parse_tagging_header;
 use crate::{ContentHeaders, Gateway, etag, hex, new_id, now_ms, owner, timestamp, versioning};
-use crate::{protections, sse};
+use crate::{grants, ownership, sse};
 
 /// The IAM action each S3 operation of this module needs ([`crate::authz`]).
 pub(crate) const ACTIONS: &[OpAction] = &[
@@ -44,7 +44,7 @@ pub async fn create_multipart_upload(
     let user = gw.user(&req).unwrap_or_else(|_| "anonymous".to_owned());
     let i = req.input;
     check_key(&i.key)?;
-    protections::check_write!(i)?;
+    let acl = ownership::acl_for_write(&b, &grants::requested!(i), &user)?;
     let lock = crate::object_lock::Requested {
         mode: i.object_lock_mode.as_ref().map(|m| m.as_str()),
         until: i.object_lock_retain_until_date.as_ref(),
@@ -118,6 +118,7 @@ pub async fn create_multipart_upload(
         checksum_type: kind.clone(),
         lock,
         encryption: encryption.clone(),
+        acl,
     };
     let upload_id = upload.upload_id.clone();
     Change::new()
@@ -420,6 +421,7 @@ pub async fn complete_multipart_upload(
         lock: crate::object_lock::with_default(&b, upload.lock.clone(), now),
         encryption: upload.encryption.clone(),
         part_checksums: chosen.iter().map(|p| p.checksums.clone()).collect(),
+        acl: upload.acl.clone(),
         ..ObjectVersion::new(
             version_id.clone(),
             ObjectData::Blobs(blobs.clone()),

@@ -13,7 +13,7 @@ use crate::error::OrS3;
 use crate::get::matches;
 use crate::tagging::parse_tagging_header;
 use crate::{ContentHeaders, Gateway, now_ms, versioning};
-use crate::{object_lock, protections, sse};
+use crate::{grants, object_lock, ownership, sse};
 
 /// The IAM action each S3 operation of this module needs ([`crate::authz`]).
 pub(crate) const ACTIONS: &[OpAction] = &[OpAction::new("PutObject", "s3:PutObject")];
@@ -51,7 +51,7 @@ pub async fn put_object(
     } = req;
     let key = input.key.clone();
     check_key(&key)?;
-    protections::check_write!(input)?;
+    let acl = ownership::acl_for_write(&b, &grants::requested!(input), &requester.principal)?;
     let asked_lock = object_lock::Requested {
         mode: input.object_lock_mode.as_ref().map(|m| m.as_str()),
         until: input.object_lock_retain_until_date.as_ref(),
@@ -136,6 +136,7 @@ pub async fn put_object(
         owner: requester.principal.clone(),
         lock: object_lock::with_default(&b, lock, now),
         encryption: encryption.clone(),
+        acl,
         ..ObjectVersion::new(version_id.clone(), got.data, got.size, etag.clone(), now)
     };
     let expiration = crate::lifecycle::expiration(

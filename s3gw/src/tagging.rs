@@ -123,8 +123,8 @@ pub fn tag_set(m: &BTreeMap<String, String>) -> TagSet {
         .collect()
 }
 
-/// The version a tagging request addresses.
-async fn target(
+/// The version a tagging or ACL request addresses (a delete marker has neither).
+pub(crate) async fn target(
     gw: &Gateway,
     bucket: &str,
     key: &str,

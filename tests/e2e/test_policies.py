@@ -696,40 +696,6 @@ def test_a_bad_principal_rule_is_refused_at_start(tmp_path):
     assert out.returncode != 0 and "rule pattern" in out.stderr, out.stderr
 
 
-def test_canned_bucket_acls_map_onto_the_bucket_policy(eddy):
-    """A bucket created public-read (boto3) is listable and readable without
-    credentials, GetBucketAcl shows AllUsers READ, and the statement sits in the
-    bucket's policy beside the owner's own; `private` (aws-cli put-bucket-acl) takes
-    only it away; ACLs Eddy does not map are refused."""
-    s3 = s3util.client(eddy)
-    bucket = name("canned")
-    s3.create_bucket(Bucket=bucket, ACL="public-read")
-    s3.put_object(Bucket=bucket, Key="a.txt", Body=b"public")
-    assert unsigned_get(eddy, f"{bucket}/a.txt") == (200, b"public")
-    status, body = unsigned_get(eddy, f"{bucket}?list-type=2")
-    assert status == 200 and b"<Key>a.txt</Key>" in body
-    grants = s3.get_bucket_acl(Bucket=bucket)["Grants"]
-    assert {"Grantee": {"Type": "Group", "URI": "http://acs.amazonaws.com/groups/global/AllUsers"},
-            "Permission": "READ"} in grants
-    doc = json.loads(s3.get_bucket_policy(Bucket=bucket)["Policy"])
-    doc["Statement"].append({"Sid": "NoDeletes", "Effect": "Deny", "Principal": "*",
-                             "Action": "s3:DeleteObject", "Resource": f"arn:aws:s3:::{bucket}/*"})
-    s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps(doc))
-    s3util.aws(eddy, "s3api", "put-bucket-acl", "--bucket", bucket, "--acl", "private")
-    assert unsigned_get(eddy, f"{bucket}/a.txt")[0] == 403
-    assert [g["Permission"] for g in s3.get_bucket_acl(Bucket=bucket)["Grants"]] == ["FULL_CONTROL"]
-    left = json.loads(s3.get_bucket_policy(Bucket=bucket)["Policy"])
-    assert [st["Sid"] for st in left["Statement"]] == ["NoDeletes"]
-    s3.put_bucket_acl(Bucket=bucket, ACL="public-read")
-    assert unsigned_get(eddy, f"{bucket}/a.txt") == (200, b"public")
-    with pytest.raises(ClientError) as e:
-        s3.put_bucket_acl(Bucket=bucket, ACL="public-read-write")
-    assert s3util.error_code(e) == "AccessControlListNotSupported"
-    with pytest.raises(ClientError) as e:
-        s3.put_object(Bucket=bucket, Key="b.txt", Body=b"x", ACL="public-read")
-    assert s3util.error_code(e) == "AccessControlListNotSupported"
-
-
 # --- the Iceberg catalog and the admin API answer to the same policies -------------
 
 def test_a_topic_a_policy_hides_is_hidden_from_the_iceberg_catalog_too(eddy, bob, tmp_path):

@@ -1,11 +1,13 @@
-"""A client is never told it got a protection it did not get: SSE-KMS and ACLs, which Eddy
-does not implement, SSE-C keys offered for objects that have none, and object lock on a
-bucket made without it, are refused (AWS's own error where it has one, 501
-NotImplemented otherwise) and store nothing, on every write path (PutObject, CopyObject,
-CreateMultipartUpload, UploadPart, UploadPartCopy, CreateBucket), through boto3 and
-aws-cli. What Eddy does give (the owner-only ACLs `private` and
-`bucket-owner-full-control`; SSE-S3 and SSE-C, tested in test_s3_encryption.py; object
-lock on a bucket that has it, tested in test_s3_object_lock.py) is accepted."""
+"""A client is never told it got a protection it did not get: SSE-KMS, which Eddy does not
+implement, ACLs on a bucket whose ACLs are disabled (BucketOwnerEnforced, the default),
+SSE-C keys offered for objects that have none, and object lock on a bucket made without
+it, are refused (AWS's own error where it has one, 501 NotImplemented otherwise) and
+store nothing, on every write path (PutObject, CopyObject, CreateMultipartUpload,
+UploadPart, UploadPartCopy, CreateBucket), through boto3 and aws-cli. What Eddy does
+give (the owner-only ACLs `private` and `bucket-owner-full-control`; ACLs under the other
+object ownerships, tested in test_s3_acls.py; SSE-S3 and SSE-C, tested in
+test_s3_encryption.py; object lock on a bucket that has it, tested in
+test_s3_object_lock.py) is accepted."""
 
 import os
 
@@ -104,10 +106,12 @@ def test_owner_only_acls_are_accepted(s3, bucket):
         assert s3.get_object(Bucket=bucket, Key=f"acl/{acl}")["Body"].read() == acl.encode()
 
 
-def test_bucket_creation_refuses_acls_and_ownership(s3):
+def test_bucket_creation_refuses_acls_without_an_ownership_that_takes_them(s3):
     cases = [
         ({"ACL": "public-read-write"}, 400, "InvalidBucketAclWithObjectOwnership"),
-        ({"ObjectOwnership": "ObjectWriter"}, 501, "NotImplemented"),
+        ({"ACL": "public-read", "ObjectOwnership": "BucketOwnerEnforced"}, 400,
+         "InvalidBucketAclWithObjectOwnership"),
+        ({"ObjectOwnership": "Everyone"}, 400, "InvalidArgument"),
     ]
     for extra, code_status, code in cases:
         name = f"prot-{os.urandom(6).hex()}"

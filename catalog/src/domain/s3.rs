@@ -44,6 +44,18 @@ pub enum S3Op {
         /// The new tags.
         tags: std::collections::BTreeMap<String, String>,
     },
+    /// Replaces the access control list of one version (the current one when
+    /// `version_id` is `None`; `acl` as [`ObjectVersion::acl`]).
+    SetObjectAcl {
+        /// Bucket.
+        bucket: String,
+        /// Key.
+        key: String,
+        /// Version, or the current one.
+        version_id: Option<String>,
+        /// The new list.
+        acl: Option<String>,
+    },
     /// Permanently removes one version; the newest remaining one becomes current.
     DeleteObjectVersion {
         /// Bucket.
@@ -215,6 +227,12 @@ impl Tables<'_> {
                 }
             }
             S3Op::SetObjectTags {
+                bucket,
+                key,
+                version_id,
+                ..
+            }
+            | S3Op::SetObjectAcl {
                 bucket,
                 key,
                 version_id,
@@ -420,6 +438,20 @@ impl Tables<'_> {
                     find_version(self.s, VERSIONS, bucket, key, version_id.as_deref())?
                 {
                     v.tags = tags.clone();
+                    put(self.s, VERSIONS, &vk, &v)?;
+                    self.refresh_current(bucket, key)?;
+                }
+            }
+            S3Op::SetObjectAcl {
+                bucket,
+                key,
+                version_id,
+                acl,
+            } => {
+                if let Some((vk, mut v)) =
+                    find_version(self.s, VERSIONS, bucket, key, version_id.as_deref())?
+                {
+                    v.acl = acl.clone();
                     put(self.s, VERSIONS, &vk, &v)?;
                     self.refresh_current(bucket, key)?;
                 }

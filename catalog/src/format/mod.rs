@@ -13,8 +13,8 @@
 //! what format 4 added, Kafka transactions; [`v5`]: client quotas; [`v6`]: users,
 //! policies and bucket policies; [`v7`]: bucket lifecycle and CORS configurations; [`v8`]:
 //! object lock, owners and encryption on object versions and uploads; [`v9`]: function
-//! pipelines and their cursors; [`v10`]: users' Iceberg namespaces and views) and
-//! converted to
+//! pipelines and their cursors; [`v10`]: users' Iceberg namespaces and views; [`v11`]:
+//! S3 access control lists on object versions and uploads) and converted to
 //! and from the live types; the live types are never encoded directly, so changing them
 //! never changes what stored bytes mean. A format this build does not know is refused
 //! with [`storage::StorageError::Format`] (the one error for every layer's formats),
@@ -54,6 +54,7 @@ fn opt<A, B: From<A>>(v: Option<A>) -> Option<B> {
 
 pub mod v1;
 pub mod v10;
+pub mod v11;
 pub mod v2;
 pub mod v3;
 pub mod v4;
@@ -74,20 +75,21 @@ use crate::model::{
 use crate::model::{NamespaceRecord, PipelinePosition, PipelineRecord};
 
 /// The log record payload format this build writes.
-pub const RECORD_FORMAT: u16 = 10;
+pub const RECORD_FORMAT: u16 = 11;
 /// The newest log record payload format this build reads (it reads every older one).
-pub const NEWEST_RECORD_FORMAT: u16 = 10;
+pub const NEWEST_RECORD_FORMAT: u16 = 11;
 /// The store value format this build writes and the newest it reads. Format 2 added the
 /// `compaction` table, format 3 the `expansions` and `other_tables` tables, format 4 the
 /// `txns`, `txn_offsets`, `txn_partitions` and `aborted_txns` tables, format 5 the
 /// `client_quotas` table, format 6 the `users`, `policies` and `bucket_policies` tables, format 7 the
 /// `bucket_configs` table, format 8 new encodings of the values of `objects`, `versions`
 /// and `uploads` ([`v8`]), format 9 the `pipelines` and `pipeline_positions` tables,
-/// format 10 the `namespaces` and `iceberg_views` tables. An older store is migrated
-/// when it is opened: a store before
-/// format 8 has those three tables rewritten (`crate::store_open`), and every other
-/// format only lacks tables, so for them only the recorded format changes.
-pub const STORE_FORMAT: u64 = 10;
+/// format 10 the `namespaces` and `iceberg_views` tables, format 11 an access control
+/// list in the metadata map of versions and uploads ([`v11::ACL_KEY`]). An older store
+/// is migrated when it is opened: a store before format 8 has those three tables
+/// rewritten (`crate::store_open`); every other format only lacks tables or entries, so
+/// for them only the recorded format changes.
+pub const STORE_FORMAT: u64 = 11;
 /// `meta` key of the store's value format (u64, big-endian, like the other counters).
 pub const STORE_FORMAT_KEY: &[u8] = b"store_format";
 /// The checkpoint dump layout this build writes and the newest it reads: the last byte of

@@ -50,6 +50,8 @@ fn sample_version() -> ObjectVersion {
         lock: crate::model::ObjectLock::default(),
         encryption: None,
         part_checksums: Vec::new(),
+        // Format 11 added: absent from every older format's values.
+        acl: None,
     }
 }
 
@@ -69,6 +71,8 @@ fn sample_inline_version() -> ObjectVersion {
         lock: crate::model::ObjectLock::default(),
         encryption: None,
         part_checksums: Vec::new(),
+        // Format 11 added: absent from every older format's values.
+        acl: None,
     }
 }
 
@@ -85,6 +89,7 @@ fn sample_upload() -> UploadRecord {
         checksum_type: None,
         lock: crate::model::ObjectLock::default(),
         encryption: None,
+        acl: None,
     }
 }
 
@@ -399,6 +404,16 @@ fn record_v8(ops: Vec<Op>) -> Vec<u8> {
     framed(&ops, |batch_lens| super::v8::RecordHeader {
         txns: vec![super::v8::Transaction {
             ops: ops.iter().map(super::v8::op_for_record).collect(),
+        }],
+        batch_lens,
+    })
+}
+
+/// A record payload of format 10, as the builds of format 10 wrote it.
+fn record_v10(ops: Vec<Op>) -> Vec<u8> {
+    framed(&ops, |batch_lens| super::v10::RecordHeader {
+        txns: vec![super::v10::Transaction {
+            ops: ops.iter().map(super::v10::op_for_record).collect(),
         }],
         batch_lens,
     })
@@ -1334,9 +1349,7 @@ fn all_ops_v10() -> Vec<Op> {
 /// the new value.
 fn encoded_samples_v10() -> Vec<(String, Vec<u8>)> {
     use crate::apply::enc;
-    let record = |ops: Vec<Op>| {
-        crate::record::encode(record_data(&ops), &[&crate::txn::Transaction::new(ops)]).unwrap()
-    };
+    let record = record_v10;
     let mut out = Vec::new();
     for (name, op) in sample_user_table_ops() {
         out.push((format!("record {name}"), record(vec![op])));
@@ -1345,6 +1358,87 @@ fn encoded_samples_v10() -> Vec<(String, Vec<u8>)> {
     out.push((
         "value NamespaceRecord".into(),
         enc(&sample_namespace()).unwrap(),
+    ));
+    out
+}
+
+/// An object ACL as the S3 gateway encodes it (the catalog keeps it as given).
+const SAMPLE_ACL: &str = r#"{"owner":"alice","grants":[["alice","FULL_CONTROL"],["*","READ"]]}"#;
+
+fn sample_acl_ops() -> Vec<(&'static str, Op)> {
+    vec![
+        (
+            "SetObjectAcl",
+            Op::S3(S3Op::SetObjectAcl {
+                bucket: "photos".into(),
+                key: "cat.png".into(),
+                version_id: Some("0000000000000042-abc".into()),
+                acl: Some(SAMPLE_ACL.into()),
+            }),
+        ),
+        (
+            "SetObjectAcl current cleared",
+            Op::S3(S3Op::SetObjectAcl {
+                bucket: "photos".into(),
+                key: "cat.png".into(),
+                version_id: None,
+                acl: None,
+            }),
+        ),
+        (
+            "PutObject with an ACL",
+            Op::S3(S3Op::PutObject {
+                bucket: "photos".into(),
+                key: "cat.png".into(),
+                version: sample_version_v11(),
+                replace_null: false,
+            }),
+        ),
+    ]
+}
+
+/// A format-8 version with an ACL.
+fn sample_version_v11() -> ObjectVersion {
+    ObjectVersion {
+        acl: Some(SAMPLE_ACL.into()),
+        ..sample_version_v8()
+    }
+}
+
+/// An upload whose object will get an ACL.
+fn sample_upload_v11() -> UploadRecord {
+    UploadRecord {
+        acl: Some(SAMPLE_ACL.into()),
+        ..sample_upload_v8()
+    }
+}
+
+/// Every sample op of formats 1 to 11.
+fn all_ops_v11() -> Vec<Op> {
+    let mut all = all_ops_v10();
+    all.extend(sample_acl_ops().into_iter().map(|(_, op)| op));
+    all
+}
+
+/// Format 11's samples: each new op alone, every op of every format in one record, and
+/// the values that now carry an ACL.
+fn encoded_samples_v11() -> Vec<(String, Vec<u8>)> {
+    use crate::apply::enc;
+    let record = |ops: Vec<Op>| {
+        crate::record::encode(record_data(&ops), &[&crate::txn::Transaction::new(ops)]).unwrap()
+    };
+    let mut out = Vec::new();
+    for (name, op) in sample_acl_ops() {
+        out.push((format!("record {name}"), record(vec![op])));
+    }
+    out.push(("record all".into(), record(all_ops_v11())));
+    out.push((
+        "value ObjectVersion".into(),
+        enc(&sample_version_v11()).unwrap(),
+    ));
+    out.push((
+        "value UploadRecord".into(),
+        enc(&sample_upload_v11()).unwrap(),
     ));
     out
 }

@@ -1,7 +1,7 @@
 //! Formats 1 to 10 are frozen: format 1's types encode, byte for byte, what the build of
 //! 2026-11-30 wrote for the same values (`v1.golden`: `samples.rs` compiled against commit
 //! c8a8f6c printed them), format 2's to 5's what the builds that introduced them wrote
-//! (`v2.golden` to `v10.golden`), and all read back into the same live values. Refusals of newer
+//! (`v2.golden` to `v11.golden`), and all read back into the same live values. Refusals of newer
 //! formats, and what adding a field later looks like.
 
 use super::*;
@@ -50,6 +50,11 @@ fn golden_v9() -> Vec<(String, Vec<u8>)> {
 /// `v10.golden` as (name, bytes).
 fn golden_v10() -> Vec<(String, Vec<u8>)> {
     parse_golden(include_str!("v10.golden"))
+}
+
+/// `v11.golden` as (name, bytes).
+fn golden_v11() -> Vec<(String, Vec<u8>)> {
+    parse_golden(include_str!("v11.golden"))
 }
 
 /// A format-1 encoding of a type format 8 re-encoded, read as the store's migration
@@ -451,6 +456,62 @@ fn format_10_records_and_values_decode_into_the_live_types() {
     );
 }
 
+#[test]
+fn this_build_writes_format_11_byte_for_byte() {
+    let golden = golden_v11();
+    assert!(!golden.is_empty());
+    for (name, bytes) in encoded_samples_v11() {
+        let want = golden
+            .iter()
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("{name} is not in v11.golden"));
+        assert_eq!(bytes, want.1, "{name} no longer encodes as format 11");
+    }
+}
+
+#[test]
+fn format_11_records_and_values_decode_into_the_live_types() {
+    let bytes = |name: &str| {
+        golden_v11()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("{name} is not in v11.golden"))
+            .1
+    };
+    for (name, op) in sample_acl_ops() {
+        let txns = crate::record::decode(1, 11, bytes(&format!("record {name}"))).unwrap();
+        assert_eq!(txns, vec![Transaction::new(vec![op])], "{name}");
+    }
+    let txns = crate::record::decode(1, 11, bytes("record all")).unwrap();
+    assert_eq!(txns, vec![Transaction::new(all_ops_v11())]);
+    assert_eq!(
+        dec::<ObjectVersion>(&bytes("value ObjectVersion")).unwrap(),
+        sample_version_v11()
+    );
+    assert_eq!(
+        dec::<UploadRecord>(&bytes("value UploadRecord")).unwrap(),
+        sample_upload_v11()
+    );
+    // A format-8 value (no ACL entry) still reads as having none.
+    let v8 = golden_v8()
+        .into_iter()
+        .find(|(n, _)| n.starts_with("value ObjectVersion"))
+        .expect("v8.golden has an object version")
+        .1;
+    assert_eq!(dec::<ObjectVersion>(&v8).unwrap().acl, None);
+}
+
+/// Prints `v11.golden`'s lines; run once, by the build that introduced format 11, and
+/// never again (`cargo test -p eddy-catalog print_format_11 -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn print_format_11() {
+    for (name, bytes) in encoded_samples_v11() {
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        println!("{name} {hex}");
+    }
+}
+
 /// Prints `v10.golden`'s lines; run once, by the build that introduced format 10, and
 /// never again (`cargo test -p eddy-catalog print_format_10 -- --ignored --nocapture`).
 #[test]
@@ -625,27 +686,27 @@ fn format_1_values_decode_into_the_live_records() {
 
 #[test]
 fn newer_formats_are_refused_naming_both_versions() {
-    let err = crate::record::decode(11, 11, golden_bytes("record all")).unwrap_err();
+    let err = crate::record::decode(12, 12, golden_bytes("record all")).unwrap_err();
     assert!(
         matches!(
             &err,
             CatalogError::Storage(StorageError::Format {
-                found: 11,
-                newest: 10,
+                found: 12,
+                newest: 11,
                 ..
             })
         ),
         "{err}"
     );
     assert!(
-        err.to_string().contains("log record 11 is format 11"),
+        err.to_string().contains("log record 12 is format 12"),
         "{err}"
     );
     assert!(matches!(
-        check_store_format(11),
+        check_store_format(12),
         Err(CatalogError::Storage(StorageError::Format {
-            found: 11,
-            newest: 10,
+            found: 12,
+            newest: 11,
             ..
         }))
     ));
@@ -659,6 +720,7 @@ fn newer_formats_are_refused_naming_both_versions() {
     assert!(check_store_format(8).is_ok());
     assert!(check_store_format(9).is_ok());
     assert!(check_store_format(10).is_ok());
+    assert!(check_store_format(11).is_ok());
     assert!(check_checkpoint_magic(b"EDDYCKP9").is_ok());
     assert!(check_checkpoint_magic(b"EDDYCKP8").is_ok());
     assert!(check_checkpoint_magic(b"EDDYCKP7").is_ok());

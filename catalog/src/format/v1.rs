@@ -312,6 +312,7 @@ impl From<UploadRecord> for model::UploadRecord {
             checksum_type,
             lock: model::ObjectLock::default(),
             encryption: None,
+            acl: None,
         }
     }
 }
@@ -329,6 +330,7 @@ impl From<model::UploadRecord> for UploadRecord {
             checksum_type,
             lock: _,
             encryption: _,
+            acl: _,
         } = v;
         Self {
             upload_id,
@@ -382,6 +384,7 @@ impl From<ObjectVersion> for model::ObjectVersion {
             lock: model::ObjectLock::default(),
             encryption: None,
             part_checksums: Vec::new(),
+            acl: None,
         }
     }
 }
@@ -402,6 +405,7 @@ impl From<model::ObjectVersion> for ObjectVersion {
             lock: _,
             encryption: _,
             part_checksums: _,
+            acl: _,
         } = v;
         Self {
             version_id,
@@ -793,6 +797,7 @@ pub fn op_for_record(op: &txn::Op) -> Option<Op> {
         | txn::Op::S3(txn::S3Op::ExpectUnlocked { .. })
         | txn::Op::S3(txn::S3Op::SetObjectRetention { .. })
         | txn::Op::S3(txn::S3Op::SetObjectLegalHold { .. })
+        | txn::Op::S3(txn::S3Op::SetObjectAcl { .. })
         | txn::Op::Pipeline(_) => return None,
     })
 }

@@ -143,14 +143,153 @@ pub struct RecordHeader {
     pub batch_lens: Vec<u32>,
 }
 
-twin!(ObjectVersion <=> model::ObjectVersion {
-    version_id, delete_marker, size, etag, last_modified_ms, data, metadata, tags, checksums,
-    parts, owner, lock, encryption: opt, part_checksums
-});
-twin!(UploadRecord <=> model::UploadRecord {
-    upload_id, bucket, key, owner, initiated_ms, metadata, tags, checksum_algorithm,
-    checksum_type, lock, encryption: opt
-});
+// Format 11 keeps these encodings and puts an ACL in the metadata map under
+// `v11::ACL_KEY`, a name no header or form field can give (before format 11 no value
+// has it, so every older value reads as having no ACL).
+impl From<ObjectVersion> for model::ObjectVersion {
+    fn from(v: ObjectVersion) -> Self {
+        let ObjectVersion {
+            version_id,
+            delete_marker,
+            size,
+            etag,
+            last_modified_ms,
+            data,
+            mut metadata,
+            tags,
+            checksums,
+            parts,
+            owner,
+            lock,
+            encryption,
+            part_checksums,
+        } = v;
+        let acl = metadata.remove(super::v11::ACL_KEY);
+        Self {
+            version_id,
+            delete_marker,
+            size,
+            etag,
+            last_modified_ms,
+            data: data.into(),
+            metadata,
+            tags,
+            checksums,
+            parts,
+            owner,
+            lock: lock.into(),
+            encryption: opt(encryption),
+            part_checksums,
+            acl,
+        }
+    }
+}
+impl From<model::ObjectVersion> for ObjectVersion {
+    fn from(v: model::ObjectVersion) -> Self {
+        let model::ObjectVersion {
+            version_id,
+            delete_marker,
+            size,
+            etag,
+            last_modified_ms,
+            data,
+            mut metadata,
+            tags,
+            checksums,
+            parts,
+            owner,
+            lock,
+            encryption,
+            part_checksums,
+            acl,
+        } = v;
+        if let Some(acl) = acl {
+            metadata.insert(super::v11::ACL_KEY.to_owned(), acl);
+        }
+        Self {
+            version_id,
+            delete_marker,
+            size,
+            etag,
+            last_modified_ms,
+            data: data.into(),
+            metadata,
+            tags,
+            checksums,
+            parts,
+            owner,
+            lock: lock.into(),
+            encryption: opt(encryption),
+            part_checksums,
+        }
+    }
+}
+impl From<UploadRecord> for model::UploadRecord {
+    fn from(v: UploadRecord) -> Self {
+        let UploadRecord {
+            upload_id,
+            bucket,
+            key,
+            owner,
+            initiated_ms,
+            mut metadata,
+            tags,
+            checksum_algorithm,
+            checksum_type,
+            lock,
+            encryption,
+        } = v;
+        let acl = metadata.remove(super::v11::ACL_KEY);
+        Self {
+            upload_id,
+            bucket,
+            key,
+            owner,
+            initiated_ms,
+            metadata,
+            tags,
+            checksum_algorithm,
+            checksum_type,
+            lock: lock.into(),
+            encryption: opt(encryption),
+            acl,
+        }
+    }
+}
+impl From<model::UploadRecord> for UploadRecord {
+    fn from(v: model::UploadRecord) -> Self {
+        let model::UploadRecord {
+            upload_id,
+            bucket,
+            key,
+            owner,
+            initiated_ms,
+            mut metadata,
+            tags,
+            checksum_algorithm,
+            checksum_type,
+            lock,
+            encryption,
+            acl,
+        } = v;
+        if let Some(acl) = acl {
+            metadata.insert(super::v11::ACL_KEY.to_owned(), acl);
+        }
+        Self {
+            upload_id,
+            bucket,
+            key,
+            owner,
+            initiated_ms,
+            metadata,
+            tags,
+            checksum_algorithm,
+            checksum_type,
+            lock: lock.into(),
+            encryption: opt(encryption),
+        }
+    }
+}
 twin!(ObjectLock <=> model::ObjectLock { retention: opt, legal_hold });
 twin!(Retention <=> model::Retention { mode, until_ms });
 
