@@ -5,11 +5,11 @@
 //! lets ACLs count, the bucket's or the version's ACL; everyone else is refused).
 //! Anonymous requests get only what a policy or an ACL allows them, and under Block
 //! Public Access less: public ACL grants count for nothing with `IgnorePublicAcls`, and
-//! a public bucket policy allows them nothing with `RestrictPublicBuckets`. The check runs in s3s's access hook, after the
-//! signature (presigned URLs included) and before the operation, so no operation can skip
-//! it; each operation's action is stated by its own module (`ACTIONS`, gathered in
-//! [`FAMILIES`]); a copy's source and each key of a multi-object delete are checked
-//! where they are read.
+//! a public bucket policy allows them nothing with `RestrictPublicBuckets`. The check
+//! runs in s3s's access hook, after the signature (presigned URLs included) and before
+//! the operation, so no operation can skip it; each operation's action is stated by its
+//! own module (`ACTIONS`, gathered in [`FAMILIES`]); a copy's source and each key of a
+//! multi-object delete are checked where they are read.
 
 use std::collections::BTreeMap;
 

@@ -1,10 +1,10 @@
-//! A bucket as one S3 request sees it: its catalog record with the settings the
-//! gateway keeps in the record (location, object lock, default encryption, object
-//! ownership, Block Public Access, the bucket's ACL, notification configuration) decoded at most once per request (the small ones when the request
-//! loads the bucket, the notification configuration when first asked), and passed down to
-//! every module that needs them. This is the one module that reads or writes those
-//! settings' encodings; the others take a [`Bucket`], or change a record through
-//! [`update_bucket`] and the setters here.
+//! A bucket as one S3 request sees it: its catalog record with the settings the gateway
+//! keeps in the record (location, object lock, default encryption, object ownership,
+//! Block Public Access, the bucket's ACL, notification configuration) decoded at most
+//! once per request (the small ones when the request loads the bucket, the notification
+//! configuration when first asked), and passed down to every module that needs them. This
+//! is the one module that reads or writes those settings' encodings; the others take a
+//! [`Bucket`], or change a record through [`update_bucket`] and the setters here.
 
 use std::ops::Deref;
 use std::sync::OnceLock;
