@@ -30,7 +30,7 @@ impl ManagedBuckets {
 
 /// Whether an S3 request needing IAM `action` may run on a managed bucket: reads
 /// (`s3:Get*`, `s3:List*`) may, as may what only decides who may read (the bucket's
-/// policy, canned ACL, CORS and tags) and `CreateBucket` (which changes nothing on a bucket
+/// policy, ACL, object ownership, Block Public Access, CORS and tags) and `CreateBucket` (which changes nothing on a bucket
 /// that exists: it answers `BucketAlreadyOwnedByYou`); anything that writes, deletes or
 /// changes how objects are kept may not.
 pub fn allowed(action: &str) -> bool {
@@ -42,6 +42,8 @@ pub fn allowed(action: &str) -> bool {
                 | "s3:PutBucketPolicy"
                 | "s3:DeleteBucketPolicy"
                 | "s3:PutBucketAcl"
+                | "s3:PutBucketOwnershipControls"
+                | "s3:PutBucketPublicAccessBlock"
                 | "s3:PutBucketCORS"
                 | "s3:PutBucketTagging"
         )
@@ -68,6 +70,9 @@ mod tests {
             "ListObjectsV2",
             "HeadBucket",
             "GetObjectTagging",
+            "PutBucketAcl",
+            "PutBucketOwnershipControls",
+            "DeletePublicAccessBlock",
         ] {
             assert!(allowed(&action(op, false)), "{op}");
         }
@@ -82,6 +87,7 @@ mod tests {
             "CompleteMultipartUpload",
             "AbortMultipartUpload",
             "PutObjectTagging",
+            "PutObjectAcl",
             "DeleteObjectTagging",
             "PutBucketVersioning",
             "PutBucketLifecycleConfiguration",
