@@ -737,7 +737,10 @@ def test_a_topic_a_policy_hides_is_hidden_from_the_iceberg_catalog_too(eddy, bob
 def test_a_deleted_buckets_policy_does_not_open_a_new_bucket_of_its_name(eddy):
     s3 = s3util.client(eddy)
     bucket = name("reborn")
-    s3.create_bucket(Bucket=bucket, ACL="public-read")
+    s3.create_bucket(Bucket=bucket)
+    s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps({"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+        "Resource": f"arn:aws:s3:::{bucket}/*"}]}))
     s3.put_object(Bucket=bucket, Key="k", Body=b"old")
     assert unsigned_get(eddy, f"{bucket}/k")[0] == 200
     s3.delete_object(Bucket=bucket, Key="k")
