@@ -16,7 +16,7 @@ use crate::Gateway;
 use crate::authz::OpAction;
 use crate::bucket_settings::{Bucket, set_acl, update_bucket};
 use crate::grants::{Acl, Grantee, Perm, Requested};
-use crate::ownership::{acls_disabled, bucket_acl, public_acl_blocked, version_acl};
+use crate::ownership::{acls_taken, bucket_acl, check_public, version_acl};
 use crate::tagging;
 
 /// The IAM action each S3 operation of this module needs ([`crate::authz`]).
@@ -45,12 +45,8 @@ fn legacy_public(gw: &Gateway, bucket: &str) -> bool {
 /// The ACL a Put*Acl request states, checked against the bucket's settings; `None` when
 /// ACLs are disabled and it asks for no more than the owner's control (nothing changes).
 fn requested_acl(b: &Bucket, r: &Requested<'_>, owner: &str) -> S3Result<Option<Acl>> {
-    if !b.ownership().acls_enabled() {
-        return if r.owner_only() {
-            Ok(None)
-        } else {
-            Err(acls_disabled())
-        };
+    if !acls_taken(b, r)? {
+        return Ok(None);
     }
     let acl = r.resolve(owner, &b.owner)?.ok_or_else(|| {
         s3_error!(
@@ -58,9 +54,7 @@ fn requested_acl(b: &Bucket, r: &Requested<'_>, owner: &str) -> S3Result<Option<
             "Your request was missing a required header"
         )
     })?;
-    if acl.is_public() && b.public_access().block_public_acls {
-        return Err(public_acl_blocked());
-    }
+    check_public(b, &acl)?;
     Ok(Some(acl))
 }
 
@@ -71,15 +65,7 @@ pub async fn put_bucket_acl(
 ) -> S3Result<S3Response<PutBucketAclOutput>> {
     let i = &req.input;
     let b = gw.bucket_for(&req, &i.bucket).await?;
-    let r = Requested {
-        canned: i.acl.as_ref().map(|a| a.as_str()),
-        full_control: i.grant_full_control.as_deref(),
-        read: i.grant_read.as_deref(),
-        read_acp: i.grant_read_acp.as_deref(),
-        write: i.grant_write.as_deref(),
-        write_acp: i.grant_write_acp.as_deref(),
-        policy: i.access_control_policy.as_ref(),
-    };
+    let r = crate::grants::requested!(acl_op i);
     if let Some(acl) = requested_acl(&b, &r, &b.owner)? {
         let stored = (acl != Acl::private(&b.owner)).then_some(acl);
         update_bucket(gw, &req, &i.bucket, |record| {
@@ -115,15 +101,7 @@ pub async fn put_object_acl(
     let i = &req.input;
     let b = gw.bucket_for(&req, &i.bucket).await?;
     let v = tagging::target(gw, &b.name, &i.key, i.version_id.as_deref()).await?;
-    let r = Requested {
-        canned: i.acl.as_ref().map(|a| a.as_str()),
-        full_control: i.grant_full_control.as_deref(),
-        read: i.grant_read.as_deref(),
-        read_acp: i.grant_read_acp.as_deref(),
-        write: i.grant_write.as_deref(),
-        write_acp: i.grant_write_acp.as_deref(),
-        policy: i.access_control_policy.as_ref(),
-    };
+    let r = crate::grants::requested!(acl_op i);
     let owner = version_acl(&b, &v).owner;
     if let Some(acl) = requested_acl(&b, &r, &owner)? {
         gw.catalog()

@@ -164,18 +164,19 @@ impl Gateway {
             Decision::Deny => false,
             // Only a bucket policy allows an anonymous request, and Block Public
             // Access's RestrictPublicBuckets takes that from a public one.
+            // (The bucket is read only when its policy is public.)
             Decision::Allow => match (principal, bucket) {
-                (None, Some(b)) => match self.bucket_record(b).await? {
-                    Some(record) => {
-                        !(Bucket::decode(record)
+                (None, Some(b))
+                    if dir
+                        .bucket_policy_text(b)
+                        .is_some_and(|t| crate::bucket_policy::is_public(&t)) =>
+                {
+                    self.bucket_record(b).await?.is_none_or(|record| {
+                        !Bucket::decode(record)
                             .public_access()
                             .restrict_public_buckets
-                            && dir
-                                .bucket_policy_text(b)
-                                .is_some_and(|t| crate::bucket_policy::is_public(&t)))
-                    }
-                    None => true,
-                },
+                    })
+                }
                 _ => true,
             },
             Decision::NoMatch => match (principal, bucket) {

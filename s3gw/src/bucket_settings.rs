@@ -60,8 +60,8 @@ pub struct Bucket {
     pub ownership_setting: Option<Ownership>,
     /// Its Block Public Access configuration (`None`: none).
     pub public_access: Option<PublicAccessBlock>,
-    /// Its ACL, while ACLs are enabled (`None`: the owner's full control alone).
-    pub acl: Option<Acl>,
+    /// [`Bucket::acl`], decoded on first use: only requests that ACLs decide read it.
+    acl: OnceLock<Option<Acl>>,
     /// Its notification configuration, decoded by the first caller of
     /// [`Bucket::notifications`]: only object changes and
     /// GetBucketNotificationConfiguration read it, so a GET never parses it.
@@ -89,10 +89,7 @@ impl Bucket {
                 .settings
                 .get(PUBLIC_ACCESS_KEY)
                 .map(|raw| serde_json::from_slice(raw).unwrap_or(PublicAccessBlock::ALL)),
-            acl: record
-                .settings
-                .get(ACL_KEY)
-                .and_then(|raw| Acl::decode(&String::from_utf8_lossy(raw))),
+            acl: OnceLock::new(),
             notifications: OnceLock::new(),
             fired: OnceLock::new(),
             record,
@@ -115,6 +112,19 @@ impl Bucket {
     /// The record as the catalog holds it.
     pub fn record(&self) -> &BucketRecord {
         &self.record
+    }
+
+    /// Its stored ACL (`None`: the owner's full control alone, or one that does not
+    /// decode, which grants nothing).
+    pub fn acl(&self) -> Option<&Acl> {
+        self.acl
+            .get_or_init(|| {
+                self.record
+                    .settings
+                    .get(ACL_KEY)
+                    .and_then(|raw| Acl::decode(&String::from_utf8_lossy(raw)))
+            })
+            .as_ref()
     }
 
     /// Its object ownership in force.
@@ -481,7 +491,7 @@ mod tests {
         let b = Bucket::decode(r.clone());
         assert_eq!(b.ownership(), Ownership::ObjectWriter);
         assert_eq!(b.public_access(), pab);
-        assert_eq!(b.acl, Some(acl));
+        assert_eq!(b.acl(), Some(&acl));
         r.settings
             .insert(PUBLIC_ACCESS_KEY.to_owned(), b"garbage".to_vec());
         r.settings
@@ -490,7 +500,7 @@ mod tests {
         let b = Bucket::decode(r);
         assert_eq!(b.public_access(), PublicAccessBlock::ALL);
         assert_eq!(b.ownership(), Ownership::BucketOwnerEnforced);
-        assert_eq!(b.acl, None);
+        assert_eq!(b.acl(), None);
     }
 
     #[test]

@@ -120,9 +120,18 @@ pub struct Requested<'a> {
     pub policy: Option<&'a AccessControlPolicy>,
 }
 
-/// Builds a [`Requested`] from an input whose ACL fields have S3's names (PutObject,
-/// CopyObject, CreateMultipartUpload, CreateBucket; the ACL operations add `policy`).
+/// Builds a [`Requested`] from an input whose ACL fields have S3's names: the object
+/// writes' (PutObject, CopyObject, CreateMultipartUpload), or with `acl_op` those of
+/// PutBucketAcl and PutObjectAcl, which add `x-amz-grant-write` and a body.
 macro_rules! requested {
+    (acl_op $i:expr) => {{
+        let i = &$i;
+        $crate::grants::Requested {
+            write: i.grant_write.as_deref(),
+            policy: i.access_control_policy.as_ref(),
+            ..$crate::grants::requested!(i)
+        }
+    }};
     ($i:expr) => {{
         let i = &$i;
         $crate::grants::Requested {
@@ -139,11 +148,6 @@ macro_rules! requested {
 pub(crate) use requested;
 
 impl Requested<'_> {
-    /// Whether the request asks for any ACL at all.
-    pub fn any(&self) -> bool {
-        self.canned.is_some() || self.has_grants() || self.policy.is_some()
-    }
-
     fn has_grants(&self) -> bool {
         [
             self.full_control,

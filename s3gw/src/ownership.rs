@@ -37,9 +37,25 @@ pub fn acls_disabled() -> s3s::S3Error {
     )
 }
 
-/// The refusal of a public ACL under Block Public Access (`BlockPublicAcls`).
-pub fn public_acl_blocked() -> s3s::S3Error {
-    s3_error!(AccessDenied, "Access Denied")
+/// Whether the bucket takes the ACL a request asks for: `false` when its ACLs are
+/// disabled and the request asks for no more than the owner's control (nothing to
+/// store), the refusal AWS gives when it asks for more.
+pub fn acls_taken(b: &Bucket, requested: &Requested<'_>) -> S3Result<bool> {
+    if b.ownership().acls_enabled() {
+        Ok(true)
+    } else if requested.owner_only() {
+        Ok(false)
+    } else {
+        Err(acls_disabled())
+    }
+}
+
+/// Refuses a public ACL under Block Public Access's `BlockPublicAcls`, as AWS does.
+pub fn check_public(b: &Bucket, acl: &Acl) -> S3Result<()> {
+    if acl.is_public() && b.public_access().block_public_acls {
+        return Err(s3_error!(AccessDenied, "Access Denied"));
+    }
+    Ok(())
 }
 
 /// An object ownership name from a request.
@@ -60,13 +76,8 @@ pub fn acl_for_write(
     requested: &Requested<'_>,
     writer: &str,
 ) -> S3Result<Option<String>> {
-    let ownership = b.ownership();
-    if !ownership.acls_enabled() {
-        return if requested.owner_only() {
-            Ok(None)
-        } else {
-            Err(acls_disabled())
-        };
+    if !acls_taken(b, requested)? {
+        return Ok(None);
     }
     let bucket_owner = b.owner.as_str();
     let writer = if writer.is_empty() {
@@ -74,7 +85,7 @@ pub fn acl_for_write(
     } else {
         writer
     };
-    let owner = match ownership {
+    let owner = match b.ownership() {
         Ownership::BucketOwnerPreferred
             if requested.canned == Some("bucket-owner-full-control") =>
         {
@@ -86,9 +97,7 @@ pub fn acl_for_write(
         Some(acl) => acl,
         None => Acl::private(owner),
     };
-    if acl.is_public() && b.public_access().block_public_acls {
-        return Err(public_acl_blocked());
-    }
+    check_public(b, &acl)?;
     // A version without a stored list reads as its writer's control alone
     // ([`version_acl`]), so that list need not be stored.
     Ok((acl != Acl::private(writer)).then(|| acl.encode()))
@@ -111,7 +120,7 @@ pub fn version_acl(b: &Bucket, v: &catalog::ObjectVersion) -> Acl {
 
 /// A bucket's ACL as it stands.
 pub fn bucket_acl(b: &Bucket) -> Acl {
-    match &b.acl {
+    match b.acl() {
         Some(acl) if b.ownership().acls_enabled() => acl.clone(),
         _ => Acl::private(&b.owner),
     }
