@@ -146,6 +146,7 @@ impl<'s> Tables<'s> {
             Op::Iceberg(op) => self.check_iceberg(op),
             Op::Expansion(op) => self.check_expansion(op),
             Op::Pipeline(op) => self.check_pipelines(op),
+            Op::Schema(op) => self.check_schemas(op),
         }
     }
 
@@ -165,6 +166,7 @@ impl<'s> Tables<'s> {
             Op::Iceberg(op) => self.apply_iceberg(op, effects, log),
             Op::Expansion(op) => self.apply_expansion(op, effects, log),
             Op::Pipeline(op) => self.apply_pipelines(op, effects, log),
+            Op::Schema(op) => self.apply_schemas(op, effects, log),
         }
     }
 }

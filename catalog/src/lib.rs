@@ -43,14 +43,16 @@ use std::pin::Pin;
 
 use storage::BlobStore;
 
-pub use domain::{ExpansionOp, GroupOp, IamOp, IcebergOp, KafkaOp, PipelineOp, S3Op, TxnOp};
+pub use domain::{
+    ExpansionOp, GroupOp, IamOp, IcebergOp, KafkaOp, PipelineOp, S3Op, SchemaOp, TxnOp,
+};
 pub use embedded::{CatalogConfig, EmbeddedCatalog};
 pub use error::{CatalogError, CatalogResult};
 pub use metrics::CatalogMetrics;
 pub use model::*;
 pub use reads::{
-    GroupReads, IamReads, IcebergReads, KafkaReads, PipelineReads, Reads, S3Reads, TxnReads,
-    names::Names,
+    GroupReads, IamReads, IcebergReads, KafkaReads, PipelineReads, Reads, S3Reads, SchemaReads,
+    TxnReads, names::Names,
 };
 pub use txn::{
     CommitOutcome, CompactedBatch, Lease, Op, OpOutcome, ProducerBatch, Transaction, TxnMarker,
@@ -121,5 +123,7 @@ pub trait Catalog: Send + Sync {
         iceberg: IcebergReads,
         /// Function pipelines and their cursors.
         pipelines: PipelineReads,
+        /// The schema registry's schemas and subjects.
+        schemas: SchemaReads,
     }
 }

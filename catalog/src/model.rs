@@ -915,3 +915,56 @@ pub struct PipelinePosition {
     /// The next offset (or tick, in seconds since the epoch) not yet handed on.
     pub next: u64,
 }
+
+/// A schema of the schema registry (table `schemas`, keyed by its id, big-endian u32). A
+/// schema is never removed or changed once stored, so its id means the same schema for
+/// as long as the store lives, whatever happens to the subjects that used it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaRecord {
+    /// `AVRO`, `PROTOBUF` or `JSON`.
+    pub schema_type: String,
+    /// The schema's text as the registry normalised it.
+    pub schema: String,
+    /// Schemas it imports, by the name it imports them under.
+    pub references: Vec<SchemaReference>,
+    /// What the registry identifies it by (a hash of its type, text and references):
+    /// the same schema registered again, under any subject, gets the same id.
+    pub fingerprint: Vec<u8>,
+}
+
+/// A schema imported by another: the name the importing schema uses for it, and the
+/// subject version that holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaReference {
+    /// The name it is imported under (an Avro full name, a `.proto` file name, a URL).
+    pub name: String,
+    /// The subject it is registered under.
+    pub subject: String,
+    /// The subject's version.
+    pub version: u32,
+}
+
+/// A subject of the schema registry (table `schema_subjects`, keyed by its name; the
+/// empty key holds the registry's own settings): its versions and settings.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SubjectRecord {
+    /// Bumped by every change; a change names the count it was built on.
+    pub changes: u64,
+    /// Its versions, ascending; soft-deleted ones stay until deleted permanently.
+    pub versions: Vec<SubjectVersion>,
+    /// Its compatibility level, when set (otherwise the registry's).
+    pub compatibility: Option<String>,
+    /// Its mode (`READWRITE`, `READONLY`, `IMPORT`), when set (otherwise the registry's).
+    pub mode: Option<String>,
+}
+
+/// One version of a subject.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubjectVersion {
+    /// Its number, from 1, never reused while the subject keeps any version.
+    pub version: u32,
+    /// The schema it is.
+    pub id: u32,
+    /// Soft-deleted: hidden from reads unless deleted ones are asked for.
+    pub deleted: bool,
+}

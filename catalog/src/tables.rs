@@ -79,9 +79,17 @@ pub const PIPELINE_POSITIONS: Table = TableDefinition::new("pipeline_positions")
 pub const NAMESPACES: Table = TableDefinition::new("namespaces");
 /// `table_key` -> `TableRecord` of an Iceberg view (store format 10 on).
 pub const ICEBERG_VIEWS: Table = TableDefinition::new("iceberg_views");
+/// Schema id (big-endian u32) -> `SchemaRecord` (store format 12 on).
+pub const SCHEMAS: Table = TableDefinition::new("schemas");
+/// Subject name -> `SubjectRecord`; the empty name holds the registry's settings (store
+/// format 12 on).
+pub const SCHEMA_SUBJECTS: Table = TableDefinition::new("schema_subjects");
+/// A schema's fingerprint -> its id (big-endian u32): the index that gives a schema
+/// registered again its first id (store format 12 on).
+pub const SCHEMA_FINGERPRINTS: Table = TableDefinition::new("schema_fingerprints");
 
 /// Every table, with the tag checkpoints use for it.
-pub const ALL: [(u8, Table); 31] = [
+pub const ALL: [(u8, Table); 34] = [
     (1, META),
     (2, BUCKETS),
     (3, OBJECTS),
@@ -113,6 +121,9 @@ pub const ALL: [(u8, Table); 31] = [
     (29, PIPELINE_POSITIONS),
     (30, NAMESPACES),
     (31, ICEBERG_VIEWS),
+    (32, SCHEMAS),
+    (33, SCHEMA_SUBJECTS),
+    (34, SCHEMA_FINGERPRINTS),
 ];
 
 /// Meta key of the last applied log record.
@@ -121,6 +132,8 @@ pub const APPLIED_LSN: &[u8] = b"applied_lsn";
 pub const PRODUCER_ID: &[u8] = b"producer_id";
 /// Meta key of the object version sequence.
 pub const VERSION_SEQ: &[u8] = b"version_seq";
+/// Meta key of the highest schema id bound (format 12 on).
+pub const SCHEMA_ID: &[u8] = b"schema_id";
 
 /// Prefix of every key of one bucket: its length, then its name.
 pub fn bucket_prefix(bucket: &str) -> Vec<u8> {

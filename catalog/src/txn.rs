@@ -1,6 +1,8 @@
 //! Transactions: lists of operations that commit all together or not at all.
 
-pub use crate::domain::{ExpansionOp, GroupOp, IamOp, IcebergOp, KafkaOp, PipelineOp, S3Op, TxnOp};
+pub use crate::domain::{
+    ExpansionOp, GroupOp, IamOp, IcebergOp, KafkaOp, PipelineOp, S3Op, SchemaOp, TxnOp,
+};
 pub use crate::model::ProducerBatch;
 
 /// One change. Operations in a transaction are checked against the state before the
@@ -30,6 +32,8 @@ pub enum Op {
     Expansion(ExpansionOp),
     /// Function pipelines and their cursors ([`crate::domain::pipelines`]).
     Pipeline(PipelineOp),
+    /// The schema registry's schemas and subjects ([`crate::domain::schemas`]).
+    Schema(SchemaOp),
 }
 
 impl From<S3Op> for Op {
@@ -71,6 +75,12 @@ impl From<IcebergOp> for Op {
 impl From<ExpansionOp> for Op {
     fn from(op: ExpansionOp) -> Self {
         Op::Expansion(op)
+    }
+}
+
+impl From<SchemaOp> for Op {
+    fn from(op: SchemaOp) -> Self {
+        Op::Schema(op)
     }
 }
 
@@ -156,6 +166,7 @@ impl Transaction {
                     crate::model::ObjectData::Inline(d) => d.len() + 256,
                     _ => 256,
                 },
+                Op::Schema(SchemaOp::PutSchema { record, .. }) => record.schema.len() + 256,
                 _ => 128,
             })
             .sum()

@@ -210,10 +210,11 @@ impl ViewCatalog {
                     .map(|id| self.names().stored_or_err(&id))
                     .transpose()?,
             }),
-            // Objects, buckets, uploads, partitions by id, quotas, users, policies and
-            // pipelines are shared by every view.
+            // Objects, buckets, uploads, partitions by id, quotas, users, policies,
+            // pipelines and the schema registry are shared by every view.
             other @ (Op::S3(S3Op::CreateBucket(_))
             | Op::Pipeline(_)
+            | Op::Schema(_)
             | Op::S3(S3Op::DeleteBucket { .. })
             | Op::S3(S3Op::PutObject { .. })
             | Op::S3(S3Op::SetObjectTags { .. })

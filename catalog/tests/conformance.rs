@@ -96,6 +96,7 @@ conformance!(
     views_keep_topics_and_group_offsets_apart,
     pipeline_cursors_move_only_from_where_they_were_read,
     user_namespaces_tables_and_views_move_only_from_their_generation,
+    schema_ids_bind_once_and_subjects_move_only_from_their_change,
 );
 
 async fn commit(c: &dyn Catalog, ops: Vec<Op>) -> Result<catalog::CommitOutcome, CatalogError> {
@@ -899,4 +900,91 @@ async fn user_namespaces_tables_and_views_move_only_from_their_generation(u: &Un
     commit(c, vec![ns(2, None)]).await.unwrap();
     assert!(r.namespaces().await.unwrap().is_empty());
     assert!(r.view("sales", "top").await.unwrap().is_none());
+}
+
+fn schema(text: &str) -> catalog::SchemaRecord {
+    catalog::SchemaRecord {
+        schema_type: "AVRO".into(),
+        schema: text.into(),
+        references: Vec::new(),
+        fingerprint: text.as_bytes().to_vec(),
+    }
+}
+
+async fn schema_ids_bind_once_and_subjects_move_only_from_their_change(u: &Under) {
+    use catalog::SchemaOp;
+    let c = u.catalog.as_ref();
+    let put = |id: u32, text: &str| {
+        Op::Schema(SchemaOp::PutSchema {
+            id,
+            record: schema(text),
+        })
+    };
+    let subject = |expected: u64, ids: &[u32]| {
+        Op::Schema(SchemaOp::PutSubject {
+            subject: "orders-value".into(),
+            expected,
+            record: Some(catalog::SubjectRecord {
+                changes: expected + 1,
+                versions: ids
+                    .iter()
+                    .enumerate()
+                    .map(|(i, id)| catalog::SubjectVersion {
+                        version: i as u32 + 1,
+                        id: *id,
+                        deleted: false,
+                    })
+                    .collect(),
+                compatibility: None,
+                mode: None,
+            }),
+        })
+    };
+    assert_eq!(c.schemas().last_id().await.unwrap(), 0);
+    commit(c, vec![put(1, "\"long\""), subject(0, &[1])])
+        .await
+        .unwrap();
+    // The same schema bound again to its id changes nothing; to another id, or another
+    // schema to a taken id, is refused (two registrations raced for one id).
+    commit(c, vec![put(1, "\"long\"")]).await.unwrap();
+    for op in [put(2, "\"long\""), put(1, "\"string\"")] {
+        assert!(matches!(
+            commit(c, vec![op]).await,
+            Err(CatalogError::PreconditionFailed(_))
+        ));
+    }
+    // A subject change built on an old change count is refused, and takes its schema
+    // with it.
+    assert!(matches!(
+        commit(c, vec![put(2, "\"string\""), subject(0, &[1, 2])]).await,
+        Err(CatalogError::PreconditionFailed(_))
+    ));
+    assert_eq!(c.schemas().schema(2).await.unwrap(), None);
+    commit(c, vec![put(2, "\"string\""), subject(1, &[1, 2])])
+        .await
+        .unwrap();
+    let schemas = c.schemas();
+    assert_eq!(schemas.last_id().await.unwrap(), 2);
+    assert_eq!(schemas.id_of(b"\"string\"").await.unwrap(), Some(2));
+    assert_eq!(
+        schemas.schema(2).await.unwrap().map(|s| s.schema),
+        Some("\"string\"".into())
+    );
+    let subjects = schemas.subjects().await.unwrap();
+    assert_eq!(subjects.len(), 1);
+    assert_eq!(subjects[0].0, "orders-value");
+    assert_eq!(subjects[0].1.versions.len(), 2);
+    // Removing the subject leaves the schemas and their ids.
+    commit(
+        c,
+        vec![Op::Schema(SchemaOp::PutSubject {
+            subject: "orders-value".into(),
+            expected: 2,
+            record: None,
+        })],
+    )
+    .await
+    .unwrap();
+    assert!(schemas.subjects().await.unwrap().is_empty());
+    assert!(schemas.schema(1).await.unwrap().is_some());
 }

@@ -10,6 +10,7 @@ pub mod iceberg;
 pub mod kafka;
 pub mod pipelines;
 pub mod s3;
+pub mod schemas;
 pub mod transactions;
 
 pub use expansion::ExpansionOp;
@@ -19,4 +20,5 @@ pub use iceberg::IcebergOp;
 pub use kafka::KafkaOp;
 pub use pipelines::PipelineOp;
 pub use s3::S3Op;
+pub use schemas::SchemaOp;
 pub use transactions::TxnOp;

@@ -14,7 +14,8 @@
 //! policies and bucket policies; [`v7`]: bucket lifecycle and CORS configurations; [`v8`]:
 //! object lock, owners and encryption on object versions and uploads; [`v9`]: function
 //! pipelines and their cursors; [`v10`]: users' Iceberg namespaces and views; [`v11`]:
-//! S3 access control lists on object versions and uploads) and converted to
+//! S3 access control lists on object versions and uploads; [`v12`]: the schema
+//! registry's schemas and subjects) and converted to
 //! and from the live types; the live types are never encoded directly, so changing them
 //! never changes what stored bytes mean. A format this build does not know is refused
 //! with [`storage::StorageError::Format`] (the one error for every layer's formats),
@@ -55,6 +56,7 @@ fn opt<A, B: From<A>>(v: Option<A>) -> Option<B> {
 pub mod v1;
 pub mod v10;
 pub mod v11;
+pub mod v12;
 pub mod v2;
 pub mod v3;
 pub mod v4;
@@ -73,11 +75,12 @@ use crate::model::{
     UploadRecord,
 };
 use crate::model::{NamespaceRecord, PipelinePosition, PipelineRecord};
+use crate::model::{SchemaRecord, SubjectRecord};
 
 /// The log record payload format this build writes.
-pub const RECORD_FORMAT: u16 = 11;
+pub const RECORD_FORMAT: u16 = 12;
 /// The newest log record payload format this build reads (it reads every older one).
-pub const NEWEST_RECORD_FORMAT: u16 = 11;
+pub const NEWEST_RECORD_FORMAT: u16 = 12;
 /// The store value format this build writes and the newest it reads. Format 2 added the
 /// `compaction` table, format 3 the `expansions` and `other_tables` tables, format 4 the
 /// `txns`, `txn_offsets`, `txn_partitions` and `aborted_txns` tables, format 5 the
@@ -85,11 +88,12 @@ pub const NEWEST_RECORD_FORMAT: u16 = 11;
 /// `bucket_configs` table, format 8 new encodings of the values of `objects`, `versions`
 /// and `uploads` ([`v8`]), format 9 the `pipelines` and `pipeline_positions` tables,
 /// format 10 the `namespaces` and `iceberg_views` tables, format 11 an access control
-/// list in the metadata map of versions and uploads ([`v11::ACL_KEY`]). An older store
+/// list in the metadata map of versions and uploads ([`v11::ACL_KEY`]), format 12 the
+/// `schemas`, `schema_subjects` and `schema_fingerprints` tables. An older store
 /// is migrated when it is opened: a store before format 8 has those three tables
 /// rewritten (`crate::store_open`); every other format only lacks tables or entries, so
 /// for them only the recorded format changes.
-pub const STORE_FORMAT: u64 = 11;
+pub const STORE_FORMAT: u64 = 12;
 /// `meta` key of the store's value format (u64, big-endian, like the other counters).
 pub const STORE_FORMAT_KEY: &[u8] = b"store_format";
 /// The checkpoint dump layout this build writes and the newest it reads: the last byte of
@@ -101,7 +105,9 @@ pub const STORE_FORMAT_KEY: &[u8] = b"store_format";
 /// 7 with tags 28 (`pipelines`) and 29 (`pipeline_positions`), layout 9 layout 8 with
 /// tags 30 (`namespaces`) and 31 (`iceberg_views`); all are read. Format 8
 /// changed values, not tables: its dumps are layout 7, their `meta` entry naming store
-/// format 8.
+/// format 8. Layout 9 is the last digit: a later format's new tables are new tags of
+/// layout 9 (format 12's tags 32 to 34), which an older build never reaches, since the
+/// dump's first entries are the `meta` table's and it refuses the store format there.
 pub const CHECKPOINT_LAYOUT: u8 = b'9';
 
 /// A value kept in the embedded store (and so in checkpoints), in the store's format.
@@ -155,6 +161,8 @@ stored_as!(
     PipelineRecord => v9::PipelineRecord,
     PipelinePosition => v9::PipelinePosition,
     NamespaceRecord => v10::NamespaceRecord,
+    SchemaRecord => v12::SchemaRecord,
+    SubjectRecord => v12::SubjectRecord,
 );
 
 /// The refusal of data in a format newer than `newest`.

@@ -9,6 +9,8 @@ use crate::model::{
     BucketRecord, GroupRecord, ObjectData, ObjectVersion, OffsetRecord, PartRecord,
     PartitionState, ProducerState, TopicRecord, TopicTable, UploadRecord, Versioning,
 };
+use crate::domain::SchemaOp;
+use crate::model::{SchemaRecord, SchemaReference, SubjectRecord, SubjectVersion};
 use crate::txn::{Op, ProducerBatch};
 
 fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -404,6 +406,16 @@ fn record_v8(ops: Vec<Op>) -> Vec<u8> {
     framed(&ops, |batch_lens| super::v8::RecordHeader {
         txns: vec![super::v8::Transaction {
             ops: ops.iter().map(super::v8::op_for_record).collect(),
+        }],
+        batch_lens,
+    })
+}
+
+/// A record payload of format 11, as the builds of format 11 wrote it.
+fn record_v11(ops: Vec<Op>) -> Vec<u8> {
+    framed(&ops, |batch_lens| super::v11::RecordHeader {
+        txns: vec![super::v11::Transaction {
+            ops: ops.iter().map(super::v11::op_for_record).collect(),
         }],
         batch_lens,
     })
@@ -1424,9 +1436,7 @@ fn all_ops_v11() -> Vec<Op> {
 /// the values that now carry an ACL.
 fn encoded_samples_v11() -> Vec<(String, Vec<u8>)> {
     use crate::apply::enc;
-    let record = |ops: Vec<Op>| {
-        crate::record::encode(record_data(&ops), &[&crate::txn::Transaction::new(ops)]).unwrap()
-    };
+    let record = record_v11;
     let mut out = Vec::new();
     for (name, op) in sample_acl_ops() {
         out.push((format!("record {name}"), record(vec![op])));
@@ -1440,5 +1450,91 @@ fn encoded_samples_v11() -> Vec<(String, Vec<u8>)> {
         "value UploadRecord".into(),
         enc(&sample_upload_v11()).unwrap(),
     ));
+    out
+}
+
+fn sample_schema() -> SchemaRecord {
+    SchemaRecord {
+        schema_type: "AVRO".into(),
+        schema: r#"{"type":"record","name":"Order","fields":[{"name":"id","type":"long"}]}"#
+            .into(),
+        references: vec![SchemaReference {
+            name: "com.example.Money".into(),
+            subject: "money-value".into(),
+            version: 2,
+        }],
+        fingerprint: vec![0xab; 32],
+    }
+}
+
+fn sample_subject() -> SubjectRecord {
+    SubjectRecord {
+        changes: 3,
+        versions: vec![
+            SubjectVersion {
+                version: 1,
+                id: 7,
+                deleted: true,
+            },
+            SubjectVersion {
+                version: 2,
+                id: 9,
+                deleted: false,
+            },
+        ],
+        compatibility: Some("FULL_TRANSITIVE".into()),
+        mode: None,
+    }
+}
+
+fn sample_schema_ops() -> Vec<(&'static str, Op)> {
+    vec![
+        (
+            "PutSchema",
+            Op::Schema(SchemaOp::PutSchema {
+                id: 9,
+                record: sample_schema(),
+            }),
+        ),
+        (
+            "PutSubject",
+            Op::Schema(SchemaOp::PutSubject {
+                subject: "orders-value".into(),
+                expected: 2,
+                record: Some(sample_subject()),
+            }),
+        ),
+        (
+            "PutSubject removed",
+            Op::Schema(SchemaOp::PutSubject {
+                subject: "orders-value".into(),
+                expected: 3,
+                record: None,
+            }),
+        ),
+    ]
+}
+
+/// Every sample op of formats 1 to 12.
+fn all_ops_v12() -> Vec<Op> {
+    let mut all = all_ops_v11();
+    all.extend(sample_schema_ops().into_iter().map(|(_, op)| op));
+    all
+}
+
+/// Format 12's samples: each new op alone, every op of every format in one record, and
+/// the new values.
+fn encoded_samples_v12() -> Vec<(String, Vec<u8>)> {
+    use crate::apply::enc;
+    let record = |ops: Vec<Op>| {
+        crate::record::encode(record_data(&ops), &[&crate::txn::Transaction::new(ops)]).unwrap()
+    };
+    let mut out = Vec::new();
+    for (name, op) in sample_schema_ops() {
+        out.push((format!("record {name}"), record(vec![op])));
+    }
+    out.push(("record all".into(), record(all_ops_v12())));
+    out.push(("value SchemaRecord".into(), enc(&sample_schema()).unwrap()));
+    out.push(("value SubjectRecord".into(), enc(&sample_subject()).unwrap()));
     out
 }

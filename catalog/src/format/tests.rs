@@ -1,7 +1,7 @@
-//! Formats 1 to 10 are frozen: format 1's types encode, byte for byte, what the build of
+//! Formats 1 to 12 are frozen: format 1's types encode, byte for byte, what the build of
 //! 2026-11-30 wrote for the same values (`v1.golden`: `samples.rs` compiled against commit
 //! c8a8f6c printed them), format 2's to 5's what the builds that introduced them wrote
-//! (`v2.golden` to `v11.golden`), and all read back into the same live values. Refusals of newer
+//! (`v2.golden` to `v12.golden`), and all read back into the same live values. Refusals of newer
 //! formats, and what adding a field later looks like.
 
 use super::*;
@@ -50,6 +50,11 @@ fn golden_v9() -> Vec<(String, Vec<u8>)> {
 /// `v10.golden` as (name, bytes).
 fn golden_v10() -> Vec<(String, Vec<u8>)> {
     parse_golden(include_str!("v10.golden"))
+}
+
+/// `v12.golden` as (name, bytes).
+fn golden_v12() -> Vec<(String, Vec<u8>)> {
+    parse_golden(include_str!("v12.golden"))
 }
 
 /// `v11.golden` as (name, bytes).
@@ -501,6 +506,55 @@ fn format_11_records_and_values_decode_into_the_live_types() {
     assert_eq!(dec::<ObjectVersion>(&v8).unwrap().acl, None);
 }
 
+#[test]
+fn this_build_writes_format_12_byte_for_byte() {
+    let golden = golden_v12();
+    assert!(!golden.is_empty());
+    for (name, bytes) in encoded_samples_v12() {
+        let want = golden
+            .iter()
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("{name} is not in v12.golden"));
+        assert_eq!(bytes, want.1, "{name} no longer encodes as format 12");
+    }
+}
+
+#[test]
+fn format_12_records_and_values_decode_into_the_live_types() {
+    let bytes = |name: &str| {
+        golden_v12()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("{name} is not in v12.golden"))
+            .1
+    };
+    for (name, op) in sample_schema_ops() {
+        let txns = crate::record::decode(1, 12, bytes(&format!("record {name}"))).unwrap();
+        assert_eq!(txns, vec![Transaction::new(vec![op])], "{name}");
+    }
+    let txns = crate::record::decode(1, 12, bytes("record all")).unwrap();
+    assert_eq!(txns, vec![Transaction::new(all_ops_v12())]);
+    assert_eq!(
+        dec::<SchemaRecord>(&bytes("value SchemaRecord")).unwrap(),
+        sample_schema()
+    );
+    assert_eq!(
+        dec::<SubjectRecord>(&bytes("value SubjectRecord")).unwrap(),
+        sample_subject()
+    );
+}
+
+/// Prints `v12.golden`'s lines; run once, by the build that introduced format 12, and
+/// never again (`cargo test -p eddy-catalog print_format_12 -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn print_format_12() {
+    for (name, bytes) in encoded_samples_v12() {
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        println!("{name} {hex}");
+    }
+}
+
 /// Prints `v11.golden`'s lines; run once, by the build that introduced format 11, and
 /// never again (`cargo test -p eddy-catalog print_format_11 -- --ignored --nocapture`).
 #[test]
@@ -686,27 +740,27 @@ fn format_1_values_decode_into_the_live_records() {
 
 #[test]
 fn newer_formats_are_refused_naming_both_versions() {
-    let err = crate::record::decode(12, 12, golden_bytes("record all")).unwrap_err();
+    let err = crate::record::decode(13, 13, golden_bytes("record all")).unwrap_err();
     assert!(
         matches!(
             &err,
             CatalogError::Storage(StorageError::Format {
-                found: 12,
-                newest: 11,
+                found: 13,
+                newest: 12,
                 ..
             })
         ),
         "{err}"
     );
     assert!(
-        err.to_string().contains("log record 12 is format 12"),
+        err.to_string().contains("log record 13 is format 13"),
         "{err}"
     );
     assert!(matches!(
-        check_store_format(12),
+        check_store_format(13),
         Err(CatalogError::Storage(StorageError::Format {
-            found: 12,
-            newest: 11,
+            found: 13,
+            newest: 12,
             ..
         }))
     ));
@@ -721,6 +775,7 @@ fn newer_formats_are_refused_naming_both_versions() {
     assert!(check_store_format(9).is_ok());
     assert!(check_store_format(10).is_ok());
     assert!(check_store_format(11).is_ok());
+    assert!(check_store_format(12).is_ok());
     assert!(check_checkpoint_magic(b"EDDYCKP9").is_ok());
     assert!(check_checkpoint_magic(b"EDDYCKP8").is_ok());
     assert!(check_checkpoint_magic(b"EDDYCKP7").is_ok());

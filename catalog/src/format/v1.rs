@@ -798,6 +798,7 @@ pub fn op_for_record(op: &txn::Op) -> Option<Op> {
         | txn::Op::S3(txn::S3Op::SetObjectRetention { .. })
         | txn::Op::S3(txn::S3Op::SetObjectLegalHold { .. })
         | txn::Op::S3(txn::S3Op::SetObjectAcl { .. })
-        | txn::Op::Pipeline(_) => return None,
+        | txn::Op::Pipeline(_)
+        | txn::Op::Schema(_) => return None,
     })
 }

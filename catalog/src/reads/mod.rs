@@ -12,6 +12,7 @@ pub mod kafka;
 pub mod names;
 pub mod pipelines;
 pub mod s3;
+pub mod schemas;
 pub mod txns;
 
 use std::marker::PhantomData;
@@ -69,6 +70,8 @@ domains! {
     Iceberg => IcebergReads,
     /// Function pipelines and their cursors ([`crate::Catalog::pipelines`]).
     Pipelines => PipelineReads,
+    /// The schema registry's schemas and subjects ([`crate::Catalog::schemas`]).
+    Schemas => SchemaReads,
 }
 
 impl<D> Reads<'_, D> {
