@@ -1,6 +1,6 @@
 //! The HTTP endpoint: its server (on the shared accept loop of `hyper_serve`) and its
 //! routes (`/health`, `/metrics`, the Iceberg REST catalog under `/iceberg`, the admin
-//! API under `/admin`).
+//! API under `/admin`, the schema registry under `/schema-registry`).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -78,6 +78,7 @@ pub fn endpoint(
     iceberg: Arc<tables::rest::RestCatalog>,
     views: Vec<(String, Arc<tables::rest::RestCatalog>)>,
     admin: Arc<admin::Admin>,
+    registry: Arc<registry::Registry>,
 ) -> impl Fn(Request<Incoming>) -> PendingReply + Send + Sync + 'static {
     move |req| {
         // A broker view's own REST catalog: /iceberg/views/NAME/v1/...
@@ -98,6 +99,12 @@ pub fn endpoint(
         if let Some(rest) = req.uri().path().strip_prefix("/iceberg") {
             let path = rest.to_owned();
             return Box::pin(rest_request(Rest::Iceberg(iceberg.clone()), path, req));
+        }
+        if let Some(rest) = req.uri().path().strip_prefix("/schema-registry")
+            && (rest.is_empty() || rest.starts_with('/'))
+        {
+            let path = rest.to_owned();
+            return Box::pin(registry_request(registry.clone(), path, req));
         }
         if let Some(rest) = req.uri().path().strip_prefix("/admin/") {
             let path = format!("/{rest}");
@@ -169,6 +176,49 @@ async fn rest_request(to: Rest, path: String, req: Request<Incoming>) -> Reply {
         return out;
     }
     reply(r.status, "application/json", r.body)
+}
+
+/// A request to the schema registry (bodies bounded as the REST catalog's are: schemas
+/// are JSON documents or `.proto` files).
+async fn registry_request(
+    registry: Arc<registry::Registry>,
+    path: String,
+    req: Request<Incoming>,
+) -> Reply {
+    let authorization = req
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let method = req.method().clone();
+    let query = req.uri().query().map(str::to_owned);
+    let body = match Limited::new(req.into_body(), MAX_REST_BODY).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => {
+            return reply(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                registry::CONTENT_TYPE,
+                r#"{"error_code":413,"message":"request body too large or unreadable"}"#,
+            );
+        }
+    };
+    let r = registry
+        .handle(registry::Request {
+            method,
+            path,
+            query,
+            authorization,
+            body,
+        })
+        .await;
+    let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut out = reply(status, registry::CONTENT_TYPE, r.body);
+    if status == StatusCode::UNAUTHORIZED
+        && let Ok(v) = r#"Basic realm="eddy-schema-registry""#.parse()
+    {
+        out.headers_mut().insert(hyper::header::WWW_AUTHENTICATE, v);
+    }
+    out
 }
 
 fn health(catalog: &NodeCatalog) -> Reply {

@@ -320,6 +320,10 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             iceberg,
             view_icebergs,
             admin,
+            Arc::new(registry::Registry::new(
+                catalog_dyn.clone(),
+                directory.clone(),
+            )),
         ),
         stop_rx.clone(),
     ));

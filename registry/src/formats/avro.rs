@@ -1,0 +1,49 @@
+//! Avro schemas: parsed by `apache-avro` (references resolved as named types parsed
+//! before the schema), stored as compact JSON (`super::compact_json`), and checked with Avro's own schema
+//! resolution rules (`SchemaCompatibility::can_read`).
+
+use apache_avro::Schema;
+use apache_avro::schema_compatibility::SchemaCompatibility;
+
+use super::Imported;
+use crate::error::{RegistryError, RegistryResult};
+
+/// A parsed Avro schema.
+#[derive(Debug)]
+pub struct Avro {
+    schema: Schema,
+    text: String,
+}
+
+impl Avro {
+    /// Parses `text`; `imports` are the named types it references.
+    pub fn parse(text: &str, imports: &[Imported]) -> RegistryResult<Self> {
+        let invalid = |e: String| RegistryError::InvalidSchema(e);
+        // Docs, defaults and custom attributes are kept as written: a reader fetching
+        // the schema by id must get what the writer registered.
+        serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(|e| invalid(e.to_string()))?;
+        let text = super::compact_json(text);
+        let schema = if imports.is_empty() {
+            Schema::parse_str(&text).map_err(|e| invalid(e.to_string()))?
+        } else {
+            let list: Vec<&str> = imports.iter().map(|i| i.text.as_str()).collect();
+            Schema::parse_str_with_list(&text, list)
+                .map_err(|e| invalid(e.to_string()))?
+                .0
+        };
+        Ok(Self { schema, text })
+    }
+
+    /// The stored text.
+    pub fn normalized(&self) -> &str {
+        &self.text
+    }
+
+    /// Why a reader with this schema may not read data written with `writer`.
+    pub fn cannot_read(&self, writer: &Avro) -> Vec<String> {
+        match SchemaCompatibility::can_read(&writer.schema, &self.schema) {
+            Ok(()) => Vec::new(),
+            Err(e) => vec![e.to_string()],
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! A Schema Registry compatible with Confluent's REST API, as its clients use it
+//! (`SchemaRegistryClient`, the Avro, Protobuf and JSON Schema serializers, Kafka
+//! Connect's converters), served on the HTTP port under `/schema-registry`. Schemas and
+//! subjects live in the catalog (`catalog::SchemaOp`), so they are durable, shared by
+//! every node, and commit in the catalog's transactions. `docs/schemas.md` describes the
+//! API, the compatibility rules and the policy actions.
+
+pub mod auth;
+pub mod compatibility;
+pub mod config;
+pub mod error;
+pub mod formats;
+pub mod register;
+mod routes;
+pub mod schemas;
+pub mod store;
+pub mod subjects;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+pub use error::{RegistryError, RegistryResult};
+
+/// The content type of every answer (clients also accept `application/json`).
+pub const CONTENT_TYPE: &str = "application/vnd.schemaregistry.v1+json";
+
+/// One request, its path below the registry's prefix.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The method.
+    pub method: http::Method,
+    /// The path below `/schema-registry`, from its `/`.
+    pub path: String,
+    /// The query string.
+    pub query: Option<String>,
+    /// The `Authorization` header.
+    pub authorization: Option<String>,
+    /// The body.
+    pub body: Bytes,
+}
+
+/// One answer: a status and a JSON body.
+#[derive(Debug, Clone)]
+pub struct Response {
+    /// The HTTP status.
+    pub status: u16,
+    /// The JSON body.
+    pub body: Bytes,
+}
+
+impl Response {
+    /// 200 with `value`.
+    pub fn ok(value: serde_json::Value) -> Self {
+        Self {
+            status: 200,
+            body: Bytes::from(value.to_string()),
+        }
+    }
+
+    /// The answer to an error.
+    pub fn error(e: &RegistryError) -> Self {
+        Self {
+            status: e.status_and_code().0,
+            body: Bytes::from(e.body().to_string()),
+        }
+    }
+}
+
+/// The registry of one node.
+pub struct Registry {
+    store: store::Store,
+    directory: Arc<iam::Directory>,
+}
+
+impl Registry {
+    /// The registry over `catalog`, its callers authenticated by `directory`'s users.
+    pub fn new(catalog: Arc<dyn catalog::Catalog>, directory: Arc<iam::Directory>) -> Self {
+        Self {
+            store: store::Store::new(catalog),
+            directory,
+        }
+    }
+
+    /// Answers one request.
+    pub async fn handle(&self, req: Request) -> Response {
+        match self.route(&req).await {
+            Ok(r) => r,
+            Err(e) => {
+                let (status, code) = e.status_and_code();
+                if status >= 500 {
+                    tracing::warn!(%code, error = %e, path = %req.path, "schema registry request failed");
+                }
+                Response::error(&e)
+            }
+        }
+    }
+
+    async fn route(&self, req: &Request) -> RegistryResult<Response> {
+        let user = auth::authenticate(&self.directory, req.authorization.as_deref())?;
+        let caller = auth::Caller {
+            user,
+            directory: &self.directory,
+        };
+        routes::route(&self.store, &caller, req).await
+    }
+}

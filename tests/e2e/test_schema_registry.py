@@ -1,0 +1,480 @@
+"""The schema registry under /schema-registry on the HTTP port, driven by confluent-kafka's
+SchemaRegistryClient and its Avro, JSON Schema and Protobuf serializers, and by plain
+HTTP for every route and error code: ids global and stable, compatibility levels with
+evolutions that must pass and must fail, soft and permanent deletes, references, modes,
+basic auth and policies, and the state surviving a restart."""
+
+import json
+import uuid
+
+import pytest
+import requests
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.schema_registry.error import SchemaRegistryError
+from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+
+ORDER_V1 = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
+    {"name": "id", "type": "long"},
+    {"name": "item", "type": "string"},
+]}
+
+
+def registry_url(eddy):
+    return f"{eddy.http_url}/schema-registry"
+
+
+def client(eddy, user=None):
+    user = user or (eddy.access_key, eddy.secret_key)
+    return SchemaRegistryClient({"url": registry_url(eddy), "basic.auth.user.info": ":".join(user)})
+
+
+def api(eddy, method, path, body=None, user=None, **params):
+    """One registry request as the administrator (or `user`); the response."""
+    user = user or (eddy.access_key, eddy.secret_key)
+    r = requests.request(method, registry_url(eddy) + path, params=params, auth=user, timeout=30,
+                         data=None if body is None else json.dumps(body),
+                         headers={"Content-Type": CONTENT_TYPE})
+    assert r.headers["Content-Type"] == CONTENT_TYPE, r.headers
+    return r
+
+
+def ok(r):
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def refused(r, status, code):
+    assert r.status_code == status, r.text
+    assert r.json()["error_code"] == code, r.text
+    return r.json()["message"]
+
+
+def subject():
+    return f"s-{uuid.uuid4().hex[:8]}"
+
+
+def avro(schema):
+    return {"schema": json.dumps(schema)}
+
+
+def with_field(schema, field):
+    return {**schema, "fields": [*schema["fields"], field]}
+
+
+def topic(eddy, name):
+    admin = AdminClient({"bootstrap.servers": eddy.bootstrap})
+    admin.create_topics([NewTopic(name, 1, 1)])[name].result(timeout=30)
+    return name
+
+
+def round_trip(eddy, name, serializer, deserializer, values):
+    """Produces `values` with `serializer` into a new topic and reads them back."""
+    topic(eddy, name)
+    p = Producer({"bootstrap.servers": eddy.bootstrap})
+    for v in values:
+        p.produce(name, serializer(v, SerializationContext(name, MessageField.VALUE)))
+    assert p.flush(30) == 0
+    c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": f"g-{uuid.uuid4().hex}",
+                  "auto.offset.reset": "earliest"})
+    c.subscribe([name])
+    got, raw = [], []
+    try:
+        while len(got) < len(values):
+            m = c.poll(30)
+            assert m is not None, f"only {len(got)} of {len(values)} records came back"
+            assert m.error() is None, m.error()
+            raw.append(m.value())
+            got.append(deserializer(m.value(), SerializationContext(name, MessageField.VALUE)))
+    finally:
+        c.close()
+    return got, raw
+
+
+def test_avro_records_produced_and_consumed_through_the_registry(eddy):
+    """The Confluent wire format end to end: the serializer registers the schema under
+    TopicNameStrategy's subject and prefixes each record with magic byte 0 and the id;
+    the deserializer fetches the schema by that id."""
+    sr = client(eddy)
+    name = f"orders-{uuid.uuid4().hex[:6]}"
+    values = [{"id": i, "item": f"item-{i}"} for i in range(5)]
+    got, raw = round_trip(eddy, name, AvroSerializer(sr, json.dumps(ORDER_V1)),
+                          AvroDeserializer(sr), values)
+    assert got == values
+    latest = sr.get_latest_version(f"{name}-value")
+    assert latest.version == 1
+    assert all(r[0] == 0 and int.from_bytes(r[1:5], "big") == latest.schema_id for r in raw)
+    assert json.loads(latest.schema.schema_str) == ORDER_V1
+    # The registry answers the schema as registered (keys in their order, docs kept).
+    assert ok(api(eddy, "GET", f"/schemas/ids/{latest.schema_id}/schema")) == ORDER_V1
+
+
+def test_json_schema_records_through_the_registry(eddy):
+    sr = client(eddy)
+    schema = {"type": "object", "properties": {"id": {"type": "integer"},
+                                               "tags": {"type": "array", "items": {"type": "string"}}},
+              "required": ["id"]}
+    values = [{"id": 1, "tags": ["a"]}, {"id": 2, "tags": []}]
+    name = f"events-{uuid.uuid4().hex[:6]}"
+    got, _ = round_trip(eddy, name, JSONSerializer(json.dumps(schema), sr),
+                        JSONDeserializer(json.dumps(schema)), values)
+    assert got == values
+    registered = sr.get_latest_version(f"{name}-value")
+    assert registered.schema.schema_type == "JSON"
+    assert json.loads(registered.schema.schema_str) == schema
+
+
+def order_message_class():
+    """A Protobuf message class built from a descriptor (no protoc here)."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    fdp = descriptor_pb2.FileDescriptorProto(name="shop/order.proto", package="shop", syntax="proto3")
+    m = fdp.message_type.add(name="Order")
+    m.field.add(name="id", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_INT64, label=1)
+    m.field.add(name="item", number=2, type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING, label=1)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fdp)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Order"))
+
+
+def test_protobuf_records_through_the_registry(eddy):
+    Order = order_message_class()
+    sr = client(eddy)
+    name = f"orders-pb-{uuid.uuid4().hex[:6]}"
+    conf = {"use.deprecated.format": False}
+    values = [Order(id=7, item="pen"), Order(id=8, item="ink")]
+    got, raw = round_trip(eddy, name, ProtobufSerializer(Order, sr, conf),
+                          ProtobufDeserializer(Order, conf), values)
+    assert got == values
+    registered = sr.get_latest_version(f"{name}-value")
+    assert registered.schema.schema_type == "PROTOBUF"
+    assert all(int.from_bytes(r[1:5], "big") == registered.schema_id for r in raw)
+
+
+def test_ids_are_global_and_stable(eddy):
+    """The same schema under two subjects, or spaced differently, has one id; another
+    schema a new one; `/schemas/ids/{id}/subjects` and `/versions` list its holders."""
+    a, b = subject(), subject()
+    order = {**ORDER_V1, "doc": f"only this test's {uuid.uuid4()}"}
+    first = ok(api(eddy, "POST", f"/subjects/{a}/versions", avro(order)))["id"]
+    spaced = {"schema": json.dumps(order, indent=4)}
+    assert ok(api(eddy, "POST", f"/subjects/{a}/versions", spaced))["id"] == first
+    assert ok(api(eddy, "GET", f"/subjects/{a}/versions")) == [1]
+    assert ok(api(eddy, "POST", f"/subjects/{b}/versions", spaced))["id"] == first
+    other = ok(api(eddy, "POST", f"/subjects/{b}/versions",
+                   avro(with_field(order, {"name": "n", "type": "int", "default": 0}))))["id"]
+    assert other > first
+    assert sorted(ok(api(eddy, "GET", f"/schemas/ids/{first}/subjects"))) == sorted([a, b])
+    assert sorted(ok(api(eddy, "GET", f"/schemas/ids/{first}/versions")),
+                  key=lambda v: v["subject"]) == sorted(
+        [{"subject": a, "version": 1}, {"subject": b, "version": 1}], key=lambda v: v["subject"])
+    by_id = ok(api(eddy, "GET", f"/schemas/ids/{other}"))
+    assert json.loads(by_id["schema"])["fields"][-1]["name"] == "n"
+    assert "schemaType" not in by_id  # AVRO, the default, is left out as Confluent does
+    assert sorted(ok(api(eddy, "GET", "/schemas/types"))) == ["AVRO", "JSON", "PROTOBUF"]
+
+
+def test_subject_and_version_routes(eddy):
+    s = subject()
+    v1 = ok(api(eddy, "POST", f"/subjects/{s}/versions", avro(ORDER_V1)))
+    v2_schema = with_field(ORDER_V1, {"name": "qty", "type": "int", "default": 1})
+    v2 = ok(api(eddy, "POST", f"/subjects/{s}/versions", avro(v2_schema)))
+    assert (v1["version"], v2["version"]) == (1, 2)
+    assert s in ok(api(eddy, "GET", "/subjects"))
+    assert s in ok(api(eddy, "GET", "/subjects", subjectPrefix=s[:5]))
+    assert ok(api(eddy, "GET", "/subjects", subjectPrefix="zzz-none")) == []
+    for version in ("2", "latest", "-1"):
+        got = ok(api(eddy, "GET", f"/subjects/{s}/versions/{version}"))
+        assert (got["subject"], got["version"], got["id"]) == (s, 2, v2["id"])
+    assert ok(api(eddy, "GET", f"/subjects/{s}/versions/1/schema")) == ORDER_V1
+    # Lookup: which version of the subject holds a schema.
+    found = ok(api(eddy, "POST", f"/subjects/{s}", avro(ORDER_V1)))
+    assert (found["version"], found["id"]) == (1, v1["id"])
+    unknown = avro(with_field(ORDER_V1, {"name": "zz", "type": "string", "default": ""}))
+    refused(api(eddy, "POST", f"/subjects/{s}", unknown), 404, 40403)
+    refused(api(eddy, "POST", f"/subjects/{subject()}", unknown), 404, 40401)
+    # /schemas lists versions, every one or the latest.
+    listed = ok(api(eddy, "GET", "/schemas", subjectPrefix=s))
+    assert [(x["subject"], x["version"]) for x in listed] == [(s, 1), (s, 2)]
+    latest = ok(api(eddy, "GET", "/schemas", subjectPrefix=s, latestOnly="true"))
+    assert [x["version"] for x in latest] == [2]
+    # Errors, with Confluent's codes.
+    refused(api(eddy, "GET", f"/subjects/{subject()}/versions"), 404, 40401)
+    refused(api(eddy, "GET", f"/subjects/{subject()}/versions/1"), 404, 40401)
+    refused(api(eddy, "GET", f"/subjects/{s}/versions/9"), 404, 40402)
+    refused(api(eddy, "GET", f"/subjects/{s}/versions/zero"), 422, 42202)
+    refused(api(eddy, "GET", f"/subjects/{s}/versions/0"), 422, 42202)
+    refused(api(eddy, "GET", "/schemas/ids/999999"), 404, 40403)
+    refused(api(eddy, "POST", f"/subjects/{s}/versions", {"schema": "{not json"}), 422, 42201)
+    refused(api(eddy, "POST", f"/subjects/{s}/versions",
+                {"schema": json.dumps({"type": "record", "name": "X", "fields": [{"name": "a", "type": "nope"}]})}),
+            422, 42201)
+    refused(api(eddy, "POST", f"/subjects/{s}/versions", {"schema": "{}", "schemaType": "XML"}), 422, 42201)
+    refused(api(eddy, "POST", f"/subjects/{s}/versions", ["not", "an", "object"]), 422, 422)
+    refused(api(eddy, "GET", "/no/such/route"), 404, 404)
+
+
+def test_soft_and_permanent_deletes(eddy):
+    s = subject()
+    first = ok(api(eddy, "POST", f"/subjects/{s}/versions", avro(ORDER_V1)))["id"]
+    ok(api(eddy, "POST", f"/subjects/{s}/versions",
+           avro(with_field(ORDER_V1, {"name": "q", "type": "int", "default": 0}))))
+    # A version: soft first, then permanent; each out of order is refused.
+    refused(api(eddy, "DELETE", f"/subjects/{s}/versions/1", permanent="true"), 404, 40407)
+    assert ok(api(eddy, "DELETE", f"/subjects/{s}/versions/1")) == 1
+    refused(api(eddy, "DELETE", f"/subjects/{s}/versions/1"), 404, 40406)
+    assert ok(api(eddy, "GET", f"/subjects/{s}/versions")) == [2]
+    assert ok(api(eddy, "GET", f"/subjects/{s}/versions", deleted="true")) == [1, 2]
+    assert ok(api(eddy, "GET", f"/subjects/{s}/versions/1", deleted="true"))["id"] == first
+    refused(api(eddy, "GET", f"/subjects/{s}/versions/1"), 404, 40402)
+    assert ok(api(eddy, "DELETE", f"/subjects/{s}/versions/1", permanent="true")) == 1
+    assert ok(api(eddy, "GET", f"/subjects/{s}/versions", deleted="true")) == [2]
+    # The id outlives its versions: records written with it stay readable.
+    assert json.loads(ok(api(eddy, "GET", f"/schemas/ids/{first}"))["schema"]) == ORDER_V1
+    # The subject: soft, then permanent.
+    refused(api(eddy, "DELETE", f"/subjects/{s}", permanent="true"), 404, 40405)
+    assert ok(api(eddy, "DELETE", f"/subjects/{s}")) == [2]
+    refused(api(eddy, "DELETE", f"/subjects/{s}"), 404, 40404)
+    assert s not in ok(api(eddy, "GET", "/subjects"))
+    assert s in ok(api(eddy, "GET", "/subjects", deleted="true"))
+    refused(api(eddy, "GET", f"/subjects/{s}/versions"), 404, 40401)
+    # Registering again after a soft delete continues the numbering.
+    assert ok(api(eddy, "POST", f"/subjects/{s}/versions", avro(ORDER_V1)))["version"] == 3
+    assert ok(api(eddy, "DELETE", f"/subjects/{s}")) == [3]
+    assert ok(api(eddy, "DELETE", f"/subjects/{s}", permanent="true")) == [2, 3]
+    assert s not in ok(api(eddy, "GET", "/subjects", deleted="true"))
+    refused(api(eddy, "DELETE", f"/subjects/{s}"), 404, 40401)
+
+
+def test_references_between_schemas(eddy):
+    """An Avro record using a named type registered under another subject: the
+    reference resolves, `referencedby` lists the user, and the referenced version cannot
+    be deleted while used."""
+    money_subject, order_subject = subject(), subject()
+    money = {"type": "record", "name": "Money", "namespace": "shop",
+             "fields": [{"name": "cents", "type": "long"}, {"name": "currency", "type": "string"}]}
+    ok(api(eddy, "POST", f"/subjects/{money_subject}/versions", avro(money)))
+    order = {"type": "record", "name": "Priced", "namespace": "shop",
+             "fields": [{"name": "id", "type": "long"}, {"name": "price", "type": "shop.Money"}]}
+    # Without the reference the type is unknown.
+    refused(api(eddy, "POST", f"/subjects/{order_subject}/versions", avro(order)), 422, 42201)
+    ref = [{"name": "shop.Money", "subject": money_subject, "version": 1}]
+    bad_ref = [{"name": "shop.Money", "subject": money_subject, "version": 7}]
+    refused(api(eddy, "POST", f"/subjects/{order_subject}/versions",
+                {**avro(order), "references": bad_ref}), 422, 42201)
+    reg = ok(api(eddy, "POST", f"/subjects/{order_subject}/versions", {**avro(order), "references": ref}))
+    got = ok(api(eddy, "GET", f"/subjects/{order_subject}/versions/latest"))
+    assert got["references"] == ref
+    assert ok(api(eddy, "GET", f"/subjects/{money_subject}/versions/1/referencedby")) == [reg["id"]]
+    refused(api(eddy, "DELETE", f"/subjects/{money_subject}/versions/1"), 422, 42206)
+    refused(api(eddy, "DELETE", f"/subjects/{money_subject}"), 422, 42206)
+    # A client deserializes records of the referencing schema.
+    sr = client(eddy)
+    name = f"priced-{uuid.uuid4().hex[:6]}"
+    ser = AvroSerializer(
+        sr, Schema(json.dumps(order), "AVRO", [SchemaReference("shop.Money", money_subject, 1)]),
+        conf={"auto.register.schemas": False, "subject.name.strategy": lambda ctx, rn: order_subject})
+    value = {"id": 1, "price": {"cents": 250, "currency": "EUR"}}
+    got, _ = round_trip(eddy, name, ser, AvroDeserializer(sr), [value])
+    assert got == [value]
+
+
+# Evolutions of ORDER_V1, and whether each passes each level against it.
+ADD_WITH_DEFAULT = with_field(ORDER_V1, {"name": "qty", "type": "int", "default": 1})
+ADD_WITHOUT_DEFAULT = with_field(ORDER_V1, {"name": "qty", "type": "int"})
+REMOVE_ITEM = {**ORDER_V1, "fields": [ORDER_V1["fields"][0]]}
+RETYPE_ID = {**ORDER_V1, "fields": [{"name": "id", "type": "string"}, ORDER_V1["fields"][1]]}
+PROMOTE = {**ORDER_V1, "fields": [{"name": "id", "type": "double"}, ORDER_V1["fields"][1]]}
+
+EVOLUTIONS = [
+    # (evolution, {level: passes})
+    (ADD_WITH_DEFAULT, {"BACKWARD": True, "FORWARD": True, "FULL": True, "NONE": True}),
+    (ADD_WITHOUT_DEFAULT, {"BACKWARD": False, "FORWARD": True, "FULL": False, "NONE": True}),
+    (REMOVE_ITEM, {"BACKWARD": True, "FORWARD": False, "FULL": False, "NONE": True}),
+    (RETYPE_ID, {"BACKWARD": False, "FORWARD": False, "FULL": False, "NONE": True}),
+    (PROMOTE, {"BACKWARD": True, "FORWARD": False, "FULL": False, "NONE": True}),
+]
+
+
+@pytest.mark.parametrize("level", ["BACKWARD", "FORWARD", "FULL", "NONE"])
+def test_compatibility_levels_pass_and_refuse_avro_evolutions(eddy, level):
+    for evolution, passes in EVOLUTIONS:
+        s = subject()
+        assert ok(api(eddy, "PUT", f"/config/{s}", {"compatibility": level})) == {"compatibility": level}
+        ok(api(eddy, "POST", f"/subjects/{s}/versions", avro(ORDER_V1)))
+        check = ok(api(eddy, "POST", f"/compatibility/subjects/{s}/versions/latest",
+                       avro(evolution), verbose="true"))
+        assert check["is_compatible"] == passes[level], (evolution, check)
+        r = api(eddy, "POST", f"/subjects/{s}/versions", avro(evolution))
+        if passes[level]:
+            assert ok(r)["version"] == 2
+        else:
+            assert "incompatible" in refused(r, 409, 409)
+            assert check["messages"], check
+            assert ok(api(eddy, "GET", f"/subjects/{s}/versions")) == [1]
+
+
+@pytest.mark.parametrize("level,passes", [("BACKWARD", True), ("BACKWARD_TRANSITIVE", False),
+                                          ("FORWARD", True), ("FORWARD_TRANSITIVE", False),
+                                          ("FULL_TRANSITIVE", False)])
+def test_transitive_levels_check_every_version(eddy, level, passes):
+    """v1 {id}, v2 {id=0, a=0}, then a v3 that v2 and v3 are compatible with in the
+    level's direction but v1 is not: the non-transitive level (against v2 alone) passes,
+    the transitive one (against v1 too) refuses."""
+    s = subject()
+    v1 = {"type": "record", "name": "T", "fields": [{"name": "id", "type": "long"}]}
+    v2 = {**v1, "fields": [{"name": "id", "type": "long", "default": 0},
+                           {"name": "a", "type": "int", "default": 0}]}
+    ok(api(eddy, "PUT", f"/config/{s}", {"compatibility": "NONE"}))
+    ok(api(eddy, "POST", f"/subjects/{s}/versions", avro(v1)))
+    ok(api(eddy, "POST", f"/subjects/{s}/versions", avro(v2)))
+    ok(api(eddy, "PUT", f"/config/{s}", {"compatibility": level}))
+    if level.startswith("BACKWARD"):
+        # Reads v2's data; v1's lacks `a`, which has no default here.
+        v3 = {**v1, "fields": [{"name": "id", "type": "long"}, {"name": "a", "type": "int"}]}
+    else:
+        # v2 reads its data (`id` has a default there); v1 cannot (no `id`, no default).
+        v3 = {**v1, "fields": [{"name": "a", "type": "int"}]}
+    r = api(eddy, "POST", f"/subjects/{s}/versions", avro(v3))
+    if passes:
+        assert ok(r)["version"] == 3
+    else:
+        refused(r, 409, 409)
+
+
+def test_json_schema_compatibility(eddy):
+    s = subject()
+    closed = {"type": "object", "properties": {"id": {"type": "integer"}},
+              "required": ["id"], "additionalProperties": False}
+    js = lambda d: {"schema": json.dumps(d), "schemaType": "JSON"}  # noqa: E731
+    ok(api(eddy, "POST", f"/subjects/{s}/versions", js(closed)))
+    # BACKWARD: the new schema must accept every document the old one did.
+    more = {**closed, "properties": {**closed["properties"], "note": {"type": "string"}}}
+    assert ok(api(eddy, "POST", f"/subjects/{s}/versions", js(more)))["version"] == 2
+    required = {**more, "required": ["id", "note"]}
+    refused(api(eddy, "POST", f"/subjects/{s}/versions", js(required)), 409, 409)
+    narrowed = {**more, "properties": {**more["properties"], "id": {"type": "string"}}}
+    refused(api(eddy, "POST", f"/subjects/{s}/versions", js(narrowed)), 409, 409)
+    widened = {**more, "properties": {**more["properties"], "id": {"type": "number"}}}
+    assert ok(api(eddy, "POST", f"/subjects/{s}/versions", js(widened)))["version"] == 3
+    # Keywords the check does not understand are refused when they change, not assumed safe.
+    patterned = {**widened, "properties": {**widened["properties"],
+                                           "note": {"type": "string", "pattern": "^a"}}}
+    refused(api(eddy, "POST", f"/subjects/{s}/versions", js(patterned)), 409, 409)
+
+
+def test_config_and_mode(eddy):
+    s = subject()
+    assert ok(api(eddy, "GET", "/config")) == {"compatibilityLevel": "BACKWARD"}
+    refused(api(eddy, "GET", f"/config/{s}"), 404, 40408)
+    assert ok(api(eddy, "GET", f"/config/{s}", defaultToGlobal="true")) == {"compatibilityLevel": "BACKWARD"}
+    refused(api(eddy, "PUT", f"/config/{s}", {"compatibility": "SIDEWAYS"}), 422, 42203)
+    assert ok(api(eddy, "PUT", f"/config/{s}", {"compatibility": "full_transitive"})) == {
+        "compatibility": "FULL_TRANSITIVE"}
+    assert ok(api(eddy, "GET", f"/config/{s}")) == {"compatibilityLevel": "FULL_TRANSITIVE"}
+    assert ok(api(eddy, "DELETE", f"/config/{s}")) == {"compatibilityLevel": "FULL_TRANSITIVE"}
+    refused(api(eddy, "GET", f"/config/{s}"), 404, 40408)
+    # Modes: READONLY refuses registrations and deletes; an unknown mode is 42204.
+    assert ok(api(eddy, "GET", "/mode")) == {"mode": "READWRITE"}
+    refused(api(eddy, "GET", f"/mode/{s}"), 404, 40409)
+    refused(api(eddy, "PUT", f"/mode/{s}", {"mode": "SOMETIMES"}), 422, 42204)
+    ok(api(eddy, "POST", f"/subjects/{s}/versions", avro(ORDER_V1)))
+    assert ok(api(eddy, "PUT", f"/mode/{s}", {"mode": "READONLY"})) == {"mode": "READONLY"}
+    assert ok(api(eddy, "GET", f"/mode/{s}")) == {"mode": "READONLY"}
+    refused(api(eddy, "POST", f"/subjects/{s}/versions", avro(ADD_WITH_DEFAULT)), 422, 42205)
+    refused(api(eddy, "DELETE", f"/subjects/{s}"), 422, 42205)
+    # IMPORT needs an empty subject (ids and versions come from the import).
+    refused(api(eddy, "PUT", f"/mode/{s}", {"mode": "IMPORT"}), 422, 42205)
+    ok(api(eddy, "DELETE", f"/mode/{s}"))
+    assert ok(api(eddy, "POST", f"/subjects/{s}/versions", avro(ADD_WITH_DEFAULT)))["version"] == 2
+    # An import keeps the id and version it names.
+    imp = subject()
+    ok(api(eddy, "PUT", f"/mode/{imp}", {"mode": "IMPORT"}))
+    unique = with_field(ORDER_V1, {"name": f"f{uuid.uuid4().hex[:6]}", "type": "int", "default": 0})
+    got = ok(api(eddy, "POST", f"/subjects/{imp}/versions", {**avro(unique), "id": 90001, "version": 5}))
+    assert (got["id"], got["version"]) == (90001, 5)
+    assert json.loads(ok(api(eddy, "GET", "/schemas/ids/90001"))["schema"]) == unique
+    refused(api(eddy, "POST", f"/subjects/{s}/versions", {**avro(ORDER_V1), "id": 90002}), 422, 42205)
+
+
+def test_the_python_client_sees_the_error_codes(eddy):
+    sr = client(eddy)
+    with pytest.raises(SchemaRegistryError) as e:
+        sr.get_latest_version(subject())
+    assert e.value.error_code == 40401
+    s = subject()
+    sr.register_schema(s, Schema(json.dumps(ORDER_V1), "AVRO"))
+    with pytest.raises(SchemaRegistryError) as e:
+        sr.register_schema(s, Schema(json.dumps(RETYPE_ID), "AVRO"))
+    assert (e.value.http_status_code, e.value.error_code) == (409, 409)
+    assert sr.set_compatibility(s, "NONE") == {"compatibility": "NONE"}
+    assert sr.register_schema(s, Schema(json.dumps(RETYPE_ID), "AVRO")) > 0
+    assert sr.get_versions(s) == [1, 2]
+    assert sr.delete_subject(s) == [1, 2]
+
+
+def test_credentials_and_policies(eddy):
+    """No or wrong credentials: 401. A user without a policy may do nothing (403, and ids
+    of subjects it may not read look absent); a policy opens reading and registering per
+    subject; the registry-wide settings are the administrator's."""
+    s = subject()
+    sid = ok(api(eddy, "POST", f"/subjects/{s}/versions", avro(ORDER_V1)))["id"]
+    r = requests.get(registry_url(eddy) + "/subjects", timeout=30)
+    refused(r, 401, 40101)
+    assert r.headers["WWW-Authenticate"].startswith("Basic")
+    refused(api(eddy, "GET", "/subjects", user=(eddy.access_key, "wrong")), 401, 40101)
+    tag = uuid.uuid4().hex[:6]
+    user = (f"sr-{tag}", "secret-" + uuid.uuid4().hex)
+    tok = requests.post(eddy.http_url + "/iceberg/v1/oauth/tokens", timeout=30, data={
+        "grant_type": "client_credentials", "client_id": eddy.access_key,
+        "client_secret": eddy.secret_key}).json()["access_token"]
+
+    def admin_api(method, path, **kw):
+        r = requests.request(method, eddy.http_url + "/admin/v1" + path, timeout=30,
+                             headers={"Authorization": f"Bearer {tok}"}, **kw)
+        assert r.status_code < 300, r.text
+
+    admin_api("PUT", f"/users/{user[0]}", json={"secret_key": user[1]})
+    refused(api(eddy, "GET", f"/subjects/{s}/versions", user=user), 403, 40301)
+    refused(api(eddy, "POST", f"/subjects/{s}/versions", avro(ADD_WITH_DEFAULT), user=user), 403, 40301)
+    refused(api(eddy, "GET", f"/schemas/ids/{sid}", user=user), 404, 40403)
+    assert s not in ok(api(eddy, "GET", "/subjects", user=user))
+    mine = f"team-{tag}-orders"
+    admin_api("PUT", f"/policies/sr-{tag}", json={"attached": [user[0]], "document": {
+        "Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Action": "eddy:GetSchema", "Resource": f"eddy:subject:{s}"},
+            {"Effect": "Allow", "Action": ["eddy:GetSchema", "eddy:RegisterSchema"],
+             "Resource": f"eddy:subject:team-{tag}-*"}]}})
+    assert ok(api(eddy, "GET", f"/subjects/{s}/versions", user=user)) == [1]
+    assert ok(api(eddy, "GET", f"/schemas/ids/{sid}", user=user))["schema"]
+    refused(api(eddy, "POST", f"/subjects/{s}/versions", avro(ADD_WITH_DEFAULT), user=user), 403, 40301)
+    refused(api(eddy, "DELETE", f"/subjects/{s}", user=user), 403, 40301)
+    refused(api(eddy, "PUT", f"/config/{s}", {"compatibility": "NONE"}, user=user), 403, 40301)
+    refused(api(eddy, "PUT", "/config", {"compatibility": "NONE"}, user=user), 403, 40301)
+    refused(api(eddy, "PUT", "/mode", {"mode": "READONLY"}, user=user), 403, 40301)
+    assert ok(api(eddy, "POST", f"/subjects/{mine}/versions", avro(ORDER_V1), user=user))["id"] == sid
+    assert sorted(ok(api(eddy, "GET", "/subjects", user=user))) == sorted([s, mine])
+    # The serializer works with the user's credentials in the URL, as apps configure it.
+    url = registry_url(eddy).replace("://", f"://{user[0]}:{user[1]}@")
+    sr = SchemaRegistryClient({"url": url})
+    assert sr.get_latest_version(mine).schema_id == sid
+
+
+def test_schemas_survive_a_restart(fresh_eddy):
+    s = subject()
+    first = ok(api(fresh_eddy, "POST", f"/subjects/{s}/versions", avro(ORDER_V1)))["id"]
+    ok(api(fresh_eddy, "PUT", f"/config/{s}", {"compatibility": "FULL"}))
+    ok(api(fresh_eddy, "DELETE", f"/subjects/{s}/versions/1"))
+    fresh_eddy.restart()
+    assert ok(api(fresh_eddy, "GET", f"/subjects/{s}/versions", deleted="true")) == [1]
+    refused(api(fresh_eddy, "GET", f"/subjects/{s}/versions"), 404, 40401)
+    assert ok(api(fresh_eddy, "GET", f"/config/{s}")) == {"compatibilityLevel": "FULL"}
+    assert json.loads(ok(api(fresh_eddy, "GET", f"/schemas/ids/{first}"))["schema"]) == ORDER_V1
+    # A new schema after the restart gets the next id, never a reused one.
+    second = ok(api(fresh_eddy, "POST", f"/subjects/{s}/versions", avro(ADD_WITH_DEFAULT)))
+    assert (second["id"], second["version"]) == (first + 1, 2)
