@@ -86,10 +86,10 @@ pub async fn route(store: &Store, caller: &Caller<'_>, req: &Request) -> Registr
             register::register(store, caller, s, &req.body).await?
         }
         (&Method::GET, ["subjects", s, "versions", v]) => {
-            subjects::version(store, caller, s, v, deleted, false).await?
+            subjects::version(store, caller, s, v, deleted, false, q.get("format")).await?
         }
         (&Method::GET, ["subjects", s, "versions", v, "schema"]) => {
-            subjects::version(store, caller, s, v, deleted, true).await?
+            subjects::version(store, caller, s, v, deleted, true, q.get("format")).await?
         }
         (&Method::GET, ["subjects", s, "versions", v, "referencedby"]) => {
             subjects::referenced_by(store, caller, s, v).await?
@@ -114,7 +114,9 @@ pub async fn route(store: &Store, caller: &Caller<'_>, req: &Request) -> Registr
             .await?
         }
         (&Method::GET, ["schemas", "types"]) => schemas::types(),
-        (&Method::GET, ["schemas", "ids", id]) => schemas::by_id(store, caller, id).await?,
+        (&Method::GET, ["schemas", "ids", id]) => {
+            schemas::by_id(store, caller, id, q.get("format")).await?
+        }
         (&Method::GET, ["schemas", "ids", id, "schema"]) => {
             schemas::raw_by_id(store, caller, id).await?
         }

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::auth::{Caller, GET};
 use crate::error::{RegistryError, RegistryResult};
-use crate::formats::SchemaType;
+use crate::formats::{Parsed, SchemaType};
 use crate::store::{Store, versions};
 
 /// References as the API shows them.
@@ -71,14 +71,32 @@ async fn readable(store: &Store, caller: &Caller<'_>, id: u32) -> RegistryResult
     }
 }
 
+/// A schema in the form a request asks for: `format=serialized` turns a Protobuf
+/// schema into base64 of its compiled `FileDescriptorProto` (what Python's Protobuf
+/// deserializer asks for); every other schema is answered as stored.
+pub async fn in_format(
+    store: &Store,
+    mut s: SchemaRecord,
+    format: Option<&str>,
+) -> RegistryResult<SchemaRecord> {
+    if format == Some("serialized")
+        && s.schema_type == SchemaType::Protobuf.name()
+        && let Parsed::Protobuf(p) = store.parsed(&s).await?
+    {
+        s.schema = p.serialized();
+    }
+    Ok(s)
+}
+
 /// GET `/schemas/ids/{id}`.
 pub async fn by_id(
     store: &Store,
     caller: &Caller<'_>,
     id: &str,
+    format: Option<&str>,
 ) -> RegistryResult<serde_json::Value> {
     let id = parse_id(id)?;
-    let s = readable(store, caller, id).await?;
+    let s = in_format(store, readable(store, caller, id).await?, format).await?;
     let mut out = json!({});
     schema_fields(&s, &mut out);
     Ok(out)

@@ -60,6 +60,7 @@ pub async fn version(
     version: &str,
     deleted: bool,
     schema_only: bool,
+    format: Option<&str>,
 ) -> RegistryResult<serde_json::Value> {
     caller.must(GET, subject)?;
     let id = VersionId::parse(version)?;
@@ -69,6 +70,7 @@ pub async fn version(
         .schema(v.id)
         .await?
         .ok_or_else(|| RegistryError::Store(format!("schema {} is missing", v.id)))?;
+    let s = crate::schemas::in_format(store, s, format).await?;
     Ok(if schema_only {
         raw(&s)
     } else {

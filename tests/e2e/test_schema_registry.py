@@ -478,3 +478,38 @@ def test_schemas_survive_a_restart(fresh_eddy):
     # A new schema after the restart gets the next id, never a reused one.
     second = ok(api(fresh_eddy, "POST", f"/subjects/{s}/versions", avro(ADD_WITH_DEFAULT)))
     assert (second["id"], second["version"]) == (first + 1, 2)
+
+
+def test_protobuf_schemas_compile_with_references_and_evolve_by_wire_rules(eddy):
+    """A `.proto` file registered as text, importing another subject's file and a
+    well-known type; answered as base64 of its descriptor when asked for
+    `format=serialized`; new versions checked by Protobuf's wire rules."""
+    from google.protobuf import descriptor_pb2
+    money_subject, s = subject(), subject()
+    proto = lambda body: {"schemaType": "PROTOBUF", "schema": body}  # noqa: E731
+    ok(api(eddy, "POST", f"/subjects/{money_subject}/versions",
+           proto('syntax = "proto3";\npackage shop;\nmessage Money { int64 cents = 1; }\n')))
+    ref = [{"name": "shop/money.proto", "subject": money_subject, "version": 1}]
+    v1 = ('syntax = "proto3";\npackage shop;\nimport "shop/money.proto";\n'
+          'import "google/protobuf/timestamp.proto";\n'
+          'message Order {\n  int64 id = 1;\n  Money price = 2;\n  google.protobuf.Timestamp at = 3;\n}\n')
+    refused(api(eddy, "POST", f"/subjects/{s}/versions", proto(v1)), 422, 42201)  # no reference
+    refused(api(eddy, "POST", f"/subjects/{s}/versions", proto("message {")), 422, 42201)
+    first = ok(api(eddy, "POST", f"/subjects/{s}/versions", {**proto(v1), "references": ref}))
+    got = ok(api(eddy, "GET", f"/schemas/ids/{first['id']}"))
+    assert (got["schemaType"], got["schema"], got["references"]) == ("PROTOBUF", v1.strip(), ref)
+    import base64
+    serialized = ok(api(eddy, "GET", f"/schemas/ids/{first['id']}", format="serialized"))["schema"]
+    fd = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(serialized))
+    assert fd.package == "shop" and [m.name for m in fd.message_type] == ["Order"]
+    assert [f.type_name for f in fd.message_type[0].field][1:] == [".shop.Money", ".google.protobuf.Timestamp"]
+    assert ok(api(eddy, "GET", f"/subjects/{s}/versions/1", format="serialized"))["schema"] == serialized
+    # Wire-compatible: a field widened within its encoding, one added, one removed.
+    v2 = v1.replace("int64 id = 1;", "uint64 id = 1;\n  string note = 4;").replace(
+        "  google.protobuf.Timestamp at = 3;\n", "")
+    assert ok(api(eddy, "POST", f"/subjects/{s}/versions", {**proto(v2), "references": ref}))["version"] == 2
+    # Not: a field's encoding changed, a message type swapped.
+    for bad in (v2.replace("uint64 id = 1;", "double id = 1;"),
+                v2.replace("Money price = 2;", "google.protobuf.Timestamp price = 2;")):
+        assert "incompatible" in refused(
+            api(eddy, "POST", f"/subjects/{s}/versions", {**proto(bad), "references": ref}), 409, 409)

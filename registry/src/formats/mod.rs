@@ -76,7 +76,7 @@ impl Parsed {
         let parsed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match ty {
             SchemaType::Avro => avro::Avro::parse(text, imports).map(Parsed::Avro),
             SchemaType::Json => json::Json::parse(text).map(Parsed::Json),
-            SchemaType::Protobuf => protobuf::Protobuf::parse(text).map(Parsed::Protobuf),
+            SchemaType::Protobuf => protobuf::Protobuf::parse(text, imports).map(Parsed::Protobuf),
         }));
         parsed.unwrap_or_else(|_| {
             Err(RegistryError::InvalidSchema(
