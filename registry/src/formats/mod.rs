@@ -63,8 +63,8 @@ pub enum Parsed {
     Avro(avro::Avro),
     /// A JSON Schema.
     Json(json::Json),
-    /// A Protobuf schema.
-    Protobuf(protobuf::Protobuf),
+    /// A Protobuf schema (boxed: its descriptor is several times the others' size).
+    Protobuf(Box<protobuf::Protobuf>),
 }
 
 impl Parsed {
@@ -76,7 +76,9 @@ impl Parsed {
         let parsed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match ty {
             SchemaType::Avro => avro::Avro::parse(text, imports).map(Parsed::Avro),
             SchemaType::Json => json::Json::parse(text).map(Parsed::Json),
-            SchemaType::Protobuf => protobuf::Protobuf::parse(text, imports).map(Parsed::Protobuf),
+            SchemaType::Protobuf => {
+                protobuf::Protobuf::parse(text, imports).map(|p| Parsed::Protobuf(Box::new(p)))
+            }
         }));
         parsed.unwrap_or_else(|_| {
             Err(RegistryError::InvalidSchema(

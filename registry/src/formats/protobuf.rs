@@ -30,7 +30,7 @@ pub struct Protobuf {
 /// A registered file's text as a `protox` file: base64 of a descriptor, or source.
 fn open(name: &str, text: &str) -> Result<File, String> {
     let b64 = !text.is_empty()
-        && text.len() % 4 == 0
+        && text.len().is_multiple_of(4)
         && text
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='));
