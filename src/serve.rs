@@ -336,6 +336,9 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let shared = KafkaShared {
         config: &config,
         directory: directory.clone(),
+        schema_validator: Arc::new(RegistryValidator(registry::validate::Validator::new(
+            catalog_dyn.clone(),
+        ))),
         tls: &tls,
         limits,
         metrics: metrics.clone(),
@@ -430,6 +433,8 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
 struct KafkaShared<'a> {
     config: &'a ServeConfig,
     directory: Arc<iam::Directory>,
+    /// The schema registry's record checks (schemas are shared by every view).
+    schema_validator: Arc<RegistryValidator>,
     tls: &'a Listeners,
     limits: listener::Limits,
     metrics: Arc<Metrics>,
@@ -517,6 +522,9 @@ async fn start_kafka(
     let _ = kafka_broker
         .table_sealer
         .set(Arc::new(TablerSealer(tabler)));
+    let _ = kafka_broker
+        .schema_validator
+        .set(shared.schema_validator.clone());
     let stop_rx = &shared.stop;
     tasks.spawn(broker::group::lag::run(
         kafka_broker.clone(),
@@ -699,6 +707,30 @@ impl broker::TableSealer for TablerSealer {
                 .seal(topic)
                 .await
                 .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+    }
+}
+
+/// The schema registry's validator, as the broker's produce path calls it.
+struct RegistryValidator(registry::validate::Validator);
+
+impl broker::schema_validation::SchemaValidator for RegistryValidator {
+    fn check<'a>(
+        &'a self,
+        topic: &'a str,
+        key: bool,
+        strategy: &'a str,
+        payloads: Vec<Option<bytes::Bytes>>,
+    ) -> broker::schema_validation::Checked<'a> {
+        use registry::validate::{Part, Strategy};
+        Box::pin(async move {
+            // The topic config only takes the three strategies.
+            let strategy = Strategy::named(strategy).unwrap_or(Strategy::TopicName);
+            let part = if key { Part::Key } else { Part::Value };
+            self.0
+                .check(topic, part, strategy, &payloads)
+                .await
                 .map_err(|e| e.to_string())
         })
     }

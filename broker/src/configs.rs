@@ -113,6 +113,26 @@ pub const TOPIC_CONFIGS: &[Def] = &[
     def("segment.jitter.ms", "0", Kind::Long(0)),
     def("segment.ms", "604800000", Kind::Long(1)),
     def("unclean.leader.election.enable", "false", Kind::Boolean),
+    // Schema validation on produce, as Confluent Server names it (docs/schemas.md).
+    def("confluent.key.schema.validation", "false", Kind::Boolean),
+    def("confluent.value.schema.validation", "false", Kind::Boolean),
+    def(
+        "confluent.key.subject.name.strategy",
+        "io.confluent.kafka.serializers.subject.TopicNameStrategy",
+        Kind::Enum(SUBJECT_NAME_STRATEGIES),
+    ),
+    def(
+        "confluent.value.subject.name.strategy",
+        "io.confluent.kafka.serializers.subject.TopicNameStrategy",
+        Kind::Enum(SUBJECT_NAME_STRATEGIES),
+    ),
+];
+
+/// The subject name strategies schema validation takes.
+const SUBJECT_NAME_STRATEGIES: &[&str] = &[
+    "io.confluent.kafka.serializers.subject.TopicNameStrategy",
+    "io.confluent.kafka.serializers.subject.RecordNameStrategy",
+    "io.confluent.kafka.serializers.subject.TopicRecordNameStrategy",
 ];
 
 /// The definition of a topic config.

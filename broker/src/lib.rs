@@ -21,6 +21,7 @@ pub mod offsets_topic;
 pub mod quota;
 pub mod retention;
 pub mod sasl;
+pub mod schema_validation;
 pub mod txn;
 
 use std::net::SocketAddr;
@@ -200,6 +201,9 @@ pub struct Broker {
     /// Seals topic tables, so DeleteRecords can wait for an expansion to read what it
     /// removes (none: tables are not served).
     pub table_sealer: std::sync::OnceLock<Arc<dyn TableSealer>>,
+    /// Checks records of topics with schema validation on (none: no registry served,
+    /// and such topics refuse every produce).
+    pub schema_validator: std::sync::OnceLock<Arc<dyn schema_validation::SchemaValidator>>,
     /// SASL mechanisms, session lifetime and the users' credentials.
     pub sasl: Arc<sasl::Sasl>,
     /// Users and policies.
@@ -316,6 +320,7 @@ impl Broker {
             request_budget: Arc::new(Semaphore::new(budget)),
             compaction_wake: tokio::sync::Notify::new(),
             table_sealer: std::sync::OnceLock::new(),
+            schema_validator: std::sync::OnceLock::new(),
             sasl,
             directory,
         })

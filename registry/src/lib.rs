@@ -15,6 +15,7 @@ mod routes;
 pub mod schemas;
 pub mod store;
 pub mod subjects;
+pub mod validate;
 
 use std::sync::Arc;
 

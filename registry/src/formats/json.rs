@@ -1,4 +1,6 @@
-//! JSON Schemas: stored as compact JSON, and checked by whether the reader's schema
+//! JSON Schemas: compiled by `jsonschema` (so a schema that is not one is refused, and
+//! records are validated against it; references resolve to the referenced subjects'
+//! schemas, never over the network), stored as compact JSON, and checked by whether the reader's schema
 //! accepts every document the writer's accepts. The check understands the keywords
 //! evolutions change (`type`, `properties`, `required`, `additionalProperties`, `items`,
 //! `enum`, `const`, bounds of strings, numbers and arrays); a change to any other keyword
@@ -7,13 +9,20 @@
 
 use serde_json::{Map, Value};
 
+use super::Imported;
 use crate::error::{RegistryError, RegistryResult};
 
 /// A parsed JSON Schema.
-#[derive(Debug)]
 pub struct Json {
     value: Value,
     text: String,
+    validator: jsonschema::Validator,
+}
+
+impl std::fmt::Debug for Json {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Json").field("text", &self.text).finish()
+    }
 }
 
 /// Keywords that only describe (no effect on which documents are valid).
@@ -52,17 +61,44 @@ const UNDERSTOOD: &[&str] = &[
 ];
 
 impl Json {
-    /// Parses `text`: a JSON object or boolean.
-    pub fn parse(text: &str) -> RegistryResult<Self> {
-        let value: Value =
-            serde_json::from_str(text).map_err(|e| RegistryError::InvalidSchema(e.to_string()))?;
+    /// Parses and compiles `text` (a JSON object or boolean); `imports` are the schemas
+    /// its references name, by their URL.
+    pub fn parse(text: &str, imports: &[Imported]) -> RegistryResult<Self> {
+        let invalid = |e: String| RegistryError::InvalidSchema(e);
+        let value: Value = serde_json::from_str(text).map_err(|e| invalid(e.to_string()))?;
         if !(value.is_object() || value.is_boolean()) {
-            return Err(RegistryError::InvalidSchema(
-                "a JSON Schema is an object or a boolean".into(),
-            ));
+            return Err(invalid("a JSON Schema is an object or a boolean".into()));
         }
+        let mut resources = Vec::with_capacity(imports.len());
+        for i in imports {
+            let v: Value = serde_json::from_str(&i.text).map_err(|e| invalid(e.to_string()))?;
+            resources.push((i.name.clone(), jsonschema::Resource::from_contents(v)));
+        }
+        let registry = jsonschema::Registry::new()
+            .extend(resources)
+            .and_then(|b| b.prepare())
+            .map_err(|e| invalid(e.to_string()))?;
+        let validator = jsonschema::options()
+            .with_registry(&registry)
+            .build(&value)
+            .map_err(|e| invalid(e.to_string()))?;
         let text = super::compact_json(text);
-        Ok(Self { value, text })
+        Ok(Self {
+            value,
+            text,
+            validator,
+        })
+    }
+
+    /// Why `payload` is not a JSON document valid under this schema.
+    pub fn decode(&self, payload: &[u8]) -> Result<(), String> {
+        let doc: Value = serde_json::from_slice(payload).map_err(|e| e.to_string())?;
+        self.validator.validate(&doc).map_err(|e| e.to_string())
+    }
+
+    /// The schema's `title` (RecordNameStrategy's subject).
+    pub fn record_name(&self) -> Option<String> {
+        self.value.get("title")?.as_str().map(str::to_owned)
     }
 
     /// The stored text.

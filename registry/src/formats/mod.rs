@@ -75,7 +75,7 @@ impl Parsed {
         // refused schema, not a dead connection.
         let parsed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match ty {
             SchemaType::Avro => avro::Avro::parse(text, imports).map(Parsed::Avro),
-            SchemaType::Json => json::Json::parse(text).map(Parsed::Json),
+            SchemaType::Json => json::Json::parse(text, imports).map(Parsed::Json),
             SchemaType::Protobuf => {
                 protobuf::Protobuf::parse(text, imports).map(|p| Parsed::Protobuf(Box::new(p)))
             }
@@ -93,6 +93,27 @@ impl Parsed {
             Parsed::Avro(a) => a.normalized(),
             Parsed::Json(j) => j.normalized(),
             Parsed::Protobuf(p) => p.normalized(),
+        }
+    }
+
+    /// Why `payload` (a record's key or value after the wire format's magic byte and
+    /// schema id) is not data of this schema.
+    pub fn decode(&self, payload: &[u8]) -> Result<(), String> {
+        let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match self {
+            Parsed::Avro(a) => a.decode(payload),
+            Parsed::Json(j) => j.decode(payload),
+            Parsed::Protobuf(p) => p.decode(payload),
+        }));
+        checked.unwrap_or_else(|_| Err("the decoder failed".into()))
+    }
+
+    /// The name RecordNameStrategy takes a record's subject from: an Avro schema's full
+    /// name, the Protobuf message the record names, a JSON Schema's `title`.
+    pub fn record_name(&self, payload: &[u8]) -> Option<String> {
+        match self {
+            Parsed::Avro(a) => a.record_name(),
+            Parsed::Json(j) => j.record_name(),
+            Parsed::Protobuf(p) => p.record_name(payload),
         }
     }
 

@@ -25,6 +25,8 @@ const MAIN: &str = "schema.proto";
 pub struct Protobuf {
     text: String,
     file: FileDescriptorProto,
+    /// The file and everything it imports, for decoding records.
+    pool: prost_reflect::DescriptorPool,
 }
 
 /// A registered file's text as a `protox` file: base64 of a descriptor, or source.
@@ -106,7 +108,11 @@ impl Protobuf {
             .into_iter()
             .find(|f| f.name() == name)
             .ok_or_else(|| invalid("the file did not compile".into()))?;
-        Ok(Self { text, file })
+        Ok(Self {
+            text,
+            file,
+            pool: compiler.descriptor_pool(),
+        })
     }
 
     /// The stored text.
@@ -117,6 +123,60 @@ impl Protobuf {
     /// The compiled file as base64 of its `FileDescriptorProto` (`format=serialized`).
     pub fn serialized(&self) -> String {
         base64::engine::general_purpose::STANDARD.encode(self.file.encode_to_vec())
+    }
+
+    /// The message a record names by its message indexes (the wire format's list of
+    /// positions, top-level message then nested ones; none: the first message), and the
+    /// bytes after them.
+    fn message<'p>(
+        &self,
+        payload: &'p [u8],
+    ) -> Result<(prost_reflect::MessageDescriptor, &'p [u8]), String> {
+        let mut rest = payload;
+        let count = zigzag(&mut rest)?;
+        let indexes: Vec<i64> = if count == 0 {
+            vec![0]
+        } else {
+            if !(1..=64).contains(&count) {
+                return Err(format!("{count} message indexes"));
+            }
+            (0..count)
+                .map(|_| zigzag(&mut rest))
+                .collect::<Result<_, _>>()?
+        };
+        let missing = || format!("no message at indexes {indexes:?}");
+        let mut name = self.file.package().to_owned();
+        let mut level: &[DescriptorProto] = &self.file.message_type;
+        for i in &indexes {
+            let m = usize::try_from(*i)
+                .ok()
+                .and_then(|i| level.get(i))
+                .ok_or_else(missing)?;
+            name = if name.is_empty() {
+                m.name().to_owned()
+            } else {
+                format!("{name}.{}", m.name())
+            };
+            level = &m.nested_type;
+        }
+        let d = self.pool.get_message_by_name(&name).ok_or_else(missing)?;
+        Ok((d, rest))
+    }
+
+    /// Why `payload` (message indexes, then the message) does not decode as the message
+    /// it names.
+    pub fn decode(&self, payload: &[u8]) -> Result<(), String> {
+        let (d, bytes) = self.message(payload)?;
+        prost_reflect::DynamicMessage::decode(d, bytes)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    /// The full name of the message a record names (RecordNameStrategy's subject).
+    pub fn record_name(&self, payload: &[u8]) -> Option<String> {
+        self.message(payload)
+            .ok()
+            .map(|(d, _)| d.full_name().to_owned())
     }
 
     /// Why a reader compiled from this schema may not read bytes written with `writer`'s
@@ -230,6 +290,20 @@ fn fields(message: &str, r: &DescriptorProto, w: &DescriptorProto, out: &mut Vec
             out.push(format!("REQUIRED_FIELD_ADDED: {message}.{}", rfield.name()));
         }
     }
+}
+
+/// One zigzag varint, as the wire format's message indexes are written.
+fn zigzag(b: &mut &[u8]) -> Result<i64, String> {
+    let mut v: u64 = 0;
+    for shift in (0..64).step_by(7) {
+        let (&byte, rest) = b.split_first().ok_or("the message indexes are cut short")?;
+        *b = rest;
+        v |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Ok(((v >> 1) as i64) ^ -((v & 1) as i64));
+        }
+    }
+    Err("a message index is not a varint".into())
 }
 
 fn type_label(f: &FieldDescriptorProto) -> String {
