@@ -158,6 +158,12 @@ impl Metrics {
         pipelines.register(registry.sub_registry_with_prefix("pipeline"));
     }
 
+    /// Adds the schema registry's metrics (prefix `eddy_schema_registry`).
+    pub fn register_registry(&self, metrics: &registry::metrics::RegistryMetrics) {
+        let mut registry = self.registry.lock().unwrap_or_else(|p| p.into_inner());
+        metrics.register(registry.sub_registry_with_prefix("schema_registry"));
+    }
+
     /// Adds the topic tables' metrics.
     pub fn register_tables(&self, tables: &tables::TableMetrics) {
         let mut registry = self.registry.lock().unwrap_or_else(|p| p.into_inner());

@@ -275,6 +275,8 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         ownership,
     );
     let _pipelines_running = PipelinesRunning(pipeline_runtime.clone(), pipeline_runtime.spawn());
+    let registry_metrics = registry::metrics::RegistryMetrics::default();
+    metrics.register_registry(&registry_metrics);
     let admin = Arc::new(
         admin::Admin::new(tabler.clone(), iceberg.tokens().clone()).with_pipelines(
             admin::pipelines::PipelineApi {
@@ -323,6 +325,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             Arc::new(registry::Registry::new(
                 catalog_dyn.clone(),
                 directory.clone(),
+                registry_metrics.clone(),
             )),
         ),
         stop_rx.clone(),
@@ -338,6 +341,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         directory: directory.clone(),
         schema_validator: Arc::new(RegistryValidator(registry::validate::Validator::new(
             catalog_dyn.clone(),
+            registry_metrics.clone(),
         ))),
         tls: &tls,
         limits,

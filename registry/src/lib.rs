@@ -10,6 +10,7 @@ pub mod compatibility;
 pub mod config;
 pub mod error;
 pub mod formats;
+pub mod metrics;
 pub mod register;
 mod routes;
 pub mod schemas;
@@ -71,14 +72,21 @@ impl Response {
 pub struct Registry {
     store: store::Store,
     directory: Arc<iam::Directory>,
+    metrics: metrics::RegistryMetrics,
 }
 
 impl Registry {
-    /// The registry over `catalog`, its callers authenticated by `directory`'s users.
-    pub fn new(catalog: Arc<dyn catalog::Catalog>, directory: Arc<iam::Directory>) -> Self {
+    /// The registry over `catalog`, its callers authenticated by `directory`'s users,
+    /// counting into `metrics`.
+    pub fn new(
+        catalog: Arc<dyn catalog::Catalog>,
+        directory: Arc<iam::Directory>,
+        metrics: metrics::RegistryMetrics,
+    ) -> Self {
         Self {
-            store: store::Store::new(catalog),
+            store: store::Store::new(catalog).counting(metrics.clone()),
             directory,
+            metrics,
         }
     }
 
@@ -102,6 +110,10 @@ impl Registry {
             user,
             directory: &self.directory,
         };
-        routes::route(&self.store, &caller, req).await
+        let answer = routes::route(&self.store, &caller, req).await;
+        if let Err(RegistryError::Incompatible { .. }) = &answer {
+            self.metrics.incompatible.inc();
+        }
+        answer
     }
 }

@@ -238,6 +238,7 @@ pub async fn register(
             }),
         ];
         if store.commit(ops).await? {
+            store.metrics().registered.inc();
             tracing::info!(
                 subject,
                 id,

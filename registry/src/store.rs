@@ -21,6 +21,7 @@ const MAX_REFERENCE_DEPTH: usize = 32;
 /// The catalog, as the registry reads and changes it.
 pub struct Store {
     catalog: Arc<dyn Catalog>,
+    metrics: crate::metrics::RegistryMetrics,
 }
 
 /// A version number as requests give it.
@@ -79,7 +80,20 @@ pub fn select<'r>(
 impl Store {
     /// The registry's state in `catalog`.
     pub fn new(catalog: Arc<dyn Catalog>) -> Self {
-        Self { catalog }
+        Self {
+            catalog,
+            metrics: Default::default(),
+        }
+    }
+
+    /// The same, counting registrations into `metrics`.
+    pub fn counting(self, metrics: crate::metrics::RegistryMetrics) -> Self {
+        Self { metrics, ..self }
+    }
+
+    /// The registry's counters.
+    pub fn metrics(&self) -> &crate::metrics::RegistryMetrics {
+        &self.metrics
     }
 
     /// A subject's record (the empty name: the registry's settings).

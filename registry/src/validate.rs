@@ -70,11 +70,15 @@ impl Part {
 pub struct Validator {
     store: Store,
     parsed: Mutex<HashMap<u32, Arc<Parsed>>>,
+    metrics: crate::metrics::RegistryMetrics,
 }
 
 impl Validator {
-    /// A validator over `catalog`'s registry.
-    pub fn new(catalog: Arc<dyn catalog::Catalog>) -> Self {
+    /// A validator over `catalog`'s registry, counting into `metrics`.
+    pub fn new(
+        catalog: Arc<dyn catalog::Catalog>,
+        metrics: crate::metrics::RegistryMetrics,
+    ) -> Self {
         let bound = apache_avro::util::max_allocation_bytes(AVRO_MAX_ALLOCATION);
         if bound != AVRO_MAX_ALLOCATION {
             // The bound is process-wide and set once: something decoded Avro first.
@@ -83,6 +87,7 @@ impl Validator {
         Self {
             store: Store::new(catalog),
             parsed: Mutex::new(HashMap::new()),
+            metrics,
         }
     }
 
@@ -124,12 +129,16 @@ impl Validator {
             let Some(p) = payload else {
                 continue;
             };
+            self.metrics.validated.inc();
             match self
                 .check_one(topic, part, strategy, p, &mut subjects)
                 .await?
             {
                 Ok(()) => {}
-                Err(why) => failed.push((i, why)),
+                Err(why) => {
+                    self.metrics.refused.inc();
+                    failed.push((i, why));
+                }
             }
         }
         Ok(failed)

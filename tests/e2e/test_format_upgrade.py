@@ -357,6 +357,34 @@ def jsonable_config(x):
     return x
 
 
+def acl_state(eddy, bucket):
+    """What a bucket's ACLs say (the `acls` section of a fixture's manifest): its object
+    ownership, and per object its grants (grantee id or group URI, permission) and the
+    status an anonymous GET gets."""
+    s3 = s3util.client(eddy)
+    ownership = s3.get_bucket_ownership_controls(Bucket=bucket)["OwnershipControls"]["Rules"]
+    objects = []
+    for key in ("public", "private", "signed-in", "later"):
+        grants = s3.get_object_acl(Bucket=bucket, Key=key)["Grants"]
+        grants = sorted([g["Grantee"].get("ID") or g["Grantee"].get("URI"), g["Permission"]]
+                        for g in grants)
+        try:
+            with urllib.request.urlopen(f"{eddy.s3_url}/{bucket}/{key}", timeout=30) as r:
+                status = r.status
+        except urllib.error.HTTPError as e:
+            status = e.code
+        objects.append({"key": key, "grants": grants, "anonymous_get": status})
+    return {"bucket": bucket, "ownership": ownership, "objects": objects}
+
+
+def check_acls(eddy, manifest):
+    """ACLs the fixture's build stored (put before its checkpoint, changed after it):
+    ownership, grants and anonymous reads answer as they did on that build."""
+    if "acls" not in manifest:
+        return
+    assert acl_state(eddy, manifest["acls"]["bucket"]) == manifest["acls"]
+
+
 def bucket_configs(eddy, bucket):
     """What boto3's GetBucketLifecycleConfiguration and GetBucketCors return for `bucket`
     (in JSON, see jsonable_config), or the S3 error and status each got."""
@@ -687,6 +715,7 @@ def test_a_fixture_reads_back_and_takes_writes(tmp_path, manifest_path, drop_sto
         check_quotas(eddy, manifest)
         check_iam(eddy, manifest)
         check_bucket_configs(eddy, manifest)
+        check_acls(eddy, manifest)
         check_tables(eddy, manifest)
         check_expanded(eddy, manifest)
         if manifest["kind"] == "killed":

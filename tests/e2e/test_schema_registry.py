@@ -5,6 +5,7 @@ evolutions that must pass and must fail, soft and permanent deletes, references,
 basic auth and policies, and the state surviving a restart."""
 
 import json
+import time
 import uuid
 
 import pytest
@@ -416,6 +417,13 @@ def test_the_python_client_sees_the_error_codes(eddy):
     assert sr.register_schema(s, Schema(json.dumps(RETYPE_ID), "AVRO")) > 0
     assert sr.get_versions(s) == [1, 2]
     assert sr.delete_subject(s) == [1, 2]
+    from conftest import metric
+    assert metric(eddy, "eddy_schema_registry_incompatible") >= 1
+    before = metric(eddy, "eddy_schema_registry_versions_registered")
+    again = json.dumps({**ORDER_V1, "doc": "again"})
+    sr.register_schema(s, Schema(again, "AVRO"))  # a new version
+    api(eddy, "POST", f"/subjects/{s}/versions", {"schema": again})  # the same: no version
+    assert metric(eddy, "eddy_schema_registry_versions_registered") == before + 1
 
 
 def test_credentials_and_policies(eddy):
@@ -609,6 +617,10 @@ def test_validation_in_the_broker_refuses_records_without_a_valid_schema(eddy, t
     assert err is not None and err.code() == KafkaError.INVALID_RECORD
     [line] = java_produce(eddy, name, tmp_path, [good])
     assert f"is not a version of subject {name}-value" in line[2], line
+    from conftest import metric
+    assert metric(eddy, "eddy_schema_registry_refused_records") >= 7
+    assert metric(eddy, "eddy_schema_registry_validated_records") > metric(
+        eddy, "eddy_schema_registry_refused_records")
 
 
 def test_validation_of_keys_json_and_record_name_strategy(eddy):
@@ -672,3 +684,58 @@ def test_validation_configs_are_topic_configs(eddy):
     with pytest.raises(Exception) as e:
         admin.create_topics([bad])[bad.topic].result(timeout=30)
     assert "INVALID_CONFIG" in str(e.value) or "Invalid" in str(e.value)
+
+
+def test_registrations_acknowledged_before_a_kill_are_all_there(fresh_eddy):
+    """kill -9 while two clients register schemas: after the restart every acknowledged
+    registration is there with the id and version it was given, nothing else is but at
+    most the one registration each client had in flight, and no id names two schemas."""
+    import threading
+    acked, in_flight, stop = [], {}, threading.Event()
+
+    def register(worker):
+        n = 0
+        while not stop.is_set():
+            s = f"kill-{worker}"
+            schema = with_field(ORDER_V1, {"name": f"f{n}", "type": "int", "default": n})
+            in_flight[s] = schema
+            try:
+                r = api(fresh_eddy, "POST", f"/subjects/{s}/versions", avro(schema))
+            except requests.RequestException:
+                return
+            if r.status_code != 200:
+                return
+            acked.append((s, r.json()["id"], r.json()["version"], schema))
+            n += 1
+
+    threads = [threading.Thread(target=register, args=(w,)) for w in range(2)]
+    for t in threads:
+        t.start()
+    deadline = time.time() + 60
+    while len(acked) < 100:
+        assert time.time() < deadline, f"only {len(acked)} registrations in 60 s"
+        time.sleep(0.05)
+    fresh_eddy.stop(kill=True)
+    stop.set()
+    for t in threads:
+        t.join(timeout=60)
+    fresh_eddy.start()
+    found = {}
+    for w in range(2):
+        s = f"kill-{w}"
+        for v in ok(api(fresh_eddy, "GET", f"/subjects/{s}/versions")):
+            got = ok(api(fresh_eddy, "GET", f"/subjects/{s}/versions/{v}"))
+            found[(s, v)] = (got["id"], json.loads(got["schema"]))
+    for s, id_, version, schema in acked:
+        assert found.get((s, version)) == (id_, schema), (s, version)
+    extra = set(found) - {(s, v) for s, _, v, _ in acked}
+    assert len(extra) <= 2, extra
+    for key in extra:
+        assert found[key][1] == in_flight[key[0]], key
+    ids = {}
+    for id_, schema in found.values():
+        assert ids.setdefault(id_, schema) == schema, id_
+    # A registration after the restart takes an id never given before.
+    new = ok(api(fresh_eddy, "POST", f"/subjects/{subject()}/versions",
+                 avro({**ORDER_V1, "doc": "after the kill"})))["id"]
+    assert new > max(ids)
