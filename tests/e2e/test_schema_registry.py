@@ -739,3 +739,51 @@ def test_registrations_acknowledged_before_a_kill_are_all_there(fresh_eddy):
     new = ok(api(fresh_eddy, "POST", f"/subjects/{subject()}/versions",
                  avro({**ORDER_V1, "doc": "after the kill"})))["id"]
     assert new > max(ids)
+
+
+def test_a_go_service_with_franz_go_and_hamba_avro(eddy):
+    """Go's clients (franz-go's kgo and sr packages with hamba/avro, tests/go/sr_client)
+    and Python's share the registry: records the Go producer framed are decoded by
+    confluent-kafka's AvroDeserializer, and records confluent-kafka's AvroSerializer wrote
+    (the same schema, so the same id) by the Go consumer, which looks the schema up by
+    the id in each record."""
+    import subprocess
+    from test_go_clients import go_build
+    prog = go_build("sr_client")
+    name = topic(eddy, f"go-orders-{uuid.uuid4().hex[:6]}")
+    args = [eddy.bootstrap, registry_url(eddy), eddy.access_key, eddy.secret_key, name]
+    run = lambda *a: subprocess.run([str(prog), *a], capture_output=True, text=True,  # noqa: E731
+                                    timeout=120)
+    produced = run("produce", *args, "4")
+    assert produced.returncode == 0, produced.stderr
+    registered = json.loads(produced.stdout)
+    assert registered["version"] == 1
+    latest = client(eddy).get_latest_version(f"{name}-value")
+    assert latest.schema_id == registered["id"]
+    sr = client(eddy)
+    c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": f"g-{uuid.uuid4().hex}",
+                  "auto.offset.reset": "earliest"})
+    c.subscribe([name])
+    got = []
+    try:
+        while len(got) < 4:
+            m = c.poll(30)
+            assert m is not None and m.error() is None, m and m.error()
+            got.append(AvroDeserializer(sr)(m.value(), SerializationContext(name, MessageField.VALUE)))
+    finally:
+        c.close()
+    assert got == [{"id": i, "item": f"item-{i}", "tags": ["go"], "note": f"note {i}" if i % 2 else None}
+                   for i in range(4)]
+    # The other way: Python writes with the schema the Go service registered.
+    schema = json.loads(latest.schema.schema_str)
+    ser = AvroSerializer(sr, json.dumps(schema))
+    p = Producer({"bootstrap.servers": eddy.bootstrap})
+    p.produce(name, ser({"id": 9, "item": "from python", "tags": [], "note": None},
+                        SerializationContext(name, MessageField.VALUE)))
+    assert p.flush(30) == 0
+    consumed = run("consume", *args, "5")
+    assert consumed.returncode == 0, consumed.stderr
+    lines = [json.loads(line) for line in consumed.stdout.splitlines()]
+    assert {line["schema_id"] for line in lines} == {registered["id"]}
+    assert lines[-1]["value"] == {"id": 9, "item": "from python", "tags": [], "note": None}
+    assert [line["value"]["item"] for line in lines[:4]] == [f"item-{i}" for i in range(4)]
