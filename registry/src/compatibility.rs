@@ -49,13 +49,24 @@ pub fn problems(level: Level, new: &Parsed, earlier: &[(u32, Parsed)]) -> Vec<St
     out
 }
 
-/// The live versions of a subject, parsed, oldest first.
+/// The live versions of a subject that `level` checks a new one against, parsed,
+/// oldest first.
 pub async fn parsed_versions(
     store: &Store,
     record: &catalog::SubjectRecord,
+    level: Level,
 ) -> RegistryResult<Vec<(u32, Parsed)>> {
+    // Only the versions `level` checks are parsed (a subject may have hundreds).
+    let live: Vec<_> = versions(record, false).collect();
+    let checked: &[&catalog::SubjectVersion] = match level {
+        Level::None => &[],
+        Level::Backward | Level::Forward | Level::Full => {
+            live.last().map(std::slice::from_ref).unwrap_or(&[])
+        }
+        Level::BackwardTransitive | Level::ForwardTransitive | Level::FullTransitive => &live,
+    };
     let mut out = Vec::new();
-    for v in versions(record, false) {
+    for v in checked {
         if let Some(schema) = store.schema(v.id).await? {
             out.push((v.version, store.parsed(&schema).await?));
         }
@@ -88,7 +99,7 @@ pub async fn check(
             vec![(picked.version, store.parsed(&schema).await?)]
         }
         None => match &record {
-            Some(r) => parsed_versions(store, r).await?,
+            Some(r) => parsed_versions(store, r, level).await?,
             None => Vec::new(),
         },
     };

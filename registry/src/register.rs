@@ -193,7 +193,7 @@ pub async fn register(
             }
             let level = level_of(store, stored.as_ref()).await?;
             if let Some(r) = &stored {
-                let earlier = parsed_versions(store, r).await?;
+                let earlier = parsed_versions(store, r, level).await?;
                 let found = problems(level, &c.parsed, &earlier);
                 if !found.is_empty() {
                     return Err(RegistryError::Incompatible {
