@@ -11,7 +11,7 @@ the ratio validated / not validated (the goal: at least 0.8).
 
     EDDY_BIN=target/release/eddy .venv/bin/python bench/schema_validation.py
 
-Environment: RECORDS (default 200000), SIZE (default 1000), ROUNDS (default 3).
+Environment: RECORDS (default 500000), SIZE (default 1000), ROUNDS (default 4).
 """
 
 import json
@@ -30,11 +30,11 @@ from confluent_kafka.schema_registry import SchemaRegistryClient  # noqa: E402
 from confluent_kafka.schema_registry.avro import AvroSerializer  # noqa: E402
 from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: E402
 
-from conftest import new_eddy  # noqa: E402
+from conftest import metric, new_eddy  # noqa: E402
 
-RECORDS = int(os.environ.get("RECORDS", 200_000))
+RECORDS = int(os.environ.get("RECORDS", 500_000))
 SIZE = int(os.environ.get("SIZE", 1000))
-ROUNDS = int(os.environ.get("ROUNDS", 3))
+ROUNDS = int(os.environ.get("ROUNDS", 4))
 SCHEMA = {"type": "record", "name": "Order", "namespace": "bench", "fields": [
     {"name": "id", "type": "long"}, {"name": "item", "type": "string"},
     {"name": "price", "type": "double"},
@@ -95,6 +95,10 @@ def main():
                                  "mb_s": total / secs / 1e6,
                                  "server_cpu_s": cpu_seconds(eddy.proc.pid) - cpu})
                     print(json.dumps(rows[-1]), file=sys.stderr)
+            # Every record of the validated rounds was checked, none refused.
+            validated = metric(eddy, "eddy_schema_registry_validated_records")
+            refused = metric(eddy, "eddy_schema_registry_refused_records")
+            assert (validated, refused) == (ROUNDS * RECORDS, 0), (validated, refused)
         finally:
             eddy.stop()
     print(f"\n{RECORDS} records of {total / RECORDS:.0f} bytes ({total / 1e6:.0f} MB) per round, "

@@ -12,8 +12,8 @@ use crate::error::{RegistryError, RegistryResult};
 #[derive(Debug)]
 pub struct Avro {
     schema: Schema,
-    /// The named types its references bring.
-    schemata: Vec<Schema>,
+    /// Its named types and its references', for checking records.
+    named: super::avro_check::Named,
     text: String,
 }
 
@@ -34,9 +34,10 @@ impl Avro {
             let list: Vec<&str> = imports.iter().map(|i| i.text.as_str()).collect();
             Schema::parse_str_with_list(&text, list).map_err(|e| invalid(e.to_string()))?
         };
+        let named = super::avro_check::Named::of(schemata.iter().chain([&schema]));
         Ok(Self {
             schema,
-            schemata,
+            named,
             text,
         })
     }
@@ -49,19 +50,7 @@ impl Avro {
     /// Why `payload` (the bytes after the wire format's header) is not one datum of
     /// this schema, every byte used.
     pub fn decode(&self, payload: &[u8]) -> Result<(), String> {
-        let mut rest = payload;
-        let schemata: Vec<&Schema> = self.schemata.iter().collect();
-        let decoded = if schemata.is_empty() {
-            apache_avro::from_avro_datum(&self.schema, &mut rest, None)
-        } else {
-            apache_avro::from_avro_datum_schemata(&self.schema, schemata, &mut rest, None)
-        };
-        decoded.map_err(|e| e.to_string())?;
-        if rest.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("{} bytes left after the datum", rest.len()))
-        }
+        super::avro_check::check(&self.schema, &self.named, payload)
     }
 
     /// The full name of the schema's named type (RecordNameStrategy's subject).

@@ -3,6 +3,7 @@
 //! wrote (the one question every compatibility level is built from).
 
 pub mod avro;
+pub mod avro_check;
 pub mod json;
 pub mod protobuf;
 
