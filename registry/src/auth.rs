@@ -7,6 +7,7 @@
 //! administrator may do everything, anyone else what a policy allows.
 
 use base64::Engine;
+use subtle::ConstantTimeEq;
 
 use crate::error::{RegistryError, RegistryResult};
 
@@ -48,14 +49,10 @@ pub fn authenticate(dir: &iam::Directory, authorization: Option<&str>) -> Regist
     let decoded = String::from_utf8(decoded).map_err(|_| refused())?;
     let (user, secret) = decoded.split_once(':').ok_or_else(refused)?;
     let known = dir.s3_secret(user).ok_or_else(refused)?;
-    if !constant_time_eq(known.as_bytes(), secret.as_bytes()) {
+    if !bool::from(known.as_bytes().ct_eq(secret.as_bytes())) {
         return Err(refused());
     }
     Ok(user.to_owned())
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 impl Caller<'_> {
