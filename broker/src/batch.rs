@@ -58,6 +58,28 @@ pub struct Refusal {
     pub records: Vec<(i32, String)>,
 }
 
+impl Refusal {
+    /// INVALID_RECORD for the records named (index in their batch, why), with the
+    /// message Kafka gives: the first three, and how many in all.
+    pub fn invalid_records(records: Vec<(i32, String)>) -> Self {
+        let shown: Vec<String> = records
+            .iter()
+            .take(3)
+            .map(|(i, m)| format!("{{batch index {i}: {m}}}"))
+            .collect();
+        Refusal {
+            error: ResponseError::InvalidRecord,
+            message: format!(
+                "One or more records have been rejected due to {} record errors in total, \
+                 and only showing the first three errors at most: [{}]",
+                records.len(),
+                shown.join(", ")
+            ),
+            records,
+        }
+    }
+}
+
 fn refuse(error: ResponseError, message: impl Into<String>) -> Refusal {
     Refusal {
         error,
@@ -210,22 +232,7 @@ impl Batch {
         if keyless.is_empty() {
             return Ok(());
         }
-        // As Kafka words it: the first three, and how many in all.
-        let shown: Vec<String> = keyless
-            .iter()
-            .take(3)
-            .map(|(i, m)| format!("{{batch index {i}: {m}}}"))
-            .collect();
-        Err(Refusal {
-            error: ResponseError::InvalidRecord,
-            message: format!(
-                "One or more records have been rejected due to {} record errors in total, \
-                 and only showing the first three errors at most: [{}]",
-                keyless.len(),
-                shown.join(", ")
-            ),
-            records: keyless,
-        })
+        Err(Refusal::invalid_records(keyless))
     }
 
     /// Sets the header's largest timestamp from the records, as Kafka's log validator

@@ -106,19 +106,5 @@ pub async fn check(
         return Ok(());
     }
     failed.sort_by_key(|(i, _)| *i);
-    let shown: Vec<String> = failed
-        .iter()
-        .take(3)
-        .map(|(i, m)| format!("{{batch index {i}: {m}}}"))
-        .collect();
-    Err(Refusal {
-        error: ResponseError::InvalidRecord,
-        message: format!(
-            "One or more records have been rejected due to {} record errors in total, \
-             and only showing the first three errors at most: [{}]",
-            failed.len(),
-            shown.join(", ")
-        ),
-        records: failed,
-    })
+    Err(Refusal::invalid_records(failed))
 }
