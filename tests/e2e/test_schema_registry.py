@@ -832,3 +832,52 @@ def test_confluent_java_avro_serializer(eddy, tmp_path):
     assert consumed.returncode == 0, consumed.stderr[-3000:]
     lines = [json.loads(line) for line in consumed.stdout.splitlines() if line.startswith("{")]
     assert lines == [*got, {"id": 7, "item": "python", "price": 0.5}]
+
+
+def test_kafka_connect_avro_converter(eddy, tmp_path):
+    """A Kafka Connect 4.3 worker with Confluent's AvroConverter (7.0.16) against Eddy's
+    registry: a file source writes Avro records into a topic that validates them (the
+    converter registers the schema under `<topic>-value`), a file sink reads them back
+    through the same converter, and Python's deserializer reads the same records."""
+    from connect import Worker, wait_for
+    name = validated_topic(eddy, f"connect-avro-{uuid.uuid4().hex[:6]}")
+    avro_converter = {
+        "value.converter": "io.confluent.connect.avro.AvroConverter",
+        "value.converter.schema.registry.url": registry_url(eddy),
+        "value.converter.basic.auth.credentials.source": "USER_INFO",
+        "value.converter.basic.auth.user.info": f"{eddy.access_key}:{eddy.secret_key}",
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+    }
+    lines = [f"line {i}" for i in range(5)]
+    source_file, sink_file = tmp_path / "in.txt", tmp_path / "out.txt"
+    source_file.write_text("".join(f"{line}\n" for line in lines))
+    w = Worker(tmp_path, eddy.bootstrap, f"connect-avro-{uuid.uuid4().hex[:6]}", "w1")
+    try:
+        w.start()
+        w.put_config("avro-source", {
+            "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+            "tasks.max": "1", "topic": name, "file": str(source_file), **avro_converter})
+        w.put_config("avro-sink", {
+            "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+            "tasks.max": "1", "topics": name, "file": str(sink_file), **avro_converter})
+        w.wait_running("avro-source", 1)
+        w.wait_running("avro-sink", 1)
+        read = lambda: sink_file.read_text().splitlines() if sink_file.exists() else []  # noqa: E731
+        wait_for(lambda: read() == lines, 120, "the sink file to hold every line")
+    finally:
+        w.kill()
+    latest = client(eddy).get_latest_version(f"{name}-value")
+    assert json.loads(latest.schema.schema_str) == "string"
+    sr = client(eddy)
+    c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": f"g-{uuid.uuid4().hex}",
+                  "auto.offset.reset": "earliest"})
+    c.subscribe([name])
+    got = []
+    try:
+        while len(got) < len(lines):
+            m = c.poll(30)
+            assert m is not None and m.error() is None, m and m.error()
+            got.append(AvroDeserializer(sr)(m.value(), SerializationContext(name, MessageField.VALUE)))
+    finally:
+        c.close()
+    assert got == lines
