@@ -71,19 +71,23 @@ async fn readable(store: &Store, caller: &Caller<'_>, id: u32) -> RegistryResult
     }
 }
 
-/// A schema in the form a request asks for: `format=serialized` turns a Protobuf
-/// schema into base64 of its compiled `FileDescriptorProto` (what Python's Protobuf
-/// deserializer asks for); every other schema is answered as stored.
+/// A schema in the form a request asks for: a Protobuf schema as base64 of its compiled
+/// `FileDescriptorProto` with `format=serialized` (what Python's Protobuf deserializer
+/// asks for), else as `.proto` text (printed from the descriptor when a client
+/// registered one in base64, as Confluent's registry answers); every other schema as
+/// stored.
 pub async fn in_format(
     store: &Store,
     mut s: SchemaRecord,
     format: Option<&str>,
 ) -> RegistryResult<SchemaRecord> {
-    if format == Some("serialized")
-        && s.schema_type == SchemaType::Protobuf.name()
+    if s.schema_type == SchemaType::Protobuf.name()
         && let Parsed::Protobuf(p) = store.parsed(&s).await?
     {
-        s.schema = p.serialized();
+        s.schema = match format {
+            Some("serialized") => p.serialized(),
+            _ => p.proto_text(),
+        };
     }
     Ok(s)
 }
@@ -110,7 +114,7 @@ pub async fn raw_by_id(
     id: &str,
 ) -> RegistryResult<serde_json::Value> {
     let s = readable(store, caller, parse_id(id)?).await?;
-    Ok(raw(&s))
+    Ok(raw(&in_format(store, s, None).await?))
 }
 
 /// A schema's text as its own JSON document.

@@ -881,3 +881,26 @@ def test_kafka_connect_avro_converter(eddy, tmp_path):
     finally:
         c.close()
     assert got == lines
+
+
+def test_a_protobuf_schema_registered_as_a_descriptor_is_answered_as_proto_text(eddy):
+    """What confluent-kafka's Python serializer registers (base64 of a FileDescriptorProto)
+    is answered as `.proto` text, as Confluent's registry does, and as the same
+    descriptor with `format=serialized`."""
+    import base64
+    from google.protobuf import descriptor_pb2
+    Order = order_message_class()
+    sr = client(eddy)
+    name = f"orders-pbtext-{uuid.uuid4().hex[:6]}"
+    ProtobufSerializer(Order, sr, {"use.deprecated.format": False})(
+        Order(id=1, item="pen"), SerializationContext(name, MessageField.VALUE))
+    text = ok(api(eddy, "GET", f"/subjects/{name}-value/versions/1/schema"))
+    assert 'syntax = "proto3";' in text and "package shop;" in text, text
+    assert "message Order {" in text and "int64 id = 1;" in text and "string item = 2;" in text, text
+    serialized = ok(api(eddy, "GET", f"/subjects/{name}-value/versions/1", format="serialized"))["schema"]
+    fd = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(serialized))
+    assert [(f.name, f.number) for f in fd.message_type[0].field] == [("id", 1), ("item", 2)]
+    # The text registers as a schema of its own under another subject, and compiles.
+    again = ok(api(eddy, "POST", f"/subjects/{subject()}/versions",
+                   {"schemaType": "PROTOBUF", "schema": text}))
+    assert again["id"] > 0

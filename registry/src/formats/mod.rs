@@ -5,6 +5,7 @@
 pub mod avro;
 pub mod avro_check;
 pub mod json;
+pub mod proto_text;
 pub mod protobuf;
 
 use sha2::{Digest, Sha256};

@@ -27,6 +27,8 @@ pub struct Protobuf {
     file: FileDescriptorProto,
     /// The file and everything it imports, for decoding records.
     pool: prost_reflect::DescriptorPool,
+    /// Registered as base64 of a descriptor rather than as text.
+    registered_as_descriptor: bool,
 }
 
 /// A registered file's text as a `protox` file: base64 of a descriptor, or source.
@@ -81,6 +83,7 @@ impl Protobuf {
         let invalid = |e: String| RegistryError::InvalidSchema(e);
         let text = text.trim().to_owned();
         let main = open(MAIN, &text).map_err(invalid)?;
+        let registered_as_descriptor = main.source().is_none();
         let name = match main.file_descriptor_proto().name() {
             "" => MAIN.to_owned(),
             n => n.to_owned(),
@@ -112,12 +115,28 @@ impl Protobuf {
             text,
             file,
             pool: compiler.descriptor_pool(),
+            registered_as_descriptor,
         })
     }
 
     /// The stored text.
     pub fn normalized(&self) -> &str {
         &self.text
+    }
+
+    /// The compiled file.
+    pub fn descriptor(&self) -> &FileDescriptorProto {
+        &self.file
+    }
+
+    /// The schema as `.proto` text: as registered, or printed from the descriptor a
+    /// client registered in base64.
+    pub fn proto_text(&self) -> String {
+        if self.registered_as_descriptor {
+            super::proto_text::print(&self.file)
+        } else {
+            self.text.clone()
+        }
     }
 
     /// The compiled file as base64 of its `FileDescriptorProto` (`format=serialized`).
