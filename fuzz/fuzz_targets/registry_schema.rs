@@ -2,6 +2,7 @@
 //! from producers (schema validation): parsing any text as each schema type must refuse
 //! it or parse it, never panic or hang; a parsed Avro or JSON schema's stored text must
 //! be the same JSON; checking compatibility of two parsed schemas must not panic; and
+//! a Protobuf schema printed back as text must compile; and
 //! decoding any bytes as a record of a fixed set of schemas (Avro with a union, nested
 //! record, map and array; a JSON Schema; a Protobuf file with nested messages) must
 //! answer, never panic. Run:
@@ -55,6 +56,15 @@ fuzz_target!(|data: &[u8]| {
             let b: serde_json::Value =
                 serde_json::from_str(parsed.normalized()).expect("stored text is JSON");
             assert_eq!(a, b);
+        }
+        if let Parsed::Protobuf(p) = &parsed {
+            // The printed text (how a descriptor registered in base64 is answered)
+            // compiles (options and proto2 defaults are not printed, so the descriptor
+            // may differ in those).
+            let printed = registry::formats::proto_text::print(p.descriptor());
+            if let Err(e) = Parsed::parse(SchemaType::Protobuf, &printed, &[]) {
+                panic!("{e}\n{printed}");
+            }
         }
         let _ = parsed.cannot_read(&fixed()[other]);
         let _ = fixed()[other].cannot_read(&parsed);

@@ -3,7 +3,8 @@
 //! (confluent-kafka's Python serializer sends base64), as Confluent's registry does, so
 //! clients that read `.proto` text (the Java and Go deserializers) can use it. Printed:
 //! syntax, package, imports, messages (nested, map fields, oneofs, proto3 `optional`,
-//! reserved numbers and names), enums and services; options are left out.
+//! reserved numbers and names), enums and services; options and proto2 default values
+//! are left out.
 
 use std::fmt::Write;
 
