@@ -62,6 +62,10 @@ fn pad(depth: usize) -> String {
 fn print_enum(o: &mut String, e: &EnumDescriptorProto, depth: usize) {
     let p = pad(depth);
     let _ = writeln!(o, "{p}enum {} {{", e.name());
+    // The one option a file does not compile without: values sharing a number.
+    if e.options.as_ref().is_some_and(|x| x.allow_alias()) {
+        let _ = writeln!(o, "{p}  option allow_alias = true;");
+    }
     for v in &e.value {
         let _ = writeln!(o, "{p}  {} = {};", v.name(), v.number());
     }
@@ -230,6 +234,7 @@ mod tests {
 package shop;
 import "google/protobuf/timestamp.proto";
 enum Kind { KIND_UNKNOWN = 0; KIND_FOOD = 1; reserved 5 to 7; }
+enum Alias { option allow_alias = true; A = 0; B = 0; }
 message Order {
   message Line { string sku = 1; int32 qty = 2; }
   enum State { NEW = 0; PAID = 1; }
