@@ -72,7 +72,6 @@ impl Response {
 pub struct Registry {
     store: store::Store,
     directory: Arc<iam::Directory>,
-    metrics: metrics::RegistryMetrics,
 }
 
 impl Registry {
@@ -84,9 +83,8 @@ impl Registry {
         metrics: metrics::RegistryMetrics,
     ) -> Self {
         Self {
-            store: store::Store::new(catalog).counting(metrics.clone()),
+            store: store::Store::new(catalog).counting(metrics),
             directory,
-            metrics,
         }
     }
 
@@ -110,10 +108,6 @@ impl Registry {
             user,
             directory: &self.directory,
         };
-        let answer = routes::route(&self.store, &caller, req).await;
-        if let Err(RegistryError::Incompatible { .. }) = &answer {
-            self.metrics.incompatible.inc();
-        }
-        answer
+        routes::route(&self.store, &caller, req).await
     }
 }

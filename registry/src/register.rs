@@ -196,6 +196,7 @@ pub async fn register(
                 let earlier = parsed_versions(store, r, level).await?;
                 let found = problems(level, &c.parsed, &earlier);
                 if !found.is_empty() {
+                    store.metrics().incompatible.inc();
                     return Err(RegistryError::Incompatible {
                         subject: subject.to_owned(),
                         details: found,

