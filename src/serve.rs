@@ -322,11 +322,18 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             iceberg,
             view_icebergs,
             admin,
-            Arc::new(registry::Registry::new(
-                catalog_dyn.clone(),
-                directory.clone(),
-                registry_metrics.clone(),
-            )),
+            Arc::new(
+                registry::Registry::new(
+                    catalog_dyn.clone(),
+                    directory.clone(),
+                    registry_metrics.clone(),
+                )
+                // A registration evolves the typed expansions of the default view's
+                // topics in its own transaction.
+                .with_registrations(Arc::new(
+                    tables::expansion::registered::evolve::Evolution::new(tabler.clone()),
+                )),
+            ),
         ),
         stop_rx.clone(),
     ));

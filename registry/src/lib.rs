@@ -10,6 +10,7 @@ pub mod compatibility;
 pub mod config;
 pub mod error;
 pub mod formats;
+pub mod hook;
 pub mod metrics;
 pub mod register;
 mod routes;
@@ -86,6 +87,13 @@ impl Registry {
             store: store::Store::new(catalog).counting(metrics),
             directory,
         }
+    }
+
+    /// The same, committing registrations through `hook` (typed topic tables evolve in
+    /// the registration's transaction).
+    pub fn with_registrations(mut self, hook: Arc<dyn hook::Registrations>) -> Self {
+        self.store = self.store.with_registrations(hook);
+        self
     }
 
     /// Answers one request.

@@ -238,7 +238,7 @@ pub async fn register(
                 record: Some(record),
             }),
         ];
-        if store.commit(ops).await? {
+        if store.commit_registration(subject, &c.parsed, ops).await? {
             store.metrics().registered.inc();
             tracing::info!(
                 subject,

@@ -22,6 +22,7 @@ const MAX_REFERENCE_DEPTH: usize = 32;
 pub struct Store {
     catalog: Arc<dyn Catalog>,
     metrics: crate::metrics::RegistryMetrics,
+    registrations: Option<Arc<dyn crate::hook::Registrations>>,
 }
 
 /// A version number as requests give it.
@@ -83,6 +84,15 @@ impl Store {
         Self {
             catalog,
             metrics: Default::default(),
+            registrations: None,
+        }
+    }
+
+    /// The same, committing registrations through `hook`.
+    pub fn with_registrations(self, hook: Arc<dyn crate::hook::Registrations>) -> Self {
+        Self {
+            registrations: Some(hook),
+            ..self
         }
     }
 
@@ -127,6 +137,21 @@ impl Store {
             Ok(_) => Ok(true),
             Err(CatalogError::PreconditionFailed(_)) => Ok(false),
             Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Commits a registration (a new version of `subject`, whose schema is `schema`):
+    /// through the hook when there is one, so what the version changes elsewhere
+    /// commits with it. `Ok(false)` as for [`Store::commit`].
+    pub async fn commit_registration(
+        &self,
+        subject: &str,
+        schema: &Parsed,
+        ops: Vec<Op>,
+    ) -> RegistryResult<bool> {
+        match &self.registrations {
+            Some(hook) => hook.commit(subject, schema, ops).await,
+            None => self.commit(ops).await,
         }
     }
 

@@ -85,12 +85,15 @@ pub struct Tabler {
     /// Per topic id: the compaction passes its table's files reflect, as last seen.
     reflected: std::sync::Mutex<HashMap<u128, Vec<u64>>>,
     metrics: crate::TableMetrics,
+    /// Writers' schemas of typed expansions' records, by id.
+    writers: Arc<crate::expansion::registered::Writers>,
 }
 
 impl Tabler {
     /// A tabler writing the tables of `catalog`'s topics into `bucket`.
     pub fn new(catalog: Arc<dyn Catalog>, bucket: String) -> Self {
         Self {
+            writers: Arc::new(crate::expansion::registered::Writers::new(catalog.clone())),
             catalog,
             bucket,
             max_snapshot_bytes: 64 << 20,
@@ -115,6 +118,11 @@ impl Tabler {
     /// The catalog.
     pub fn catalog(&self) -> &Arc<dyn Catalog> {
         &self.catalog
+    }
+
+    /// Writers' schemas of typed expansions' records.
+    pub(crate) fn writers(&self) -> &Arc<crate::expansion::registered::Writers> {
+        &self.writers
     }
 
     /// The bucket (= warehouse) holding the tables.

@@ -47,6 +47,16 @@ impl Avro {
         &self.text
     }
 
+    /// The parsed schema (its `Ref`s name types of [`Avro::named`]).
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// The named types the schema and its references define.
+    pub fn named(&self) -> &super::avro_check::Named {
+        &self.named
+    }
+
     /// Why `payload` (the bytes after the wire format's header) is not one datum of
     /// this schema, every byte used.
     pub fn decode(&self, payload: &[u8]) -> Result<(), String> {

@@ -31,6 +31,11 @@ impl Named {
         named
     }
 
+    /// The named type of full name `name`.
+    pub fn get(&self, name: &str) -> Option<&Schema> {
+        self.0.get(name)
+    }
+
     fn collect(&mut self, s: &Schema, depth: usize) {
         if depth > MAX_DEPTH {
             return;

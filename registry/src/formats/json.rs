@@ -96,6 +96,11 @@ impl Json {
         self.validator.validate(&doc).map_err(|e| e.to_string())
     }
 
+    /// The schema document.
+    pub fn value(&self) -> &Value {
+        &self.value
+    }
+
     /// The schema's `title` (RecordNameStrategy's subject).
     pub fn record_name(&self) -> Option<String> {
         self.value.get("title")?.as_str().map(str::to_owned)

@@ -124,6 +124,17 @@ impl Protobuf {
         &self.text
     }
 
+    /// The file's first message (what the serializers write unless told otherwise, and
+    /// the message index list `[0]` names).
+    pub fn first_message(&self) -> Option<prost_reflect::MessageDescriptor> {
+        let m = self.file.message_type.first()?;
+        let name = match self.file.package() {
+            "" => m.name().to_owned(),
+            p => format!("{p}.{}", m.name()),
+        };
+        self.pool.get_message_by_name(&name)
+    }
+
     /// The compiled file.
     pub fn descriptor(&self) -> &FileDescriptorProto {
         &self.file
@@ -147,7 +158,7 @@ impl Protobuf {
     /// The message a record names by its message indexes (the wire format's list of
     /// positions, top-level message then nested ones; none: the first message), and the
     /// bytes after them.
-    fn message<'p>(
+    pub fn message<'p>(
         &self,
         payload: &'p [u8],
     ) -> Result<(prost_reflect::MessageDescriptor, &'p [u8]), String> {

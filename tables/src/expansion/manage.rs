@@ -10,6 +10,7 @@ use iceberg::io::FileIO;
 use iceberg::spec::{TableMetadata, TableMetadataBuilder};
 
 use super::layout::Source;
+use super::registered::{self, Format, Typed};
 use super::spec::{self, ColumnsBody, PutBody, View};
 use super::target;
 use crate::seal::Tabler;
@@ -51,7 +52,7 @@ async fn offsets(
 }
 
 /// The topic's expansion of `source` (its topic id checked).
-async fn stored(
+pub(crate) async fn stored(
     tabler: &Tabler,
     t: &TopicRecord,
     source: Source,
@@ -156,6 +157,15 @@ async fn target_change(
     Ok(Some((op, metadata_location, expired)))
 }
 
+/// What a new version of an expansion commits: its ops, the metadata files written for
+/// them into the change's `FileIO` and the ones they make unneeded.
+#[derive(Default)]
+pub(crate) struct VersionChange {
+    pub ops: Vec<Op>,
+    pub written: Vec<(String, &'static str)>,
+    pub removed: Vec<String>,
+}
+
 /// Commits a new current version of the topic's expansion of `source`, with the target
 /// table's change.
 async fn commit_version(
@@ -167,15 +177,33 @@ async fn commit_version(
     backfill: bool,
 ) -> TableResult<Vec<u64>> {
     let io = FileIO::new_with_memory();
-    let mut ops = Vec::new();
-    let mut written = Vec::new();
-    let mut removed = Vec::new();
+    let mut change = VersionChange::default();
+    let from = version_change(tabler, &io, t, source, old, spec, backfill, &mut change).await?;
+    tabler
+        .commit_files(&io, change.written, change.removed, change.ops)
+        .await?;
+    Ok(from)
+}
+
+/// Stages a new current version of the topic's expansion of `source` and the target
+/// table's change into `change`; returns the offsets it takes effect from.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn version_change(
+    tabler: &Tabler,
+    io: &FileIO,
+    t: &TopicRecord,
+    source: Source,
+    old: Option<Expansion>,
+    spec: Option<ExpansionSpec>,
+    backfill: bool,
+    change: &mut VersionChange,
+) -> TableResult<Vec<u64>> {
     if let Some(s) = &spec
-        && let Some((op, location, expired)) = target_change(tabler, &io, s, source).await?
+        && let Some((op, location, expired)) = target_change(tabler, io, s, source).await?
     {
-        ops.push(op);
-        written.push((location, "application/json"));
-        removed = expired;
+        change.ops.push(op);
+        change.written.push((location, "application/json"));
+        change.removed.extend(expired);
     }
     let from = offsets(tabler, t, |s| s.next_offset).await?;
     let backfill = if backfill {
@@ -191,7 +219,7 @@ async fn commit_version(
         spec,
         backfill,
     });
-    ops.push(Op::Expansion(ExpansionOp::PutExpansion {
+    change.ops.push(Op::Expansion(ExpansionOp::PutExpansion {
         topic: t.name.clone(),
         source: source.name().to_owned(),
         expected: changes,
@@ -201,13 +229,49 @@ async fn commit_version(
             versions,
         }),
     }));
-    tabler.commit_files(&io, written, removed, ops).await?;
     Ok(from)
+}
+
+/// For a registry format: the body's subject (TopicNameStrategy's by default), its
+/// stored format and its columns, from the subject's latest version.
+async fn typed_columns(tabler: &Tabler, topic: &str, body: &mut PutBody) -> TableResult<()> {
+    if body.format.eq_ignore_ascii_case("json") {
+        if body.subject.is_some() {
+            return Err(TableError::BadRequest(
+                "subject is for a registry format (avro, protobuf, json_schema), not json".into(),
+            ));
+        }
+        return Ok(());
+    }
+    let Some(format) = Format::named(&body.format) else {
+        return Err(TableError::BadRequest(format!(
+            "format {:?} is not supported: use \"json\", \"avro\", \"protobuf\" or \"json_schema\"",
+            body.format
+        )));
+    };
+    if !body.schema.is_null() {
+        return Err(TableError::BadRequest(format!(
+            "a {} expansion takes its columns from its subject's schema: leave schema out",
+            format.name()
+        )));
+    }
+    let source = spec::source(&body.source_column)?;
+    let typed = Typed {
+        format,
+        subject: body
+            .subject
+            .clone()
+            .unwrap_or_else(|| format!("{topic}-{}", source.name())),
+    };
+    body.schema = registered::subject_columns(tabler.catalog().clone(), &typed).await?;
+    body.format = typed.stored();
+    Ok(())
 }
 
 /// `PUT`: attaches an expansion (and creates its target table, or gives an existing one
 /// the expansion's columns). Putting the same expansion again changes nothing.
-pub async fn put(tabler: &Tabler, topic: &str, body: PutBody) -> TableResult<View> {
+pub async fn put(tabler: &Tabler, topic: &str, mut body: PutBody) -> TableResult<View> {
+    typed_columns(tabler, topic, &mut body).await?;
     let (source, spec) = spec::spec_of(&body)?;
     let t = topic_of(tabler, topic).await?;
     let lock = tabler.lock_for(topic);
@@ -365,6 +429,12 @@ pub async fn columns(tabler: &Tabler, topic: &str, body: ColumnsBody) -> TableRe
     let Some(current) = old.as_ref().and_then(|e| e.current()).cloned() else {
         return Err(no_expansion(topic, source));
     };
+    if Typed::of(&current.format).is_some() {
+        return Err(TableError::Conflict(format!(
+            "the columns of the expansion of {topic}'s {} column follow its subject's schema: register a new version of the subject to change them",
+            source.name()
+        )));
+    }
     let (next, absent) = spec::change_columns(&current, source, &add, &body.drop)?;
     if !absent.is_empty() {
         let had = ever_had(tabler, &current).await?;

@@ -3,7 +3,9 @@
 //!
 //! [`Layout`] turns the expansion's Iceberg struct schema and [`Options`] into the target
 //! table's columns; [`Expander`] turns record bytes into Arrow record batches of the
-//! target table's Arrow schema, one pass of a JSON pull parser per record.
+//! target table's Arrow schema, one pass of a JSON pull parser per record. A typed
+//! expansion ([`registered`]) reads Avro, Protobuf or JSON Schema records by their
+//! registered schemas into the same parser.
 
 pub mod layout;
 pub mod parse;
@@ -14,5 +16,6 @@ pub use parse::{Counters, Expander};
 pub mod fuzzing;
 pub mod infer;
 pub mod manage;
+pub mod registered;
 pub mod spec;
 pub mod target;

@@ -254,6 +254,26 @@ impl Expander {
     /// and nullability included, field ids not); every other target column is all nulls
     /// (it belongs to another version of the expansion) and must be nullable.
     pub fn new(layout: &Layout, target: SchemaRef) -> TableResult<Self> {
+        Self::build_for(layout, target, None)
+    }
+
+    /// The same for a target whose schema a later version of the expansion evolved
+    /// (`schema`, the target's current Iceberg schema): a column the layout has in an
+    /// older type (a struct before it gained fields, an int before it became a long) is
+    /// read in the target's type, as the table's readers read older files.
+    pub fn for_evolved(
+        layout: &Layout,
+        target: SchemaRef,
+        schema: &iceberg::spec::Schema,
+    ) -> TableResult<Self> {
+        Self::build_for(layout, target, Some(schema))
+    }
+
+    fn build_for(
+        layout: &Layout,
+        target: SchemaRef,
+        evolved: Option<&iceberg::spec::Schema>,
+    ) -> TableResult<Self> {
         let columns = layout.columns();
         let mut fills = vec![None; target.fields().len()];
         let mut types: Vec<Option<DataType>> = vec![None; columns.len()];
@@ -281,7 +301,12 @@ impl Expander {
         let mut nodes = Vec::with_capacity(columns.len());
         for (column, dt) in columns.iter().zip(types) {
             let node = match dt {
-                Some(dt) => Node::build(&column.ty, &dt).ok_or_else(|| {
+                Some(dt) => Node::build(&column.ty, &dt)
+                    .or_else(|| {
+                        let f = evolved?.as_struct().field_by_name(&column.name)?;
+                        Node::build(&f.field_type, &dt)
+                    })
+                    .ok_or_else(|| {
                     schema_error(format!(
                         "target column {} has type {dt}, which the expansion's type {} does not map to",
                         column.name, column.ty
@@ -325,24 +350,42 @@ impl Expander {
     /// One record: its source bytes (None for a tombstone / null key), partition, offset,
     /// timestamp in ms since the epoch.
     pub fn push(&mut self, source: Option<&[u8]>, partition: i32, offset: i64, timestamp_ms: i64) {
+        self.push_document(source, source.map(Some), partition, offset, timestamp_ms);
+    }
+
+    /// One record whose JSON document is not its bytes (a typed expansion transcodes
+    /// them): `document` is `None` for a tombstone, `Some(None)` for a record that could
+    /// not be read (every column null, `_parse_error` 1), else the document. The source
+    /// copy is `source`.
+    pub fn push_document(
+        &mut self,
+        source: Option<&[u8]>,
+        document: Option<Option<&[u8]>>,
+        partition: i32,
+        offset: i64,
+        timestamp_ms: i64,
+    ) {
         let row_index = self.rows;
         self.rows += 1;
         self.counters.rows += 1;
         self.bytes += source.map_or(0, <[u8]>::len);
+        let parsed = match document {
+            None => None,
+            Some(None) => Some(Err(NotJson)),
+            Some(Some(bytes)) => Some(self.parse(bytes, row_index)),
+        };
         // (parse error, missing and excess counts)
-        let (error, counts) = match source {
+        let (error, counts) = match parsed {
             None => {
                 self.root.push_null();
                 (false, None)
             }
-            Some(bytes) => match self.parse(bytes, row_index) {
-                Ok(row) => (row.mismatch, Some((row.missing, row.excess))),
-                Err(NotJson) => {
-                    self.root.truncate(row_index);
-                    self.root.push_null();
-                    (true, None)
-                }
-            },
+            Some(Ok(row)) => (row.mismatch, Some((row.missing, row.excess))),
+            Some(Err(NotJson)) => {
+                self.root.truncate(row_index);
+                self.root.push_null();
+                (true, None)
+            }
         };
         self.counters.parse_errors += u64::from(error);
         if let Some((missing, excess)) = counts {

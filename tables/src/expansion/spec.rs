@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::layout::{Layout, Options, Source};
+use super::registered::Typed;
 use crate::schema::NAMESPACE;
 use crate::{TableError, TableResult};
 
@@ -21,11 +22,17 @@ pub struct PutBody {
     /// `value` (default) or `key`.
     #[serde(default = "default_source")]
     pub source_column: String,
-    /// `json` (the default, and the only one).
+    /// `json` (the default), or a registry format whose records carry a schema id:
+    /// `avro`, `protobuf`, `json_schema` (the columns then come from `subject`).
     #[serde(default = "default_format")]
     pub format: String,
+    /// For a registry format: the subject whose latest version gives the columns
+    /// (default `<topic>-value` or `<topic>-key`, Confluent's TopicNameStrategy).
+    #[serde(default)]
+    pub subject: Option<String>,
     /// An Iceberg struct type (or schema) as the REST catalog spec writes it; field ids
-    /// may be left out.
+    /// may be left out. For a registry format, absent (the subject's schema gives it).
+    #[serde(default)]
     pub schema: Value,
     /// Struct fields become top-level columns.
     #[serde(default)]
@@ -85,8 +92,11 @@ pub struct View {
     pub target: String,
     /// `value` or `key`.
     pub source_column: String,
-    /// `json`.
+    /// `json`, `avro`, `protobuf` or `json_schema`.
     pub format: String,
+    /// For a registry format: the subject whose latest version gives the columns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
     /// The expansion schema (an Iceberg struct type).
     pub schema: Value,
     /// Options.
@@ -124,11 +134,15 @@ impl View {
         backfill: Vec<u64>,
     ) -> Self {
         let layout = layout_of(spec, source).ok();
+        let typed = Typed::of(&spec.format);
         Self {
             topic: topic.to_owned(),
             target: format!("{}.{}", spec.namespace, spec.table),
             source_column: source.name().to_owned(),
-            format: spec.format.clone(),
+            format: typed
+                .as_ref()
+                .map_or_else(|| spec.format.clone(), |t| t.format.name().to_owned()),
+            subject: typed.map(|t| t.subject),
             schema: serde_json::from_str(&spec.schema).unwrap_or(Value::Null),
             flatten_path: spec.flatten_path,
             flatten_delimiter: spec.flatten_delimiter.clone(),
@@ -295,17 +309,21 @@ pub fn layout_of(spec: &ExpansionSpec, source: Source) -> TableResult<Layout> {
 pub fn spec_of(body: &PutBody) -> TableResult<(Source, ExpansionSpec)> {
     let source = source(&body.source_column)?;
     let (namespace, table) = target(&body.target)?;
-    if !body.format.eq_ignore_ascii_case("json") {
+    let format = if body.format.eq_ignore_ascii_case("json") {
+        "json".to_owned()
+    } else if let Some(t) = Typed::of(&body.format) {
+        t.stored()
+    } else {
         return Err(TableError::BadRequest(format!(
-            "format {:?} is not supported: use \"json\"",
+            "format {:?} is not supported: use \"json\", \"avro\", \"protobuf\" or \"json_schema\"",
             body.format
         )));
-    }
+    };
     let schema = parse_struct(&body.schema)?;
     let spec = ExpansionSpec {
         namespace,
         table,
-        format: "json".into(),
+        format,
         schema: serde_json::to_string(&schema).map_err(|e| TableError::Task(e.to_string()))?,
         flatten_path: body.flatten_path,
         flatten_delimiter: body.flatten_delimiter.clone(),

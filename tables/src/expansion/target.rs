@@ -88,9 +88,79 @@ pub fn same_shape(a: &Type, b: &Type) -> bool {
     }
 }
 
-/// The target schema for `columns`: a column of `current` with the same name and shape
-/// keeps its field (and ids), every other one gets fresh ids after `last_column_id`. The
-/// partition column keeps the field of its legacy name too, renamed.
+/// `new` as an evolution of `current`, keeping `current`'s ids where Iceberg lets a
+/// column evolve in place: a struct keeps its fields by name (a field gone is dropped,
+/// a new one gets fresh ids after `*last`), a list its element and a map its key and
+/// value when they evolve in place, a primitive when it is the same or a promotion
+/// Iceberg allows (int to long, float to double, a decimal to a wider precision at the
+/// same scale). `None`: `new` is another column.
+fn merge(current: &Type, new: &Type, last: &mut i32) -> Option<Type> {
+    use iceberg::spec::PrimitiveType as P;
+    match (current, new) {
+        (Type::Primitive(a), Type::Primitive(b)) => {
+            let promoted = match (a, b) {
+                _ if a == b => true,
+                (P::Int, P::Long) | (P::Float, P::Double) => true,
+                (
+                    P::Decimal {
+                        precision: p1,
+                        scale: s1,
+                    },
+                    P::Decimal {
+                        precision: p2,
+                        scale: s2,
+                    },
+                ) => s1 == s2 && p2 >= p1,
+                _ => false,
+            };
+            promoted.then(|| new.clone())
+        }
+        (Type::Struct(a), Type::Struct(b)) => {
+            let mut fields = Vec::with_capacity(b.fields().len());
+            for f in b.fields() {
+                let kept = a
+                    .field_by_name(&f.name)
+                    .filter(|g| !g.required)
+                    .and_then(|g| Some((g.id, merge(&g.field_type, &f.field_type, last)?)));
+                fields.push(Arc::new(match kept {
+                    Some((id, t)) => NestedField::optional(id, &f.name, t),
+                    None => {
+                        *last += 1;
+                        let id = *last;
+                        NestedField::optional(id, &f.name, fresh(&f.field_type, last))
+                    }
+                }));
+            }
+            Some(Type::Struct(StructType::new(fields)))
+        }
+        (Type::List(a), Type::List(b)) => {
+            let t = merge(
+                &a.element_field.field_type,
+                &b.element_field.field_type,
+                last,
+            )?;
+            Some(Type::List(ListType::new(Arc::new(
+                NestedField::list_element(a.element_field.id, t, false),
+            ))))
+        }
+        (Type::Map(a), Type::Map(b)) => {
+            if !same_shape(&a.key_field.field_type, &b.key_field.field_type) {
+                return None;
+            }
+            let v = merge(&a.value_field.field_type, &b.value_field.field_type, last)?;
+            Some(Type::Map(MapType::new(
+                a.key_field.clone(),
+                Arc::new(NestedField::map_value_element(a.value_field.id, v, false)),
+            )))
+        }
+        _ => None,
+    }
+}
+
+/// The target schema for `columns`: a column of `current` with the same name keeps its
+/// field id when it evolves in place (`merge`: nested fields by name, Iceberg's type
+/// promotions), every other one gets fresh ids after `last_column_id`. The partition
+/// column keeps the field of its legacy name too, renamed.
 pub fn schema_for(
     columns: &[Column],
     current: Option<&Schema>,
@@ -107,17 +177,14 @@ pub fn schema_for(
                         .flatten()
                 })
             })
-            .filter(|f| !f.required && same_shape(&f.field_type, &c.ty))
-            .map(|f| {
-                if f.name == c.name {
+            .filter(|f| !f.required)
+            .and_then(|f| {
+                let t = merge(&f.field_type, &c.ty, &mut last)?;
+                Some(if f.name == c.name && *f.field_type == t {
                     f.clone()
                 } else {
-                    Arc::new(NestedField::optional(
-                        f.id,
-                        &c.name,
-                        f.field_type.as_ref().clone(),
-                    ))
-                }
+                    Arc::new(NestedField::optional(f.id, &c.name, t))
+                })
             });
         match kept {
             Some(f) => fields.push(f),

@@ -20,6 +20,7 @@ use iceberg::spec::{TableMetadata, TableMetadataBuilder};
 use kafka_protocol::records::Record;
 
 use super::{PartitionRows, Tabler, wait};
+use crate::expansion::registered::{Format, Transcoded, Transcoder, Typed, Writers};
 use crate::expansion::{Counters, Expander, Layout, Source, spec, target};
 use crate::{TableResult, objects};
 
@@ -49,37 +50,77 @@ struct Target {
     label: (String, String),
 }
 
+/// A target table by (namespace, name).
+type TargetKey = (String, String);
+
+/// One version of an expansion: its layout, target and registry format.
+type VersionLayout = (Layout, TargetKey, Option<Format>);
+
 /// One expansion of the topic.
 struct Active {
     source: Source,
     expansion: Expansion,
-    /// Per version index: its layout and target key (none for a drop).
-    layouts: Vec<Option<(Layout, (String, String))>>,
+    /// Per version index: its layout, target key and registry format (none for a drop).
+    layouts: Vec<Option<VersionLayout>>,
 }
 
 /// The topic's expansions for one step.
 #[derive(Default)]
 pub(crate) struct StepExpansions {
     active: Vec<Active>,
+    /// Writers' schemas for typed expansions.
+    writers: Option<Arc<Writers>>,
     targets: HashMap<(String, String), Target>,
     /// Backfill cursors the step moved: (expansion, version) -> per partition.
     cursors: HashMap<(usize, usize), Vec<u64>>,
 }
 
-/// The expanders of one partition's range: per expansion, the target and source.
+/// The expanders of one partition's range: per expansion, the target, source and (for a
+/// typed expansion) transcoder.
 pub(crate) struct Expanders {
-    each: Vec<((String, String), Source, Expander)>,
+    each: Vec<(TargetKey, Source, Expander, Option<Transcoder>)>,
+    /// The first failure to read a writer's schema: the step fails with it.
+    failed: Option<crate::TableError>,
+}
+
+/// Expands one record's `source` column with `e`.
+fn expand(
+    e: &mut Expander,
+    transcoder: Option<&mut Transcoder>,
+    source: Source,
+    partition: u32,
+    r: &Record,
+) -> TableResult<()> {
+    let bytes = match source {
+        Source::Key => r.key.as_deref(),
+        Source::Value => r.value.as_deref(),
+    };
+    match (transcoder, bytes) {
+        (Some(t), Some(b)) => {
+            let document = match t.transcode(b)? {
+                Transcoded::Json(j) => Some(j),
+                Transcoded::Unreadable => None,
+            };
+            e.push_document(
+                bytes,
+                Some(document),
+                partition as i32,
+                r.offset,
+                r.timestamp,
+            );
+        }
+        _ => e.push(bytes, partition as i32, r.offset, r.timestamp),
+    }
+    Ok(())
 }
 
 impl Expanders {
     /// Expands one record of `partition`.
     pub fn push(&mut self, partition: u32, r: &Record) {
-        for (_, source, e) in &mut self.each {
-            let bytes = match source {
-                Source::Key => r.key.as_deref(),
-                Source::Value => r.value.as_deref(),
-            };
-            e.push(bytes, partition as i32, r.offset, r.timestamp);
+        for (_, source, e, t) in &mut self.each {
+            if let Err(err) = expand(e, t.as_mut(), *source, partition, r) {
+                self.failed.get_or_insert(err);
+            }
         }
     }
 }
@@ -134,7 +175,11 @@ impl StepExpansions {
                         },
                     );
                 }
-                layouts.push(Some((spec::layout_of(s, source)?, key)));
+                let format = Typed::of(&s.format).map(|t| t.format);
+                if format.is_some() {
+                    out.writers = Some(tabler.writers().clone());
+                }
+                layouts.push(Some((spec::layout_of(s, source)?, key, format)));
             }
             out.active.push(Active {
                 source,
@@ -166,7 +211,7 @@ impl StepExpansions {
             else {
                 continue;
             };
-            let Some((layout, key)) = &a.layouts[i] else {
+            let Some((layout, key, format)) = &a.layouts[i] else {
                 continue;
             };
             let Some(target) = self.targets.get(key) else {
@@ -175,10 +220,20 @@ impl StepExpansions {
             each.push((
                 key.clone(),
                 a.source,
-                Expander::new(layout, target.arrow.clone())?,
+                Expander::for_evolved(
+                    layout,
+                    target.arrow.clone(),
+                    target.metadata.current_schema(),
+                )?,
+                self.transcoder(*format),
             ));
         }
-        Ok(Expanders { each })
+        Ok(Expanders { each, failed: None })
+    }
+
+    /// A transcoder for a typed expansion's `format`.
+    fn transcoder(&self, format: Option<Format>) -> Option<Transcoder> {
+        Some(Transcoder::new(self.writers.clone()?, format?))
     }
 
     /// Keeps the rows `expanders` made of `partition`'s offsets `first..next`.
@@ -188,7 +243,10 @@ impl StepExpansions {
         partition: u32,
         (first, next): (u64, u64),
     ) -> TableResult<()> {
-        for (key, _, mut e) in expanders.each {
+        if let Some(e) = expanders.failed {
+            return Err(e);
+        }
+        for (key, _, mut e, _) in expanders.each {
             if e.is_empty() {
                 continue;
             }
@@ -219,10 +277,15 @@ impl StepExpansions {
         for ai in 0..self.active.len() {
             for vi in 0..self.active[ai].expansion.versions.len() {
                 let v = &self.active[ai].expansion.versions[vi];
-                let Some((layout, key)) = self.active[ai].layouts[vi].clone() else {
+                let Some((layout, key, format)) = self.active[ai].layouts[vi].clone() else {
                     continue;
                 };
-                let Some(arrow) = self.targets.get(&key).map(|t| t.arrow.clone()) else {
+                let mut transcoder = self.transcoder(format);
+                let Some((arrow, schema)) = self
+                    .targets
+                    .get(&key)
+                    .map(|t| (t.arrow.clone(), t.metadata.current_schema().clone()))
+                else {
                     continue;
                 };
                 let mut cursor = self
@@ -241,15 +304,19 @@ impl StepExpansions {
                         more = true;
                         continue;
                     }
-                    let mut e = Expander::new(&layout, arrow.clone())?;
+                    let mut e = Expander::for_evolved(&layout, arrow.clone(), &schema)?;
+                    let mut failed = None;
                     let (pos, bytes) =
                         read_records(catalog, topic, p as u32, (from, to), budget, &mut |r| {
-                            let b = match source {
-                                Source::Key => r.key.as_deref(),
-                                Source::Value => r.value.as_deref(),
-                            };
-                            e.push(b, p as i32, r.offset, r.timestamp);
+                            if let Err(err) =
+                                expand(&mut e, transcoder.as_mut(), source, p as u32, r)
+                            {
+                                failed.get_or_insert(err);
+                            }
                         })?;
+                    if let Some(err) = failed {
+                        return Err(err);
+                    }
                     budget = budget.saturating_sub(bytes);
                     read += bytes;
                     more |= pos < to;
