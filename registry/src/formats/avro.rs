@@ -70,9 +70,85 @@ impl Avro {
 
     /// Why a reader with this schema may not read data written with `writer`.
     pub fn cannot_read(&self, writer: &Avro) -> Vec<String> {
-        match SchemaCompatibility::can_read(&writer.schema, &self.schema) {
+        let (w, r) = (without_decimals(&writer.schema, 0), without_decimals(&self.schema, 0));
+        match SchemaCompatibility::can_read(&w, &r) {
             Ok(()) => Vec::new(),
             Err(e) => vec![e.to_string()],
         }
+    }
+}
+
+/// `s` with its decimals as their underlying `bytes` or `fixed`. apache-avro 0.21's check
+/// has no rule for decimals: it refuses any schema holding one, even against itself
+/// (found by a registration whose earlier version had the same decimal field). Java's
+/// Avro resolution, which Confluent's registry runs, checks the underlying types and
+/// ignores logical types; so does this.
+fn without_decimals(s: &Schema, depth: usize) -> Schema {
+    use apache_avro::schema::{ArraySchema, MapSchema, UnionSchema};
+    if depth > super::avro_check::MAX_DEPTH {
+        return s.clone();
+    }
+    match s {
+        Schema::Decimal(d) => without_decimals(&d.inner, depth + 1),
+        Schema::BigDecimal => Schema::Bytes,
+        Schema::Array(a) => Schema::Array(ArraySchema {
+            items: Box::new(without_decimals(&a.items, depth + 1)),
+            attributes: a.attributes.clone(),
+        }),
+        Schema::Map(m) => Schema::Map(MapSchema {
+            types: Box::new(without_decimals(&m.types, depth + 1)),
+            attributes: m.attributes.clone(),
+        }),
+        Schema::Union(u) => {
+            let variants = u
+                .variants()
+                .iter()
+                .map(|v| without_decimals(v, depth + 1))
+                .collect();
+            // A union of bytes and a decimal would repeat bytes: left as it was.
+            UnionSchema::new(variants)
+                .map(Schema::Union)
+                .unwrap_or_else(|_| s.clone())
+        }
+        Schema::Record(r) => {
+            let mut r = r.clone();
+            for f in &mut r.fields {
+                f.schema = without_decimals(&f.schema, depth + 1);
+            }
+            Schema::Record(r)
+        }
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimal_fields_are_checked_by_their_underlying_type() {
+        let v1 = r#"{"type": "record", "name": "R", "fields": [
+            {"name": "price", "type": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2}}]}"#;
+        let v2 = r#"{"type": "record", "name": "R", "fields": [
+            {"name": "price", "type": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2}},
+            {"name": "note", "type": ["null", "string"], "default": null}]}"#;
+        let as_string = r#"{"type": "record", "name": "R", "fields": [
+            {"name": "price", "type": "string"}]}"#;
+        let (a, b, c) = (
+            Avro::parse(v1, &[]).unwrap(),
+            Avro::parse(v2, &[]).unwrap(),
+            Avro::parse(as_string, &[]).unwrap(),
+        );
+        assert!(a.cannot_read(&a).is_empty());
+        assert!(b.cannot_read(&a).is_empty());
+        assert!(a.cannot_read(&b).is_empty());
+        // bytes are readable as a string in Avro; a long is not.
+        assert!(c.cannot_read(&a).is_empty());
+        let as_long = Avro::parse(
+            r#"{"type": "record", "name": "R", "fields": [{"name": "price", "type": "long"}]}"#,
+            &[],
+        )
+        .unwrap();
+        assert!(!as_long.cannot_read(&a).is_empty());
     }
 }

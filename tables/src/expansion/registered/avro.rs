@@ -1,6 +1,7 @@
 //! Avro records as expansion rows: the columns a record schema gives (records -> structs,
 //! arrays -> lists, maps, enums -> strings, unions with null -> the other branch, other
-//! unions -> a struct of one field per branch, logical types -> Iceberg's), and each
+//! unions -> a struct of one field per branch, the one written set), logical types ->
+//! Iceberg's), and each
 //! record's binary datum, read with its writer's schema, written out as the JSON
 //! document the expansion's parser reads. The parser then resolves the writer's fields
 //! against the table's columns by name, as it does for any JSON: a field the table lacks
@@ -405,10 +406,21 @@ impl<'a> Writer<'a, '_> {
                 if matches!(v, Schema::Null) || branches(u).nth(1).is_none() {
                     self.datum(v, depth + 1)?;
                 } else {
+                    // Every branch's field, the others null: a branch not taken is not a
+                    // missing value.
                     self.out.push(b'{');
-                    self.quoted(&branch_name(v));
-                    self.out.push(b':');
-                    self.datum(v, depth + 1)?;
+                    for (n, b) in branches(u).enumerate() {
+                        if n > 0 {
+                            self.out.push(b',');
+                        }
+                        self.quoted(&branch_name(b));
+                        self.out.push(b':');
+                        if std::ptr::eq(b, v) {
+                            self.datum(v, depth + 1)?;
+                        } else {
+                            self.out.extend_from_slice(b"null");
+                        }
+                    }
                     self.out.push(b'}');
                 }
             }
@@ -577,7 +589,7 @@ mod tests {
             json!({"id": 7, "qty": -2, "ok": true, "ratio": 0.5, "price": "123.45",
                 "day": 19000, "at": "2023-11-14T22:13:20.123456",
                 "uid": "6f1c1f4e-2d2b-4c1e-9a43-0d3a4f1e2b3c", "state": "PAID", "note": null,
-                "either": {"string": "x\"y"}, "tags": ["a"], "attrs": {"k": 1},
+                "either": {"long": null, "string": "x\"y"}, "tags": ["a"], "attrs": {"k": 1},
                 "customer": {"name": "Ada"}, "buyer": {"name": "Ada"}})
         );
         // Cut short, or with bytes left over: not a datum.
