@@ -357,7 +357,7 @@ def test_a_typed_avro_table_in_trino_and_spark(eddy, trino, spark):
     topic = f"typed_engines_{uuidlib.uuid4().hex[:6]}"
     values = [order(i) for i in range(4)]
     avro_topic(eddy, topic, values)
-    table = f'eddy.{NS}."{topic}"'
+    table = f"eddy.{NS}.{topic}"
 
     def expected(v):
         either = v["either"] if isinstance(v["either"], str) else None

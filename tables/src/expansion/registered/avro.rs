@@ -108,7 +108,9 @@ fn ty(s: &Schema, named: &Named, path: &mut Vec<String>, depth: usize) -> Result
         Schema::String | Schema::Enum(_) => json!("string"),
         Schema::Uuid => json!("uuid"),
         Schema::Date => json!("date"),
-        Schema::TimeMillis | Schema::TimeMicros => json!("time"),
+        // Microseconds since midnight: Spark refuses to load any table holding Iceberg's
+        // `time` ("Spark does not support time fields"), which would hide every column.
+        Schema::TimeMillis | Schema::TimeMicros => json!("long"),
         Schema::TimestampMillis | Schema::TimestampMicros => json!("timestamptz"),
         Schema::LocalTimestampMillis | Schema::LocalTimestampMicros => json!("timestamp"),
         Schema::Duration => json!("fixed[12]"),
@@ -320,7 +322,7 @@ impl<'a> Writer<'a, '_> {
                 let v = self.int()?;
                 self.number(v);
             }
-            // The parser takes a time as microseconds.
+            // A time's column holds microseconds.
             Schema::TimeMillis => {
                 let v = i64::from(self.int()?) * 1000;
                 self.number(v);
