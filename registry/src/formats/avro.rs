@@ -70,7 +70,10 @@ impl Avro {
 
     /// Why a reader with this schema may not read data written with `writer`.
     pub fn cannot_read(&self, writer: &Avro) -> Vec<String> {
-        let (w, r) = (without_decimals(&writer.schema, 0), without_decimals(&self.schema, 0));
+        let (w, r) = (
+            without_decimals(&writer.schema, 0),
+            without_decimals(&self.schema, 0),
+        );
         match SchemaCompatibility::can_read(&w, &r) {
             Ok(()) => Vec::new(),
             Err(e) => vec![e.to_string()],

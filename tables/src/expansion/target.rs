@@ -367,4 +367,52 @@ mod tests {
         assert_eq!(evolved.field_by_name(PARTITION_COLUMN).unwrap().id, 2);
         assert_eq!(evolved.highest_field_id(), 2, "no new column");
     }
+    fn field(id: i32, name: &str, ty: Type) -> NestedFieldRef {
+        Arc::new(NestedField::optional(id, name, ty))
+    }
+
+    fn p(ty: PrimitiveType) -> Type {
+        Type::Primitive(ty)
+    }
+
+    #[test]
+    fn columns_evolve_in_place_where_iceberg_allows() {
+        use PrimitiveType as P;
+        let customer = |fields| Type::Struct(StructType::new(fields));
+        let current = Schema::builder()
+            .with_fields(vec![
+                field(1, "qty", p(P::Int)),
+                field(
+                    2,
+                    "customer",
+                    customer(vec![field(3, "name", p(P::String))]),
+                ),
+                field(4, "note", p(P::Long)),
+            ])
+            .build()
+            .unwrap();
+        let columns = vec![
+            Column {
+                name: "qty".into(),
+                ty: p(P::Long),
+            },
+            Column {
+                name: "customer".into(),
+                ty: customer(vec![
+                    field(0, "name", p(P::String)),
+                    field(0, "email", p(P::String)),
+                ]),
+            },
+            column("note", P::String),
+        ];
+        let next = schema_for(&columns, Some(&current), 4).unwrap();
+        let id = |n: &str| next.field_by_name(n).map(|f| f.id);
+        // A promotion and a struct that gained a field keep their ids, nested ones too.
+        assert_eq!(id("qty"), Some(1));
+        assert_eq!(id("customer"), Some(2));
+        assert_eq!(id("customer.name"), Some(3));
+        assert!(id("customer.email").is_some_and(|i| i > 4));
+        // A long does not become a string in place: a new column of the same name.
+        assert!(id("note").is_some_and(|i| i > 4 && Some(i) != id("customer.email")));
+    }
 }
