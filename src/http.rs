@@ -15,6 +15,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use listener::tls::Tls;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tracing::Instrument;
 
 use crate::hyper_serve::serve_hyper;
 use crate::metrics::Metrics;
@@ -51,17 +52,44 @@ pub async fn serve<F, Fut>(
     let service = move |_peer| {
         let handler = handler.clone();
         let metrics = counts.clone();
-        hyper::service::service_fn(move |req| {
+        hyper::service::service_fn(move |req: Request<Incoming>| {
+            let id = request_id(&req);
+            let span = tracing::info_span!(
+                "http",
+                request_id = %id,
+                method = %req.method(),
+                path = %req.uri().path()
+            );
             let r = handler(req);
             let metrics = metrics.clone();
             async move {
-                let r = r.await;
-                metrics.count_request(name, r.status().as_u16());
+                let mut r = r.await;
+                let status = r.status().as_u16();
+                metrics.count_request(name, status);
+                tracing::debug!(status, "http request");
+                if let Ok(v) = hyper::header::HeaderValue::from_str(&id) {
+                    r.headers_mut().insert(REQUEST_ID, v);
+                }
                 Ok::<_, Infallible>(r)
             }
+            .instrument(span)
         })
     };
     serve_hyper(name, listener, tls, limits, &metrics, shutdown, service).await;
+}
+
+/// The header carrying a request's id, in the request (a caller's own, kept) and in
+/// every response; log lines of the request carry it as `request_id`.
+const REQUEST_ID: &str = "x-request-id";
+
+/// The caller's request id when it sent a usable one (1 to 128 visible ASCII
+/// characters, as proxies and tracing gateways set it), else a new random one.
+fn request_id(req: &Request<Incoming>) -> String {
+    req.headers()
+        .get(REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| (1..=128).contains(&v.len()) && v.bytes().all(|b| b.is_ascii_graphic()))
+        .map_or_else(|| uuid::Uuid::new_v4().simple().to_string(), str::to_owned)
 }
 
 /// A response still being computed.

@@ -32,8 +32,21 @@ struct Cli {
     /// Log filter (tracing's EnvFilter syntax), e.g. `info` or `eddy=debug,catalog=debug`.
     #[arg(long, env = "EDDY_LOG", default_value = "info", global = true)]
     log: String,
+    /// Log lines as `text` (colored only when stderr is a terminal) or `json` (one
+    /// object per line, with the current span's fields, e.g. a request's id).
+    #[arg(long, env = "EDDY_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+/// How log lines are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line, for log collectors.
+    Json,
 }
 
 // Parsed once at start-up: the size of the serve flags does not matter.
@@ -99,10 +112,21 @@ fn main() -> std::process::ExitCode {
         format!("{},s3s=off", cli.log)
     };
     let filter = EnvFilter::try_new(&spec).unwrap_or_else(|_| EnvFilter::new("info,s3s=off"));
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    match cli.log_format {
+        // Escape codes only for a terminal: a file or a collector gets plain text.
+        LogFormat::Text => logs
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        LogFormat::Json => logs
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .init(),
+    }
     let result = match cli.command {
         Command::Serve(args) => args.resolve().and_then(|config| {
             tokio::runtime::Builder::new_multi_thread()

@@ -76,6 +76,8 @@ class Eddy:
     # Kafka listeners besides the plaintext ones of `bootstrap`, in Kafka's form
     # (`SSL://127.0.0.1:9093`).
     kafka_listeners: list = field(default_factory=list)
+    # Where the server's log (stderr) goes: inherited when None.
+    log_path: Path = None
 
     @property
     def s3_url(self) -> str:
@@ -98,10 +100,13 @@ class Eddy:
             "--kafka-listen", ",".join([self.bootstrap, *self.kafka_listeners]),
             *self.extra_args,
         ]
-        env = dict(os.environ, EDDY_LOG=os.environ.get("EDDY_LOG", "warn"), **self.env)
+        env = {**os.environ, "EDDY_LOG": os.environ.get("EDDY_LOG", "warn"), **self.env}
         env.setdefault("EDDY_ACCESS_KEY", self.access_key)
         env.setdefault("EDDY_SECRET_KEY", self.secret_key)
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, env=env, text=True)
+        log = open(self.log_path, "a") if self.log_path else None
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, env=env, text=True)
+        if log:
+            log.close()
         self.stdout = []
         for line in self.proc.stdout:
             self.stdout.append(line.rstrip("\n"))
