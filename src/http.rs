@@ -107,6 +107,7 @@ pub fn endpoint(
     views: Vec<(String, Arc<tables::rest::RestCatalog>)>,
     admin: Arc<admin::Admin>,
     registry: Arc<registry::Registry>,
+    kafka: Arc<dyn catalog::Catalog>,
 ) -> impl Fn(Request<Incoming>) -> PendingReply + Send + Sync + 'static {
     move |req| {
         // A broker view's own REST catalog: /iceberg/views/NAME/v1/...
@@ -140,11 +141,20 @@ pub fn endpoint(
         }
         let r = match (req.method(), req.uri().path()) {
             (&Method::GET, "/health") => health(&catalog),
-            (&Method::GET, "/metrics") => reply(
-                StatusCode::OK,
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                metrics.render(catalog.drives()),
-            ),
+            (&Method::GET, "/metrics") => {
+                let (metrics, catalog, kafka) = (metrics.clone(), catalog.clone(), kafka.clone());
+                return Box::pin(async move {
+                    if let Err(e) = metrics.refresh_kafka(kafka.as_ref()).await {
+                        // The gauges keep their last values; the rest is still served.
+                        tracing::warn!(error = %e, "topic sizes and group lag not read");
+                    }
+                    reply(
+                        StatusCode::OK,
+                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                        metrics.render(catalog.drives()),
+                    )
+                });
+            }
             _ => reply(StatusCode::NOT_FOUND, "text/plain", "not found\n"),
         };
         Box::pin(std::future::ready(r))

@@ -1,5 +1,6 @@
 //! The process's Prometheus registry: catalog commit metrics, drive health and space,
-//! HTTP request counts per listener and S3 requests per operation.
+//! HTTP request counts per listener and S3 requests per operation, and topic sizes and
+//! consumer group lag read from the catalog at each scrape.
 
 use std::sync::Mutex;
 
@@ -38,6 +39,22 @@ pub struct S3Labels {
     pub status: String,
 }
 
+/// Labels of a per-topic gauge.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TopicLabels {
+    /// The topic.
+    pub topic: String,
+}
+
+/// Labels of a consumer group's lag on one topic.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct GroupLagLabels {
+    /// The group.
+    pub group: String,
+    /// The topic.
+    pub topic: String,
+}
+
 /// Every metric the server exports.
 pub struct Metrics {
     registry: Mutex<Registry>,
@@ -49,6 +66,10 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     /// S3 requests by operation and status.
     s3_requests: Family<S3Labels, Counter>,
+    /// Stored bytes per topic (the default view's).
+    topic_bytes: Family<TopicLabels, Gauge>,
+    /// Per group and topic: records between the committed offsets and the ends.
+    group_lag: Family<GroupLagLabels, Gauge>,
     /// Every listener's accept loop.
     pub listeners: listener::ListenerMetrics,
 }
@@ -65,6 +86,18 @@ impl Metrics {
         let drive_free = Family::<DriveLabels, Gauge>::default();
         let requests = Family::<RequestLabels, Counter>::default();
         let s3_requests = Family::<S3Labels, Counter>::default();
+        let topic_bytes = Family::<TopicLabels, Gauge>::default();
+        let group_lag = Family::<GroupLagLabels, Gauge>::default();
+        registry.register(
+            "kafka_topic_bytes",
+            "Bytes of record batches a topic stores, over its partitions (read at each scrape)",
+            topic_bytes.clone(),
+        );
+        registry.register(
+            "kafka_group_lag",
+            "Records a consumer group has yet to consume of a topic: over the partitions it committed offsets for, the end offset minus the committed one (read at each scrape)",
+            group_lag.clone(),
+        );
         registry.register(
             "drive_online",
             "1 when the drive is formatted and usable",
@@ -104,8 +137,57 @@ impl Metrics {
             drive_free,
             requests,
             s3_requests,
+            topic_bytes,
+            group_lag,
             listeners,
         }
+    }
+
+    /// Reads topic sizes and group lag from `catalog` (the default view) into their
+    /// gauges; a topic or group gone since the last scrape leaves them. Read per scrape
+    /// rather than kept current: one read of each partition and group, a few ms for a
+    /// thousand topics, against work on every produce and commit.
+    pub async fn refresh_kafka(
+        &self,
+        catalog: &dyn catalog::Catalog,
+    ) -> catalog::CatalogResult<()> {
+        let kafka = catalog.kafka();
+        let mut sizes = Vec::new();
+        let mut ends = std::collections::HashMap::new();
+        for t in kafka.topics().await? {
+            let mut bytes = 0u64;
+            for p in 0..t.partitions {
+                if let Some(st) = kafka.partition(t.id, p).await? {
+                    bytes = bytes.saturating_add(st.bytes);
+                    ends.insert((t.name.clone(), p), st.next_offset);
+                }
+            }
+            sizes.push((t.name, bytes));
+        }
+        let mut lags: std::collections::BTreeMap<(String, String), u64> = Default::default();
+        let groups = catalog.groups();
+        for g in groups.all().await? {
+            for (topic, p, o) in groups.offsets(&g.name).await? {
+                let Some(end) = ends.get(&(topic.clone(), p)) else {
+                    continue;
+                };
+                let committed = u64::try_from(o.offset).unwrap_or(0);
+                *lags.entry((g.name.clone(), topic)).or_default() += end.saturating_sub(committed);
+            }
+        }
+        self.topic_bytes.clear();
+        for (topic, bytes) in sizes {
+            self.topic_bytes
+                .get_or_create(&TopicLabels { topic })
+                .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+        }
+        self.group_lag.clear();
+        for ((group, topic), lag) in lags {
+            self.group_lag
+                .get_or_create(&GroupLagLabels { group, topic })
+                .set(i64::try_from(lag).unwrap_or(i64::MAX));
+        }
+        Ok(())
     }
 
     /// Counts one HTTP request answered by `listener` with `status`.

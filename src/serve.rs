@@ -334,6 +334,8 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
                     tables::expansion::registered::evolve::Evolution::new(tabler.clone()),
                 )),
             ),
+            // Topic sizes and group lag in /metrics are the default view's.
+            default_view.clone(),
         ),
         stop_rx.clone(),
     ));
