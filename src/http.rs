@@ -49,10 +49,11 @@ pub async fn serve<F, Fut>(
 {
     let handler = Arc::new(handler);
     let counts = metrics.clone();
-    let service = move |_peer| {
+    let service = move |peer: std::net::SocketAddr| {
         let handler = handler.clone();
         let metrics = counts.clone();
-        hyper::service::service_fn(move |req: Request<Incoming>| {
+        hyper::service::service_fn(move |mut req: Request<Incoming>| {
+            req.extensions_mut().insert(Peer(peer));
             let id = request_id(&req);
             let span = tracing::info_span!(
                 "http",
@@ -76,6 +77,15 @@ pub async fn serve<F, Fut>(
         })
     };
     serve_hyper(name, listener, tls, limits, &metrics, shutdown, service).await;
+}
+
+/// The client's address, in each request's extensions (the audit trail's "from where").
+#[derive(Debug, Clone, Copy)]
+struct Peer(std::net::SocketAddr);
+
+/// The client address of a request, as text.
+fn peer_of(req: &Request<Incoming>) -> Option<String> {
+    req.extensions().get::<Peer>().map(|p| p.0.to_string())
 }
 
 /// The header carrying a request's id, in the request (a caller's own, kept) and in
@@ -182,6 +192,7 @@ async fn rest_request(to: Rest, path: String, req: Request<Incoming>) -> Reply {
     let query = req.uri().query().map(str::to_owned);
     let raw_path = req.uri().path().to_owned();
     let headers = req.headers().clone();
+    let source = peer_of(&req);
     let body = match Limited::new(req.into_body(), MAX_REST_BODY).collect().await {
         Ok(b) => b.to_bytes(),
         Err(_) => {
@@ -201,6 +212,7 @@ async fn rest_request(to: Rest, path: String, req: Request<Incoming>) -> Reply {
         authorization,
         host,
         body,
+        source,
     };
     let head = req.method == Method::HEAD;
     let r = match to {
@@ -230,6 +242,7 @@ async fn registry_request(
         .map(str::to_owned);
     let method = req.method().clone();
     let query = req.uri().query().map(str::to_owned);
+    let source = peer_of(&req);
     let body = match Limited::new(req.into_body(), MAX_REST_BODY).collect().await {
         Ok(b) => b.to_bytes(),
         Err(_) => {
@@ -247,6 +260,7 @@ async fn registry_request(
             query,
             authorization,
             body,
+            source,
         })
         .await;
     let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);

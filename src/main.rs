@@ -1,5 +1,6 @@
 //! `eddy`: an S3 object store with an integrated Kafka-compatible event broker.
 
+mod audit;
 mod background;
 mod cluster;
 mod config;

@@ -211,6 +211,12 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let default_view: Arc<dyn Catalog> = Arc::new(catalog::view::ViewCatalog::default_view(
         catalog_dyn.clone(),
     ));
+    // Administrative changes and refused requests of every protocol, through the
+    // directory each of them holds.
+    let (audit_log, audit_writer) = crate::audit::start(default_view.clone(), stop_rx.clone())
+        .await
+        .context("starting the audit trail")?;
+    directory.set_audit(audit_log);
     let background =
         crate::background::Background::start().context("starting the background runtime")?;
     // A view's topics are tabled in its bucket by a tabler over its names, sealed in the
@@ -429,6 +435,8 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     signalled.await;
     let _ = stop_tx.send(true);
     while tasks.join_next().await.is_some() {}
+    // The trail's last events (those of the requests just drained) are appended.
+    let _ = audit_writer.await;
     let _ = scrub.await;
     let _ = lifecycle.await;
     let _ = sealing.await;

@@ -44,33 +44,71 @@ impl Admin {
 
     /// Answers one request (its path below `/admin`).
     pub async fn handle(&self, req: Request) -> Response {
-        self.route(req).await.unwrap_or_else(|e| error_response(&e))
+        let user = self.tokens.check(req.authorization.as_deref());
+        let r = match &user {
+            Err(e) => error_response(e),
+            Ok(user) => self
+                .route(&req, user)
+                .await
+                .unwrap_or_else(|e| error_response(&e)),
+        };
+        self.audit(&req, user.ok().as_deref(), &r);
+        r
     }
 
-    async fn route(&self, req: Request) -> TableResult<Response> {
-        let user = self.tokens.check(req.authorization.as_deref())?;
+    /// Records a change (a request other than a read that succeeded) or a refusal (401,
+    /// 403) in the audit trail. Every admin route is administrative.
+    fn audit(&self, req: &Request, user: Option<&str>, r: &Response) {
+        use iam::audit::{AuditEvent, Outcome};
+        let read = req.method == http::Method::GET || req.method == http::Method::HEAD;
+        let outcome = match r.status.as_u16() {
+            401 | 403 => Outcome::Refused,
+            200..=299 if !read => Outcome::Changed,
+            _ => return,
+        };
+        // The path as its segments mean it (`%2D` is `-`).
+        let path = format!("/{}", segments(&req.path).join("/"));
+        let mut event = AuditEvent::now(
+            "admin",
+            user,
+            format!("{} /admin{path}", req.method),
+            path,
+            outcome,
+        )
+        .from(req.source.clone());
+        if outcome == Outcome::Refused {
+            let why = serde_json::from_slice::<serde_json::Value>(&r.body)
+                .ok()
+                .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
+                .unwrap_or_default();
+            event = event.because(why);
+        }
+        self.tokens.directory().audit(event);
+    }
+
+    async fn route(&self, req: &Request, user: &str) -> TableResult<Response> {
         let segments = segments(&req.path);
         let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
         let directory = self.tokens.directory();
         match segs.as_slice() {
             ["v1", "users", ..] | ["v1", "policies", ..] => {
-                identities::route(directory, &user, &req, &segs).await
+                identities::route(directory, user, req, &segs).await
             }
             ["v1", "pipelines", ..] => match &self.pipelines {
-                Some(api) => pipelines::route(api, directory, &user, &req, &segs).await,
+                Some(api) => pipelines::route(api, directory, user, req, &segs).await,
                 None => Err(TableError::NotFound("pipelines are not served here".into())),
             },
             // A repair rewrites a topic's table: a KafkaCreate, as a topic config change
             // is; so is a check, which reads every file of the table.
             ["v1", "topics", topic, "table", ..] => {
-                must_topic(directory, "default", &user, "KafkaCreate", topic)?;
-                topic_tables::route(&self.tabler, &req, &segs).await
+                must_topic(directory, "default", user, "KafkaCreate", topic)?;
+                topic_tables::route(&self.tabler, req, &segs).await
             }
             // An expansion decides how a topic is tabled: a KafkaCreate, as a topic
             // config change is.
             ["v1", "topics", topic, ..] => {
-                must_topic(directory, "default", &user, "KafkaCreate", topic)?;
-                expansions::route(&self.tabler, &req, &segs).await
+                must_topic(directory, "default", user, "KafkaCreate", topic)?;
+                expansions::route(&self.tabler, req, &segs).await
             }
             _ => Err(TableError::NotFound(format!(
                 "no admin route for {} /admin{}",

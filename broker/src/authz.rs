@@ -76,8 +76,28 @@ impl Ctx {
         if !allowed {
             self.broker.metrics.authz_refused.inc();
             tracing::debug!(principal = ?self.principal, action, resource, "kafka request refused by policy");
+            // Describe refusals are how listings leave out what a principal may not see
+            // (every Metadata request would add one per hidden topic): not audited.
+            if !action.starts_with("KafkaDescribe") {
+                self.audit_refusal(action, resource);
+            }
         }
         allowed
+    }
+
+    /// Records a refused action in the audit trail.
+    fn audit_refusal(&self, action: &str, resource: &str) {
+        self.broker.directory.audit(
+            iam::audit::AuditEvent::now(
+                "kafka",
+                self.principal.as_deref(),
+                action,
+                resource,
+                iam::audit::Outcome::Refused,
+            )
+            .from(Some(self.peer.to_string()))
+            .because("no policy allows it"),
+        );
     }
 
     /// Whether the principal may do `action` on a topic.
@@ -126,6 +146,7 @@ impl Ctx {
         };
         if !allowed {
             self.broker.metrics.authz_refused.inc();
+            self.audit_refusal(ALTER, &resource);
         }
         allowed
     }

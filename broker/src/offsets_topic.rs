@@ -20,9 +20,13 @@ pub const NAME: &str = "__consumer_offsets";
 /// Its partitions (Kafka's `offsets.topic.num.partitions` default).
 pub const PARTITIONS: u32 = 50;
 
-/// Whether `topic` is an internal topic clients may not write, create or delete.
+/// The audit trail's topic (`eddy serve` appends to it; docs/security.md).
+pub const AUDIT_TOPIC: &str = "__eddy_audit";
+
+/// Whether `topic` is an internal topic clients may not write, create or delete: this
+/// one, and the audit trail, which a client writing to it could forge.
 pub fn is_internal(topic: &str) -> bool {
-    topic == NAME
+    topic == NAME || topic == AUDIT_TOPIC
 }
 
 /// The partition of a group's records: Kafka's `Utils.abs(groupId.hashCode) %

@@ -121,6 +121,8 @@ pub struct Directory {
     snapshot: RwLock<Arc<Snapshot>>,
     /// Serializes read-modify-write changes (an attach reads the policy it rewrites).
     edits: tokio::sync::Mutex<()>,
+    /// Where the audit trail goes (none: nowhere, as in tools and tests).
+    audit: std::sync::OnceLock<Arc<dyn crate::audit::AuditSink>>,
 }
 
 impl std::fmt::Debug for Directory {
@@ -205,6 +207,7 @@ impl Directory {
             catalog: Some(catalog),
             snapshot: RwLock::new(Arc::default()),
             edits: tokio::sync::Mutex::new(()),
+            audit: Default::default(),
         };
         d.reload().await?;
         Ok(d)
@@ -227,6 +230,19 @@ impl Directory {
             catalog: None,
             snapshot: RwLock::new(Arc::new(Snapshot::build(users, Vec::new(), Vec::new()))),
             edits: tokio::sync::Mutex::new(()),
+            audit: Default::default(),
+        }
+    }
+
+    /// Sends the audit trail to `sink` from now on (once; a second sink is ignored).
+    pub fn set_audit(&self, sink: Arc<dyn crate::audit::AuditSink>) {
+        let _ = self.audit.set(sink);
+    }
+
+    /// Records an administrative change or a refused request in the audit trail.
+    pub fn audit(&self, event: crate::audit::AuditEvent) {
+        if let Some(sink) = self.audit.get() {
+            sink.record(event);
         }
     }
 

@@ -31,6 +31,7 @@
 
 #![warn(missing_docs)]
 
+pub mod audit;
 pub mod condition;
 pub mod directory;
 pub mod error;

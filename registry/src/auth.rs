@@ -55,6 +55,24 @@ pub fn authenticate(dir: &iam::Directory, authorization: Option<&str>) -> Regist
     Ok(user.to_owned())
 }
 
+/// The user a basic `Authorization` header names, whether or not its secret is right
+/// (the audit trail's "who" of a refused request).
+pub fn claimed_user(authorization: Option<&str>) -> Option<String> {
+    let encoded = authorization?
+        .strip_prefix("Basic ")
+        .or_else(|| authorization?.strip_prefix("basic "))?;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .ok()?;
+    let decoded = String::from_utf8(decoded).ok()?;
+    Some(
+        decoded
+            .split_once(':')
+            .map_or(decoded.as_str(), |(u, _)| u)
+            .to_owned(),
+    )
+}
+
 impl Caller<'_> {
     /// Whether the caller may do `action` on `resource`.
     fn may_on(&self, action: &str, resource: &str) -> bool {

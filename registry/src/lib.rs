@@ -40,6 +40,8 @@ pub struct Request {
     pub authorization: Option<String>,
     /// The body.
     pub body: Bytes,
+    /// The client's address, when known (the audit trail's "from where").
+    pub source: Option<String>,
 }
 
 /// One answer: a status and a JSON body.
@@ -98,24 +100,59 @@ impl Registry {
 
     /// Answers one request.
     pub async fn handle(&self, req: Request) -> Response {
-        match self.route(&req).await {
-            Ok(r) => r,
-            Err(e) => {
-                let (status, code) = e.status_and_code();
-                if status >= 500 {
-                    tracing::warn!(%code, error = %e, path = %req.path, "schema registry request failed");
+        let user = auth::authenticate(&self.directory, req.authorization.as_deref());
+        let r = match &user {
+            Err(e) => Response::error(e),
+            Ok(user) => {
+                let caller = auth::Caller {
+                    user: user.clone(),
+                    directory: &self.directory,
+                };
+                match routes::route(&self.store, &caller, &req).await {
+                    Ok(r) => r,
+                    Err(e) => {
+                        let (status, code) = e.status_and_code();
+                        if status >= 500 {
+                            tracing::warn!(%code, error = %e, path = %req.path, "schema registry request failed");
+                        }
+                        Response::error(&e)
+                    }
                 }
-                Response::error(&e)
             }
-        }
+        };
+        // A refused caller is named by the user its credentials claim.
+        let principal = user
+            .ok()
+            .or_else(|| auth::claimed_user(req.authorization.as_deref()));
+        self.audit(&req, principal.as_deref(), &r);
+        r
     }
 
-    async fn route(&self, req: &Request) -> RegistryResult<Response> {
-        let user = auth::authenticate(&self.directory, req.authorization.as_deref())?;
-        let caller = auth::Caller {
-            user,
-            directory: &self.directory,
+    /// Records a change (a request other than a read that succeeded) or a refusal (401,
+    /// 403) in the audit trail.
+    fn audit(&self, req: &Request, principal: Option<&str>, r: &Response) {
+        use iam::audit::{AuditEvent, Outcome};
+        let read = req.method == http::Method::GET || req.method == http::Method::HEAD;
+        let outcome = match r.status {
+            401 | 403 => Outcome::Refused,
+            200..=299 if !read => Outcome::Changed,
+            _ => return,
         };
-        routes::route(&self.store, &caller, req).await
+        let mut event = AuditEvent::now(
+            "schema-registry",
+            principal,
+            format!("{} /schema-registry{}", req.method, req.path),
+            req.path.clone(),
+            outcome,
+        )
+        .from(req.source.clone());
+        if outcome == Outcome::Refused {
+            let why = serde_json::from_slice::<serde_json::Value>(&r.body)
+                .ok()
+                .and_then(|v| v["message"].as_str().map(str::to_owned))
+                .unwrap_or_default();
+            event = event.because(why);
+        }
+        self.directory.audit(event);
     }
 }

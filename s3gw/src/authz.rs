@@ -318,6 +318,17 @@ impl Gateway {
             Ok(())
         } else {
             tracing::debug!(?principal, action, resource, "S3 request refused by policy");
+            self.directory().audit(
+                iam::audit::AuditEvent::now(
+                    "s3",
+                    principal,
+                    action,
+                    resource,
+                    iam::audit::Outcome::Refused,
+                )
+                .from(who.context.source_ip.map(|ip| ip.to_string()))
+                .because("no policy allows it"),
+            );
             Err(s3_error!(AccessDenied, "Access Denied"))
         }
     }

@@ -44,6 +44,8 @@ pub struct Request {
     pub host: Option<String>,
     /// Body (bounded by the caller).
     pub body: Bytes,
+    /// The client's address, when known (the audit trail's "from where").
+    pub source: Option<String>,
 }
 
 /// A JSON response.
