@@ -3,6 +3,7 @@
 //! every change goes through one catalog transaction.
 
 pub mod api;
+mod audit;
 pub mod authz;
 pub mod batch;
 pub mod cluster;

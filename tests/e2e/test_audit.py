@@ -1,8 +1,9 @@
 """The audit trail: administrative changes and refused requests of every protocol, with
 who, what, when and from where, appended to the `__eddy_audit` topic and read back with
 a Kafka consumer. A policy change made through the admin API (the CLI), a refused S3
-request, a Kafka produce refused by a policy and a schema registry request with a wrong
-secret each appear with their principal; clients cannot write the trail."""
+request, a Kafka produce refused by a policy, a topic created over SASL and a schema
+registry request with a wrong secret each appear with their principal; clients cannot
+write the trail."""
 
 import json
 import time
@@ -15,7 +16,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from test_policies import bob, create, eddy, ok, produce, put_policy, statement  # noqa: F401
+from test_policies import bob, create, create_as, eddy, ok, produce, put_policy, statement  # noqa: F401
 
 TOPIC = "__eddy_audit"
 
@@ -74,6 +75,12 @@ def test_a_policy_change_and_refused_requests_are_in_the_trail(eddy, bob, tmp_pa
     put_policy(eddy, tmp_path, f"{policy}-kafka", statement("Deny", "KafkaWrite"), "bob")
     assert produce(bob, topic) == KafkaError.TOPIC_AUTHORIZATION_FAILED
     trail(eddy, has(protocol="kafka", principal="bob", action="KafkaWrite", outcome="refused"))
+
+    # Kafka's own administrative changes, by the SASL principal that made them.
+    made = f"audit-made-{uuid.uuid4().hex[:8]}"
+    assert create_as(bob, made) is None
+    trail(eddy, has(protocol="kafka", principal="bob", action="CreateTopics", outcome="changed",
+                    resource=f"vast:kafka:topic:default:{made}"))
 
     r = requests.get(f"{eddy.http_url}/schema-registry/subjects", auth=("bob", "wrong"), timeout=30)
     assert r.status_code == 401

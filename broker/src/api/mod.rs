@@ -182,12 +182,20 @@ pub async fn handle(ctx: Ctx, request: RequestKind) -> Reply {
         Ok(r) => r,
         Err(answer) => return answer,
     };
-    if refused.is_empty() {
+    let change = crate::audit::of(&request);
+    if refused.is_empty() && change.is_none() {
         return dispatch(ctx, request).await;
     }
     let check = ctx.clone();
     let reply = dispatch(ctx, request).await;
-    Box::pin(async move { reply.await.map(|r| answer_refused(&check, r, refused)) })
+    Box::pin(async move {
+        let response = reply.await?;
+        // What the handler did, before the refused parts are put back in.
+        if let Some(change) = change {
+            crate::audit::record(&check, change, &response);
+        }
+        Some(answer_refused(&check, response, refused))
+    })
 }
 
 /// Authorizes a request before its handler, by its API module's own `authorize`
