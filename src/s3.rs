@@ -24,6 +24,7 @@ pub async fn serve(
     limits: listener::Limits,
     metrics: Arc<Metrics>,
     front: s3gw::Front,
+    directory: Arc<iam::Directory>,
     shutdown: watch::Receiver<bool>,
 ) {
     let s3gw::Front {
@@ -33,9 +34,10 @@ pub async fn serve(
     } = front;
     let counts = metrics.clone();
     let secure = s3gw::authz::SecureTransport(tls.is_some());
-    let per_connection = move |peer| {
+    let per_connection = move |peer: std::net::SocketAddr| {
         let service = service.clone();
         let metrics = counts.clone();
+        let directory = directory.clone();
         let cors = cors.clone();
         let post_gate = post_gate.clone();
         hyper::service::service_fn(move |mut req: Request<Incoming>| {
@@ -43,6 +45,7 @@ pub async fn serve(
             let metrics = metrics.clone();
             let cors = cors.clone();
             let post_gate = post_gate.clone();
+            let directory = directory.clone();
             async move {
                 // The id goes into the response header and, through the extensions, into
                 // the request's event records.
@@ -53,6 +56,10 @@ pub async fn serve(
                 req.extensions_mut().insert(id);
                 let operation = s3gw::OperationSlot::default();
                 req.extensions_mut().insert(operation.clone());
+                let party = s3gw::PartySlot::default();
+                req.extensions_mut().insert(party.clone());
+                let target = format!("{} {}", req.method(), req.uri().path());
+                let claimed = claimed_key(&req);
                 let origin = req
                     .headers()
                     .get(hyper::header::ORIGIN)
@@ -126,6 +133,7 @@ pub async fn serve(
                     None => "Unknown",
                 };
                 metrics.count_s3(op, status);
+                audit(&directory, op, status, &party, claimed, target, peer);
                 r
             }
         })
@@ -206,4 +214,79 @@ async fn with_file_name(req: Request<Incoming>) -> Request<s3s::Body> {
         parts,
         s3s::Body::http_body_unsync(http_body_util::StreamBody::new(frames)),
     )
+}
+
+/// Operations that change a bucket's configuration (or the bucket itself): audited
+/// when they succeed.
+fn changes_bucket(op: &str) -> bool {
+    op == "CreateBucket"
+        || op.starts_with("PutBucket")
+        || op.starts_with("DeleteBucket")
+        || matches!(
+            op,
+            "PutObjectLockConfiguration" | "PutPublicAccessBlock" | "DeletePublicAccessBlock"
+        )
+}
+
+/// The access key a request's signature names (header or presigned query), whether or
+/// not the signature holds: the audit trail's "who" of a refused request.
+fn claimed_key(req: &Request<Incoming>) -> Option<String> {
+    let credential = req
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|a| {
+            a.split_once("Credential=")
+                .map(|(_, c)| c.to_owned())
+                .or_else(|| a.strip_prefix("AWS ").map(str::to_owned))
+        })
+        .or_else(|| {
+            form_urlencoded::parse(req.uri().query()?.as_bytes())
+                .find(|(k, _)| k == "X-Amz-Credential" || k == "AWSAccessKeyId")
+                .map(|(_, v)| v.into_owned())
+        })?;
+    let key = credential.split(['/', ':', ',']).next()?.trim();
+    (!key.is_empty()).then(|| key.to_owned())
+}
+
+/// Records a bucket's configuration change, or a request refused before its operation
+/// was known (a bad signature, an unknown key): the refusals of policies are recorded
+/// where they are decided (`s3gw::authz`).
+fn audit(
+    directory: &iam::Directory,
+    op: &str,
+    status: u16,
+    party: &s3gw::PartySlot,
+    claimed: Option<String>,
+    target: String,
+    peer: std::net::SocketAddr,
+) {
+    use iam::audit::{AuditEvent, Outcome};
+    let source = Some(peer.ip().to_string());
+    if (200..300).contains(&status) && changes_bucket(op) {
+        let (principal, bucket) = party.0.get().cloned().unwrap_or_default();
+        let resource = format!("arn:aws:s3:::{}", bucket.unwrap_or_default());
+        directory.audit(
+            AuditEvent::now(
+                "s3",
+                principal.as_deref(),
+                format!("s3:{op}"),
+                resource,
+                Outcome::Changed,
+            )
+            .from(source),
+        );
+    } else if (status == 401 || status == 403) && op == "Unknown" {
+        directory.audit(
+            AuditEvent::now(
+                "s3",
+                claimed.as_deref(),
+                target.clone(),
+                target,
+                Outcome::Refused,
+            )
+            .from(source)
+            .because("the signature or the access key was refused"),
+        );
+    }
 }

@@ -205,6 +205,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         limits,
         metrics.clone(),
         s3_service,
+        directory.clone(),
         stop_rx.clone(),
     ));
     // The default view sees neither the other views' topics nor their groups.

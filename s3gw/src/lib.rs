@@ -111,6 +111,12 @@ impl Default for RequestId {
 #[derive(Debug, Clone, Default)]
 pub struct OperationSlot(pub Arc<std::sync::OnceLock<String>>);
 
+/// Who a request is from (`None`: anonymous) and the bucket it names, filled in by the
+/// access check for the audit trail's record of a bucket's configuration change (the
+/// listener sees the outcome, the access check the parties).
+#[derive(Debug, Clone, Default)]
+pub struct PartySlot(pub Arc<std::sync::OnceLock<(Option<String>, Option<String>)>>);
+
 /// The S3 front end over one catalog.
 #[derive(Clone)]
 pub struct Gateway {
@@ -404,6 +410,7 @@ impl s3s::access::S3Access for Access {
         if let Some(slot) = cx.extensions_mut().get::<OperationSlot>().cloned() {
             let _ = slot.0.set(cx.s3_op().name().to_owned());
         }
+        let party = cx.extensions_mut().get::<PartySlot>().cloned();
         let op = cx.s3_op().name();
         let (bucket, key) = match cx.s3_path() {
             s3s::path::S3Path::Root => (None, None),
@@ -412,6 +419,9 @@ impl s3s::access::S3Access for Access {
                 (Some(bucket.to_string()), Some(key.to_string()))
             }
         };
+        if let Some(slot) = party {
+            let _ = slot.0.set((who.principal.clone(), bucket.clone()));
+        }
         // Each key of a multi-object delete is checked as a DeleteObject of its own.
         if op != "DeleteObjects" {
             self.0

@@ -69,6 +69,16 @@ def test_a_policy_change_and_refused_requests_are_in_the_trail(eddy, bob, tmp_pa
     e = next(e for e in events if e["protocol"] == "s3" and e["principal"] == "bob")
     assert e["action"] == "s3:PutObject" and e["resource"] == f"arn:aws:s3:::{bucket}/k"
     assert e["source"] == "127.0.0.1"
+    # A bucket's creation and a change of its configuration, by the administrator.
+    s3(eddy, eddy.access_key, eddy.secret_key).put_bucket_versioning(
+        Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    for op in ("s3:CreateBucket", "s3:PutBucketVersioning"):
+        trail(eddy, has(protocol="s3", principal=eddy.access_key, action=op, outcome="changed",
+                        resource=f"arn:aws:s3:::{bucket}"))
+    # A wrong secret: refused before any policy, named by the key it claims.
+    with pytest.raises(ClientError):
+        s3(eddy, "bob", "not-bobs-secret").list_objects_v2(Bucket=bucket)
+    trail(eddy, has(protocol="s3", principal="bob", action=f"GET /{bucket}", outcome="refused"))
 
     topic = f"audit-{uuid.uuid4().hex[:8]}"
     create(eddy, topic)
