@@ -166,7 +166,9 @@ pub async fn serve<F, Fut>(
                     accepted.inc();
                     open.inc();
                     let open = open.clone();
-                    let conn = serve(sock, peer);
+                    // Every line a connection logs names its listener and client.
+                    let span = tracing::info_span!("connection", listener = name, peer = %peer);
+                    let conn = tracing::Instrument::instrument(serve(sock, peer), span);
                     connections.spawn(async move {
                         conn.await;
                         open.dec();
