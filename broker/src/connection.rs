@@ -245,7 +245,7 @@ async fn serve<R, W>(
         let started = Instant::now();
         let (sasl_reply, after) = match session.as_mut() {
             None => (None, After::Continue),
-            Some(s) => match sasl_step(&broker, s, api, &request, started) {
+            Some(s) => match sasl_step(&broker, s, api, &request, started, peer) {
                 Some(step) => step,
                 None => {
                     // As Kafka: before authentication (or after the session lifetime)
@@ -360,6 +360,7 @@ fn sasl_step(
     api: ApiKey,
     request: &RequestKind,
     now: Instant,
+    peer: SocketAddr,
 ) -> Option<(Option<ResponseKind>, After)> {
     if !session.admits(api, now) {
         return None;
@@ -369,8 +370,21 @@ fn sasl_step(
             let (r, after) = session.handshake(r);
             Some((Some(ResponseKind::SaslHandshake(r)), after))
         }
-        RequestKind::SaslAuthenticate(r) => {
-            let (r, after) = session.authenticate(r, now);
+        RequestKind::SaslAuthenticate(req) => {
+            let (r, after) = session.authenticate(req, now);
+            if after == After::Close {
+                broker.directory.audit(
+                    iam::audit::AuditEvent::now(
+                        "kafka",
+                        session.claimed(),
+                        "SaslAuthenticate",
+                        format!("vast:kafka:cluster:{}", broker.config.view),
+                        iam::audit::Outcome::Refused,
+                    )
+                    .from(Some(peer.to_string()))
+                    .because("SASL authentication failed"),
+                );
+            }
             let outcome = match after {
                 After::Authenticated => Some("ok"),
                 After::Close => Some("failed"),

@@ -14,7 +14,7 @@ import pytest
 import requests
 from botocore.config import Config
 from botocore.exceptions import ClientError
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from test_policies import bob, create, create_as, eddy, ok, produce, put_policy, statement  # noqa: F401
 
@@ -91,6 +91,12 @@ def test_a_policy_change_and_refused_requests_are_in_the_trail(eddy, bob, tmp_pa
     assert create_as(bob, made) is None
     trail(eddy, has(protocol="kafka", principal="bob", action="CreateTopics", outcome="changed",
                     resource=f"vast:kafka:topic:default:{made}"))
+
+    # A SASL authentication that fails, named by the user it claims.
+    wrong = Producer({**bob, "sasl.password": "not-bobs-password", "reconnect.backoff.ms": 1000})
+    wrong.poll(0)  # connects, and fails to authenticate
+    trail(eddy, has(protocol="kafka", principal="bob", action="SaslAuthenticate", outcome="refused"))
+    del wrong
 
     r = requests.get(f"{eddy.http_url}/schema-registry/subjects", auth=("bob", "wrong"), timeout=30)
     assert r.status_code == 401

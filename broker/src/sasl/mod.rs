@@ -147,6 +147,18 @@ pub(crate) fn directory(users: &[(&str, &str)]) -> Arc<iam::Directory> {
     Arc::new(iam::Directory::in_memory(&users))
 }
 
+/// The user a SASL message names, whether or not its proof holds: PLAIN's
+/// `authzid NUL user NUL password`, or a SCRAM client-first message's `n=user` (`=2C` and
+/// `=3D` unescaped). The audit trail's "who" of a failed authentication.
+pub fn claimed_user(auth_bytes: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(auth_bytes).ok()?;
+    if let Some(bare) = text.strip_prefix("n,").or_else(|| text.strip_prefix("y,")) {
+        let name = bare.split(',').find_map(|part| part.strip_prefix("n="))?;
+        return Some(name.replace("=2C", ",").replace("=3D", "="));
+    }
+    plain(auth_bytes).map(|(user, _)| user)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,5 +191,14 @@ mod tests {
             Some(Mechanism::ScramSha512)
         );
         assert_eq!(Mechanism::from_name("GSSAPI"), None);
+    }
+
+    #[test]
+    fn a_failed_exchange_names_the_user_it_claims() {
+        assert_eq!(claimed_user(b"\0bob\0pw").as_deref(), Some("bob"));
+        assert_eq!(claimed_user(b"n,,n=bob,r=abc").as_deref(), Some("bob"));
+        assert_eq!(claimed_user(b"n,,n=a=2Cb,r=abc").as_deref(), Some("a,b"));
+        // A client-final message names nobody.
+        assert_eq!(claimed_user(b"c=biws,r=abc,p=xyz"), None);
     }
 }

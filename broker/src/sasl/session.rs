@@ -30,6 +30,9 @@ pub struct Session {
     user: Option<Arc<str>>,
     /// When the authenticated session ends (a session lifetime is configured).
     expires: Option<Instant>,
+    /// The user the exchange's first message named (the audit trail's "who" when it
+    /// fails at the second).
+    claimed: Option<String>,
 }
 
 /// What the connection does after an answer.
@@ -56,7 +59,13 @@ impl Session {
             exchange: None,
             user: None,
             expires: None,
+            claimed: None,
         }
+    }
+
+    /// The user the current (or last) exchange claims to be, proven or not.
+    pub fn claimed(&self) -> Option<&str> {
+        self.claimed.as_deref()
     }
 
     /// The authenticated user.
@@ -109,6 +118,9 @@ impl Session {
         req: &SaslAuthenticateRequest,
         now: Instant,
     ) -> (SaslAuthenticateResponse, After) {
+        if let Some(user) = super::claimed_user(&req.auth_bytes) {
+            self.claimed = Some(user);
+        }
         let Some(mechanism) = self.mechanism else {
             let r = SaslAuthenticateResponse::default()
                 .with_error_code(ResponseError::IllegalSaslState.code())
