@@ -1,9 +1,9 @@
 """The audit trail: administrative changes and refused requests of every protocol, with
 who, what, when and from where, appended to the `__eddy_audit` topic and read back with
 a Kafka consumer. A policy change made through the admin API (the CLI), a refused S3
-request, a Kafka produce refused by a policy, a topic created over SASL and a schema
-registry request with a wrong secret each appear with their principal; clients cannot
-write the trail."""
+request, a Kafka produce refused by a policy, a topic created over SASL, a failed SASL login, a refused Iceberg token, a
+namespace made through the REST catalog and a schema registry request with a wrong
+secret each appear with their principal; clients cannot write the trail."""
 
 import json
 import time
@@ -16,6 +16,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
+from test_iceberg import catalog
 from test_policies import bob, create, create_as, eddy, ok, produce, put_policy, statement  # noqa: F401
 
 TOPIC = "__eddy_audit"
@@ -97,6 +98,16 @@ def test_a_policy_change_and_refused_requests_are_in_the_trail(eddy, bob, tmp_pa
     wrong.poll(0)  # connects, and fails to authenticate
     trail(eddy, has(protocol="kafka", principal="bob", action="SaslAuthenticate", outcome="refused"))
     del wrong
+
+    # The Iceberg REST catalog: a token refused for a wrong secret, a namespace made.
+    r = requests.post(f"{eddy.http_url}/iceberg/v1/oauth/tokens", timeout=30, data={
+        "grant_type": "client_credentials", "client_id": "bob", "client_secret": "wrong"})
+    assert r.status_code == 401
+    trail(eddy, has(protocol="iceberg", principal="bob", outcome="refused"))
+    ns = f"audit_{uuid.uuid4().hex[:8]}"
+    catalog(eddy).create_namespace(ns)
+    trail(eddy, has(protocol="iceberg", principal=eddy.access_key, outcome="changed",
+                    action="POST /iceberg/v1/namespaces"))
 
     r = requests.get(f"{eddy.http_url}/schema-registry/subjects", auth=("bob", "wrong"), timeout=30)
     assert r.status_code == 401

@@ -168,8 +168,16 @@ impl RestCatalog {
 
     /// Answers one request.
     pub async fn handle(&self, req: Request) -> Response {
+        let mut who = None;
         let result = if req.path == "/v1/oauth/tokens" {
-            return self.token(&req);
+            let r = self.token(&req);
+            if r.status == StatusCode::UNAUTHORIZED {
+                let client = form_urlencoded::parse(&req.body)
+                    .find(|(k, _)| k == "client_id")
+                    .map(|(_, v)| v.into_owned());
+                self.audit(&req, client.as_deref(), &r);
+            }
+            return r;
         } else if req
             .authorization
             .as_deref()
@@ -177,16 +185,24 @@ impl RestCatalog {
         {
             let dir = self.tokens.directory();
             match sigv4::verify(&req, |k| dir.s3_secret(k), std::time::SystemTime::now()) {
-                Ok(user) => self.route(&req, &user).await,
+                Ok(user) => {
+                    let r = self.route(&req, &user).await;
+                    who = Some(user);
+                    r
+                }
                 Err(e) => Err(e),
             }
         } else {
             match self.tokens.check(req.authorization.as_deref()) {
-                Ok(user) => self.route(&req, &user).await,
+                Ok(user) => {
+                    let r = self.route(&req, &user).await;
+                    who = Some(user);
+                    r
+                }
                 Err(e) => Err(e),
             }
         };
-        match result {
+        let r = match result {
             Ok(r) => r,
             Err(e) => {
                 if matches!(e, TableError::CommitFailed(_)) {
@@ -194,7 +210,49 @@ impl RestCatalog {
                 }
                 error_response(&e)
             }
+        };
+        self.audit(&req, who.as_deref(), &r);
+        r
+    }
+
+    /// Records a refusal (401, 403) or an administrative change that succeeded: a
+    /// namespace or view created, changed or dropped, a table created, registered,
+    /// renamed or dropped (not a commit to a table: that is data, written by engines
+    /// all the time).
+    fn audit(&self, req: &Request, user: Option<&str>, r: &Response) {
+        use iam::audit::{AuditEvent, Outcome};
+        let segs = segments(&req.path);
+        let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
+        let administrative = req.method == Method::DELETE
+            || (req.method == Method::POST
+                && matches!(
+                    segs.last(),
+                    Some(
+                        &("namespaces" | "properties" | "rename" | "tables" | "views" | "register")
+                    )
+                ));
+        let outcome = match r.status.as_u16() {
+            401 | 403 => Outcome::Refused,
+            200..=299 if administrative => Outcome::Changed,
+            _ => return,
+        };
+        let path = format!("/{}", segs.join("/"));
+        let mut event = AuditEvent::now(
+            "iceberg",
+            user,
+            format!("{} /iceberg{path}", req.method),
+            path,
+            outcome,
+        )
+        .from(req.source.clone());
+        if outcome == Outcome::Refused {
+            let why = serde_json::from_slice::<serde_json::Value>(&r.body)
+                .ok()
+                .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
+                .unwrap_or_default();
+            event = event.because(why);
         }
+        self.tokens.directory().audit(event);
     }
 
     async fn route(&self, req: &Request, user: &str) -> TableResult<Response> {
