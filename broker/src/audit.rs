@@ -10,7 +10,7 @@ use kafka_protocol::messages::{RequestKind, ResponseKind};
 use crate::context::Ctx;
 
 /// An administrative request whose response says what it changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Change {
     CreateTopics,
     DeleteTopics,
@@ -20,6 +20,43 @@ pub(crate) enum Change {
     DeleteRecords,
     DeleteGroups,
     AlterUserScramCredentials,
+    /// The ACLs asked for, described, in request order (the response's results are
+    /// in the same order).
+    CreateAcls(Vec<String>),
+    DeleteAcls,
+}
+
+/// An ACL as the audit trail names it: Kafka's numeric codes, as in the request.
+fn acl(
+    resource_type: i8,
+    name: &str,
+    pattern: i8,
+    principal: &str,
+    host: &str,
+    operation: i8,
+    permission: i8,
+) -> String {
+    format!(
+        "acl:resource_type={resource_type},name={name},pattern={pattern},principal={principal},host={host},operation={operation},permission={permission}"
+    )
+}
+
+impl Change {
+    /// The API's name, the audit event's action.
+    fn name(&self) -> &'static str {
+        match self {
+            Change::CreateTopics => "CreateTopics",
+            Change::DeleteTopics => "DeleteTopics",
+            Change::CreatePartitions => "CreatePartitions",
+            Change::AlterConfigs => "AlterConfigs",
+            Change::IncrementalAlterConfigs => "IncrementalAlterConfigs",
+            Change::DeleteRecords => "DeleteRecords",
+            Change::DeleteGroups => "DeleteGroups",
+            Change::AlterUserScramCredentials => "AlterUserScramCredentials",
+            Change::CreateAcls(_) => "CreateAcls",
+            Change::DeleteAcls => "DeleteAcls",
+        }
+    }
 }
 
 /// The change `request` asks for, if it is administrative and not validate-only.
@@ -35,12 +72,29 @@ pub(crate) fn of(request: &RequestKind) -> Option<Change> {
         RequestKind::DeleteRecords(_) => Change::DeleteRecords,
         RequestKind::DeleteGroups(_) => Change::DeleteGroups,
         RequestKind::AlterUserScramCredentials(_) => Change::AlterUserScramCredentials,
+        RequestKind::CreateAcls(r) => Change::CreateAcls(
+            r.creations
+                .iter()
+                .map(|c| {
+                    acl(
+                        c.resource_type,
+                        &c.resource_name,
+                        c.resource_pattern_type,
+                        &c.principal,
+                        &c.host,
+                        c.operation,
+                        c.permission_type,
+                    )
+                })
+                .collect(),
+        ),
+        RequestKind::DeleteAcls(_) => Change::DeleteAcls,
         _ => return None,
     })
 }
 
 /// Records what `response` reports done.
-pub(crate) fn record(ctx: &Ctx, change: Change, response: &ResponseKind) {
+pub(crate) fn record(ctx: &Ctx, change: &Change, response: &ResponseKind) {
     let view = &ctx.broker.config.view;
     let topic = |name: &str| format!("vast:kafka:topic:{view}:{name}");
     let mut done: Vec<String> = Vec::new();
@@ -87,6 +141,35 @@ pub(crate) fn record(ctx: &Ctx, change: Change, response: &ResponseKind) {
                 .filter(|g| g.error_code == 0)
                 .map(|g| format!("vast:kafka:group:{view}:{}", &*g.group_id)),
         ),
+        ResponseKind::CreateAcls(r) => {
+            if let Change::CreateAcls(asked) = change {
+                done.extend(
+                    r.results
+                        .iter()
+                        .zip(asked)
+                        .filter(|(res, _)| res.error_code == 0)
+                        .map(|(_, a)| a.clone()),
+                );
+            }
+        }
+        ResponseKind::DeleteAcls(r) => done.extend(
+            r.filter_results
+                .iter()
+                .filter(|f| f.error_code == 0)
+                .flat_map(|f| f.matching_acls.iter())
+                .filter(|m| m.error_code == 0)
+                .map(|m| {
+                    acl(
+                        m.resource_type,
+                        &m.resource_name,
+                        m.pattern_type,
+                        &m.principal,
+                        &m.host,
+                        m.operation,
+                        m.permission_type,
+                    )
+                }),
+        ),
         ResponseKind::AlterUserScramCredentials(r) => done.extend(
             r.results
                 .iter()
@@ -100,7 +183,7 @@ pub(crate) fn record(ctx: &Ctx, change: Change, response: &ResponseKind) {
             AuditEvent::now(
                 "kafka",
                 ctx.principal.as_deref(),
-                format!("{change:?}"),
+                change.name(),
                 resource,
                 Outcome::Changed,
             )

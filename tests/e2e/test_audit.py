@@ -17,7 +17,8 @@ from botocore.exceptions import ClientError
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from test_iceberg import catalog
-from test_policies import bob, create, create_as, eddy, ok, produce, put_policy, statement  # noqa: F401
+from test_policies import (bob, create, create_as, eddy, ok, produce, put_policy,  # noqa: F401
+                           sasl, statement)
 
 TOPIC = "__eddy_audit"
 
@@ -92,6 +93,21 @@ def test_a_policy_change_and_refused_requests_are_in_the_trail(eddy, bob, tmp_pa
     assert create_as(bob, made) is None
     trail(eddy, has(protocol="kafka", principal="bob", action="CreateTopics", outcome="changed",
                     resource=f"vast:kafka:topic:default:{made}"))
+
+    # ACLs made and deleted by the administrator over SCRAM.
+    from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AdminClient,
+                                       AclPermissionType, ResourcePatternType, ResourceType)
+    admin = AdminClient(sasl(eddy, eddy.access_key, eddy.secret_key, "SCRAM-SHA-512"))
+    binding = AclBinding(ResourceType.TOPIC, made, ResourcePatternType.LITERAL, "User:carol", "*",
+                         AclOperation.READ, AclPermissionType.ALLOW)
+    admin.create_acls([binding])[binding].result(30)
+    flt = AclBindingFilter(ResourceType.TOPIC, made, ResourcePatternType.ANY, None, None,
+                           AclOperation.ANY, AclPermissionType.ANY)
+    admin.delete_acls([flt])[flt].result(30)
+    for action in ("CreateAcls", "DeleteAcls"):
+        events = trail(eddy, has(protocol="kafka", principal=eddy.access_key, action=action))
+        acl = next(e for e in events if e["action"] == action)
+        assert f"name={made}" in acl["resource"] and "principal=User:carol" in acl["resource"]
 
     # A SASL authentication that fails, named by the user it claims.
     wrong = Producer({**bob, "sasl.password": "not-bobs-password", "reconnect.backoff.ms": 1000})

@@ -191,7 +191,7 @@ pub async fn handle(ctx: Ctx, request: RequestKind) -> Reply {
     Box::pin(async move {
         let response = reply.await?;
         // What the handler did, before the refused parts are put back in.
-        if let Some(change) = change {
+        if let Some(change) = &change {
             crate::audit::record(&check, change, &response);
         }
         Some(answer_refused(&check, response, refused))
