@@ -262,13 +262,18 @@ const UPDATE_ATTEMPTS: usize = 16;
 /// when another request changed the record first, reads it again and applies `change`
 /// to that, so concurrent changes of different settings (tags, versioning,
 /// notifications) are all kept, and a bucket deleted and re-created meanwhile is not
-/// overwritten with the old one's record.
+/// overwritten with the old one's record. This node's changes of one bucket take turns
+/// (the compare-and-swap alone let a change lose every round to a client changing
+/// another setting in a loop: seen in CI, two boto3 clients on a loaded 2-core machine,
+/// the versioning change refused after 16 attempts); the retries are for other nodes.
 pub(crate) async fn update_bucket<T: Sync>(
     gw: &Gateway,
     req: &S3Request<T>,
     name: &str,
     mut change: impl FnMut(&mut BucketRecord) -> S3Result<()> + Send,
 ) -> S3Result<()> {
+    let turn = gw.setting_change_lock(name);
+    let _turn = turn.lock().await;
     for attempt in 0..UPDATE_ATTEMPTS {
         if attempt > 0 {
             // Back off before reading again: without a pause, two clients changing one

@@ -129,6 +129,9 @@ pub struct Gateway {
     master_key: Option<Arc<sse::MasterKey>>,
     /// The buckets Eddy manages, which S3 may read but not change.
     managed: Arc<managed::ManagedBuckets>,
+    /// Per bucket: held while one of this node's requests changes its settings.
+    setting_changes:
+        Arc<std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
 }
 
 impl Gateway {
@@ -151,7 +154,22 @@ impl Gateway {
             lifecycle_day_ms: 86_400_000,
             master_key: None,
             managed: Arc::default(),
+            setting_changes: Arc::default(),
         }
+    }
+
+    /// The lock one bucket's setting changes on this node take turns on.
+    pub(crate) fn setting_change_lock(&self, bucket: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self
+            .setting_changes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        // Locks of buckets no change holds go, so the map stays as small as the
+        // changes in flight.
+        if locks.len() > 1024 {
+            locks.retain(|_, l| Arc::strong_count(l) > 1);
+        }
+        locks.entry(bucket.to_owned()).or_default().clone()
     }
 
     /// The gateway with `buckets` managed by Eddy: readable, never changed over S3.
