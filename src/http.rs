@@ -1,6 +1,8 @@
 //! The HTTP endpoint: its server (on the shared accept loop of `hyper_serve`) and its
 //! routes (`/health`, `/metrics`, the Iceberg REST catalog under `/iceberg`, the admin
-//! API under `/admin`, the schema registry under `/schema-registry`).
+//! API under `/admin`, the schema registry under `/schema-registry`). Every request gets
+//! an id (`x-request-id`, the caller's own when usable) in its response and in the log
+//! lines it causes, and its client address for the audit trail.
 
 use std::convert::Infallible;
 use std::future::Future;

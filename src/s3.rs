@@ -6,6 +6,8 @@
 //! failed POST policy condition gets AWS's 403 (`s3gw::post_object`). Requests s3s would
 //! misjudge are mended first (`s3gw::sigv2`, `s3gw::sigv4_date`), and error documents are
 //! completed after (a request id, a message, AWS's status for a bad `X-Amz-Expires`).
+//! Bucket configuration changes and requests refused for their signature go to the
+//! audit trail from here (policy refusals from `s3gw::authz`).
 
 use std::sync::Arc;
 
