@@ -116,10 +116,10 @@ fn serves_health_and_metrics_and_stops_on_sigterm() {
     ] {
         assert!(metrics.contains(name), "{name} missing from:\n{metrics}");
     }
-    // At first start the broker bucket is created, and the administrator becomes a
-    // user of the directory: two commits.
+    // At first start the broker bucket is created, the administrator becomes a user of
+    // the directory, and the audit trail's topic is made: three commits.
     assert!(
-        metrics.contains("eddy_catalog_transactions_total 2"),
+        metrics.contains("eddy_catalog_transactions_total 3"),
         "{metrics}"
     );
 
