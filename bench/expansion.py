@@ -68,12 +68,14 @@ def attach(eddy, topic, target):
         assert r.status == 200
 
 
-def fill(eddy, topic, vals, size):
+def fill(eddy, topic, vals, size=None, count=None):
+    """Produces `vals` round robin to partition 0 until `size` bytes or `count` records
+    are sent; returns (bytes, records)."""
     p = Producer({"bootstrap.servers": eddy.bootstrap, "compression.type": "lz4",
                   "linger.ms": 20, "batch.size": 1 << 20, "queue.buffering.max.kbytes": 1 << 20})
     sent = 0
     i = 0
-    while sent < size:
+    while (size is None or sent < size) and (count is None or i < count):
         v = vals[i % len(vals)]
         while True:
             try:

@@ -24,19 +24,19 @@ import os
 import random
 import shutil
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
-from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import Eddy, free_port  # noqa: E402
-from test_iceberg import catalog, token  # noqa: E402
+from expansion import fill, timed_load  # noqa: E402
+from test_iceberg import token  # noqa: E402
 
 SCRATCH = Path(os.environ.get("SCRATCH", "/tmp/eddy-bench"))
 N = int(os.environ.get("N", "400000"))
@@ -59,11 +59,6 @@ COLUMNS = {"type": "struct", "fields": [
 ]}
 
 
-def cpu_seconds(pid):
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def orders(n=2000):
     rnd = random.Random(7)
     return [{"id": i, "state": ["NEW", "PAID", "SENT"][i % 3], "amount": rnd.randrange(10**6) / 100,
@@ -80,29 +75,6 @@ def put_expansion(eddy, topic, body):
                                           "Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=60) as r:
         assert r.status == 200
-
-
-def fill(eddy, topic, vals, n):
-    p = Producer({"bootstrap.servers": eddy.bootstrap, "compression.type": "lz4",
-                  "linger.ms": 20, "batch.size": 1 << 20, "queue.buffering.max.kbytes": 1 << 20})
-    sent = 0
-    for i in range(n):
-        v = vals[i % len(vals)]
-        while True:
-            try:
-                p.produce(topic, value=v, partition=0)
-                break
-            except BufferError:
-                p.poll(0.05)
-        sent += len(v)
-    assert p.flush(300) == 0
-    return sent
-
-
-def timed_load(eddy, ident):
-    c0, t0 = cpu_seconds(eddy.proc.pid), time.time()
-    t = catalog(eddy).load_table(ident)
-    return time.time() - t0, cpu_seconds(eddy.proc.pid) - c0, t
 
 
 def main(binary):
@@ -124,8 +96,8 @@ def main(binary):
         as_json = [json.dumps(d).encode() for d in docs]
         put_expansion(eddy, "json", {"target": "bench.json_rows", "schema": COLUMNS})
         put_expansion(eddy, "avro", {"target": "bench.avro_rows", "format": "avro"})
-        sizes = {"plain": fill(eddy, "plain", avro, N), "json": fill(eddy, "json", as_json, N),
-                 "avro": fill(eddy, "avro", avro, N)}
+        sizes = {t: fill(eddy, t, vals, count=N)[0]
+                 for t, vals in (("plain", avro), ("json", as_json), ("avro", avro))}
         plain_s, plain_cpu, _ = timed_load(eddy, ("kafka_topics", "plain"))
         results = {}
         for name, ident in (("json", ("bench", "json_rows")), ("avro", ("bench", "avro_rows"))):

@@ -60,8 +60,12 @@ pub async fn serve(
                 req.extensions_mut().insert(operation.clone());
                 let party = s3gw::PartySlot::default();
                 req.extensions_mut().insert(party.clone());
-                let target = format!("{} {}", req.method(), req.uri().path());
-                let claimed = claimed_key(&req);
+                // Cheap copies (shared buffers): the audit trail reads them only for a
+                // refused request.
+                let asked = (
+                    req.uri().clone(),
+                    req.headers().get(hyper::header::AUTHORIZATION).cloned(),
+                );
                 let origin = req
                     .headers()
                     .get(hyper::header::ORIGIN)
@@ -135,7 +139,7 @@ pub async fn serve(
                     None => "Unknown",
                 };
                 metrics.count_s3(op, status);
-                audit(&directory, op, status, &party, claimed, target, peer);
+                audit(&directory, op, status, &party, (&method, asked), peer);
                 r
             }
         })
@@ -230,12 +234,14 @@ fn changes_bucket(op: &str) -> bool {
         )
 }
 
-/// The access key a request's signature names (header or presigned query), whether or
-/// not the signature holds: the audit trail's "who" of a refused request.
-fn claimed_key(req: &Request<Incoming>) -> Option<String> {
-    let credential = req
-        .headers()
-        .get(hyper::header::AUTHORIZATION)
+/// The access key a request's signature names (its `Authorization` header, or a
+/// presigned URL's query), whether or not the signature holds: the audit trail's "who"
+/// of a refused request.
+fn claimed_key(
+    uri: &hyper::Uri,
+    authorization: Option<&hyper::header::HeaderValue>,
+) -> Option<String> {
+    let credential = authorization
         .and_then(|v| v.to_str().ok())
         .and_then(|a| {
             a.split_once("Credential=")
@@ -243,13 +249,16 @@ fn claimed_key(req: &Request<Incoming>) -> Option<String> {
                 .or_else(|| a.strip_prefix("AWS ").map(str::to_owned))
         })
         .or_else(|| {
-            form_urlencoded::parse(req.uri().query()?.as_bytes())
+            form_urlencoded::parse(uri.query()?.as_bytes())
                 .find(|(k, _)| k == "X-Amz-Credential" || k == "AWSAccessKeyId")
                 .map(|(_, v)| v.into_owned())
         })?;
     let key = credential.split(['/', ':', ',']).next()?.trim();
     (!key.is_empty()).then(|| key.to_owned())
 }
+
+/// What a request asked for, as the audit trail names it: its URI and `Authorization`.
+type Asked = (hyper::Uri, Option<hyper::header::HeaderValue>);
 
 /// Records a bucket's configuration change, or a request refused before its operation
 /// was known (a bad signature, an unknown key): the refusals of policies are recorded
@@ -259,8 +268,7 @@ fn audit(
     op: &str,
     status: u16,
     party: &s3gw::PartySlot,
-    claimed: Option<String>,
-    target: String,
+    (method, (uri, authorization)): (&hyper::Method, Asked),
     peer: std::net::SocketAddr,
 ) {
     use iam::audit::{AuditEvent, Outcome};
@@ -279,6 +287,8 @@ fn audit(
             .from(source),
         );
     } else if (status == 401 || status == 403) && op == "Unknown" {
+        let target = format!("{method} {}", uri.path());
+        let claimed = claimed_key(&uri, authorization.as_ref());
         directory.audit(
             AuditEvent::now(
                 "s3",

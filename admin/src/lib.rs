@@ -59,31 +59,8 @@ impl Admin {
     /// Records a change (a request other than a read that succeeded) or a refusal (401,
     /// 403) in the audit trail. Every admin route is administrative.
     fn audit(&self, req: &Request, user: Option<&str>, r: &Response) {
-        use iam::audit::{AuditEvent, Outcome};
         let read = req.method == http::Method::GET || req.method == http::Method::HEAD;
-        let outcome = match r.status.as_u16() {
-            401 | 403 => Outcome::Refused,
-            200..=299 if !read => Outcome::Changed,
-            _ => return,
-        };
-        // The path as its segments mean it (`%2D` is `-`).
-        let path = format!("/{}", segments(&req.path).join("/"));
-        let mut event = AuditEvent::now(
-            "admin",
-            user,
-            format!("{} /admin{path}", req.method),
-            path,
-            outcome,
-        )
-        .from(req.source.clone());
-        if outcome == Outcome::Refused {
-            let why = serde_json::from_slice::<serde_json::Value>(&r.body)
-                .ok()
-                .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
-                .unwrap_or_default();
-            event = event.because(why);
-        }
-        self.tokens.directory().audit(event);
+        tables::rest::audit(self.tokens.directory(), "admin", req, user, r, !read);
     }
 
     async fn route(&self, req: &Request, user: &str) -> TableResult<Response> {

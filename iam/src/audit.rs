@@ -76,6 +76,16 @@ impl AuditEvent {
     }
 }
 
+/// What an HTTP API's answer puts in the trail: a refusal (401, 403), a change when
+/// the request makes one (`changes`) and succeeded, otherwise nothing.
+pub fn http_outcome(status: u16, changes: bool) -> Option<Outcome> {
+    match status {
+        401 | 403 => Some(Outcome::Refused),
+        200..=299 if changes => Some(Outcome::Changed),
+        _ => None,
+    }
+}
+
 /// Where events go. `record` must not block: it is called on request paths.
 pub trait AuditSink: Send + Sync {
     /// Takes one event.

@@ -131,12 +131,10 @@ impl Registry {
     /// Records a change (a request other than a read that succeeded) or a refusal (401,
     /// 403) in the audit trail.
     fn audit(&self, req: &Request, principal: Option<&str>, r: &Response) {
-        use iam::audit::{AuditEvent, Outcome};
+        use iam::audit::{AuditEvent, Outcome, http_outcome};
         let read = req.method == http::Method::GET || req.method == http::Method::HEAD;
-        let outcome = match r.status {
-            401 | 403 => Outcome::Refused,
-            200..=299 if !read => Outcome::Changed,
-            _ => return,
+        let Some(outcome) = http_outcome(r.status, !read) else {
+            return;
         };
         let mut event = AuditEvent::now(
             "schema-registry",

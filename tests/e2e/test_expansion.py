@@ -26,7 +26,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from pyiceberg.expressions import And, EqualTo
 
 from conftest import eddy_bin, new_eddy
-from test_iceberg import catalog, duckdb_with_extensions, token
+from test_iceberg import catalog, duckdb_attached, token
 from test_kafka import kafka_clients_classpath
 
 TARGET_NS = "expanded"
@@ -318,17 +318,7 @@ def test_debezium_envelope_flattened_read_with_pyiceberg_and_duckdb(tmp_path):
         assert [x["_missing_values"] for x in r[:3]] == [0, 0, 0]
         assert r[3]["_parse_error"] == 0 and all(r[3][c] is None for c in view["columns"][:8])
 
-        con = duckdb_with_extensions()
-        con.execute(f"""
-            CREATE SECRET eddy_catalog (TYPE iceberg, CLIENT_ID '{server.access_key}',
-                CLIENT_SECRET '{server.secret_key}',
-                OAUTH2_SERVER_URI '{server.http_url}/iceberg/v1/oauth/tokens');
-            CREATE SECRET eddy_s3 (TYPE s3, KEY_ID '{server.access_key}',
-                SECRET '{server.secret_key}', ENDPOINT '127.0.0.1:{server.s3_port}',
-                URL_STYLE 'path', USE_SSL false, REGION 'us-east-1');
-            ATTACH 'kafka' AS eddy (TYPE iceberg, SECRET eddy_catalog,
-                ENDPOINT '{server.http_url}/iceberg', ACCESS_DELEGATION_MODE 'none');
-        """)
+        con = duckdb_attached(server)
         got = con.execute(f'SELECT op, after__email, before__email FROM eddy.docs_kafka_connect."{table}" '
                           "WHERE op IS NOT NULL ORDER BY _offset").fetchall()
         assert got == [("c", "a@x", None), ("u", "a@y", "a@x"), ("d", None, "a@y")]

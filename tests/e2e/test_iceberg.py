@@ -163,6 +163,23 @@ def duckdb_with_extensions():
     return con
 
 
+def duckdb_attached(eddy):
+    """DuckDB with eddy's broker warehouse attached as catalog `eddy` (the REST catalog's
+    OAuth2 tokens, eddy's S3 endpoint for the files), as a user sets it up."""
+    con = duckdb_with_extensions()
+    con.execute(f"""
+        CREATE SECRET eddy_catalog (TYPE iceberg, CLIENT_ID '{eddy.access_key}',
+            CLIENT_SECRET '{eddy.secret_key}',
+            OAUTH2_SERVER_URI '{eddy.http_url}/iceberg/v1/oauth/tokens');
+        CREATE SECRET eddy_s3 (TYPE s3, KEY_ID '{eddy.access_key}',
+            SECRET '{eddy.secret_key}', ENDPOINT '127.0.0.1:{eddy.s3_port}',
+            URL_STYLE 'path', USE_SSL false, REGION 'us-east-1');
+        ATTACH 'kafka' AS eddy (TYPE iceberg, SECRET eddy_catalog,
+            ENDPOINT '{eddy.http_url}/iceberg', ACCESS_DELEGATION_MODE 'none');
+    """)
+    return con
+
+
 def test_duckdb_reads_the_table(eddy):
     topic = name()
     create(eddy, topic, 2)

@@ -24,7 +24,7 @@ from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from test_expansion import admin, create, expansion_path, target_rows
-from test_iceberg import catalog, duckdb_with_extensions
+from test_iceberg import catalog, duckdb_attached
 from test_schema_registry import api, client, ok
 
 NS = "typed"
@@ -143,17 +143,7 @@ def test_an_avro_topic_is_a_typed_table(eddy):
         branch = "long" if isinstance(v["either"], int) else "string"
         assert r["either"] == {"long": None, "string": None, branch: v["either"]}
 
-    con = duckdb_with_extensions()
-    con.execute(f"""
-        CREATE SECRET eddy_catalog (TYPE iceberg, CLIENT_ID '{eddy.access_key}',
-            CLIENT_SECRET '{eddy.secret_key}',
-            OAUTH2_SERVER_URI '{eddy.http_url}/iceberg/v1/oauth/tokens');
-        CREATE SECRET eddy_s3 (TYPE s3, KEY_ID '{eddy.access_key}',
-            SECRET '{eddy.secret_key}', ENDPOINT '127.0.0.1:{eddy.s3_port}',
-            URL_STYLE 'path', USE_SSL false, REGION 'us-east-1');
-        ATTACH 'kafka' AS eddy (TYPE iceberg, SECRET eddy_catalog,
-            ENDPOINT '{eddy.http_url}/iceberg', ACCESS_DELEGATION_MODE 'none');
-    """)
+    con = duckdb_attached(eddy)
     got = con.execute(
         f'SELECT id, CAST(price AS VARCHAR), day, state, customer.name, len(tags), attrs[\'k\'], '
         f'either.string FROM eddy.{NS}."{topic}" ORDER BY id').fetchall()

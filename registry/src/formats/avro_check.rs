@@ -66,26 +66,41 @@ impl Named {
 pub fn check(schema: &Schema, named: &Named, bytes: &[u8]) -> Result<(), String> {
     let mut c = Checker {
         named,
-        rest: bytes,
-        // Items of arrays and maps: at most a few per byte, and some slack for
-        // zero-byte items (nulls, empty records).
-        items: (bytes.len() as u64).saturating_mul(4).saturating_add(1024),
+        cur: Cursor::new(bytes),
     };
     c.datum(schema, 0)?;
-    match c.rest.len() {
-        0 => Ok(()),
-        n => Err(format!("{n} bytes left after the datum")),
-    }
+    c.cur.finish()
 }
 
-struct Checker<'a> {
-    named: &'a Named,
+/// Reads Avro's binary encoding: the primitives, and array and map blocks within a
+/// budget of items. Shared by the check here and by typed expansions, which write each
+/// datum out as JSON.
+pub struct Cursor<'a> {
     rest: &'a [u8],
+    /// Items of arrays and maps the datum may still hold: at most a few per byte, and
+    /// some slack for zero-byte items (nulls, empty records).
     items: u64,
 }
 
-impl<'a> Checker<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+impl<'a> Cursor<'a> {
+    /// A cursor over one datum's bytes.
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Self {
+            rest: bytes,
+            items: (bytes.len() as u64).saturating_mul(4).saturating_add(1024),
+        }
+    }
+
+    /// `Ok` when every byte was read.
+    pub fn finish(&self) -> Result<(), String> {
+        match self.rest.len() {
+            0 => Ok(()),
+            n => Err(format!("{n} bytes left after the datum")),
+        }
+    }
+
+    /// The next `n` bytes.
+    pub fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
         if n > self.rest.len() {
             return Err(format!("{n} bytes wanted, {} left", self.rest.len()));
         }
@@ -95,7 +110,7 @@ impl<'a> Checker<'a> {
     }
 
     /// A zigzag varint long.
-    fn long(&mut self) -> Result<i64, String> {
+    pub fn long(&mut self) -> Result<i64, String> {
         let mut v: u64 = 0;
         for (i, shift) in (0..64).step_by(7).enumerate() {
             let &byte = self.rest.first().ok_or("a number is cut short")?;
@@ -111,44 +126,57 @@ impl<'a> Checker<'a> {
         Err("a number longer than 64 bits".into())
     }
 
-    fn int(&mut self) -> Result<(), String> {
+    /// An int (a long in an int's range).
+    pub fn int(&mut self) -> Result<i32, String> {
         let v = self.long()?;
-        i32::try_from(v)
-            .map(|_| ())
-            .map_err(|_| format!("{v} is out of an int's range"))
+        i32::try_from(v).map_err(|_| format!("{v} is out of an int's range"))
     }
 
     /// A length-prefixed byte string.
-    fn bytes(&mut self) -> Result<&'a [u8], String> {
+    pub fn bytes(&mut self) -> Result<&'a [u8], String> {
         let n = self.long()?;
         let n = usize::try_from(n).map_err(|_| format!("a negative length {n}"))?;
         self.take(n)
     }
 
-    fn string(&mut self) -> Result<&'a str, String> {
+    /// A length-prefixed UTF-8 string.
+    pub fn string(&mut self) -> Result<&'a str, String> {
         let b = self.bytes()?;
         std::str::from_utf8(b).map_err(|_| "a string that is not UTF-8".to_string())
     }
 
-    /// Array or map blocks: a count (negative: its absolute value, then the block's
-    /// byte size), that many items, until a count of 0.
+    /// The item count of the next array or map block (0: the last block was read): a
+    /// count, negative when the block's byte size follows it, taken from the budget.
+    pub fn block(&mut self) -> Result<u64, String> {
+        let count = self.long()?;
+        if count < 0 {
+            self.long()?;
+        }
+        let count = count.unsigned_abs();
+        self.items = self
+            .items
+            .checked_sub(count)
+            .ok_or("more array or map items than the record's length allows")?;
+        Ok(count)
+    }
+}
+
+struct Checker<'a> {
+    named: &'a Named,
+    cur: Cursor<'a>,
+}
+
+impl Checker<'_> {
+    /// Array or map blocks, `item` for each item.
     fn blocks(
         &mut self,
         mut item: impl FnMut(&mut Self) -> Result<(), String>,
     ) -> Result<(), String> {
         loop {
-            let count = self.long()?;
+            let count = self.cur.block()?;
             if count == 0 {
                 return Ok(());
             }
-            if count < 0 {
-                self.long()?;
-            }
-            let count = count.unsigned_abs();
-            self.items = self
-                .items
-                .checked_sub(count)
-                .ok_or("more array or map items than the record's length allows")?;
             for _ in 0..count {
                 item(self)?;
             }
@@ -161,11 +189,11 @@ impl<'a> Checker<'a> {
         }
         match s {
             Schema::Null => Ok(()),
-            Schema::Boolean => match self.take(1)?[0] {
+            Schema::Boolean => match self.cur.take(1)?[0] {
                 0 | 1 => Ok(()),
                 b => Err(format!("a boolean byte {b}")),
             },
-            Schema::Int | Schema::Date | Schema::TimeMillis => self.int(),
+            Schema::Int | Schema::Date | Schema::TimeMillis => self.cur.int().map(|_| ()),
             Schema::Long
             | Schema::TimeMicros
             | Schema::TimestampMillis
@@ -173,24 +201,24 @@ impl<'a> Checker<'a> {
             | Schema::TimestampNanos
             | Schema::LocalTimestampMillis
             | Schema::LocalTimestampMicros
-            | Schema::LocalTimestampNanos => self.long().map(|_| ()),
-            Schema::Float => self.take(4).map(|_| ()),
-            Schema::Double => self.take(8).map(|_| ()),
-            Schema::Bytes | Schema::BigDecimal => self.bytes().map(|_| ()),
-            Schema::String => self.string().map(|_| ()),
+            | Schema::LocalTimestampNanos => self.cur.long().map(|_| ()),
+            Schema::Float => self.cur.take(4).map(|_| ()),
+            Schema::Double => self.cur.take(8).map(|_| ()),
+            Schema::Bytes | Schema::BigDecimal => self.cur.bytes().map(|_| ()),
+            Schema::String => self.cur.string().map(|_| ()),
             Schema::Uuid => {
-                let b = self.bytes()?;
+                let b = self.cur.bytes()?;
                 if b.len() == 16 || is_uuid_text(b) {
                     Ok(())
                 } else {
                     Err("a uuid that is neither 16 bytes nor its text form".into())
                 }
             }
-            Schema::Fixed(f) => self.take(f.size).map(|_| ()),
-            Schema::Duration => self.take(12).map(|_| ()),
+            Schema::Fixed(f) => self.cur.take(f.size).map(|_| ()),
+            Schema::Duration => self.cur.take(12).map(|_| ()),
             Schema::Decimal(d) => self.datum(&d.inner, depth + 1),
             Schema::Enum(e) => {
-                let i = self.long()?;
+                let i = self.cur.long()?;
                 if usize::try_from(i).is_ok_and(|i| i < e.symbols.len()) {
                     Ok(())
                 } else {
@@ -198,7 +226,7 @@ impl<'a> Checker<'a> {
                 }
             }
             Schema::Union(u) => {
-                let i = self.long()?;
+                let i = self.cur.long()?;
                 let v = usize::try_from(i)
                     .ok()
                     .and_then(|i| u.variants().get(i))
@@ -207,7 +235,7 @@ impl<'a> Checker<'a> {
             }
             Schema::Array(a) => self.blocks(|c| c.datum(&a.items, depth + 1)),
             Schema::Map(m) => self.blocks(|c| {
-                c.string()?;
+                c.cur.string()?;
                 c.datum(&m.types, depth + 1)
             }),
             Schema::Record(r) => r

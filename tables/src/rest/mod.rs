@@ -220,39 +220,21 @@ impl RestCatalog {
     /// renamed or dropped (not a commit to a table: that is data, written by engines
     /// all the time).
     fn audit(&self, req: &Request, user: Option<&str>, r: &Response) {
-        use iam::audit::{AuditEvent, Outcome};
-        let segs = segments(&req.path);
-        let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
+        let last = req.path.rsplit('/').next().unwrap_or_default();
         let administrative = req.method == Method::DELETE
             || (req.method == Method::POST
                 && matches!(
-                    segs.last(),
-                    Some(
-                        &("namespaces" | "properties" | "rename" | "tables" | "views" | "register")
-                    )
+                    last,
+                    "namespaces" | "properties" | "rename" | "tables" | "views" | "register"
                 ));
-        let outcome = match r.status.as_u16() {
-            401 | 403 => Outcome::Refused,
-            200..=299 if administrative => Outcome::Changed,
-            _ => return,
-        };
-        let path = format!("/{}", segs.join("/"));
-        let mut event = AuditEvent::now(
+        audit(
+            self.tokens.directory(),
             "iceberg",
+            req,
             user,
-            format!("{} /iceberg{path}", req.method),
-            path,
-            outcome,
-        )
-        .from(req.source.clone());
-        if outcome == Outcome::Refused {
-            let why = serde_json::from_slice::<serde_json::Value>(&r.body)
-                .ok()
-                .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
-                .unwrap_or_default();
-            event = event.because(why);
-        }
-        self.tokens.directory().audit(event);
+            r,
+            administrative,
+        );
     }
 
     async fn route(&self, req: &Request, user: &str) -> TableResult<Response> {
@@ -673,6 +655,41 @@ pub fn must_topic(
             "{user} may not {action} topic {topic} (a policy refuses it)"
         )))
     }
+}
+
+/// Records an answer of the REST catalog or the admin API (`api`, also the path prefix
+/// they are served under) in the audit trail: a refusal with the error body's message,
+/// or a change when the request made one (`changes`).
+pub fn audit(
+    dir: &iam::Directory,
+    api: &'static str,
+    req: &Request,
+    user: Option<&str>,
+    r: &Response,
+    changes: bool,
+) {
+    use iam::audit::{AuditEvent, Outcome, http_outcome};
+    let Some(outcome) = http_outcome(r.status.as_u16(), changes) else {
+        return;
+    };
+    // The path as its segments mean it (`%2D` is `-`).
+    let path = format!("/{}", segments(&req.path).join("/"));
+    let mut event = AuditEvent::now(
+        api,
+        user,
+        format!("{} /{api}{path}", req.method),
+        path,
+        outcome,
+    )
+    .from(req.source.clone());
+    if outcome == Outcome::Refused {
+        let why = serde_json::from_slice::<serde_json::Value>(&r.body)
+            .ok()
+            .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
+            .unwrap_or_default();
+        event = event.because(why);
+    }
+    dir.audit(event);
 }
 
 /// A request path's segments, percent-decoded.

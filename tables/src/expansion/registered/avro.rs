@@ -8,13 +8,13 @@
 //! counts in `_excess_values`, a column the writer lacks in `_missing_values`, a value of
 //! another type is null with `_parse_error`.
 //!
-//! Reading follows `registry::formats::avro_check` (the bounds on nesting and items, the
-//! same reasons), writing instead of only checking.
+//! Reading is `registry::formats::avro_check`'s `Cursor` (its bounds on nesting and
+//! items, for the same reasons), writing instead of only checking.
 
 use apache_avro::Schema;
 use apache_avro::schema::UnionSchema;
 use base64::Engine as _;
-use registry::formats::avro_check::{MAX_DEPTH, Named};
+use registry::formats::avro_check::{Cursor, MAX_DEPTH, Named};
 use serde_json::{Value, json};
 
 use super::text;
@@ -190,68 +190,21 @@ pub fn to_json(
 ) -> Result<(), String> {
     let mut w = Writer {
         named,
-        rest: bytes,
-        items: (bytes.len() as u64).saturating_mul(4).saturating_add(1024),
+        cur: Cursor::new(bytes),
         out,
     };
     w.datum(schema, 0)?;
-    match w.rest.len() {
-        0 => Ok(()),
-        n => Err(format!("{n} bytes left after the datum")),
-    }
+    w.cur.finish()
 }
 
 struct Writer<'a, 'o> {
     named: &'a Named,
-    rest: &'a [u8],
-    /// Array and map items the record may still hold (see `avro_check`).
-    items: u64,
+    /// The datum being read (Avro's encoding, as the registry's check reads it).
+    cur: Cursor<'a>,
     out: &'o mut Vec<u8>,
 }
 
-impl<'a> Writer<'a, '_> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        if n > self.rest.len() {
-            return Err(format!("{n} bytes wanted, {} left", self.rest.len()));
-        }
-        let (head, tail) = self.rest.split_at(n);
-        self.rest = tail;
-        Ok(head)
-    }
-
-    /// A zigzag varint long.
-    fn long(&mut self) -> Result<i64, String> {
-        let mut v: u64 = 0;
-        for (i, shift) in (0..64).step_by(7).enumerate() {
-            let &byte = self.rest.first().ok_or("a number is cut short")?;
-            self.rest = &self.rest[1..];
-            if i == 9 && byte > 1 {
-                return Err("a number longer than 64 bits".into());
-            }
-            v |= u64::from(byte & 0x7f) << shift;
-            if byte & 0x80 == 0 {
-                return Ok(((v >> 1) as i64) ^ -((v & 1) as i64));
-            }
-        }
-        Err("a number longer than 64 bits".into())
-    }
-
-    fn int(&mut self) -> Result<i32, String> {
-        let v = self.long()?;
-        i32::try_from(v).map_err(|_| format!("{v} is out of an int's range"))
-    }
-
-    fn bytes(&mut self) -> Result<&'a [u8], String> {
-        let n = self.long()?;
-        let n = usize::try_from(n).map_err(|_| format!("a negative length {n}"))?;
-        self.take(n)
-    }
-
-    fn string(&mut self) -> Result<&'a str, String> {
-        let b = self.bytes()?;
-        std::str::from_utf8(b).map_err(|_| "a string that is not UTF-8".to_string())
-    }
-
+impl Writer<'_, '_> {
     fn number(&mut self, v: impl std::fmt::Display) {
         use std::io::Write as _;
         let _ = write!(self.out, "{v}");
@@ -281,25 +234,17 @@ impl<'a> Writer<'a, '_> {
         }
     }
 
-    /// Array or map blocks (see `avro_check`).
+    /// Array or map blocks, `item` for each item (told whether it is the first).
     fn blocks(
         &mut self,
         mut item: impl FnMut(&mut Self, bool) -> Result<(), String>,
     ) -> Result<(), String> {
         let mut first = true;
         loop {
-            let count = self.long()?;
+            let count = self.cur.block()?;
             if count == 0 {
                 return Ok(());
             }
-            if count < 0 {
-                self.long()?;
-            }
-            let count = count.unsigned_abs();
-            self.items = self
-                .items
-                .checked_sub(count)
-                .ok_or("more array or map items than the record's length allows")?;
             for _ in 0..count {
                 item(self, first)?;
                 first = false;
@@ -313,18 +258,18 @@ impl<'a> Writer<'a, '_> {
         }
         match s {
             Schema::Null => self.out.extend_from_slice(b"null"),
-            Schema::Boolean => match self.take(1)?[0] {
+            Schema::Boolean => match self.cur.take(1)?[0] {
                 0 => self.out.extend_from_slice(b"false"),
                 1 => self.out.extend_from_slice(b"true"),
                 b => return Err(format!("a boolean byte {b}")),
             },
             Schema::Int | Schema::Date => {
-                let v = self.int()?;
+                let v = self.cur.int()?;
                 self.number(v);
             }
             // A time's column holds microseconds.
             Schema::TimeMillis => {
-                let v = i64::from(self.int()?) * 1000;
+                let v = i64::from(self.cur.int()?) * 1000;
                 self.number(v);
             }
             // The parser takes a number for a timestamp as milliseconds.
@@ -334,35 +279,35 @@ impl<'a> Writer<'a, '_> {
             | Schema::LocalTimestampMillis
             | Schema::TimestampNanos
             | Schema::LocalTimestampNanos => {
-                let v = self.long()?;
+                let v = self.cur.long()?;
                 self.number(v);
             }
             Schema::TimestampMicros | Schema::LocalTimestampMicros => {
-                let v = self.long()?;
+                let v = self.cur.long()?;
                 self.quoted(&text::timestamp_micros(v));
             }
             Schema::Float => {
-                let b = self.take(4)?;
+                let b = self.cur.take(4)?;
                 let v = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
                 self.float(f64::from(v), v);
             }
             Schema::Double => {
-                let b = self.take(8)?;
+                let b = self.cur.take(8)?;
                 let mut a = [0u8; 8];
                 a.copy_from_slice(b);
                 let v = f64::from_le_bytes(a);
                 self.float(v, v);
             }
             Schema::Bytes | Schema::BigDecimal => {
-                let b = self.bytes()?;
+                let b = self.cur.bytes()?;
                 self.base64(b);
             }
             Schema::String => {
-                let v = self.string()?;
+                let v = self.cur.string()?;
                 self.quoted(v);
             }
             Schema::Uuid => {
-                let b = self.bytes()?;
+                let b = self.cur.bytes()?;
                 match <[u8; 16]>::try_from(b) {
                     Ok(raw) => self.quoted(&uuid::Uuid::from_bytes(raw).hyphenated().to_string()),
                     Err(_) => {
@@ -372,17 +317,17 @@ impl<'a> Writer<'a, '_> {
                 }
             }
             Schema::Fixed(f) => {
-                let b = self.take(f.size)?;
+                let b = self.cur.take(f.size)?;
                 self.base64(b);
             }
             Schema::Duration => {
-                let b = self.take(12)?;
+                let b = self.cur.take(12)?;
                 self.base64(b);
             }
             Schema::Decimal(d) => {
                 let b = match d.inner.as_ref() {
-                    Schema::Fixed(f) => self.take(f.size)?,
-                    _ => self.bytes()?,
+                    Schema::Fixed(f) => self.cur.take(f.size)?,
+                    _ => self.cur.bytes()?,
                 };
                 let scale = u32::try_from(d.scale).unwrap_or(u32::MAX);
                 match text::decimal(b, scale) {
@@ -392,7 +337,7 @@ impl<'a> Writer<'a, '_> {
                 }
             }
             Schema::Enum(e) => {
-                let i = self.long()?;
+                let i = self.cur.long()?;
                 let symbol = usize::try_from(i)
                     .ok()
                     .and_then(|i| e.symbols.get(i))
@@ -400,7 +345,7 @@ impl<'a> Writer<'a, '_> {
                 self.quoted(symbol);
             }
             Schema::Union(u) => {
-                let i = self.long()?;
+                let i = self.cur.long()?;
                 let v = usize::try_from(i)
                     .ok()
                     .and_then(|i| u.variants().get(i))
@@ -442,7 +387,7 @@ impl<'a> Writer<'a, '_> {
                     if !first {
                         w.out.push(b',');
                     }
-                    let k = w.string()?;
+                    let k = w.cur.string()?;
                     w.quoted(k);
                     w.out.push(b':');
                     w.datum(&m.types, depth + 1)
@@ -454,16 +399,16 @@ impl<'a> Writer<'a, '_> {
                 let mut first = true;
                 for f in &r.fields {
                     if void(&f.schema) {
-                        // Still read: a union of nulls has an index.
-                        let mut sink = Vec::new();
-                        let mut w = Writer {
-                            named: self.named,
-                            rest: self.rest,
-                            items: self.items,
-                            out: &mut sink,
-                        };
-                        w.datum(&f.schema, depth + 1)?;
-                        (self.rest, self.items) = (w.rest, w.items);
+                        // No column and no key; a union of nulls still has an index.
+                        if let Schema::Union(u) = &f.schema {
+                            let i = self.cur.long()?;
+                            if usize::try_from(i).map_or(true, |i| i >= u.variants().len()) {
+                                return Err(format!(
+                                    "union index {i} of {} branches",
+                                    u.variants().len()
+                                ));
+                            }
+                        }
                         continue;
                     }
                     if !first {
