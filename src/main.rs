@@ -34,7 +34,8 @@ struct Cli {
     #[arg(long, env = "EDDY_LOG", default_value = "info", global = true)]
     log: String,
     /// Log lines as `text` (colored only when stderr is a terminal) or `json` (one
-    /// object per line, with the current span's fields, e.g. a request's id).
+    /// object per line, with the current span's fields, e.g. a request's id, and every
+    /// enclosing span's, e.g. the connection's client).
     #[arg(long, env = "EDDY_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
     log_format: LogFormat,
     #[command(subcommand)]
@@ -125,7 +126,7 @@ fn main() -> std::process::ExitCode {
             .json()
             .flatten_event(true)
             .with_current_span(true)
-            .with_span_list(false)
+            .with_span_list(true)
             .init(),
     }
     let result = match cli.command {

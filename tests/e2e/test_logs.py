@@ -1,6 +1,6 @@
 """The server's log as an operator's collector sees it: `--log-format json` writes one
 JSON object per line, and a request's lines carry its id, the `x-request-id` every HTTP
-response has (the caller's own when it sent one); the default text format has no ANSI
+response has (the caller's own when it sent one), and its connection's client; the default text format has no ANSI
 colour codes when stderr is not a terminal; an unknown format is a clear CLI error."""
 
 import json
@@ -42,6 +42,10 @@ def test_json_logs_carry_the_request_id(tmp_path):
                      if rec.get("message") == "http request"}
     assert requests_seen["req-abc-123"]["status"] == 200
     assert requests_seen["req-abc-123"]["span"]["path"] == "/health"
+    # The enclosing spans: the connection's listener and client.
+    connection = requests_seen["req-abc-123"]["spans"][0]
+    assert connection["name"] == "connection" and connection["listener"] == "http"
+    assert connection["peer"].startswith("127.0.0.1:")
     assert requests_seen[generated]["status"] == 401
     assert any(rec["level"] == "INFO" for rec in records)
 
