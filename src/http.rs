@@ -1,6 +1,7 @@
 //! The HTTP endpoint: its server (on the shared accept loop of `hyper_serve`) and its
 //! routes (`/health`, `/metrics`, the Iceberg REST catalog under `/iceberg`, the admin
-//! API under `/admin`, the schema registry under `/schema-registry`). Every request gets
+//! API under `/admin`, the schema registry under `/schema-registry`, the web console
+//! under `/console/`, where `/` leads). Every request gets
 //! an id (`x-request-id`, the caller's own when usable) in its response and in the log
 //! lines it causes, and its client address for the audit trail.
 
@@ -11,7 +12,7 @@ use std::sync::Arc;
 
 use crate::node_catalog::NodeCatalog;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use listener::tls::Tls;
@@ -22,12 +23,12 @@ use tracing::Instrument;
 use crate::hyper_serve::serve_hyper;
 use crate::metrics::Metrics;
 
-/// A response with a full body.
-pub type Reply = Response<Full<Bytes>>;
+/// A response (its body streams: an object the console downloads).
+pub type Reply = Response<s3s::Body>;
 
 /// Builds a response.
 pub fn reply(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Reply {
-    let mut r = Response::new(Full::new(body.into()));
+    let mut r = Response::new(s3s::Body::from(body.into()));
     *r.status_mut() = status;
     if let Ok(v) = content_type.parse() {
         r.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
@@ -111,17 +112,60 @@ pub type PendingReply = Pin<Box<dyn Future<Output = Reply> + Send>>;
 /// and JSON documents).
 const MAX_REST_BODY: usize = 1 << 20;
 
-/// Routes of the HTTP endpoint.
+/// The APIs the HTTP endpoint serves.
+pub struct Apis {
+    /// The default view's Iceberg REST catalog.
+    pub iceberg: Arc<tables::rest::RestCatalog>,
+    /// The other broker views' catalogs, by view.
+    pub views: Vec<(String, Arc<tables::rest::RestCatalog>)>,
+    /// The admin API.
+    pub admin: Arc<admin::Admin>,
+    /// The schema registry.
+    pub registry: Arc<registry::Registry>,
+    /// The web console, once the broker it makes its Kafka requests through runs.
+    pub console: Arc<std::sync::OnceLock<Arc<console::Console>>>,
+}
+
+/// Routes of the HTTP endpoint; `kafka` is the catalog whose topic sizes and group lag
+/// `/metrics` shows.
 pub fn endpoint(
     catalog: Arc<NodeCatalog>,
     metrics: Arc<Metrics>,
-    iceberg: Arc<tables::rest::RestCatalog>,
-    views: Vec<(String, Arc<tables::rest::RestCatalog>)>,
-    admin: Arc<admin::Admin>,
-    registry: Arc<registry::Registry>,
     kafka: Arc<dyn catalog::Catalog>,
+    apis: Apis,
 ) -> impl Fn(Request<Incoming>) -> PendingReply + Send + Sync + 'static {
+    let Apis {
+        iceberg,
+        views,
+        admin,
+        registry,
+        console,
+    } = apis;
     move |req| {
+        let path = req.uri().path();
+        if path == "/" || path == "/console" {
+            let mut r = reply(
+                StatusCode::FOUND,
+                "text/plain",
+                "the console is at /console/\n",
+            );
+            r.headers_mut().insert(
+                hyper::header::LOCATION,
+                hyper::header::HeaderValue::from_static("/console/"),
+            );
+            return Box::pin(std::future::ready(r));
+        }
+        if let Some(rest) = path.strip_prefix("/console/") {
+            let path = format!("/{rest}");
+            return match console.get() {
+                Some(c) => Box::pin(console_request(c.clone(), path, req)),
+                None => Box::pin(std::future::ready(reply(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "text/plain",
+                    "the console starts with the Kafka listener; try again in a moment\n",
+                ))),
+            };
+        }
         // A broker view's own REST catalog: /iceberg/views/NAME/v1/...
         if let Some(rest) = req.uri().path().strip_prefix("/iceberg/views/") {
             let (name, path) = rest.split_once('/').unwrap_or((rest, ""));
@@ -228,6 +272,29 @@ async fn rest_request(to: Rest, path: String, req: Request<Incoming>) -> Reply {
         return out;
     }
     reply(r.status, "application/json", r.body)
+}
+
+/// A request to the web console (`path` below `/console`).
+async fn console_request(
+    console: Arc<console::Console>,
+    path: String,
+    req: Request<Incoming>,
+) -> Reply {
+    let peer = req
+        .extensions()
+        .get::<Peer>()
+        .map_or(std::net::SocketAddr::from(([0, 0, 0, 0], 0)), |p| p.0);
+    let (parts, body) = req.into_parts();
+    console
+        .handle(console::Request {
+            method: parts.method,
+            path,
+            query: parts.uri.query().map(str::to_owned),
+            headers: parts.headers,
+            body: s3s::Body::from(body),
+            peer,
+        })
+        .await
 }
 
 /// A request to the schema registry (bodies bounded as the REST catalog's are: schemas

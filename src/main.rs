@@ -4,6 +4,7 @@ mod audit;
 mod background;
 mod cluster;
 mod config;
+mod console_parts;
 mod expansion_cli;
 mod heal;
 mod http;

@@ -246,6 +246,12 @@ impl Metrics {
         metrics.register(registry.sub_registry_with_prefix("schema_registry"));
     }
 
+    /// Adds the background scrub's metrics (prefix `eddy_scrub`).
+    pub fn register_scrub(&self, scrub: &crate::scrub::ScrubMetrics) {
+        let mut registry = self.registry.lock().unwrap_or_else(|p| p.into_inner());
+        scrub.register(registry.sub_registry_with_prefix("scrub"));
+    }
+
     /// Adds the topic tables' metrics.
     pub fn register_tables(&self, tables: &tables::TableMetrics) {
         let mut registry = self.registry.lock().unwrap_or_else(|p| p.into_inner());

@@ -25,123 +25,14 @@ pub async fn serve(
     tls: Option<Arc<listener::tls::Tls>>,
     limits: listener::Limits,
     metrics: Arc<Metrics>,
-    front: s3gw::Front,
-    directory: Arc<iam::Directory>,
+    front: S3Front,
     shutdown: watch::Receiver<bool>,
 ) {
-    let s3gw::Front {
-        service,
-        cors,
-        post_gate,
-    } = front;
-    let counts = metrics.clone();
-    let secure = s3gw::authz::SecureTransport(tls.is_some());
     let per_connection = move |peer: std::net::SocketAddr| {
-        let service = service.clone();
-        let metrics = counts.clone();
-        let directory = directory.clone();
-        let cors = cors.clone();
-        let post_gate = post_gate.clone();
-        hyper::service::service_fn(move |mut req: Request<Incoming>| {
-            let service = service.clone();
-            let metrics = metrics.clone();
-            let cors = cors.clone();
-            let post_gate = post_gate.clone();
-            let directory = directory.clone();
-            async move {
-                // The id goes into the response header and, through the extensions, into
-                // the request's event records.
-                let id = s3gw::RequestId::new();
-                let header = hyper::header::HeaderValue::from_str(&id.0).ok();
-                req.extensions_mut().insert(s3gw::ClientAddr(peer));
-                req.extensions_mut().insert(secure);
-                req.extensions_mut().insert(id);
-                let operation = s3gw::OperationSlot::default();
-                req.extensions_mut().insert(operation.clone());
-                let party = s3gw::PartySlot::default();
-                req.extensions_mut().insert(party.clone());
-                // Cheap copies (shared buffers): the audit trail reads them only for a
-                // refused request.
-                let asked = (
-                    req.uri().clone(),
-                    req.headers().get(hyper::header::AUTHORIZATION).cloned(),
-                );
-                let origin = req
-                    .headers()
-                    .get(hyper::header::ORIGIN)
-                    .and_then(|o| o.to_str().ok())
-                    .map(str::to_owned);
-                let cors_bucket = origin.as_ref().and_then(|_| cors.bucket_of(&req));
-                let method = req.method().clone();
-                let expires_refused = s3gw::expires_refusal(req.uri().query());
-                s3gw::sigv2::canonical_bucket_path(&mut req);
-                s3gw::sigv4_date::date_from_http_date(&mut req);
-                let turn = post_gate.admit(&req).await;
-                let mut r = if s3gw::cors::is_preflight(&req) {
-                    Ok(cors.preflight(&req).await)
-                } else if turn.is_some() {
-                    service.call(with_file_name(req).await).await
-                } else {
-                    hyper::service::Service::call(&service, req).await
-                };
-                drop(turn);
-                if let Ok(resp) = r.as_mut()
-                    && method == hyper::Method::POST
-                    && resp.status() == hyper::StatusCode::BAD_REQUEST
-                    && let Some(doc) = resp
-                        .body()
-                        .bytes()
-                        .and_then(|b| s3gw::post_object::condition_refusal(&b))
-                {
-                    *resp.status_mut() = hyper::StatusCode::FORBIDDEN;
-                    resp.headers_mut().remove(hyper::header::CONTENT_LENGTH);
-                    *resp.body_mut() = s3s::Body::from(bytes::Bytes::from(doc));
-                }
-                // s3s refuses a negative X-Amz-Expires as a malformed URL (400) before
-                // the access check can answer as AWS does.
-                if let (Ok(resp), Some(message)) = (r.as_mut(), expires_refused)
-                    && resp.status() == hyper::StatusCode::BAD_REQUEST
-                {
-                    *resp.status_mut() = hyper::StatusCode::FORBIDDEN;
-                    resp.headers_mut().remove(hyper::header::CONTENT_LENGTH);
-                    *resp.body_mut() = s3s::Body::from(bytes::Bytes::from(
-                        s3gw::expires_refusal_document(message),
-                    ));
-                }
-                if let (Ok(resp), Some(o), Some(b)) = (r.as_mut(), &origin, &cors_bucket)
-                    && method != hyper::Method::OPTIONS
-                {
-                    cors.decorate(b, o, &method, resp.headers_mut()).await;
-                }
-                if let (Ok(resp), Some(h)) = (r.as_mut(), header) {
-                    // A 304 has no body, so no error document and no type for one.
-                    if resp.status() == hyper::StatusCode::NOT_MODIFIED {
-                        resp.headers_mut().remove(hyper::header::CONTENT_TYPE);
-                        *resp.body_mut() = s3s::Body::empty();
-                    }
-                    if resp.status().as_u16() >= 400
-                        && let Some(body) = resp.body().bytes()
-                        && let Some(doc) = h
-                            .to_str()
-                            .ok()
-                            .and_then(|id| s3gw::error::completed_error(&body, id))
-                    {
-                        resp.headers_mut().remove(hyper::header::CONTENT_LENGTH);
-                        *resp.body_mut() = s3s::Body::from(bytes::Bytes::from(doc));
-                    }
-                    resp.headers_mut().insert("x-amz-request-id", h);
-                }
-                let status = r.as_ref().map_or(500, |r| r.status().as_u16());
-                metrics.count_request("s3", status);
-                let op = match operation.0.get() {
-                    Some(op) => op.as_str(),
-                    None if method == hyper::Method::OPTIONS => "Preflight",
-                    None => "Unknown",
-                };
-                metrics.count_s3(op, status);
-                audit(&directory, op, status, &party, (&method, asked), peer);
-                r
-            }
+        let front = front.clone();
+        hyper::service::service_fn(move |req: Request<Incoming>| {
+            let front = front.clone();
+            async move { front.handle(req.map(s3s::Body::from), peer).await }
         })
     };
     crate::hyper_serve::serve_hyper(
@@ -156,11 +47,178 @@ pub async fn serve(
     .await;
 }
 
+/// Everything an S3 request goes through, whoever sent it: the S3 listener's clients,
+/// and the web console (which signs its requests as its signed-in user).
+#[derive(Clone)]
+pub struct S3Front {
+    service: s3s::service::S3Service,
+    cors: s3gw::cors::Cors,
+    post_gate: s3gw::post_object::Gate,
+    gateway: s3gw::Gateway,
+    metrics: Arc<Metrics>,
+    directory: Arc<iam::Directory>,
+    secure: s3gw::authz::SecureTransport,
+    /// The S3 listener's address: the `Host` the console signs its requests for.
+    host: String,
+}
+
+impl S3Front {
+    /// The S3 service of `gateway` (`front`), its users in `directory`, counted in
+    /// `metrics`; `secure`: the S3 listener (at `host`) is TLS.
+    pub fn new(
+        front: s3gw::Front,
+        gateway: s3gw::Gateway,
+        directory: Arc<iam::Directory>,
+        metrics: Arc<Metrics>,
+        secure: bool,
+        host: String,
+    ) -> Self {
+        let s3gw::Front {
+            service,
+            cors,
+            post_gate,
+        } = front;
+        Self {
+            service,
+            cors,
+            post_gate,
+            directory,
+            gateway,
+            metrics,
+            secure: s3gw::authz::SecureTransport(secure),
+            host,
+        }
+    }
+
+    /// The `Host` of path-style requests to this front.
+    pub fn host(&self) -> String {
+        self.host.clone()
+    }
+
+    /// Whether `user` may do `action` on `bucket` (`key`), asked of the policies without
+    /// acting on a refusal.
+    pub async fn would_allow(
+        &self,
+        user: &str,
+        action: &str,
+        bucket: &str,
+        key: Option<&str>,
+    ) -> bool {
+        let who = s3gw::authz::AuthzContext {
+            principal: Some(user.to_owned()),
+            context: s3gw::authz::context(Some(user), None, self.secure.0, None),
+        };
+        self.gateway
+            .would_allow(&who, action, Some(bucket), key)
+            .await
+    }
+
+    /// Answers one request from `peer`.
+    pub async fn handle(
+        &self,
+        mut req: Request<s3s::Body>,
+        peer: std::net::SocketAddr,
+    ) -> Result<s3s::HttpResponse, s3s::HttpError> {
+        let (service, cors, metrics) = (&self.service, &self.cors, &self.metrics);
+        // The id goes into the response header and, through the extensions, into the
+        // request's event records.
+        let id = s3gw::RequestId::new();
+        let header = hyper::header::HeaderValue::from_str(&id.0).ok();
+        req.extensions_mut().insert(s3gw::ClientAddr(peer));
+        req.extensions_mut().insert(self.secure);
+        req.extensions_mut().insert(id);
+        let operation = s3gw::OperationSlot::default();
+        req.extensions_mut().insert(operation.clone());
+        let party = s3gw::PartySlot::default();
+        req.extensions_mut().insert(party.clone());
+        // Cheap copies (shared buffers): the audit trail reads them only for a refused
+        // request.
+        let asked = (
+            req.uri().clone(),
+            req.headers().get(hyper::header::AUTHORIZATION).cloned(),
+        );
+        let origin = req
+            .headers()
+            .get(hyper::header::ORIGIN)
+            .and_then(|o| o.to_str().ok())
+            .map(str::to_owned);
+        let cors_bucket = origin.as_ref().and_then(|_| cors.bucket_of(&req));
+        let method = req.method().clone();
+        let expires_refused = s3gw::expires_refusal(req.uri().query());
+        s3gw::sigv2::canonical_bucket_path(&mut req);
+        s3gw::sigv4_date::date_from_http_date(&mut req);
+        let turn = self.post_gate.admit(&req).await;
+        let mut r = if s3gw::cors::is_preflight(&req) {
+            Ok(cors.preflight(&req).await)
+        } else if turn.is_some() {
+            service.call(with_file_name(req).await).await
+        } else {
+            service.call(req).await
+        };
+        drop(turn);
+        if let Ok(resp) = r.as_mut()
+            && method == hyper::Method::POST
+            && resp.status() == hyper::StatusCode::BAD_REQUEST
+            && let Some(doc) = resp
+                .body()
+                .bytes()
+                .and_then(|b| s3gw::post_object::condition_refusal(&b))
+        {
+            *resp.status_mut() = hyper::StatusCode::FORBIDDEN;
+            resp.headers_mut().remove(hyper::header::CONTENT_LENGTH);
+            *resp.body_mut() = s3s::Body::from(bytes::Bytes::from(doc));
+        }
+        // s3s refuses a negative X-Amz-Expires as a malformed URL (400) before
+        // the access check can answer as AWS does.
+        if let (Ok(resp), Some(message)) = (r.as_mut(), expires_refused)
+            && resp.status() == hyper::StatusCode::BAD_REQUEST
+        {
+            *resp.status_mut() = hyper::StatusCode::FORBIDDEN;
+            resp.headers_mut().remove(hyper::header::CONTENT_LENGTH);
+            *resp.body_mut() =
+                s3s::Body::from(bytes::Bytes::from(s3gw::expires_refusal_document(message)));
+        }
+        if let (Ok(resp), Some(o), Some(b)) = (r.as_mut(), &origin, &cors_bucket)
+            && method != hyper::Method::OPTIONS
+        {
+            cors.decorate(b, o, &method, resp.headers_mut()).await;
+        }
+        if let (Ok(resp), Some(h)) = (r.as_mut(), header) {
+            // A 304 has no body, so no error document and no type for one.
+            if resp.status() == hyper::StatusCode::NOT_MODIFIED {
+                resp.headers_mut().remove(hyper::header::CONTENT_TYPE);
+                *resp.body_mut() = s3s::Body::empty();
+            }
+            if resp.status().as_u16() >= 400
+                && let Some(body) = resp.body().bytes()
+                && let Some(doc) = h
+                    .to_str()
+                    .ok()
+                    .and_then(|id| s3gw::error::completed_error(&body, id))
+            {
+                resp.headers_mut().remove(hyper::header::CONTENT_LENGTH);
+                *resp.body_mut() = s3s::Body::from(bytes::Bytes::from(doc));
+            }
+            resp.headers_mut().insert("x-amz-request-id", h);
+        }
+        let status = r.as_ref().map_or(500, |r| r.status().as_u16());
+        metrics.count_request("s3", status);
+        let op = match operation.0.get() {
+            Some(op) => op.as_str(),
+            None if method == hyper::Method::OPTIONS => "Preflight",
+            None => "Unknown",
+        };
+        metrics.count_s3(op, status);
+        audit(&self.directory, op, status, &party, (&method, asked), peer);
+        r
+    }
+}
+
 /// A form upload with `${filename}` in its key field replaced by the uploaded file's name
 /// (`s3gw::post_object::expand_filename`): the form's head is read ahead until the file
 /// part's headers (at most `HEAD_LIMIT` bytes), rewritten if need be, and the rest of the
 /// body streams on behind it.
-async fn with_file_name(req: Request<Incoming>) -> Request<s3s::Body> {
+async fn with_file_name(req: Request<s3s::Body>) -> Request<s3s::Body> {
     use futures::StreamExt;
     use http_body_util::BodyExt;
     use s3gw::post_object::{FormHead, HEAD_LIMIT, boundary, expand_filename};
@@ -172,7 +230,7 @@ async fn with_file_name(req: Request<Incoming>) -> Request<s3s::Body> {
         .and_then(boundary)
         .map(str::to_owned)
     else {
-        return req.map(s3s::Body::from);
+        return req;
     };
     let (mut parts, mut body) = req.into_parts();
     let mut head = Vec::new();

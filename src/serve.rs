@@ -199,13 +199,20 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         max_connections: config.max_connections,
         idle_timeout: config.idle_timeout,
     };
+    let s3_front = crate::s3::S3Front::new(
+        s3_service,
+        gateway.clone(),
+        directory.clone(),
+        metrics.clone(),
+        tls.s3.is_some(),
+        config.s3_listen.addr.to_string(),
+    );
     tasks.spawn(crate::s3::serve(
         s3,
         tls.s3.clone(),
         limits,
         metrics.clone(),
-        s3_service,
-        directory.clone(),
+        s3_front.clone(),
         stop_rx.clone(),
     ));
     // The default view sees neither the other views' topics nor their groups.
@@ -317,6 +324,10 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             stop_rx.clone(),
         )));
     }
+    // The console makes its Kafka requests through the default view's broker, started
+    // below; until then its pages answer 503.
+    let console_slot: Arc<std::sync::OnceLock<Arc<console::Console>>> = Arc::default();
+    let console_rest = (iceberg.clone(), admin.clone());
     tasks.spawn(http::serve(
         "http",
         http_listener,
@@ -326,23 +337,26 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         http::endpoint(
             node_catalog.clone(),
             metrics.clone(),
-            iceberg,
-            view_icebergs,
-            admin,
-            Arc::new(
-                registry::Registry::new(
-                    catalog_dyn.clone(),
-                    directory.clone(),
-                    registry_metrics.clone(),
-                )
-                // A registration evolves the typed expansions of the default view's
-                // topics in its own transaction.
-                .with_registrations(Arc::new(
-                    tables::expansion::registered::evolve::Evolution::new(tabler.clone()),
-                )),
-            ),
             // Topic sizes and group lag in /metrics are the default view's.
             default_view.clone(),
+            http::Apis {
+                iceberg,
+                views: view_icebergs,
+                admin,
+                registry: Arc::new(
+                    registry::Registry::new(
+                        catalog_dyn.clone(),
+                        directory.clone(),
+                        registry_metrics.clone(),
+                    )
+                    // A registration evolves the typed expansions of the default view's
+                    // topics in its own transaction.
+                    .with_registrations(Arc::new(
+                        tables::expansion::registered::evolve::Evolution::new(tabler.clone()),
+                    )),
+                ),
+                console: console_slot.clone(),
+            },
         ),
         stop_rx.clone(),
     ));
@@ -371,6 +385,15 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
             .await
             .context("creating __consumer_offsets")?;
     }
+    let console_addresses = match &leases {
+        Some(l) => crate::console_parts::Addresses::Cluster(
+            l.addresses.iter().map(|a| a.addr).collect(),
+            l.epochs.clone(),
+        ),
+        None => crate::console_parts::Addresses::Own(
+            config.kafka_listen.iter().map(|l| l.addr).collect(),
+        ),
+    };
     let kafka_broker = start_kafka(
         &shared,
         broker::authz::DEFAULT_VIEW,
@@ -386,6 +409,32 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     )
     .await?;
     metrics.register_kafka(&kafka_broker.metrics);
+    let scrub_metrics = crate::scrub::ScrubMetrics::default();
+    metrics.register_scrub(&scrub_metrics);
+    let overview = Arc::new(console::overview::Overview::default());
+    tasks.spawn(crate::console_parts::sample(
+        overview.clone(),
+        metrics.clone(),
+        node_catalog.clone(),
+        stop_rx.clone(),
+    ));
+    // Its Kafka requests are made as if to this node's first listener.
+    if let Some(first) = config.kafka_listen.first() {
+        let _ = console_slot.set(Arc::new(console::Console::new(console::Parts {
+            kafka: console::kafka::Kafka::new(kafka_broker.clone(), first.addr, tls.http.is_some()),
+            s3: Arc::new(s3_front),
+            iceberg: console_rest.0,
+            admin: console_rest.1,
+            overview,
+            nodes: Arc::new(crate::console_parts::NodeView {
+                catalog: node_catalog.clone(),
+                erasure: format!("{}+{}", config.storage.k, config.storage.m),
+                addresses: console_addresses,
+                scrub: scrub_metrics.clone(),
+            }),
+            secure: tls.http.is_some(),
+        })));
+    }
     for ((view, listeners), (view_catalog, view_tabler)) in
         config.views.iter().zip(view_listeners).zip(view_tables)
     {
@@ -409,6 +458,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         &background,
         catalog.clone(),
         Duration::from_secs(config.storage.scrub_interval_secs),
+        scrub_metrics,
         stop_rx.clone(),
     );
     let lifecycle = background.spawn(s3gw::lifecycle::worker::run(

@@ -51,6 +51,23 @@ impl Ctx {
     }
 
     fn decide(&self, action: &str, resource: &str) -> bool {
+        let allowed = self.allows(action, resource);
+        if !allowed {
+            self.broker.metrics.authz_refused.inc();
+            tracing::debug!(principal = ?self.principal, action, resource, "kafka request refused by policy");
+            // Describe refusals are how listings leave out what a principal may not see
+            // (every Metadata request would add one per hidden topic): not audited.
+            if !action.starts_with("KafkaDescribe") {
+                self.audit_refusal(action, resource);
+            }
+        }
+        allowed
+    }
+
+    /// What the policies say of an action, without acting on a refusal (no count, no
+    /// audit entry): [`Self::decide`]'s question, also asked by the web console to show
+    /// only the buttons that would work.
+    fn allows(&self, action: &str, resource: &str) -> bool {
         if self.is_super_user() {
             return true;
         }
@@ -69,20 +86,9 @@ impl Ctx {
             principal: self.principal.as_deref(),
             context: &context,
         };
-        let allowed = self
-            .broker
+        self.broker
             .directory
-            .allows_kafka(self.principal.as_deref(), &req);
-        if !allowed {
-            self.broker.metrics.authz_refused.inc();
-            tracing::debug!(principal = ?self.principal, action, resource, "kafka request refused by policy");
-            // Describe refusals are how listings leave out what a principal may not see
-            // (every Metadata request would add one per hidden topic): not audited.
-            if !action.starts_with("KafkaDescribe") {
-                self.audit_refusal(action, resource);
-            }
-        }
-        allowed
+            .allows_kafka(self.principal.as_deref(), &req)
     }
 
     /// Records a refused action in the audit trail.
@@ -116,6 +122,19 @@ impl Ctx {
     pub fn may_cluster(&self, action: &str) -> bool {
         let view = &self.broker.config.view;
         self.decide(action, &format!("vast:kafka:cluster:{view}"))
+    }
+
+    /// Whether the policies would let the principal do `action` on a topic, asked
+    /// without acting on a refusal ([`Self::allows`]).
+    pub fn would_allow_topic(&self, action: &str, topic: &str) -> bool {
+        let view = &self.broker.config.view;
+        self.allows(action, &format!("vast:kafka:topic:{view}:{topic}"))
+    }
+
+    /// [`Self::would_allow_topic`] for a group.
+    pub fn would_allow_group(&self, action: &str, group: &str) -> bool {
+        let view = &self.broker.config.view;
+        self.allows(action, &format!("vast:kafka:group:{view}:{group}"))
     }
 
     /// Whether the principal may change who may connect (users' credentials): the

@@ -21,7 +21,7 @@ pub enum Outcome {
 pub struct AuditEvent {
     /// When, ms since the epoch.
     pub time_ms: i64,
-    /// `s3`, `kafka`, `admin`, `iceberg` or `schema-registry`.
+    /// `s3`, `kafka`, `admin`, `iceberg`, `schema-registry` or `console` (its sign-ins).
     pub protocol: &'static str,
     /// Who: the authenticated user, the access key a refused request named, or none
     /// (anonymous).

@@ -284,6 +284,63 @@ impl Gateway {
             Some(b) => arn(b, key),
             None => "arn:aws:s3:::*".to_owned(),
         };
+        match self.verdict(who, action, bucket, key, version).await? {
+            Verdict::Allowed => Ok(()),
+            Verdict::Managed(b) => {
+                tracing::debug!(
+                    ?principal,
+                    action,
+                    resource,
+                    "S3 change of a managed bucket refused"
+                );
+                Err(s3s::S3Error::with_message(
+                    s3s::S3ErrorCode::AccessDenied,
+                    crate::managed::refusal(&b),
+                ))
+            }
+            Verdict::Refused => {
+                tracing::debug!(?principal, action, resource, "S3 request refused by policy");
+                self.directory().audit(
+                    iam::audit::AuditEvent::now(
+                        "s3",
+                        principal,
+                        action,
+                        resource,
+                        iam::audit::Outcome::Refused,
+                    )
+                    .from(who.context.source_ip.map(|ip| ip.to_string()))
+                    .because("no policy allows it"),
+                );
+                Err(s3_error!(AccessDenied, "Access Denied"))
+            }
+        }
+    }
+
+    /// Whether [`Gateway::authorize`] would let `who` do `action`, asked without acting
+    /// on a refusal (no audit entry): the web console shows only the buttons that would
+    /// work.
+    pub async fn would_allow(
+        &self,
+        who: &AuthzContext,
+        action: &str,
+        bucket: Option<&str>,
+        key: Option<&str>,
+    ) -> bool {
+        matches!(
+            self.verdict(who, action, bucket, key, None).await,
+            Ok(Verdict::Allowed)
+        )
+    }
+
+    /// What the policies, the ACLs and the managed-bucket rule say of a request.
+    async fn verdict(
+        &self,
+        who: &AuthzContext,
+        action: &str,
+        bucket: Option<&str>,
+        key: Option<&str>,
+        version: Option<&str>,
+    ) -> S3Result<Verdict> {
         let mut allowed = self.decide(who, action, bucket, key, version).await?;
         // A bucket's inventory files (docs/iceberg.md) show what listing that bucket
         // shows: reading them needs that too.
@@ -303,35 +360,22 @@ impl Gateway {
             && let Some(b) = bucket.filter(|b| self.managed_buckets().contains(b))
             && !crate::managed::allowed(action)
         {
-            tracing::debug!(
-                ?principal,
-                action,
-                resource,
-                "S3 change of a managed bucket refused"
-            );
-            return Err(s3s::S3Error::with_message(
-                s3s::S3ErrorCode::AccessDenied,
-                crate::managed::refusal(b),
-            ));
+            return Ok(Verdict::Managed(b.to_owned()));
         }
-        if allowed {
-            Ok(())
+        Ok(if allowed {
+            Verdict::Allowed
         } else {
-            tracing::debug!(?principal, action, resource, "S3 request refused by policy");
-            self.directory().audit(
-                iam::audit::AuditEvent::now(
-                    "s3",
-                    principal,
-                    action,
-                    resource,
-                    iam::audit::Outcome::Refused,
-                )
-                .from(who.context.source_ip.map(|ip| ip.to_string()))
-                .because("no policy allows it"),
-            );
-            Err(s3_error!(AccessDenied, "Access Denied"))
-        }
+            Verdict::Refused
+        })
     }
+}
+
+/// What [`Gateway::verdict`] found.
+enum Verdict {
+    Allowed,
+    /// Allowed by the policies, but a change of a bucket Eddy manages.
+    Managed(String),
+    Refused,
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ pub mod expansion;
 pub mod inventory;
 pub mod metrics;
 pub mod objects;
+pub mod preview;
 pub mod rest;
 pub mod rows;
 pub mod schema;

@@ -214,9 +214,9 @@ def javac(src: Path, classpath: str) -> Path:
 NODE_DIR = Path(__file__).parent / "node"
 
 
-def npm_ci(marker: str) -> None:
-    """Installs tests/e2e/node's packages (`npm ci`, from package-lock.json) unless
-    node_modules/`marker` exists. @confluentinc/kafka-javascript's install step asks
+def npm_ci(marker: str, where: Path = None) -> None:
+    """Installs tests/e2e/node's packages (or those of `where`: tests/e2e/browser's)
+    (`npm ci`, from package-lock.json) unless node_modules/`marker` exists. @confluentinc/kafka-javascript's install step asks
     GitHub for its prebuilt librdkafka binding and, where that cannot be reached, builds
     the librdkafka sources inside its npm package (about a minute on two cores, measured
     at 118 s of the kafkajs test in CI);
@@ -224,18 +224,19 @@ def npm_ci(marker: str) -> None:
     of downloading their sources too. So the packages are installed once per lock file
     into ~/.cache/eddy/node-modules/<hash> (outside the clone, as CI wants its downloads
     and builds) and node_modules is a link to them."""
-    here = NODE_DIR / "node_modules"
+    where = where or NODE_DIR
+    here = where / "node_modules"
     if (here / marker).exists():
         return
     import hashlib
     import shutil as _shutil
-    lock = (NODE_DIR / "package-lock.json").read_bytes()
+    lock = (where / "package-lock.json").read_bytes()
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "eddy" / \
         "node-modules" / hashlib.sha256(lock).hexdigest()[:16]
     if not (cache / "node_modules" / marker).exists():
         cache.mkdir(parents=True, exist_ok=True)
         for f in ("package.json", "package-lock.json"):
-            _shutil.copy(NODE_DIR / f, cache / f)
+            _shutil.copy(where / f, cache / f)
         subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=cache, check=True,
                        timeout=900, env={**os.environ, "CKJS_LINKING": "dynamic"})
     if here.is_symlink() or here.exists():
