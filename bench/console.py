@@ -6,13 +6,18 @@
    bucket's root listing and one prefix's), 30 times each, p50 and p95 in ms; then the
    same pages rendered in headless Chromium (from the hash change to the table drawn).
 2. Produce throughput with a console page open against none, alternating three times:
-   librdkafka, 1 KiB values, acks=all, while a headless Chromium keeps the overview and a
-   group's page open (they poll every 10 s and 2 s). Reported: MB/s of each and the ratio.
+   librdkafka, 1 KiB values, acks=all, for 6 s each (a fresh topic each run), (a) with nothing else, (b) while a
+   headless Chromium on this machine keeps the overview and a group's page open (they
+   poll every 10 s and 2 s), (c) with those pages' requests made at the same rate by a
+   thread, no browser (the server's own cost). Reported: MB/s of each, the ratios, and
+   the CPU seconds Chromium itself used (on a 2-core machine it competes with the
+   server and the producer; an operator's browser runs elsewhere).
 
     .venv/bin/python bench/console.py BIN
 
 BIN is an `eddy` release build, on a fresh data dir under $SCRATCH (default
-/tmp/eddy-bench). TOPICS, OBJECTS and MESSAGES override the sizes. No peer run: none of
+/tmp/eddy-bench). TOPICS, OBJECTS, SECONDS and ROUNDS override the sizes; ONLY=produce
+runs the second part alone. No peer run: none of
 the peers that install here has a console (MinIO's community edition dropped its own).
 """
 
@@ -39,7 +44,9 @@ from conftest import Eddy, free_port, npm_ci  # noqa: E402
 SCRATCH = Path(os.environ.get("SCRATCH", "/tmp/eddy-bench"))
 TOPICS = int(os.environ.get("TOPICS", "1000"))
 OBJECTS = int(os.environ.get("OBJECTS", "100000"))
-MESSAGES = int(os.environ.get("MESSAGES", "200000"))
+SECONDS = int(os.environ.get("SECONDS", "4"))
+ROUNDS = int(os.environ.get("ROUNDS", "2"))
+IDLE = int(os.environ.get("IDLE", "60"))
 BROWSER_DIR = Path(__file__).resolve().parents[1] / "tests" / "e2e" / "browser"
 
 
@@ -58,8 +65,11 @@ def main():
     binary = sys.argv[1]
     shutil.rmtree(SCRATCH, ignore_errors=True)
     SCRATCH.mkdir(parents=True)
+    # No background seals: a seal's Parquet writing in one run and not another would be
+    # noise larger than what is measured.
     eddy = Eddy(data_dir=SCRATCH / "data", s3_port=free_port(), kafka_ports=[free_port()],
-                http_port=free_port(), env={"EDDY_BIN": binary})
+                http_port=free_port(), env={"EDDY_BIN": binary},
+                extra_args=["--table-seal-age-secs", "86400", "--table-seal-mb", "1048576"])
     os.environ["EDDY_BIN"] = binary
     eddy.start()
     try:
@@ -86,6 +96,12 @@ def fill(eddy, bucket):
 
 
 def run(eddy):
+    if os.environ.get("ONLY") != "produce":
+        pages(eddy)
+    produce_cost(eddy)
+
+
+def pages(eddy):
     bucket = "scale"
     fill(eddy, bucket)
     base = f"{eddy.http_url}/console"
@@ -120,54 +136,168 @@ def run(eddy):
     for name, (p50, p95) in json.loads(pages.stdout).items():
         print(f"| {name} | {p50:.0f} | {p95:.0f} |", flush=True)
 
-    produce_cost(eddy)
 
+def produce_for(eddy, topic, seconds):
+    """MB/s of records delivered while producing for `seconds` (1 KiB values, acks=all)."""
+    delivered = [0]
 
-def produce_once(eddy, topic):
+    def done(err, msg):
+        if err is None:
+            delivered[0] += 1
+
     p = Producer({"bootstrap.servers": eddy.bootstrap, "acks": "all", "linger.ms": 5,
-                  "queue.buffering.max.messages": 1_000_000})
+                  "queue.buffering.max.messages": 200_000})
     value = os.urandom(1024)
     started = time.perf_counter()
-    for _ in range(MESSAGES):
-        while True:
+    while time.perf_counter() - started < seconds:
+        try:
+            p.produce(topic, value=value, on_delivery=done)
+        except BufferError:
+            p.poll(0.01)
+        p.poll(0)
+    assert p.flush(300) == 0
+    return delivered[0] * 1024 / 1e6 / (time.perf_counter() - started)
+
+
+def process_cpu(pid):
+    """CPU seconds `pid` used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def chromium_cpu(root_pid):
+    """CPU seconds used so far by `root_pid`'s descendant processes (the browser)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
             try:
-                p.produce(topic, value=value)
-                break
-            except BufferError:
-                p.poll(0.01)
-    p.flush(300)
-    return MESSAGES * 1024 / 1e6 / (time.perf_counter() - started)
+                fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+                children.setdefault(int(fields[1]), []).append((int(d.name), fields))
+            except (OSError, IndexError):
+                pass
+    total, todo = 0.0, [root_pid]
+    while todo:
+        for pid, fields in children.get(todo.pop(), []):
+            total += (int(fields[11]) + int(fields[12])) / tick
+            todo.append(pid)
+    return total
+
+
+class Replay:
+    """The two pages' requests without a browser: the overview every 10 s and a group's
+    page every 2 s, as their scripts poll."""
+
+    def __init__(self, eddy, group):
+        self.s = requests.Session()
+        self.s.post(f"{eddy.http_url}/console/api/login",
+                    json={"access_key": eddy.access_key, "secret_key": eddy.secret_key}).raise_for_status()
+        self.base, self.group, self.stop = f"{eddy.http_url}/console/api", group, None
+
+    def __enter__(self):
+        import threading
+        self.stop = threading.Event()
+
+        def loop():
+            tick = 0
+            while not self.stop.is_set():
+                if tick % 5 == 0:
+                    self.s.get(f"{self.base}/overview")
+                self.s.get(f"{self.base}/groups/{self.group}")
+                tick += 1
+                self.stop.wait(2)
+        self.thread = threading.Thread(target=loop, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_):
+        self.stop.set()
+        self.thread.join()
+
+
+def fresh_topic(admin, n):
+    """A new 4-partition topic for run `n`, the previous run's deleted: at full speed a
+    run writes gigabytes, which the disk of this machine does not hold for long."""
+    if n > 0:
+        admin.delete_topics([f"load-{n - 1}"])[f"load-{n - 1}"].result(60)
+    free = shutil.disk_usage(SCRATCH).free
+    assert free > 3 << 30, f"{free >> 30} GiB free: too little for another run"
+    admin.create_topics([NewTopic(f"load-{n}", 4, 1)])[f"load-{n}"].result(60)
+    return f"load-{n}"
 
 
 def produce_cost(eddy):
     admin = AdminClient({"bootstrap.servers": eddy.bootstrap})
-    topic, group = "load", "watched"
-    admin.create_topics([NewTopic(topic, 4, 1)])[topic].result(60)
+    group = "watched"
+    admin.create_topics([NewTopic("watched-topic", 1, 1)])["watched-topic"].result(60)
     c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": group, "enable.auto.commit": False})
-    c.commit(offsets=[TopicPartition(topic, p, 0) for p in range(4)], asynchronous=False)
+    c.commit(offsets=[TopicPartition("watched-topic", 0, 0)], asynchronous=False)
     c.close()
+    runs = iter(range(1_000_000))
     watcher = subprocess.Popen(["node", str(Path(__file__).with_name("console_pages.mjs"))], cwd=BROWSER_DIR,
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                env={**os.environ, "CONSOLE_BENCH": json.dumps({
                                    "base": eddy.http_url, "user": eddy.access_key, "secret": eddy.secret_key,
                                    "group": group, "mode": "watch"})})
     assert watcher.stdout.readline().strip() == "watching"
-    rates = {"no page": [], "pages open": []}
+
+    def browser(line):
+        watcher.stdin.write(line + "\n")
+        watcher.stdin.flush()
+        assert watcher.stdout.readline().strip() == "ok"
+
+    modes = ("no page", "pages open in Chromium", "their requests, no browser")
+    rates = {m: [] for m in modes}
+    browser_cpu = []
     try:
-        for _ in range(3):
-            for mode in ("no page", "pages open"):
-                watcher.stdin.write("open\n" if mode == "pages open" else "close\n")
-                watcher.stdin.flush()
-                assert watcher.stdout.readline().strip() == "ok"
-                rates[mode].append(produce_once(eddy, topic))
+        for _ in range(ROUNDS):
+            for mode in modes:
+                if mode == "pages open in Chromium":
+                    browser("open")
+                    cpu = chromium_cpu(watcher.pid)
+                    rates[mode].append(produce_for(eddy, fresh_topic(admin, next(runs)), SECONDS))
+                    browser_cpu.append(chromium_cpu(watcher.pid) - cpu)
+                    browser("close")
+                elif mode == "their requests, no browser":
+                    topic = fresh_topic(admin, next(runs))
+                    with Replay(eddy, group):
+                        rates[mode].append(produce_for(eddy, topic, SECONDS))
+                else:
+                    rates[mode].append(produce_for(eddy, fresh_topic(admin, next(runs)), SECONDS))
                 print(f"{mode}: {rates[mode][-1]:.1f} MB/s", flush=True)
     finally:
         watcher.stdin.write("quit\n")
         watcher.stdin.flush()
-        watcher.wait(60)
-    a, b = statistics.median(rates["no page"]), statistics.median(rates["pages open"])
-    print(f"\nproduce 1 KiB acks=all, {MESSAGES} records, median of 3: no page {a:.1f} MB/s, "
-          f"overview and a group page open {b:.1f} MB/s: {b / a:.3f}x")
+        try:
+            watcher.wait(60)
+        except subprocess.TimeoutExpired:
+            watcher.kill()
+    # The server's own cost of the pages, without a load to hide in: its CPU over IDLE
+    # seconds with nobody, then with the two pages' requests; against its CPU per MB
+    # produced at full load, that is the share of produce throughput the pages take.
+    pid = eddy.proc.pid
+    cpu = process_cpu(pid)
+    time.sleep(IDLE)
+    idle = process_cpu(pid) - cpu
+    with Replay(eddy, group):
+        cpu = process_cpu(pid)
+        time.sleep(IDLE)
+        polled = process_cpu(pid) - cpu
+    cpu = process_cpu(pid)
+    started = time.perf_counter()
+    rate = produce_for(eddy, fresh_topic(admin, next(runs)), SECONDS)
+    per_mb = (process_cpu(pid) - cpu) / (rate * (time.perf_counter() - started))
+    pages_cpu = max(0.0, polled - idle) / IDLE
+    print(f"\nserver CPU: idle {idle / IDLE * 1000:.2f} ms/s, with the two pages' requests "
+          f"{polled / IDLE * 1000:.2f} ms/s (the pages: {pages_cpu * 1000:.2f} ms/s); "
+          f"produce at full load {per_mb * 1000:.2f} ms per MB ({rate:.0f} MB/s): the pages take "
+          f"{pages_cpu / (per_mb * rate) * 100:.3f}% of the server's CPU at full load")
+    base = statistics.median(rates["no page"])
+    print(f"\nproduce 1 KiB acks=all for {SECONDS} s, median of {ROUNDS}:")
+    for mode in modes:
+        m = statistics.median(rates[mode])
+        print(f"- {mode}: {m:.1f} MB/s ({m / base:.3f}x)")
+    print(f"- Chromium's own CPU while its pages were open: {statistics.median(browser_cpu):.1f} s per {SECONDS} s run")
 
 
 if __name__ == "__main__":

@@ -218,6 +218,10 @@ pub struct ServeArgs {
     /// its last seal (default 64).
     #[arg(long, env = "EDDY_TABLE_SEAL_MB")]
     pub table_seal_mb: Option<u64>,
+    /// Every bucket's size and object count are counted again every this many seconds
+    /// (default 300), for the `eddy_bucket_*` metrics and the console.
+    #[arg(long, env = "EDDY_BUCKET_USAGE_SECS")]
+    pub bucket_usage_secs: Option<u64>,
     /// Connections each listener (S3, every Kafka address, HTTP) keeps open at most;
     /// more are closed as they arrive (default 4096).
     #[arg(long, env = "EDDY_MAX_CONNECTIONS")]
@@ -287,6 +291,7 @@ pub struct FileConfig {
     table_seal_age_secs: Option<u64>,
     table_maintenance_secs: Option<u64>,
     table_seal_mb: Option<u64>,
+    bucket_usage_secs: Option<u64>,
     max_connections: Option<usize>,
     idle_timeout_secs: Option<u64>,
     kafka_max_request_mb_in_flight: Option<usize>,
@@ -453,6 +458,8 @@ pub struct ServeConfig {
     pub table_maintenance: std::time::Duration,
     /// Bytes stored since a topic's last seal after which the background tabler seals it.
     pub table_seal_bytes: u64,
+    /// How often buckets' sizes are counted.
+    pub bucket_usage: std::time::Duration,
 }
 
 fn load_file(path: Option<&Path>) -> anyhow::Result<FileConfig> {
@@ -955,6 +962,12 @@ impl ServeArgs {
                 .unwrap_or(64)
                 .clamp(1, 1 << 20)
                 << 20,
+            bucket_usage: std::time::Duration::from_secs(
+                self.bucket_usage_secs
+                    .or(file.bucket_usage_secs)
+                    .unwrap_or(300)
+                    .max(1),
+            ),
         })
     }
 }

@@ -45,6 +45,8 @@ pub struct NodeView {
     pub addresses: Addresses,
     /// The background scrub's progress (the heal backlog).
     pub scrub: crate::scrub::ScrubMetrics,
+    /// The broker views besides the default one, as the config gives them.
+    pub views: Vec<crate::config::ViewConfig>,
 }
 
 /// Whose Kafka addresses the overview lists.
@@ -117,6 +119,20 @@ impl console::NodeStatus for NodeView {
             "drives": drives,
             "nodes": nodes,
         })
+    }
+
+    fn views(&self) -> serde_json::Value {
+        self.views
+            .iter()
+            .map(|v| {
+                serde_json::json!({
+                    "name": v.name,
+                    "listeners": v.kafka_listen.iter().map(|l| format!("{}://{}", l.name, l.addr)).collect::<Vec<_>>(),
+                    "bucket": v.bucket,
+                    "users": v.users,
+                })
+            })
+            .collect()
     }
 }
 

@@ -20,6 +20,7 @@ mod s3;
 mod scrub;
 mod serve;
 mod tables_cli;
+mod usage;
 
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;

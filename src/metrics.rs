@@ -246,6 +246,12 @@ impl Metrics {
         metrics.register(registry.sub_registry_with_prefix("schema_registry"));
     }
 
+    /// Adds the bucket usage gauges (prefix `eddy_bucket`).
+    pub fn register_usage(&self, usage: &crate::usage::UsageMetrics) {
+        let mut registry = self.registry.lock().unwrap_or_else(|p| p.into_inner());
+        usage.register(registry.sub_registry_with_prefix("bucket"));
+    }
+
     /// Adds the background scrub's metrics (prefix `eddy_scrub`).
     pub fn register_scrub(&self, scrub: &crate::scrub::ScrubMetrics) {
         let mut registry = self.registry.lock().unwrap_or_else(|p| p.into_inner());

@@ -431,6 +431,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
                 erasure: format!("{}+{}", config.storage.k, config.storage.m),
                 addresses: console_addresses,
                 scrub: scrub_metrics.clone(),
+                views: config.views.clone(),
             }),
             secure: tls.http.is_some(),
         })));
@@ -461,6 +462,14 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
         scrub_metrics,
         stop_rx.clone(),
     );
+    let usage_metrics = crate::usage::UsageMetrics::default();
+    metrics.register_usage(&usage_metrics);
+    let usage = background.spawn(crate::usage::run(
+        catalog.clone(),
+        usage_metrics,
+        config.bucket_usage,
+        stop_rx.clone(),
+    ));
     let lifecycle = background.spawn(s3gw::lifecycle::worker::run(
         gateway,
         config.s3_lifecycle,
@@ -490,6 +499,7 @@ pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
     let _ = audit_writer.await;
     let _ = scrub.await;
     let _ = lifecycle.await;
+    let _ = usage.await;
     let _ = sealing.await;
     for s in view_sealing.into_iter().chain(maintenance) {
         let _ = s.await;

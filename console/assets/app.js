@@ -580,7 +580,7 @@ async function pipelines() {
       el('td', {}, el('span', { class: 'badge ' + (p.status === 'Ready' ? 'ok' : p.status === 'Error' ? 'bad' : '') }, p.status)), el('td', {}, p.deployed_revision ?? ''), el('td', {}, p.reason)))));
 }
 
-function pipelineGraph(def) {
+function pipelineGraph(def, rates = {}) {
   const nodes = [...(def.triggers || []).map((t) => ({ name: t.name, kind: 'trigger', detail: t.kind + (t.bucket ? ' ' + t.bucket : t.topic ? ' ' + t.topic : '') })),
     ...(def.functions || []).map((f) => ({ name: f.name, kind: 'function', detail: f.url || '' }))];
   const links = def.links || [];
@@ -600,7 +600,14 @@ function pipelineGraph(def) {
   const h = 40 + Math.max(1, ...Object.values(cols)) * 70;
   const w = 60 + (Math.max(0, ...Object.values(depth).filter((d) => d !== undefined)) + 1) * 220;
   return svg('svg', { class: 'graph', id: 'pipeline-graph', viewBox: `0 0 ${w} ${h}`, height: h },
-    links.filter((l) => pos[l.from] && pos[l.to]).map((l) => svg('line', { x1: pos[l.from].x + 170, y1: pos[l.from].y + 22, x2: pos[l.to].x, y2: pos[l.to].y + 22 })),
+    links.filter((l) => pos[l.from] && pos[l.to]).map((l) => {
+      const r = rates[`${l.from}-${l.to}`];
+      const x = (pos[l.from].x + 170 + pos[l.to].x) / 2;
+      const y = (pos[l.from].y + pos[l.to].y) / 2 + 16;
+      return svg('g', { 'data-link': `${l.from}-${l.to}` },
+        svg('line', { x1: pos[l.from].x + 170, y1: pos[l.from].y + 22, x2: pos[l.to].x, y2: pos[l.to].y + 22 }),
+        r ? svg('text', { x: x - 20, y }, `${r.delivered_per_s.toFixed(1)}/s`) : '');
+    }),
     nodes.map((n) => svg('g', { 'data-node': n.name },
       svg('rect', { x: pos[n.name].x, y: pos[n.name].y, width: 170, height: 44, rx: 6, class: n.kind }),
       svg('text', { x: pos[n.name].x + 8, y: pos[n.name].y + 18 }, n.name),
@@ -610,11 +617,19 @@ function pipelineGraph(def) {
 async function pipeline(name) {
   const p = await api('GET', 'admin/v1/pipelines/' + encodeURIComponent(name));
   const def = p.deployed_definition || p.definition || {};
+  let rates = {};
+  try { rates = (await api('GET', `pipelines/${encodeURIComponent(name)}/rates`)).links; } catch { /* no samples yet */ }
+  const linkRows = Object.entries(rates).map(([link, r]) => el('tr', { 'data-link': link }, el('td', {}, link),
+    el('td', { class: 'num' }, r.delivered_per_s.toFixed(2)), el('td', { class: 'num' }, r.failed_per_s.toFixed(2)),
+    el('td', { class: 'num' }, r.dead_lettered_per_s.toFixed(2)), el('td', { class: 'num' }, r.waiting)));
   const traces = el('div', { id: 'traces' });
   const spans = el('div', { id: 'spans' });
   page(`Pipeline ${name}`,
     el('p', {}, el('span', { class: 'badge ' + (p.status === 'Ready' ? 'ok' : p.status === 'Error' ? 'bad' : ''), id: 'pipeline-status' }, p.status), ' ', p.reason),
-    pipelineGraph(def),
+    pipelineGraph(def, rates),
+    el('h2', {}, 'Links (last 10 s)'),
+    linkRows.length ? el('table', { id: 'link-rates' }, el('tr', {}, el('th', {}, 'Link'), el('th', { class: 'num' }, 'Delivered/s'), el('th', { class: 'num' }, 'Failed attempts/s'), el('th', { class: 'num' }, 'Dead letters/s'), el('th', { class: 'num' }, 'Waiting')), linkRows)
+      : el('p', { class: 'muted' }, 'No samples yet (taken every 10 s).'),
     el('p', { class: 'muted' }, `Dead-letter topic: `, el('a', { href: '#/topics/' + encodeURIComponent(def.dead_letter_topic || 'dead-letter') }, def.dead_letter_topic || 'dead-letter')),
     el('h2', {}, 'Cursors'),
     el('table', {}, el('tr', {}, el('th', {}, 'Cursor'), el('th', {}, 'Partition'), el('th', { class: 'num' }, 'Next')),
@@ -640,7 +655,12 @@ async function showTrace(name, id, into) {
 async function security() {
   const users = await api('GET', 'admin/v1/users');
   const policies = await api('GET', 'admin/v1/policies');
+  const views = (await api('GET', 'views')).views;
   page('Security',
+    el('h2', {}, 'Broker views'),
+    el('table', { id: 'views' }, el('tr', {}, el('th', {}, 'View'), el('th', {}, 'Kafka listeners'), el('th', {}, 'Bucket'), el('th', {}, 'Users')),
+      el('tr', {}, el('td', {}, 'default'), el('td', {}, 'the --kafka-listen addresses'), el('td', {}, ''), el('td', {}, 'every user')),
+      views.map((v) => el('tr', {}, el('td', {}, v.name), el('td', {}, v.listeners.join(', ')), el('td', {}, v.bucket), el('td', {}, v.users.length ? v.users.join(', ') : 'every user')))),
     el('h2', {}, 'Users'),
     el('table', { id: 'users' }, el('tr', {}, el('th', {}, 'User'), el('th', {}, 'Policies attached')),
       (users.users || []).map((u) => el('tr', {}, el('td', {}, u.name),

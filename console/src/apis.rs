@@ -140,3 +140,37 @@ pub async fn preview(
         Err(e) => Err(ConsoleError::BadRequest(format!("no preview: {e}"))),
     }
 }
+
+/// `GET /console/api/pipelines/NAME/rates`: its links' rates, for those who may get the
+/// pipeline (asked of the admin API as the user: its answer, if it refuses).
+pub async fn pipeline_rates(
+    admin: &Arc<admin::Admin>,
+    overview: &crate::overview::Overview,
+    who: &Signed,
+    req: Request,
+    name: &str,
+) -> ConsoleResult<Reply> {
+    let path = format!(
+        "/v1/pipelines/{}",
+        percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC)
+    );
+    let get = tables::rest::Request {
+        method: Method::GET,
+        raw_path: format!("/admin{path}"),
+        path,
+        headers: http::HeaderMap::new(),
+        query: None,
+        authorization: Some(format!("Bearer {}", who.token)),
+        host: None,
+        body: bytes::Bytes::new(),
+        source: Some(req.peer.ip().to_string()),
+    };
+    let r = admin.handle(get).await;
+    if !r.status.is_success() {
+        return Ok(reply(r, false));
+    }
+    Ok(crate::json(
+        http::StatusCode::OK,
+        &overview.link_rates(name),
+    ))
+}

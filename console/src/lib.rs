@@ -99,6 +99,8 @@ pub trait S3Front: Send + Sync {
 pub trait NodeStatus: Send + Sync {
     /// The current status.
     async fn status(&self) -> serde_json::Value;
+    /// The broker views (`[[views]]`): name, listeners, bucket, users.
+    fn views(&self) -> serde_json::Value;
 }
 
 /// The console of one node.
@@ -187,6 +189,17 @@ impl Console {
                     "series": self.overview.series(),
                 }),
             )),
+            (Method::GET, ["pipelines", name, "rates"]) => {
+                apis::pipeline_rates(&self.admin, &self.overview, &who, req, name).await
+            }
+            (Method::GET, ["views"]) if who.admin => Ok(json(
+                StatusCode::OK,
+                &serde_json::json!({ "views": self.nodes.views() }),
+            )),
+            (Method::GET, ["views"]) => Err(ConsoleError::Forbidden(format!(
+                "{} may not see the broker views (the administrator's)",
+                who.user
+            ))),
             (_, ["topics", ..]) => topics::route(&self.kafka, &who, req, &segs[1..]).await,
             (_, ["groups", ..]) => groups::route(&self.kafka, &who, req, &segs[1..]).await,
             (Method::GET, ["audit"]) => audit_log::route(&self.kafka, &who, &req).await,

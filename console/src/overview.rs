@@ -1,10 +1,11 @@
 //! The overview page's live graphs: every 10 s the node's own metrics (the text
 //! `/metrics` serves, so a graph shows exactly what Prometheus would scrape) are read and
-//! the counters the graphs need summed into a sample; the last hour of samples stays in
-//! a ring in memory. The page gets rates per second between samples, and for latency
-//! the mean of the requests in each interval. No Prometheus is needed.
+//! the counters the graphs need summed into a sample, with each pipeline link's counters;
+//! the last hour of samples stays in a ring in memory. The page gets rates per second
+//! between samples, and for latency the mean of the requests in each interval. No
+//! Prometheus is needed.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
@@ -65,10 +66,23 @@ const COUNTED: &[Counted] = &[
     },
 ];
 
+/// Each pipeline link's counters: delivered, failed attempts, dead-lettered (counters),
+/// and waiting (a gauge).
+const LINK_METRICS: [&str; 4] = [
+    "eddy_pipeline_delivered_total",
+    "eddy_pipeline_failed_attempts_total",
+    "eddy_pipeline_dead_lettered_total",
+    "eddy_pipeline_waiting",
+];
+
+/// A link's values of [`LINK_METRICS`], by (pipeline, link).
+type Links = BTreeMap<(String, String), [f64; 4]>;
+
 struct Sample {
     /// ms since the epoch.
     at: u64,
     values: Vec<f64>,
+    links: Links,
 }
 
 /// The ring of samples.
@@ -100,11 +114,50 @@ impl Overview {
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
         let values = COUNTED.iter().map(|c| sum(text, c)).collect();
+        let links = links(text);
         let mut ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
         if ring.len() >= KEPT {
             ring.pop_front();
         }
-        ring.push_back(Sample { at, values });
+        ring.push_back(Sample { at, values, links });
+    }
+
+    /// A pipeline's links over the last interval: events delivered, failed attempts and
+    /// dead letters per second, and the events waiting now.
+    pub fn link_rates(&self, pipeline: &str) -> serde_json::Value {
+        let ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out = serde_json::Map::new();
+        let (Some(b), Some(a)) = (ring.back(), ring.iter().rev().nth(1)) else {
+            return serde_json::json!({ "links": out });
+        };
+        let secs = (b.at.saturating_sub(a.at)) as f64 / 1000.0;
+        for ((p, link), now) in b.links.range((pipeline.to_owned(), String::new())..) {
+            if p != pipeline {
+                break;
+            }
+            let before = a
+                .links
+                .get(&(p.clone(), link.clone()))
+                .copied()
+                .unwrap_or_default();
+            let rate = |i: usize| {
+                if secs > 0.0 && now[i] >= before[i] {
+                    (now[i] - before[i]) / secs
+                } else {
+                    0.0
+                }
+            };
+            out.insert(
+                link.clone(),
+                serde_json::json!({
+                    "delivered_per_s": rate(0),
+                    "failed_per_s": rate(1),
+                    "dead_lettered_per_s": rate(2),
+                    "waiting": now[3],
+                }),
+            );
+        }
+        serde_json::json!({ "interval_ms": INTERVAL.as_millis() as u64, "links": out })
     }
 
     /// The graphs: per interval, its end (ms) and the rates per second of each counter,
@@ -143,6 +196,63 @@ impl Overview {
             points.push(serde_json::Value::Object(p));
         }
         serde_json::json!({ "interval_ms": INTERVAL.as_millis() as u64, "points": points })
+    }
+}
+
+/// The pipeline links' values of [`LINK_METRICS`] in the exposition `text`.
+fn links(text: &str) -> Links {
+    let mut out = Links::new();
+    for line in text.lines() {
+        let Some(i) = LINK_METRICS
+            .iter()
+            .position(|m| line.strip_prefix(m).is_some_and(|r| r.starts_with('{')))
+        else {
+            continue;
+        };
+        let rest = &line[LINK_METRICS[i].len() + 1..];
+        let Some((labels, value)) = rest.rsplit_once("} ") else {
+            continue;
+        };
+        let labels = parse_labels(labels);
+        let (Some(p), Some(l)) = (labels.get("pipeline"), labels.get("link")) else {
+            continue;
+        };
+        if let Some(v) = value
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<f64>().ok())
+        {
+            out.entry((p.clone(), l.clone())).or_default()[i] = v;
+        }
+    }
+    out
+}
+
+/// `name="value",...` as a map (values unescaped).
+fn parse_labels(s: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut chars = s.chars().peekable();
+    loop {
+        let name: String = chars.by_ref().take_while(|c| *c != '=').collect();
+        if name.is_empty() || chars.next() != Some('"') {
+            return out;
+        }
+        let mut value = String::new();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => match chars.next() {
+                    Some('n') => value.push('\n'),
+                    Some(other) => value.push(other),
+                    None => break,
+                },
+                '"' => break,
+                c => value.push(c),
+            }
+        }
+        out.insert(name.trim_start_matches(',').trim().to_owned(), value);
+        if chars.peek() == Some(&',') {
+            chars.next();
+        }
     }
 }
 
@@ -207,5 +317,34 @@ mod tests {
         assert_eq!(points.as_array().map(Vec::len), Some(1));
         let rate = points[0]["s3_requests"].as_f64().unwrap();
         assert!((rate - 10.0).abs() < 0.5, "{rate}");
+    }
+
+    #[test]
+    fn each_pipeline_link_is_rated_on_its_own() {
+        let text = |n: u32| {
+            format!(
+                "eddy_pipeline_delivered_total{{pipeline=\"p\",link=\"a-b\"}} {n}\n\
+                 eddy_pipeline_delivered_total{{pipeline=\"p2\",link=\"a-b\"}} 1000\n\
+                 eddy_pipeline_waiting{{pipeline=\"p\",link=\"a-b\"}} 7\n"
+            )
+        };
+        let o = Overview::default();
+        o.take(&text(10));
+        o.ring.lock().unwrap()[0].at -= 2000;
+        o.take(&text(30));
+        let r = o.link_rates("p");
+        let link = &r["links"]["a-b"];
+        assert!(
+            (link["delivered_per_s"].as_f64().unwrap() - 10.0).abs() < 0.5,
+            "{r}"
+        );
+        assert_eq!(link["waiting"].as_f64(), Some(7.0));
+        assert_eq!(r["links"].as_object().map(|m| m.len()), Some(1));
+        assert_eq!(
+            parse_labels(r#"pipeline="x\"y",link="a-b""#)
+                .get("pipeline")
+                .map(String::as_str),
+            Some("x\"y")
+        );
     }
 }

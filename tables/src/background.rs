@@ -104,7 +104,16 @@ pub async fn run(
                     s.behind_since = None;
                     s.bytes_when_caught_up = stored;
                 }
-                Err(e) => tracing::warn!(topic = %topic.name, error = %e, "background seal failed"),
+                // A topic deleted while its seal ran leaves nothing to seal (its files
+                // went with it): not worth a warning.
+                Err(e) => match tabler.catalog().kafka().topic(&topic.name).await {
+                    Ok(Some(t)) if t.id == topic.id => {
+                        tracing::warn!(topic = %topic.name, error = %e, "background seal failed")
+                    }
+                    _ => {
+                        tracing::debug!(topic = %topic.name, error = %e, "seal of a deleted topic")
+                    }
+                },
             }
         }
     }

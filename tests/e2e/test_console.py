@@ -157,6 +157,18 @@ links:
     committed = c.committed([TopicPartition(group_topic, 0)], timeout=30)
     c.close()
     assert committed[0].offset == 5, "the reset did not move the group to the end"
+    # A pipeline's link rates are for those who may get the pipeline.
+    for (user, secret), status in (((eddy.access_key, eddy.secret_key), 200), ((READER, READER_SECRET), 403)):
+        session = signed_in(eddy, user, secret)
+        r = session.get(f"{eddy.http_url}/console/api/pipelines/{pipeline}/rates", timeout=30)
+        assert r.status_code == status, r.text
+
+
+def signed_in(eddy, user, secret):
+    s = requests.Session()
+    r = s.post(f"{eddy.http_url}/console/api/login", json={"access_key": user, "secret_key": secret}, timeout=30)
+    assert r.status_code == 200, r.text
+    return s
 
 
 def test_a_read_only_user_sees_no_change_and_the_server_refuses_it(eddy, reader):
