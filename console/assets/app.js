@@ -226,13 +226,14 @@ async function overview() {
   const draw = async () => {
     const o = await api('GET', 'overview');
     const n = o.nodes || {};
+    if (!o.nodes) nodes.replaceChildren(el('p', { class: 'muted', id: 'nodes-hidden' }, 'Nodes and drives are shown to the administrator.'));
     const drives = (n.drives || []).map((d) => el('tr', {},
       el('td', {}, d.index), el('td', {}, d.path),
       el('td', {}, el('span', { class: 'badge ' + (d.online ? 'ok' : 'bad') }, d.online ? 'online' : 'offline')),
       el('td', { class: 'num' }, bytes(d.capacity_bytes)), el('td', { class: 'num' }, bytes(d.free_bytes)),
       el('td', { class: 'num' }, d.errors ?? '')));
     const addrs = (n.nodes || []).map((x) => el('tr', {}, el('td', {}, x.address), el('td', {}, x.holder ?? ''), el('td', {}, x.epoch ?? ''), el('td', {}, x.expires ?? '')));
-    nodes.replaceChildren(
+    if (o.nodes) nodes.replaceChildren(
       el('div', { class: 'cards' },
         el('div', { class: 'card' }, el('h3', {}, 'Status'), el('div', { class: 'big', id: 'status' }, n.status || '')),
         el('div', { class: 'card' }, el('h3', {}, 'Catalog'), el('div', { class: 'big' }, n.catalog || '')),

@@ -182,10 +182,12 @@ impl Console {
                 StatusCode::OK,
                 &session::describe(&who, &self.kafka, req.peer),
             )),
+            // The drives' paths and the cluster's addresses are the administrator's;
+            // everyone signed in sees the graphs.
             (Method::GET, ["overview"]) => Ok(json(
                 StatusCode::OK,
                 &serde_json::json!({
-                    "nodes": self.nodes.status().await,
+                    "nodes": if who.admin { Some(self.nodes.status().await) } else { None },
                     "series": self.overview.series(),
                 }),
             )),

@@ -180,7 +180,7 @@ def test_a_read_only_user_sees_no_change_and_the_server_refuses_it(eddy, reader)
     # The bucket's owner is the administrator: the reader reads it by the policy alone.
     seen = run_browser("read-only", base=eddy.http_url, user=READER, secret=READER_SECRET,
                        topic=topic, bucket=bucket, object="kept.txt")
-    assert seen["security_nav_hidden"]
+    assert seen["security_nav_hidden"] and seen["drive_rows"] == 0
     assert (seen["create_form"], seen["produce_form"], seen["alter_form"], seen["delete_button"]) == (0, 0, 0, 0)
     assert seen["records"] == 1
     assert seen["upload_zone"] == 0 and seen["download_links"] == 1

@@ -181,6 +181,11 @@ async function admin() {
 async function readOnly() {
   await login(cfg.user, cfg.secret);
   seen.security_nav_hidden = await page.locator('#nav-security').isHidden();
+  step = 'an overview without the nodes';
+  await go('#/overview');
+  await page.waitForSelector('#nodes-hidden');
+  seen.drive_rows = await page.locator('#drives').count();
+  await shot('overview');
   step = 'topics without a create form';
   await go('#/topics');
   await page.waitForSelector(`#topic-list tr[data-topic="${cfg.topic}"]`);
