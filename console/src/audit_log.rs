@@ -36,7 +36,13 @@ pub async fn route(kafka: &Kafka, who: &Signed, req: &Request) -> ConsoleResult<
             .copied()
             .unwrap_or(0),
     };
-    let from = (end - limit).max(first);
+    let from = end.saturating_sub(limit).max(first);
+    if end <= from {
+        return Ok(json(
+            StatusCode::OK,
+            &serde_json::json!({ "first": first, "from": from, "entries": [] }),
+        ));
+    }
     let records = read(
         kafka,
         who,
@@ -44,7 +50,7 @@ pub async fn route(kafka: &Kafka, who: &Signed, req: &Request) -> ConsoleResult<
         TOPIC,
         0,
         from,
-        usize::try_from(end - from).unwrap_or(0),
+        usize::try_from(end.saturating_sub(from)).unwrap_or(0),
     )
     .await?;
     let mut entries: Vec<serde_json::Value> = records

@@ -70,9 +70,10 @@ impl ConsoleError {
                 3 | 69 | 100 => StatusCode::NOT_FOUND,
                 // TOPIC_ALREADY_EXISTS, NON_EMPTY_GROUP
                 36 | 68 => StatusCode::CONFLICT,
-                // INVALID_TOPIC_EXCEPTION, RECORD_LIST_TOO_LARGE, INVALID_PARTITIONS,
-                // INVALID_REPLICATION_FACTOR, INVALID_CONFIG, POLICY_VIOLATION, INVALID_RECORD
-                17 | 18 | 37 | 38 | 40 | 44 | 87 => StatusCode::BAD_REQUEST,
+                // OFFSET_OUT_OF_RANGE, INVALID_TOPIC_EXCEPTION, RECORD_LIST_TOO_LARGE,
+                // INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG,
+                // POLICY_VIOLATION, INVALID_RECORD
+                1 | 17 | 18 | 37 | 38 | 40 | 44 | 87 => StatusCode::BAD_REQUEST,
                 _ => StatusCode::BAD_GATEWAY,
             },
         }

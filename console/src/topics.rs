@@ -478,6 +478,9 @@ pub async fn read(
     limit: usize,
 ) -> ConsoleResult<Vec<Shown>> {
     let mut out = Vec::new();
+    if limit == 0 {
+        return Ok(out);
+    }
     let mut at = offset;
     // A few rounds: a compacted or transactional stretch may hold fewer records than
     // asked for in one read.
@@ -535,7 +538,7 @@ pub async fn read(
                 if rec.offset < at {
                     continue;
                 }
-                at = rec.offset + 1;
+                at = rec.offset.saturating_add(1);
                 progressed = true;
                 if rec.control {
                     continue;

@@ -227,6 +227,16 @@ def test_sessions_need_the_cookie_and_changes_the_csrf_token(eddy):
     # Kafka's own errors come back named.
     r = s.post(f"{base}/api/topics", json={"name": topic}, headers={"x-csrf-token": csrf}, timeout=30)
     assert r.status_code == 409 and r.json()["error"]["kafka_error"] == "TopicAlreadyExists"
+    # Bad parameters get 400 or an empty answer, never a failure of the server.
+    for path, status in ((f"topics/{topic}/records?partition=x", 400),
+                         (f"topics/{topic}/records?offset=-5", 400),
+                         (f"topics/{topic}/records?time=later", 400),
+                         (f"topics/{topic}/records?partition=7", 404),
+                         ("audit?before=-9223372036854775808", 200),
+                         ("audit?limit=99999999999999999999", 200)):
+        r = s.get(f"{base}/api/{path}", timeout=30)
+        assert r.status_code == status, (path, r.status_code, r.text)
+    assert s.get(f"{base}/api/session", timeout=30).status_code == 200
     # A user given a new secret is signed out at once.
     ok(eddy, "user", "put", "rotating", "--s3-secret", "first-secret-1", "--kafka-password", "pw")
     s2 = requests.Session()
