@@ -159,27 +159,35 @@ def produce_for(eddy, topic, seconds):
     return delivered[0] * 1024 / 1e6 / (time.perf_counter() - started)
 
 
+def stat_fields(pid):
+    """The fields of /proc/PID/stat after the command name."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def cpu_seconds(fields):
+    """User plus system CPU seconds of a process's stat fields."""
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def process_cpu(pid):
     """CPU seconds `pid` used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return cpu_seconds(stat_fields(pid))
 
 
 def chromium_cpu(root_pid):
     """CPU seconds used so far by `root_pid`'s descendant processes (the browser)."""
-    tick = os.sysconf("SC_CLK_TCK")
     children = {}
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
             try:
-                fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+                fields = stat_fields(d.name)
                 children.setdefault(int(fields[1]), []).append((int(d.name), fields))
             except (OSError, IndexError):
                 pass
     total, todo = 0.0, [root_pid]
     while todo:
         for pid, fields in children.get(todo.pop(), []):
-            total += (int(fields[11]) + int(fields[12])) / tick
+            total += cpu_seconds(fields)
             todo.append(pid)
     return total
 

@@ -60,36 +60,22 @@ pub enum Addresses {
 #[async_trait::async_trait]
 impl console::NodeStatus for NodeView {
     async fn status(&self) -> serde_json::Value {
-        let drives: Vec<_> = self
-            .catalog
-            .drives()
-            .health()
+        let health = self.catalog.drives().health();
+        let status = self.catalog.state(&health);
+        let drives: Vec<_> = health
             .into_iter()
             .map(|h| {
-                let (capacity, free) = rustix::fs::statvfs(&h.path).map_or((None, None), |fs| {
-                    (
-                        Some(fs.f_blocks.saturating_mul(fs.f_frsize)),
-                        Some(fs.f_bavail.saturating_mul(fs.f_frsize)),
-                    )
-                });
+                let space = crate::metrics::drive_space(&h.path);
                 serde_json::json!({
                     "index": h.index,
                     "path": h.path.display().to_string(),
                     "online": h.online,
                     "errors": h.errors,
-                    "capacity_bytes": capacity,
-                    "free_bytes": free,
+                    "capacity_bytes": space.map(|s| s.0),
+                    "free_bytes": space.map(|s| s.1),
                 })
             })
             .collect();
-        let offline = drives.iter().filter(|d| d["online"] == false).count();
-        let status = if self.catalog.is_failed() {
-            "failed"
-        } else if offline > 0 {
-            "degraded"
-        } else {
-            "ok"
-        };
         let nodes: Vec<_> = match &self.addresses {
             Addresses::Own(addrs) => addrs
                 .iter()

@@ -86,9 +86,14 @@ pub async fn serve<F, Fut>(
 #[derive(Debug, Clone, Copy)]
 struct Peer(std::net::SocketAddr);
 
+/// The client address of a request.
+fn peer_addr(req: &Request<Incoming>) -> Option<std::net::SocketAddr> {
+    req.extensions().get::<Peer>().map(|p| p.0)
+}
+
 /// The client address of a request, as text.
 fn peer_of(req: &Request<Incoming>) -> Option<String> {
-    req.extensions().get::<Peer>().map(|p| p.0.to_string())
+    peer_addr(req).map(|p| p.to_string())
 }
 
 /// The header carrying a request's id, in the request (a caller's own, kept) and in
@@ -280,10 +285,7 @@ async fn console_request(
     path: String,
     req: Request<Incoming>,
 ) -> Reply {
-    let peer = req
-        .extensions()
-        .get::<Peer>()
-        .map_or(std::net::SocketAddr::from(([0, 0, 0, 0], 0)), |p| p.0);
+    let peer = peer_addr(&req).unwrap_or_else(|| std::net::SocketAddr::from(([0, 0, 0, 0], 0)));
     let (parts, body) = req.into_parts();
     console
         .handle(console::Request {
@@ -345,12 +347,11 @@ async fn registry_request(
 fn health(catalog: &NodeCatalog) -> Reply {
     let drives = catalog.drives().health();
     let offline = drives.iter().filter(|d| !d.online).count();
-    let (status, code) = if catalog.is_failed() {
-        ("failed", StatusCode::SERVICE_UNAVAILABLE)
-    } else if offline > 0 {
-        ("degraded", StatusCode::OK)
+    let status = catalog.state(&drives);
+    let code = if status == "failed" {
+        StatusCode::SERVICE_UNAVAILABLE
     } else {
-        ("ok", StatusCode::OK)
+        StatusCode::OK
     };
     let body = serde_json::json!({
         "status": status,

@@ -278,14 +278,13 @@ impl Metrics {
                 .get_or_create(&labels)
                 .set(h.errors as i64);
             // A drive whose file system cannot be asked keeps its last figures.
-            if let Ok(fs) = rustix::fs::statvfs(&h.path) {
-                let block = fs.f_frsize;
+            if let Some((capacity, free)) = drive_space(&h.path) {
                 self.drive_capacity
                     .get_or_create(&labels)
-                    .set(i64::try_from(fs.f_blocks.saturating_mul(block)).unwrap_or(i64::MAX));
+                    .set(i64::try_from(capacity).unwrap_or(i64::MAX));
                 self.drive_free
                     .get_or_create(&labels)
-                    .set(i64::try_from(fs.f_bavail.saturating_mul(block)).unwrap_or(i64::MAX));
+                    .set(i64::try_from(free).unwrap_or(i64::MAX));
             }
         }
         let mut out = String::new();
@@ -295,4 +294,14 @@ impl Metrics {
         }
         out
     }
+}
+
+/// The size of the file system a drive is on and the bytes free on it for Eddy (not the
+/// root's reserve), or `None` when it cannot be asked.
+pub fn drive_space(path: &std::path::Path) -> Option<(u64, u64)> {
+    let fs = rustix::fs::statvfs(path).ok()?;
+    Some((
+        fs.f_blocks.saturating_mul(fs.f_frsize),
+        fs.f_bavail.saturating_mul(fs.f_frsize),
+    ))
 }

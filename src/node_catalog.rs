@@ -74,6 +74,18 @@ impl NodeCatalog {
         }
     }
 
+    /// `failed` (the catalog stopped), `degraded` (a drive of `drives` offline) or `ok`:
+    /// what `/health` and the console's overview say of the node.
+    pub fn state(&self, drives: &[storage::DriveHealth]) -> &'static str {
+        if self.is_failed() {
+            "failed"
+        } else if drives.iter().any(|d| !d.online) {
+            "degraded"
+        } else {
+            "ok"
+        }
+    }
+
     /// Removes blobs a crash left without a catalog record. Embedded only: a node of a
     /// cluster cannot tell another node's blob that is being written from an orphan.
     pub async fn collect_orphans(&self) -> catalog::CatalogResult<catalog::orphans::OrphanReport> {

@@ -34,17 +34,33 @@ async fn rest_request(
     } else {
         path
     };
-    Ok(tables::rest::Request {
-        method: req.method,
+    let mut r = as_user(who, req.peer, prefix, path, body);
+    r.method = req.method;
+    r.headers = headers;
+    r.query = req.query;
+    Ok(r)
+}
+
+/// A GET of `path` below `prefix` (`/iceberg`, `/admin`) as `who` from `peer`, with
+/// `body` (the other fields a caller may set).
+fn as_user(
+    who: &Signed,
+    peer: std::net::SocketAddr,
+    prefix: &str,
+    path: String,
+    body: bytes::Bytes,
+) -> tables::rest::Request {
+    tables::rest::Request {
+        method: Method::GET,
         raw_path: format!("{prefix}{path}"),
         path,
-        headers,
-        query: req.query,
+        headers: http::HeaderMap::new(),
+        query: None,
         authorization: Some(format!("Bearer {}", who.token)),
         host: None,
         body,
-        source: Some(req.peer.ip().to_string()),
-    })
+        source: Some(peer.ip().to_string()),
+    }
 }
 
 fn reply(r: tables::rest::Response, head: bool) -> Reply {
@@ -113,18 +129,9 @@ pub async fn preview(
         enc(&namespace.replace('.', "\u{1f}")),
         enc(table)
     );
-    let load = tables::rest::Request {
-        method: Method::GET,
-        raw_path: format!("/iceberg{path}"),
-        path,
-        headers: http::HeaderMap::new(),
-        query: None,
-        authorization: Some(format!("Bearer {}", who.token)),
-        host: None,
-        body: bytes::Bytes::new(),
-        source: Some(peer.ip().to_string()),
-    };
-    let loaded = catalog.handle(load).await;
+    let loaded = catalog
+        .handle(as_user(who, peer, "/iceberg", path, bytes::Bytes::new()))
+        .await;
     if !loaded.status.is_success() {
         return Ok(reply(loaded, false));
     }
@@ -154,18 +161,9 @@ pub async fn pipeline_rates(
         "/v1/pipelines/{}",
         percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC)
     );
-    let get = tables::rest::Request {
-        method: Method::GET,
-        raw_path: format!("/admin{path}"),
-        path,
-        headers: http::HeaderMap::new(),
-        query: None,
-        authorization: Some(format!("Bearer {}", who.token)),
-        host: None,
-        body: bytes::Bytes::new(),
-        source: Some(req.peer.ip().to_string()),
-    };
-    let r = admin.handle(get).await;
+    let r = admin
+        .handle(as_user(who, req.peer, "/admin", path, bytes::Bytes::new()))
+        .await;
     if !r.status.is_success() {
         return Ok(reply(r, false));
     }

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::kafka::Kafka;
 use crate::session::Signed;
 use crate::topics::offsets_at;
-use crate::{ConsoleError, ConsoleResult, Reply, Request, expect_response, json};
+use crate::{ConsoleError, ConsoleResult, Reply, Request, call, json};
 
 /// Most groups on one page of the list.
 const MAX_PAGE: usize = 200;
@@ -64,10 +64,7 @@ async fn lags(
     let request = OffsetFetchRequest::default()
         .with_group_id(group(g))
         .with_topics(None);
-    let r = kafka
-        .call(&who.user, peer, 7, RequestKind::OffsetFetch(request))
-        .await?;
-    let r = expect_response!(r, OffsetFetch);
+    let r = call!(kafka, &who.user, peer, 7, OffsetFetch(request));
     if r.error_code != 0 {
         return Err(ConsoleError::kafka(
             r.error_code,
@@ -119,15 +116,13 @@ async fn list(kafka: &Kafka, who: &Signed, req: &Request) -> ConsoleResult<Reply
         .and_then(|v| v.parse().ok())
         .unwrap_or(50usize)
         .clamp(1, MAX_PAGE);
-    let r = kafka
-        .call(
-            &who.user,
-            req.peer,
-            5,
-            RequestKind::ListGroups(ListGroupsRequest::default()),
-        )
-        .await?;
-    let r = expect_response!(r, ListGroups);
+    let r = call!(
+        kafka,
+        &who.user,
+        req.peer,
+        5,
+        ListGroups(ListGroupsRequest::default())
+    );
     if r.error_code != 0 {
         return Err(ConsoleError::kafka(r.error_code, "listing groups", None));
     }
@@ -163,10 +158,7 @@ async fn described(
     g: &str,
 ) -> ConsoleResult<describe_groups_response::DescribedGroup> {
     let request = DescribeGroupsRequest::default().with_groups(vec![group(g)]);
-    let r = kafka
-        .call(&who.user, peer, 5, RequestKind::DescribeGroups(request))
-        .await?;
-    let r = expect_response!(r, DescribeGroups);
+    let r = call!(kafka, &who.user, peer, 5, DescribeGroups(request));
     let d = r
         .groups
         .into_iter()
@@ -305,10 +297,7 @@ async fn reset(kafka: &Kafka, who: &Signed, req: Request, g: &str) -> ConsoleRes
         .with_generation_id_or_member_epoch(-1)
         .with_member_id(StrBytes::from_static_str(""))
         .with_topics(topics);
-    let r = kafka
-        .call(&who.user, peer, 8, RequestKind::OffsetCommit(request))
-        .await?;
-    let r = expect_response!(r, OffsetCommit);
+    let r = call!(kafka, &who.user, peer, 8, OffsetCommit(request));
     for t in &r.topics {
         for p in &t.partitions {
             if p.error_code != 0 {
@@ -329,10 +318,7 @@ async fn reset(kafka: &Kafka, who: &Signed, req: Request, g: &str) -> ConsoleRes
 /// `DELETE groups/NAME`: DeleteGroups (an empty group only, as Kafka).
 async fn delete(kafka: &Kafka, who: &Signed, req: &Request, g: &str) -> ConsoleResult<Reply> {
     let request = DeleteGroupsRequest::default().with_groups_names(vec![group(g)]);
-    let r = kafka
-        .call(&who.user, req.peer, 2, RequestKind::DeleteGroups(request))
-        .await?;
-    let r = expect_response!(r, DeleteGroups);
+    let r = call!(kafka, &who.user, req.peer, 2, DeleteGroups(request));
     for res in &r.results {
         if res.error_code != 0 {
             return Err(ConsoleError::kafka(

@@ -72,11 +72,21 @@ impl Kafka {
     }
 }
 
-/// Takes the response of the expected kind out of a [`ResponseKind`].
+/// `call!(kafka, user, peer, version, Kind(request))`: sends the request as `user` and
+/// takes the response of the same kind out of the [`ResponseKind`] (returning the error
+/// from the calling function otherwise).
 #[macro_export]
-macro_rules! expect_response {
-    ($r:expr, $kind:ident) => {
-        match $r {
+macro_rules! call {
+    ($kafka:expr, $user:expr, $peer:expr, $version:expr, $kind:ident($request:expr)) => {
+        match $kafka
+            .call(
+                $user,
+                $peer,
+                $version,
+                kafka_protocol::messages::RequestKind::$kind($request),
+            )
+            .await?
+        {
             kafka_protocol::messages::ResponseKind::$kind(r) => r,
             _ => {
                 return Err($crate::ConsoleError::Internal(

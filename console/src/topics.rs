@@ -5,18 +5,16 @@
 
 use std::collections::BTreeMap;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http::{Method, StatusCode};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::RecordBatchDecoder;
 use serde::{Deserialize, Serialize};
 
 use crate::kafka::Kafka;
 use crate::session::Signed;
-use crate::{ConsoleError, ConsoleResult, Reply, Request, expect_response, json};
+use crate::{ConsoleError, ConsoleResult, Reply, Request, call, json};
 
 /// Most topics on one page of the list.
 const MAX_PAGE: usize = 200;
@@ -75,10 +73,7 @@ pub async fn metadata(
                 .collect()
         }))
         .with_allow_auto_topic_creation(false);
-    let r = kafka
-        .call(&who.user, peer, 12, RequestKind::Metadata(request))
-        .await?;
-    let r = expect_response!(r, Metadata);
+    let r = call!(kafka, &who.user, peer, 12, Metadata(request));
     Ok(r.topics
         .into_iter()
         .filter_map(|t| {
@@ -174,10 +169,7 @@ async fn describe_configs(
             })
             .collect(),
     );
-    let r = kafka
-        .call(&who.user, peer, 4, RequestKind::DescribeConfigs(request))
-        .await?;
-    let r = expect_response!(r, DescribeConfigs);
+    let r = call!(kafka, &who.user, peer, 4, DescribeConfigs(request));
     Ok(r.results
         .into_iter()
         .filter(|res| res.error_code == 0)
@@ -227,10 +219,7 @@ async fn create(kafka: &Kafka, who: &Signed, req: Request) -> ConsoleResult<Repl
                 ),
         ])
         .with_timeout_ms(30_000);
-    let r = kafka
-        .call(&user, peer, 7, RequestKind::CreateTopics(request))
-        .await?;
-    let r = expect_response!(r, CreateTopics);
+    let r = call!(kafka, &user, peer, 7, CreateTopics(request));
     for t in &r.topics {
         if t.error_code != 0 {
             return Err(ConsoleError::kafka(
@@ -253,10 +242,7 @@ async fn delete(kafka: &Kafka, who: &Signed, req: &Request, topic: &str) -> Cons
             delete_topics_request::DeleteTopicState::default().with_name(Some(name(topic))),
         ])
         .with_timeout_ms(30_000);
-    let r = kafka
-        .call(&who.user, req.peer, 6, RequestKind::DeleteTopics(request))
-        .await?;
-    let r = expect_response!(r, DeleteTopics);
+    let r = call!(kafka, &who.user, req.peer, 6, DeleteTopics(request));
     for t in &r.responses {
         if t.error_code != 0 {
             return Err(ConsoleError::kafka(
@@ -306,15 +292,7 @@ async fn alter(kafka: &Kafka, who: &Signed, req: Request, topic: &str) -> Consol
             .with_resource_name(sb(topic))
             .with_configs(configs),
     ]);
-    let r = kafka
-        .call(
-            &user,
-            peer,
-            1,
-            RequestKind::IncrementalAlterConfigs(request),
-        )
-        .await?;
-    let r = expect_response!(r, IncrementalAlterConfigs);
+    let r = call!(kafka, &user, peer, 1, IncrementalAlterConfigs(request));
     for res in &r.responses {
         if res.error_code != 0 {
             return Err(ConsoleError::kafka(
@@ -357,10 +335,7 @@ pub async fn offsets_at(
                         .collect(),
                 ),
         ]);
-    let r = kafka
-        .call(&who.user, peer, 7, RequestKind::ListOffsets(request))
-        .await?;
-    let r = expect_response!(r, ListOffsets);
+    let r = call!(kafka, &who.user, peer, 7, ListOffsets(request));
     let mut out = BTreeMap::new();
     for t in r.topics {
         for p in t.partitions {
@@ -506,10 +481,7 @@ pub async fn read(
                             .with_partition_max_bytes(BROWSE_BYTES),
                     ]),
             ]);
-        let r = kafka
-            .call(&who.user, peer, 12, RequestKind::Fetch(request))
-            .await?;
-        let r = expect_response!(r, Fetch);
+        let r = call!(kafka, &who.user, peer, 12, Fetch(request));
         if r.error_code != 0 {
             return Err(ConsoleError::kafka(
                 r.error_code,
@@ -637,36 +609,18 @@ async fn produce(kafka: &Kafka, who: &Signed, req: Request, topic: &str) -> Cons
         )));
     }
     let partition = rec.partition.unwrap_or(0);
-    let mut headers = kafka_protocol::indexmap::IndexMap::new();
-    for (k, v) in &rec.headers {
-        headers.insert(sb(k), Some(Bytes::from(v.clone())));
-    }
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
-    let record = Record {
-        transactional: false,
-        control: false,
-        delete_horizon: false,
-        partition_leader_epoch: -1,
-        producer_id: -1,
-        producer_epoch: -1,
-        timestamp_type: TimestampType::Creation,
-        offset: 0,
-        sequence: -1,
-        timestamp: now,
-        key: rec.key.map(Bytes::from),
-        value: rec.value.map(Bytes::from),
-        headers,
-    };
-    let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        [&record],
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
+    let batch = notify::record::encode_plain(
+        vec![notify::record::PlainRecord {
+            key: rec.key.map(Bytes::from),
+            value: rec.value.map(Bytes::from),
+            headers: rec
+                .headers
+                .into_iter()
+                .map(|(k, v)| (StrBytes::from_string(k), Bytes::from(v)))
+                .collect(),
+            timestamp_ms: broker::context::now_ms(),
+        }],
+        false,
     )
     .map_err(|e| ConsoleError::Internal(format!("encoding the record: {e}")))?;
     let request = ProduceRequest::default()
@@ -678,13 +632,10 @@ async fn produce(kafka: &Kafka, who: &Signed, req: Request, topic: &str) -> Cons
                 .with_partition_data(vec![
                     produce_request::PartitionProduceData::default()
                         .with_index(partition)
-                        .with_records(Some(buf.freeze())),
+                        .with_records(Some(batch.bytes)),
                 ]),
         ]);
-    let r = kafka
-        .call(&user, peer, 9, RequestKind::Produce(request))
-        .await?;
-    let r = expect_response!(r, Produce);
+    let r = call!(kafka, &user, peer, 9, Produce(request));
     let p = r
         .responses
         .into_iter()

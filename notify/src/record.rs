@@ -193,8 +193,8 @@ pub struct EncodedBatch {
 pub struct PlainRecord {
     /// Its key.
     pub key: Option<Bytes>,
-    /// Its value.
-    pub value: Bytes,
+    /// Its value (`None`: a tombstone).
+    pub value: Option<Bytes>,
     /// Its headers, in order.
     pub headers: Vec<(StrBytes, Bytes)>,
     /// Its timestamp, ms since the epoch.
@@ -210,7 +210,7 @@ pub fn encode_batch(
         .iter()
         .map(|r| PlainRecord {
             key: Some(r.key.clone()),
-            value: r.value.clone(),
+            value: Some(r.value.clone()),
             headers: r
                 .headers
                 .iter()
@@ -252,7 +252,7 @@ pub fn encode_plain(
             sequence: NO_SEQUENCE.wrapping_add(i as i32),
             timestamp: r.timestamp_ms,
             key: r.key,
-            value: Some(r.value),
+            value: r.value,
             headers: r
                 .headers
                 .into_iter()

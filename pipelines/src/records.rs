@@ -131,7 +131,7 @@ pub fn append(topic_id: u128, partition: u32, records: &[OutRecord]) -> Result<O
         .iter()
         .map(|r| notify::record::PlainRecord {
             key: r.key.clone(),
-            value: r.value.clone(),
+            value: Some(r.value.clone()),
             headers: r
                 .headers
                 .iter()
