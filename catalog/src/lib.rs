@@ -1,6 +1,7 @@
 //! Eddy's catalog: the one transactional metadata store. Buckets, objects and their
-//! versions, topics, partitions with their batches, consumer groups and committed offsets
-//! all change through [`Catalog::commit`], one transaction at a time.
+//! versions, topics, partitions with their batches, consumer groups, committed offsets
+//! and share groups' partition states all change through [`Catalog::commit`], one
+//! transaction at a time.
 //!
 //! The [`Catalog`] trait is the seam between the front ends and a backend: commit,
 //! watch, and committed state as byte tables; every read is written once over that
@@ -113,7 +114,7 @@ pub trait Catalog: Send + Sync {
         s3: S3Reads,
         /// Topics, partitions, batches, producers and quotas.
         kafka: KafkaReads,
-        /// Consumer groups and their offsets.
+        /// Consumer groups, their offsets and share groups' partition states.
         groups: GroupReads,
         /// Transactions.
         txns: TxnReads,

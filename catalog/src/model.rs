@@ -400,6 +400,15 @@ pub struct GroupRecord {
     pub state: Vec<u8>,
 }
 
+/// A share partition's state as the broker encodes it (opaque to the catalog): one per
+/// (share group, topic id, partition) in table `share_states`, removed with its group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareStateRecord {
+    /// The broker's encoding, its first byte the broker's own version (like
+    /// [`GroupRecord::state`]).
+    pub state: Vec<u8>,
+}
+
 /// Where a topic's Iceberg table stands: its current metadata file and, per partition,
 /// the first offset not yet in a data file. Owned by the tables front end; the catalog
 /// only keeps it consistent with the topic (dropped, with the table's objects, when the

@@ -7,8 +7,9 @@
 //! [`v5::RecordHeader`] in format 5, a [`v6::RecordHeader`] in format 6, a
 //! [`v7::RecordHeader`] in format 7, a [`v8::RecordHeader`] in format 8, a
 //! [`v9::RecordHeader`] in format 9, a [`v10::RecordHeader`] in format 10, a
-//! [`v11::RecordHeader`] in format 11 and a [`v12::RecordHeader`] in format 12 (the log
-//! frame names the format, see `crate::format`).
+//! [`v11::RecordHeader`] in format 11, a [`v12::RecordHeader`] in format 12 and a
+//! [`v13::RecordHeader`] in format 13 (the log frame names the format, see
+//! `crate::format`).
 //!
 //! Batches come first so their offsets in the payload are known while the group is being
 //! applied, before the header is encoded; the catalog's batch index points at them, and
@@ -18,10 +19,10 @@ use crate::domain::{KafkaOp, TxnOp};
 use bytes::Bytes;
 
 use crate::error::{CatalogError, CatalogResult};
-use crate::format::{self, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12};
+use crate::format::{self, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13};
 use crate::txn::{Op, Transaction};
 
-/// Builds a record payload (in [`format::RECORD_FORMAT`], 12) from the batch data section
+/// Builds a record payload (in [`format::RECORD_FORMAT`], 13) from the batch data section
 /// and the accepted transactions.
 pub fn encode(mut data: Vec<u8>, txns: &[&Transaction]) -> CatalogResult<Vec<u8>> {
     let mut batch_lens = Vec::new();
@@ -31,12 +32,12 @@ pub fn encode(mut data: Vec<u8>, txns: &[&Transaction]) -> CatalogResult<Vec<u8>
             for op in &t.ops {
                 for_each_batch(op, |batch| batch_lens.push(batch.len() as u32));
             }
-            v12::Transaction {
-                ops: t.ops.iter().map(v12::op_for_record).collect(),
+            v13::Transaction {
+                ops: t.ops.iter().map(v13::op_for_record).collect(),
             }
         })
         .collect();
-    let header = postcard::to_stdvec(&v12::RecordHeader { txns, batch_lens })?;
+    let header = postcard::to_stdvec(&v13::RecordHeader { txns, batch_lens })?;
     data.extend_from_slice(&header);
     data.extend_from_slice(&(header.len() as u32).to_le_bytes());
     Ok(data)
@@ -104,8 +105,12 @@ pub fn decode(lsn: u64, format: u16, payload: Vec<u8>) -> CatalogResult<Vec<Tran
             let h: v11::RecordHeader = postcard::from_bytes(header)?;
             (h.txns.into_iter().map(Into::into).collect(), h.batch_lens)
         }
-        _ => {
+        12 => {
             let h: v12::RecordHeader = postcard::from_bytes(header)?;
+            (h.txns.into_iter().map(Into::into).collect(), h.batch_lens)
+        }
+        _ => {
+            let h: v13::RecordHeader = postcard::from_bytes(header)?;
             (h.txns.into_iter().map(Into::into).collect(), h.batch_lens)
         }
     };

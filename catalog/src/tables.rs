@@ -87,9 +87,12 @@ pub const SCHEMA_SUBJECTS: Table = TableDefinition::new("schema_subjects");
 /// A schema's fingerprint -> its id (big-endian u32): the index that gives a schema
 /// registered again its first id (store format 12 on).
 pub const SCHEMA_FINGERPRINTS: Table = TableDefinition::new("schema_fingerprints");
+/// `share_state_key` -> `ShareStateRecord`: a share group's state of one partition
+/// (store format 13 on).
+pub const SHARE_STATES: Table = TableDefinition::new("share_states");
 
 /// Every table, with the tag checkpoints use for it.
-pub const ALL: [(u8, Table); 34] = [
+pub const ALL: [(u8, Table); 35] = [
     (1, META),
     (2, BUCKETS),
     (3, OBJECTS),
@@ -124,6 +127,7 @@ pub const ALL: [(u8, Table); 34] = [
     (32, SCHEMAS),
     (33, SCHEMA_SUBJECTS),
     (34, SCHEMA_FINGERPRINTS),
+    (35, SHARE_STATES),
 ];
 
 /// Meta key of the last applied log record.
@@ -277,6 +281,26 @@ pub fn offset_key(group: &str, topic: &str, partition: u32) -> Vec<u8> {
     k.extend_from_slice(topic.as_bytes());
     k.extend_from_slice(&partition.to_be_bytes());
     k
+}
+
+/// Key of a share group's state of one partition: the group's prefix (as in
+/// [`OFFSETS`], so one group's states are one prefix and a longer group name cannot
+/// share it), then the topic id (16 bytes) and the partition (4 bytes), big-endian, so a
+/// group's states sort by topic id, then partition.
+pub fn share_state_key(group: &str, topic_id: u128, partition: u32) -> Vec<u8> {
+    let mut k = group_prefix(group);
+    k.extend_from_slice(&partition_key(topic_id, partition));
+    k
+}
+
+/// The (topic id, partition) of a `share_state_key` of `group`.
+pub fn share_state_of(group: &str, key: &[u8]) -> Option<(u128, u32)> {
+    let rest = key.strip_prefix(group_prefix(group).as_slice())?;
+    let (id, partition) = rest.split_first_chunk::<16>()?;
+    Some((
+        u128::from_be_bytes(*id),
+        u32::from_be_bytes(partition.try_into().ok()?),
+    ))
 }
 
 /// Key of an offset held by an open transaction: the committed offset's key, then the

@@ -167,6 +167,9 @@ impl Transaction {
                     _ => 256,
                 },
                 Op::Schema(SchemaOp::PutSchema { record, .. }) => record.schema.len() + 256,
+                Op::Group(GroupOp::PutShareState { group, state, .. }) => {
+                    group.len() + state.state.len() + 128
+                }
                 _ => 128,
             })
             .sum()

@@ -81,6 +81,26 @@ impl ViewCatalog {
             Op::Group(GroupOp::DeleteGroup { name }) => Op::Group(GroupOp::DeleteGroup {
                 name: self.names().stored_or_err(&name)?,
             }),
+            Op::Group(GroupOp::PutShareState {
+                group,
+                topic_id,
+                partition,
+                state,
+            }) => Op::Group(GroupOp::PutShareState {
+                group: self.names().stored_or_err(&group)?,
+                topic_id,
+                partition,
+                state,
+            }),
+            Op::Group(GroupOp::DeleteShareState {
+                group,
+                topic_id,
+                partition,
+            }) => Op::Group(GroupOp::DeleteShareState {
+                group: self.names().stored_or_err(&group)?,
+                topic_id,
+                partition,
+            }),
             Op::Iceberg(IcebergOp::PutTopicTable {
                 topic,
                 expected,

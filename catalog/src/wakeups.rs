@@ -218,6 +218,29 @@ mod tests {
     }
 
     #[test]
+    fn group_changes_wake_no_partition() {
+        use crate::domain::GroupOp;
+        use crate::txn::{Op, Transaction};
+        // A share group's state of a partition is not the partition's log: storing or
+        // deleting it moves no offset a parked fetch waits on.
+        let txn = Transaction::new(vec![
+            Op::Group(GroupOp::PutShareState {
+                group: "s".into(),
+                topic_id: 1,
+                partition: 0,
+                state: crate::model::ShareStateRecord { state: vec![1] },
+            }),
+            Op::Group(GroupOp::DeleteShareState {
+                group: "s".into(),
+                topic_id: 1,
+                partition: 1,
+            }),
+            Op::Group(GroupOp::DeleteGroup { name: "s".into() }),
+        ]);
+        assert_eq!(changed([&txn]), Changed::Partitions(Vec::new()));
+    }
+
+    #[test]
     fn a_generation_moves_with_every_change_to_its_partition_and_only_then() {
         let w = Wakeups::default();
         let before = w.generations(&[(1, 0), (1, 1)]);

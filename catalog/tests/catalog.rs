@@ -810,3 +810,54 @@ async fn an_object_acl_is_set_on_its_version_and_survives_a_rebuild_from_the_log
     commit(&c, vec![set("k", None)]).await.unwrap();
     assert_eq!(c.s3().object("b", "k").await.unwrap().unwrap().acl, None);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn share_states_survive_a_restart_and_a_rebuild_from_the_checkpoint_and_the_log() {
+    let put = |partition: u32, bytes: &[u8]| {
+        Op::Group(GroupOp::PutShareState {
+            group: "s".into(),
+            topic_id: 7,
+            partition,
+            state: catalog::ShareStateRecord {
+                state: bytes.to_vec(),
+            },
+        })
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let c = open(dir.path());
+    commit(&c, vec![put(0, b"\x01in the checkpoint")])
+        .await
+        .unwrap();
+    c.checkpoint().unwrap();
+    // After the checkpoint: only the log carries these.
+    commit(&c, vec![put(1, b"\x01in the log")]).await.unwrap();
+    commit(&c, vec![put(0, b"\x02replaced in the log")])
+        .await
+        .unwrap();
+    let want = vec![
+        (
+            7,
+            0,
+            catalog::ShareStateRecord {
+                state: b"\x02replaced in the log".to_vec(),
+            },
+        ),
+        (
+            7,
+            1,
+            catalog::ShareStateRecord {
+                state: b"\x01in the log".to_vec(),
+            },
+        ),
+    ];
+    c.shutdown();
+    drop(c);
+    let c = open(dir.path());
+    assert_eq!(c.groups().share_states("s").await.unwrap(), want);
+    c.shutdown();
+    drop(c);
+    // Lose the store's drive: the checkpoint (table tag 35) and the log rebuild them.
+    std::fs::remove_dir_all(dir.path().join("drive-0")).unwrap();
+    let c = open(dir.path());
+    assert_eq!(c.groups().share_states("s").await.unwrap(), want);
+}

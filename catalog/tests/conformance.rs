@@ -97,6 +97,7 @@ conformance!(
     pipeline_cursors_move_only_from_where_they_were_read,
     user_namespaces_tables_and_views_move_only_from_their_generation,
     schema_ids_bind_once_and_subjects_move_only_from_their_change,
+    share_states_are_kept_per_partition_and_go_with_their_group,
 );
 
 async fn commit(c: &dyn Catalog, ops: Vec<Op>) -> Result<catalog::CommitOutcome, CatalogError> {
@@ -987,4 +988,116 @@ async fn schema_ids_bind_once_and_subjects_move_only_from_their_change(u: &Under
     .unwrap();
     assert!(schemas.subjects().await.unwrap().is_empty());
     assert!(schemas.schema(1).await.unwrap().is_some());
+}
+
+async fn share_states_are_kept_per_partition_and_go_with_their_group(u: &Under) {
+    use catalog::ShareStateRecord;
+    use catalog::view::ViewCatalog;
+    let c = u.catalog.as_ref();
+    let state = |bytes: &[u8]| ShareStateRecord {
+        state: bytes.to_vec(),
+    };
+    let put = |group: &str, topic_id: u128, partition: u32, bytes: &[u8]| {
+        Op::Group(GroupOp::PutShareState {
+            group: group.into(),
+            topic_id,
+            partition,
+            state: state(bytes),
+        })
+    };
+    let delete = |group: &str, topic_id: u128, partition: u32| {
+        Op::Group(GroupOp::DeleteShareState {
+            group: group.into(),
+            topic_id,
+            partition,
+        })
+    };
+    let offset = Op::Group(GroupOp::CommitOffset {
+        group: "s".into(),
+        topic: "orders".into(),
+        partition: 0,
+        offset: OffsetRecord {
+            offset: 4,
+            leader_epoch: -1,
+            metadata: None,
+            commit_ms: 0,
+        },
+    });
+    let groups = c.groups();
+    assert_eq!(groups.share_state("s", 7, 0).await.unwrap(), None);
+    assert!(groups.share_states("s").await.unwrap().is_empty());
+    // Two partitions' states, an offset of the same group, and a group whose name
+    // starts with this one's (its states are not this group's).
+    commit(
+        c,
+        vec![
+            topic("orders", 7, 2),
+            put("s", 7, 1, b"\x01b"),
+            put("s", 7, 0, b"\x01a"),
+            put("s2", 7, 0, b"\x01other"),
+            put("s", 3, 9, b"\x01low"),
+            offset,
+        ],
+    )
+    .await
+    .unwrap();
+    // Replaced in a transaction another op of fails: nothing changes.
+    assert!(matches!(
+        commit(c, vec![put("s", 7, 0, b"\x01lost"), topic("orders", 7, 2)]).await,
+        Err(CatalogError::TopicExists(_))
+    ));
+    assert_eq!(
+        groups.share_state("s", 7, 0).await.unwrap(),
+        Some(state(b"\x01a"))
+    );
+    commit(c, vec![put("s", 7, 0, b"\x02a2")]).await.unwrap();
+    assert_eq!(
+        groups.share_state("s", 7, 0).await.unwrap(),
+        Some(state(b"\x02a2"))
+    );
+    assert_eq!(groups.share_state("s", 7, 2).await.unwrap(), None);
+    // By topic id, then partition.
+    assert_eq!(
+        groups.share_states("s").await.unwrap(),
+        vec![
+            (3, 9, state(b"\x01low")),
+            (7, 0, state(b"\x02a2")),
+            (7, 1, state(b"\x01b")),
+        ]
+    );
+    // A view's share groups are its own.
+    let team = ViewCatalog::named(u.catalog.clone(), "team");
+    team.commit(Transaction::new(vec![put("s", 7, 0, b"\x01team")]))
+        .await
+        .unwrap();
+    assert_eq!(
+        team.groups().share_states("s").await.unwrap(),
+        vec![(7, 0, state(b"\x01team"))]
+    );
+    assert_eq!(groups.share_states("s").await.unwrap().len(), 3);
+    // Deleting one partition's state (and one never stored) leaves the others.
+    commit(c, vec![delete("s", 7, 1), delete("s", 9, 9)])
+        .await
+        .unwrap();
+    assert_eq!(groups.share_state("s", 7, 1).await.unwrap(), None);
+    assert_eq!(
+        groups.share_states("s").await.unwrap(),
+        vec![(3, 9, state(b"\x01low")), (7, 0, state(b"\x02a2"))]
+    );
+    // Deleting the group takes its states and offsets, nobody else's.
+    assert_eq!(groups.offsets("s").await.unwrap().len(), 1);
+    commit(
+        c,
+        vec![Op::Group(GroupOp::DeleteGroup { name: "s".into() })],
+    )
+    .await
+    .unwrap();
+    assert!(groups.share_states("s").await.unwrap().is_empty());
+    assert_eq!(groups.share_state("s", 7, 0).await.unwrap(), None);
+    assert!(groups.offsets("s").await.unwrap().is_empty());
+    assert_eq!(
+        groups.share_states("s2").await.unwrap(),
+        vec![(7, 0, state(b"\x01other"))]
+    );
+    assert_eq!(team.groups().share_states("s").await.unwrap().len(), 1);
 }

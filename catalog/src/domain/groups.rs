@@ -1,12 +1,13 @@
-//! The consumer-group domain: a group's coordinator state and its committed offsets.
+//! The consumer-group domain: a group's coordinator state, its committed offsets and
+//! (for a share group, KIP-932) the state of each partition it consumes.
 
 use crate::apply::*;
-use crate::error::CatalogResult;
+use crate::error::{CatalogError, CatalogResult};
 use crate::model::*;
 use crate::tables::*;
 use crate::txn::*;
 
-/// A change to a consumer group or its committed offsets.
+/// A change to a consumer group, its committed offsets or its share states.
 #[derive(Debug, Clone, PartialEq)]
 pub enum GroupOp {
     /// Commits a consumer group offset.
@@ -31,10 +32,30 @@ pub enum GroupOp {
     },
     /// Stores a group's coordinator state.
     PutGroup(GroupRecord),
-    /// Deletes a group and its committed offsets.
+    /// Deletes a group, its committed offsets and its share states.
     DeleteGroup {
         /// Group id.
         name: String,
+    },
+    /// Stores (inserts or replaces) a share group's state of one partition.
+    PutShareState {
+        /// Share group id.
+        group: String,
+        /// Topic id.
+        topic_id: u128,
+        /// Partition.
+        partition: u32,
+        /// The state.
+        state: ShareStateRecord,
+    },
+    /// Deletes a share group's state of one partition (none stored: nothing changes).
+    DeleteShareState {
+        /// Share group id.
+        group: String,
+        /// Topic id.
+        topic_id: u128,
+        /// Partition.
+        partition: u32,
     },
 }
 
@@ -42,6 +63,15 @@ impl Tables<'_> {
     /// Checks that `op` can apply to the current state.
     pub(crate) fn check_groups(&mut self, op: &GroupOp) -> CatalogResult<()> {
         match op {
+            GroupOp::PutShareState { group, .. } | GroupOp::DeleteShareState { group, .. } => {
+                // The key's group prefix holds the name's length in a u16.
+                if u16::try_from(group.len()).is_err() {
+                    return Err(CatalogError::Invalid(format!(
+                        "a share group name of {} bytes",
+                        group.len()
+                    )));
+                }
+            }
             GroupOp::CommitOffset { .. }
             | GroupOp::DeleteOffset { .. }
             | GroupOp::PutGroup(_)
@@ -81,6 +111,26 @@ impl Tables<'_> {
             GroupOp::DeleteGroup { name } => {
                 self.s.remove(GROUPS, name.as_bytes())?;
                 remove_prefix(self.s, OFFSETS, &group_prefix(name), |_| Ok(()))?;
+                remove_prefix(self.s, SHARE_STATES, &group_prefix(name), |_| Ok(()))?;
+            }
+            GroupOp::PutShareState {
+                group,
+                topic_id,
+                partition,
+                state,
+            } => put(
+                self.s,
+                SHARE_STATES,
+                &share_state_key(group, *topic_id, *partition),
+                state,
+            )?,
+            GroupOp::DeleteShareState {
+                group,
+                topic_id,
+                partition,
+            } => {
+                self.s
+                    .remove(SHARE_STATES, &share_state_key(group, *topic_id, *partition))?;
             }
         }
         Ok(OpOutcome::Done)

@@ -15,11 +15,11 @@
 //! object lock, owners and encryption on object versions and uploads; [`v9`]: function
 //! pipelines and their cursors; [`v10`]: users' Iceberg namespaces and views; [`v11`]:
 //! S3 access control lists on object versions and uploads; [`v12`]: the schema
-//! registry's schemas and subjects) and converted to
-//! and from the live types; the live types are never encoded directly, so changing them
-//! never changes what stored bytes mean. A format this build does not know is refused
-//! with [`storage::StorageError::Format`] (the one error for every layer's formats),
-//! naming both versions, before anything is written.
+//! registry's schemas and subjects; [`v13`]: share groups' partition states) and
+//! converted to and from the live types; the live types are never encoded directly, so
+//! changing them never changes what stored bytes mean. A format this build does not
+//! know is refused with [`storage::StorageError::Format`] (the one error for every
+//! layer's formats), naming both versions, before anything is written.
 
 /// Both directions between a frozen struct and its live twin, naming every field (a field
 /// missing on either side is a compile error). A field converts with `.into()`, or, named
@@ -57,6 +57,7 @@ pub mod v1;
 pub mod v10;
 pub mod v11;
 pub mod v12;
+pub mod v13;
 pub mod v2;
 pub mod v3;
 pub mod v4;
@@ -75,12 +76,12 @@ use crate::model::{
     UploadRecord,
 };
 use crate::model::{NamespaceRecord, PipelinePosition, PipelineRecord};
-use crate::model::{SchemaRecord, SubjectRecord};
+use crate::model::{SchemaRecord, ShareStateRecord, SubjectRecord};
 
 /// The log record payload format this build writes.
-pub const RECORD_FORMAT: u16 = 12;
+pub const RECORD_FORMAT: u16 = 13;
 /// The newest log record payload format this build reads (it reads every older one).
-pub const NEWEST_RECORD_FORMAT: u16 = 12;
+pub const NEWEST_RECORD_FORMAT: u16 = 13;
 /// The store value format this build writes and the newest it reads. Format 2 added the
 /// `compaction` table, format 3 the `expansions` and `other_tables` tables, format 4 the
 /// `txns`, `txn_offsets`, `txn_partitions` and `aborted_txns` tables, format 5 the
@@ -89,15 +90,15 @@ pub const NEWEST_RECORD_FORMAT: u16 = 12;
 /// and `uploads` ([`v8`]), format 9 the `pipelines` and `pipeline_positions` tables,
 /// format 10 the `namespaces` and `iceberg_views` tables, format 11 an access control
 /// list in the metadata map of versions and uploads ([`v11::ACL_KEY`]), format 12 the
-/// `schemas`, `schema_subjects` and `schema_fingerprints` tables. An older store
-/// is migrated when it is opened: a store before format 8 has those three tables
-/// rewritten (`crate::store_open`); every other format only lacks tables or entries, so
-/// for them only the recorded format changes.
-pub const STORE_FORMAT: u64 = 12;
+/// `schemas`, `schema_subjects` and `schema_fingerprints` tables, format 13 the
+/// `share_states` table. An older store is migrated when it is opened: a store before
+/// format 8 has those three tables rewritten (`crate::store_open`); every other format
+/// only lacks tables or entries, so for them only the recorded format changes.
+pub const STORE_FORMAT: u64 = 13;
 /// `meta` key of the store's value format (u64, big-endian, like the other counters).
 pub const STORE_FORMAT_KEY: &[u8] = b"store_format";
 /// The checkpoint dump layout this build writes and the newest it reads: the last byte of
-/// the dump's magic, `EDDYCKP7`. Layout 2 is layout 1 with table tag 16 (`compaction`),
+/// the dump's magic, `EDDYCKP9`. Layout 2 is layout 1 with table tag 16 (`compaction`),
 /// layout 3 layout 2 with tags 17 (`expansions`) and 18 (`other_tables`), layout 4
 /// layout 3 with tags 19 to 22 (the transaction tables), layout 5 layout 4 with tag 23
 /// (`client_quotas`), layout 6 layout 5 with tags 24 to 26 (`users`, `policies`,
@@ -106,8 +107,9 @@ pub const STORE_FORMAT_KEY: &[u8] = b"store_format";
 /// tags 30 (`namespaces`) and 31 (`iceberg_views`); all are read. Format 8
 /// changed values, not tables: its dumps are layout 7, their `meta` entry naming store
 /// format 8. Layout 9 is the last digit: a later format's new tables are new tags of
-/// layout 9 (format 12's tags 32 to 34), which an older build never reaches, since the
-/// dump's first entries are the `meta` table's and it refuses the store format there.
+/// layout 9 (format 12's tags 32 to 34, format 13's tag 35), which an older build never
+/// reaches, since the dump's first entries are the `meta` table's and it refuses the
+/// store format there.
 pub const CHECKPOINT_LAYOUT: u8 = b'9';
 
 /// A value kept in the embedded store (and so in checkpoints), in the store's format.
@@ -163,6 +165,7 @@ stored_as!(
     NamespaceRecord => v10::NamespaceRecord,
     SchemaRecord => v12::SchemaRecord,
     SubjectRecord => v12::SubjectRecord,
+    ShareStateRecord => v13::ShareStateRecord,
 );
 
 /// The refusal of data in a format newer than `newest`.

@@ -11,6 +11,7 @@ use crate::model::{
 };
 use crate::domain::SchemaOp;
 use crate::model::{SchemaRecord, SchemaReference, SubjectRecord, SubjectVersion};
+use crate::model::ShareStateRecord;
 use crate::txn::{Op, ProducerBatch};
 
 fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -406,6 +407,16 @@ fn record_v8(ops: Vec<Op>) -> Vec<u8> {
     framed(&ops, |batch_lens| super::v8::RecordHeader {
         txns: vec![super::v8::Transaction {
             ops: ops.iter().map(super::v8::op_for_record).collect(),
+        }],
+        batch_lens,
+    })
+}
+
+/// A record payload of format 12, as the builds of format 12 wrote it.
+fn record_v12(ops: Vec<Op>) -> Vec<u8> {
+    framed(&ops, |batch_lens| super::v12::RecordHeader {
+        txns: vec![super::v12::Transaction {
+            ops: ops.iter().map(super::v12::op_for_record).collect(),
         }],
         batch_lens,
     })
@@ -1526,9 +1537,7 @@ fn all_ops_v12() -> Vec<Op> {
 /// the new values.
 fn encoded_samples_v12() -> Vec<(String, Vec<u8>)> {
     use crate::apply::enc;
-    let record = |ops: Vec<Op>| {
-        crate::record::encode(record_data(&ops), &[&crate::txn::Transaction::new(ops)]).unwrap()
-    };
+    let record = record_v12;
     let mut out = Vec::new();
     for (name, op) in sample_schema_ops() {
         out.push((format!("record {name}"), record(vec![op])));
@@ -1536,5 +1545,56 @@ fn encoded_samples_v12() -> Vec<(String, Vec<u8>)> {
     out.push(("record all".into(), record(all_ops_v12())));
     out.push(("value SchemaRecord".into(), enc(&sample_schema()).unwrap()));
     out.push(("value SubjectRecord".into(), enc(&sample_subject()).unwrap()));
+    out
+}
+
+fn sample_share_state() -> ShareStateRecord {
+    ShareStateRecord {
+        state: vec![1, 0x2a, 0, 0xff, 7, 0x80, 0x01],
+    }
+}
+
+fn sample_share_state_ops() -> Vec<(&'static str, Op)> {
+    vec![
+        (
+            "PutShareState",
+            Op::Group(GroupOp::PutShareState {
+                group: "sharers".into(),
+                topic_id: 0x0123_4567_89ab_cdef_0011_2233_4455_6677,
+                partition: 5,
+                state: sample_share_state(),
+            }),
+        ),
+        (
+            "DeleteShareState",
+            Op::Group(GroupOp::DeleteShareState {
+                group: "sharers".into(),
+                topic_id: 0x0123_4567_89ab_cdef_0011_2233_4455_6677,
+                partition: 5,
+            }),
+        ),
+    ]
+}
+
+/// Every sample op of formats 1 to 13.
+fn all_ops_v13() -> Vec<Op> {
+    let mut all = all_ops_v12();
+    all.extend(sample_share_state_ops().into_iter().map(|(_, op)| op));
+    all
+}
+
+/// Format 13's samples: each new op alone, every op of every format in one record, and
+/// the new value.
+fn encoded_samples_v13() -> Vec<(String, Vec<u8>)> {
+    use crate::apply::enc;
+    let record = |ops: Vec<Op>| {
+        crate::record::encode(record_data(&ops), &[&crate::txn::Transaction::new(ops)]).unwrap()
+    };
+    let mut out = Vec::new();
+    for (name, op) in sample_share_state_ops() {
+        out.push((format!("record {name}"), record(vec![op])));
+    }
+    out.push(("record all".into(), record(all_ops_v13())));
+    out.push(("value ShareStateRecord".into(), enc(&sample_share_state()).unwrap()));
     out
 }

@@ -1,8 +1,8 @@
-//! Formats 1 to 12 are frozen: format 1's types encode, byte for byte, what the build of
+//! Formats 1 to 13 are frozen: format 1's types encode, byte for byte, what the build of
 //! 2026-11-30 wrote for the same values (`v1.golden`: `samples.rs` compiled against commit
-//! c8a8f6c printed them), format 2's to 5's what the builds that introduced them wrote
-//! (`v2.golden` to `v12.golden`), and all read back into the same live values. Refusals of newer
-//! formats, and what adding a field later looks like.
+//! c8a8f6c printed them), format 2's to 13's what the builds that introduced them wrote
+//! (`v2.golden` to `v13.golden`), and all read back into the same live values. Refusals of
+//! newer formats, and what adding a field later looks like.
 
 use super::*;
 use crate::apply::dec;
@@ -55,6 +55,11 @@ fn golden_v10() -> Vec<(String, Vec<u8>)> {
 /// `v12.golden` as (name, bytes).
 fn golden_v12() -> Vec<(String, Vec<u8>)> {
     parse_golden(include_str!("v12.golden"))
+}
+
+/// `v13.golden` as (name, bytes).
+fn golden_v13() -> Vec<(String, Vec<u8>)> {
+    parse_golden(include_str!("v13.golden"))
 }
 
 /// `v11.golden` as (name, bytes).
@@ -544,6 +549,51 @@ fn format_12_records_and_values_decode_into_the_live_types() {
     );
 }
 
+#[test]
+fn this_build_writes_format_13_byte_for_byte() {
+    let golden = golden_v13();
+    assert!(!golden.is_empty());
+    for (name, bytes) in encoded_samples_v13() {
+        let want = golden
+            .iter()
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("{name} is not in v13.golden"));
+        assert_eq!(bytes, want.1, "{name} no longer encodes as format 13");
+    }
+}
+
+#[test]
+fn format_13_records_and_values_decode_into_the_live_types() {
+    let bytes = |name: &str| {
+        golden_v13()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("{name} is not in v13.golden"))
+            .1
+    };
+    for (name, op) in sample_share_state_ops() {
+        let txns = crate::record::decode(1, 13, bytes(&format!("record {name}"))).unwrap();
+        assert_eq!(txns, vec![Transaction::new(vec![op])], "{name}");
+    }
+    let txns = crate::record::decode(1, 13, bytes("record all")).unwrap();
+    assert_eq!(txns, vec![Transaction::new(all_ops_v13())]);
+    assert_eq!(
+        dec::<ShareStateRecord>(&bytes("value ShareStateRecord")).unwrap(),
+        sample_share_state()
+    );
+}
+
+/// Prints `v13.golden`'s lines; run once, by the build that introduced format 13, and
+/// never again (`cargo test -p eddy-catalog print_format_13 -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn print_format_13() {
+    for (name, bytes) in encoded_samples_v13() {
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        println!("{name} {hex}");
+    }
+}
+
 /// Prints `v12.golden`'s lines; run once, by the build that introduced format 12, and
 /// never again (`cargo test -p eddy-catalog print_format_12 -- --ignored --nocapture`).
 #[test]
@@ -740,27 +790,27 @@ fn format_1_values_decode_into_the_live_records() {
 
 #[test]
 fn newer_formats_are_refused_naming_both_versions() {
-    let err = crate::record::decode(13, 13, golden_bytes("record all")).unwrap_err();
+    let err = crate::record::decode(14, 14, golden_bytes("record all")).unwrap_err();
     assert!(
         matches!(
             &err,
             CatalogError::Storage(StorageError::Format {
-                found: 13,
-                newest: 12,
+                found: 14,
+                newest: 13,
                 ..
             })
         ),
         "{err}"
     );
     assert!(
-        err.to_string().contains("log record 13 is format 13"),
+        err.to_string().contains("log record 14 is format 14"),
         "{err}"
     );
     assert!(matches!(
-        check_store_format(13),
+        check_store_format(14),
         Err(CatalogError::Storage(StorageError::Format {
-            found: 13,
-            newest: 12,
+            found: 14,
+            newest: 13,
             ..
         }))
     ));
@@ -776,6 +826,7 @@ fn newer_formats_are_refused_naming_both_versions() {
     assert!(check_store_format(10).is_ok());
     assert!(check_store_format(11).is_ok());
     assert!(check_store_format(12).is_ok());
+    assert!(check_store_format(13).is_ok());
     assert!(check_checkpoint_magic(b"EDDYCKP9").is_ok());
     assert!(check_checkpoint_magic(b"EDDYCKP8").is_ok());
     assert!(check_checkpoint_magic(b"EDDYCKP7").is_ok());

@@ -799,6 +799,8 @@ pub fn op_for_record(op: &txn::Op) -> Option<Op> {
         | txn::Op::S3(txn::S3Op::SetObjectLegalHold { .. })
         | txn::Op::S3(txn::S3Op::SetObjectAcl { .. })
         | txn::Op::Pipeline(_)
-        | txn::Op::Schema(_) => return None,
+        | txn::Op::Schema(_)
+        | txn::Op::Group(txn::GroupOp::PutShareState { .. })
+        | txn::Op::Group(txn::GroupOp::DeleteShareState { .. }) => return None,
     })
 }

@@ -62,7 +62,8 @@ domains! {
     Iam => IamReads,
     /// Topics, partitions, batches, producers, quotas ([`crate::Catalog::kafka`]).
     Kafka => KafkaReads,
-    /// Consumer groups and their offsets ([`crate::Catalog::groups`]).
+    /// Consumer groups, their offsets and share groups' partition states
+    /// ([`crate::Catalog::groups`]).
     Groups => GroupReads,
     /// Transactions ([`crate::Catalog::txns`]).
     Txns => TxnReads,
