@@ -208,6 +208,41 @@ fn request(key: ApiKey, version: i16) -> RequestKind {
         ApiKey::CreateAcls => RequestKind::CreateAcls(CreateAclsRequest::default()),
         ApiKey::DescribeAcls => RequestKind::DescribeAcls(DescribeAclsRequest::default()),
         ApiKey::DeleteAcls => RequestKind::DeleteAcls(DeleteAclsRequest::default()),
+        // Share groups: a leave of a member never seen, a session never opened, and the
+        // offsets of a group that does not exist, so the walk leaves nothing.
+        ApiKey::ShareGroupHeartbeat => RequestKind::ShareGroupHeartbeat(
+            ShareGroupHeartbeatRequest::default()
+                .with_group_id(GroupId(s("walk")))
+                .with_member_id(s("walk-member"))
+                .with_member_epoch(-1),
+        ),
+        ApiKey::ShareGroupDescribe => RequestKind::ShareGroupDescribe(
+            ShareGroupDescribeRequest::default().with_group_ids(vec![GroupId(s("walk"))]),
+        ),
+        ApiKey::ShareFetch => RequestKind::ShareFetch(
+            ShareFetchRequest::default()
+                .with_group_id(Some(GroupId(s("walk"))))
+                .with_member_id(Some(s("walk-member")))
+                .with_share_session_epoch(1),
+        ),
+        ApiKey::ShareAcknowledge => RequestKind::ShareAcknowledge(
+            ShareAcknowledgeRequest::default()
+                .with_group_id(Some(GroupId(s("walk"))))
+                .with_member_id(Some(s("walk-member")))
+                .with_share_session_epoch(1),
+        ),
+        ApiKey::DescribeShareGroupOffsets => RequestKind::DescribeShareGroupOffsets(
+            DescribeShareGroupOffsetsRequest::default().with_groups(vec![
+                kafka_protocol::messages::describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup::default()
+                    .with_group_id(GroupId(s("walk"))),
+            ]),
+        ),
+        ApiKey::AlterShareGroupOffsets => RequestKind::AlterShareGroupOffsets(
+            AlterShareGroupOffsetsRequest::default().with_group_id(GroupId(s("walk"))),
+        ),
+        ApiKey::DeleteShareGroupOffsets => RequestKind::DeleteShareGroupOffsets(
+            DeleteShareGroupOffsetsRequest::default().with_group_id(GroupId(s("walk"))),
+        ),
         other => panic!("no walk request for {other:?}: add one"),
     }
 }

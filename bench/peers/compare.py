@@ -150,7 +150,7 @@ def start_kafka(name, data, out, extra=()):
     while port_open(port + 1):
         port = free_port()
     log_file = open(out / f"{name}.server.log", "w")
-    proc = subprocess.Popen([str(HERE / "kafka"), "start", str(data), str(port), *extra],
+    proc = subprocess.Popen([str(ROOT / "scripts" / "kafka"), "start", str(data), str(port), *extra],
                             stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
     wait_until(lambda: port_open(port), 120, f"{name} on {port}")
     return Server(name, proc, proc.pid, bootstrap=f"127.0.0.1:{port}")
@@ -202,7 +202,7 @@ def delete_topic(bootstrap, name):
 
 def kafka_tool(cls, *args, out_file, timeout=900):
     with open(out_file, "w") as f:
-        subprocess.run([str(HERE / "kafka"), "tool", cls, *map(str, args)], stdout=f,
+        subprocess.run([str(ROOT / "scripts" / "kafka"), "tool", cls, *map(str, args)], stdout=f,
                        stderr=subprocess.STDOUT, timeout=timeout, check=False)
     return Path(out_file).read_text()
 

@@ -410,8 +410,16 @@ pub(crate) fn config_allowed(
     out: &mut Refused,
 ) -> bool {
     const TOPIC: i8 = 2;
+    const GROUP: i8 = 32;
     let (allowed, code) = if resource_type == TOPIC {
         (ctx.may_topic(topic_action, name), TOPIC_DENIED)
+    } else if resource_type == GROUP {
+        let action = if topic_action == DESCRIBE {
+            DESCRIBE
+        } else {
+            ALTER
+        };
+        (ctx.may_group(action, name), GROUP_DENIED)
     } else {
         let action = if topic_action == DESCRIBE {
             DESCRIBE

@@ -62,6 +62,10 @@ pub struct BrokerMetrics {
     pub connections: Gauge,
     /// Fetches parked, waiting for data on their partitions.
     pub fetches_parked: Gauge,
+    /// Records acquired by share consumers (KIP-932), each delivery counted.
+    pub share_acquired: Counter,
+    /// Records share consumers acknowledged (any type).
+    pub share_acknowledged: Counter,
     /// Connections closed for a malformed or oversized frame.
     pub bad_frames: Counter,
     /// Completed group rebalances (join phases ended).
@@ -131,6 +135,8 @@ impl Default for BrokerMetrics {
             fetched_bytes: Counter::default(),
             connections: Gauge::default(),
             fetches_parked: Gauge::default(),
+            share_acquired: Counter::default(),
+            share_acknowledged: Counter::default(),
             bad_frames: Counter::default(),
             rebalances: Counter::default(),
             groups_in_memory: Gauge::default(),
@@ -190,6 +196,16 @@ impl BrokerMetrics {
             "fetches_parked",
             "Fetches waiting for commits to their partitions (long-poll)",
             self.fetches_parked.clone(),
+        );
+        r.register(
+            "share_records_acquired",
+            "Records acquired by share group consumers, each delivery counted",
+            self.share_acquired.clone(),
+        );
+        r.register(
+            "share_records_acknowledged",
+            "Records share group consumers acknowledged (accepted, released, rejected or gaps)",
+            self.share_acknowledged.clone(),
         );
         r.register(
             "bad_frames",

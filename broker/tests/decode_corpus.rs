@@ -111,6 +111,25 @@ fn default_request(api: kafka_protocol::messages::ApiKey) -> RequestKind {
         ApiKey::CreateAcls => RequestKind::CreateAcls(CreateAclsRequest::default()),
         ApiKey::DescribeAcls => RequestKind::DescribeAcls(DescribeAclsRequest::default()),
         ApiKey::DeleteAcls => RequestKind::DeleteAcls(DeleteAclsRequest::default()),
+        ApiKey::ShareGroupHeartbeat => {
+            RequestKind::ShareGroupHeartbeat(ShareGroupHeartbeatRequest::default())
+        }
+        ApiKey::ShareGroupDescribe => {
+            RequestKind::ShareGroupDescribe(ShareGroupDescribeRequest::default())
+        }
+        ApiKey::ShareFetch => RequestKind::ShareFetch(ShareFetchRequest::default()),
+        ApiKey::ShareAcknowledge => {
+            RequestKind::ShareAcknowledge(ShareAcknowledgeRequest::default())
+        }
+        ApiKey::DescribeShareGroupOffsets => {
+            RequestKind::DescribeShareGroupOffsets(DescribeShareGroupOffsetsRequest::default())
+        }
+        ApiKey::AlterShareGroupOffsets => {
+            RequestKind::AlterShareGroupOffsets(AlterShareGroupOffsetsRequest::default())
+        }
+        ApiKey::DeleteShareGroupOffsets => {
+            RequestKind::DeleteShareGroupOffsets(DeleteShareGroupOffsetsRequest::default())
+        }
         other => panic!("no sample for {other:?}"),
     }
 }

@@ -2,6 +2,7 @@
 on free loopback ports with a fresh data dir, stopped with SIGTERM afterwards (and its
 clean exit checked)."""
 
+import functools
 import os
 import random
 import re
@@ -209,6 +210,16 @@ def javac(src: Path, classpath: str) -> Path:
         except OSError:  # made meanwhile by another run
             _shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+@functools.lru_cache(maxsize=1)
+def kafka_classpath() -> str:
+    """Apache Kafka 4.4's jars (clients, tools, broker) from Maven Central, cached by
+    scripts/kafka (quick once scripts/test has installed them)."""
+    out = subprocess.run([str(Path(__file__).parents[2] / "scripts" / "kafka"), "install"],
+                         check=True, capture_output=True, text=True, timeout=1200)
+    return next(line.split("=", 1)[1] for line in out.stdout.splitlines()
+                if line.startswith("KAFKA_CP="))
 
 
 NODE_DIR = Path(__file__).parent / "node"

@@ -30,8 +30,9 @@ Counters end in `_total` in the exposition. The drive metrics carry the labels `
 (its index) and `path`; `eddy_http_requests_total` carries `listener` and `status`;
 `eddy_s3_requests_total` carries `operation` (s3s's name of it, as `PutObject`;
 `Unknown` for a request refused before it was resolved, such as a bad signature;
-`Preflight` for a CORS preflight) and `status`. Other families' labels show in the
-exposition once they have a value.
+`Preflight` for a CORS preflight) and `status`; `eddy_bucket_bytes` and
+`eddy_bucket_objects` carry `bucket`. Other families' labels show in the exposition once
+they have a value.
 
 | metric | type | description |
 |---|---|---|

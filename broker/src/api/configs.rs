@@ -1,5 +1,6 @@
-//! DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics (and read-only
-//! broker configs). Config changes are one catalog transaction per resource.
+//! DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics, share groups'
+//! `share.*` configs (GROUP resources, `crate::group::share::configs`), and read-only
+//! broker configs. Config changes are one catalog transaction per resource.
 
 use crate::authz::*;
 use catalog::KafkaOp;
@@ -26,8 +27,10 @@ use crate::error::from_catalog;
 
 const TOPIC: i8 = 2;
 const BROKER: i8 = 4;
+const GROUP: i8 = 32;
 /// Config sources.
 const DYNAMIC_TOPIC: i8 = 1;
+const DYNAMIC_GROUP: i8 = 8;
 const STATIC_BROKER: i8 = 4;
 const DEFAULT: i8 = 5;
 
@@ -155,6 +158,28 @@ pub async fn describe(ctx: &Ctx, req: DescribeConfigsRequest) -> DescribeConfigs
                         }
                         Err(e) => out.error_code = from_catalog(&e).code(),
                     },
+                    GROUP => match ctx.broker.groups.share_configs(&r.resource_name).await {
+                        Ok(c) => {
+                            out.configs = c
+                                .describe(ctx.broker.groups.shares.config())
+                                .into_iter()
+                                .filter(|(n, _, _)| wanted(n))
+                                .map(|(n, v, set)| {
+                                    let source = if set { DYNAMIC_GROUP } else { DEFAULT };
+                                    let kind = if v.parse::<i64>().is_ok() {
+                                        Kind::Int(0)
+                                    } else {
+                                        Kind::Text
+                                    };
+                                    entry(n, &v, source, false, kind)
+                                })
+                                .collect();
+                        }
+                        Err((e, m)) => {
+                            out.error_code = e.code();
+                            out.error_message = Some(sb(&m));
+                        }
+                    },
                     BROKER => {
                         out.configs = broker_configs(ctx)
                             .into_iter()
@@ -218,6 +243,48 @@ async fn change_topic(
     Ok(Some(ctx.broker.catalog.commit(Transaction::new(vec![
         Op::Kafka(KafkaOp::UpdateTopic(topic)),
     ]))))
+}
+
+/// Validates and (unless `validate_only`) applies SET and DELETE operations on a share
+/// group's configs; done when durable, as the group coordinator commits them.
+async fn change_group(
+    ctx: &Ctx,
+    name: &str,
+    validate_only: bool,
+    ops: Vec<(String, i8, Option<String>)>,
+) -> Result<Option<catalog::CommitFuture>, Outcome> {
+    let invalid = |m: String| (ResponseError::InvalidConfig.code(), Some(m));
+    let mut changes = Vec::with_capacity(ops.len());
+    for (key, op, value) in ops {
+        match (op, value) {
+            (0, Some(v)) => {
+                crate::group::share::configs::GroupConfigs::check(&key, &v).map_err(invalid)?;
+                changes.push((key, Some(v)));
+            }
+            (1, _) => changes.push((key, None)),
+            (op, _) => {
+                return Err((
+                    ResponseError::InvalidRequest.code(),
+                    Some(format!(
+                        "config operation {op} is not served on group {key}"
+                    )),
+                ));
+            }
+        }
+    }
+    if validate_only {
+        return ctx
+            .broker
+            .groups
+            .share_configs(name)
+            .await
+            .map(|_| None)
+            .map_err(|(e, m)| (e.code(), Some(m)));
+    }
+    let done = ctx.broker.groups.alter_share_configs(name, changes).await;
+    done.await
+        .map(|_| None)
+        .map_err(|(e, m)| (e.code(), (!m.is_empty()).then_some(m)))
 }
 
 async fn settle(p: Result<Option<catalog::CommitFuture>, Outcome>) -> Outcome {
@@ -320,6 +387,10 @@ pub async fn incremental_alter(ctx: Ctx, req: IncrementalAlterConfigsRequest) ->
                             )
                         })
                         .collect();
+                    if r.resource_type == GROUP {
+                        let p = change_group(&ctx, &r.resource_name, req.validate_only, ops).await;
+                        return (r.resource_type, r.resource_name, p);
+                    }
                     let p = change_topic(
                         &ctx,
                         r.resource_type,

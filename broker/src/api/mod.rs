@@ -38,6 +38,11 @@ pub mod offset_fetch;
 pub mod produce;
 pub mod reassignments;
 pub mod scram_credentials;
+pub mod share_acknowledge;
+pub mod share_fetch;
+pub mod share_group_describe;
+pub mod share_group_heartbeat;
+pub mod share_group_offsets;
 pub mod sync_group;
 pub mod telemetry;
 pub mod topics;
@@ -113,6 +118,15 @@ pub fn supported(api: ApiKey) -> Option<(i16, i16)> {
         ApiKey::CreateAcls => (1, 3),
         ApiKey::DescribeAcls => (1, 3),
         ApiKey::DeleteAcls => (1, 3),
+        // Share groups (KIP-932) at their first stable versions (Kafka 4.1); v2 of
+        // ShareFetch and ShareAcknowledge (renewals, record-limit mode) is not served.
+        ApiKey::ShareGroupHeartbeat => (1, 1),
+        ApiKey::ShareGroupDescribe => (1, 1),
+        ApiKey::ShareFetch => (1, 1),
+        ApiKey::ShareAcknowledge => (1, 1),
+        ApiKey::DescribeShareGroupOffsets => (0, 0),
+        ApiKey::AlterShareGroupOffsets => (0, 0),
+        ApiKey::DeleteShareGroupOffsets => (0, 0),
         _ => return None,
     })
 }
@@ -169,6 +183,13 @@ pub const SERVED: &[ApiKey] = &[
     ApiKey::CreateAcls,
     ApiKey::DescribeAcls,
     ApiKey::DeleteAcls,
+    ApiKey::ShareGroupHeartbeat,
+    ApiKey::ShareGroupDescribe,
+    ApiKey::ShareFetch,
+    ApiKey::ShareAcknowledge,
+    ApiKey::DescribeShareGroupOffsets,
+    ApiKey::AlterShareGroupOffsets,
+    ApiKey::DeleteShareGroupOffsets,
 ];
 
 /// Authorizes a decoded request ([`crate::authz`]) and dispatches what is allowed.
@@ -238,6 +259,11 @@ pub(crate) async fn authorize(
             AlterClientQuotas => client_quotas::authorize_alter_client_quotas,
             DescribeClientQuotas => client_quotas::authorize_describe_client_quotas,
             ConsumerGroupHeartbeat => consumer_group_heartbeat::authorize,
+            ShareGroupHeartbeat => share_group_heartbeat::authorize,
+            ShareFetch => share_fetch::authorize,
+            ShareAcknowledge => share_acknowledge::authorize,
+            AlterShareGroupOffsets => share_group_offsets::authorize_alter,
+            DeleteShareGroupOffsets => share_group_offsets::authorize_delete,
             ElectLeaders => elect_leaders::authorize,
             Heartbeat => heartbeat::authorize,
             JoinGroup => join_group::authorize,
@@ -268,6 +294,7 @@ pub(crate) async fn authorize(
             CreateTopics => topics::authorize_create_topics,
             CreatePartitions => topics::authorize_create_partitions,
             ConsumerGroupDescribe => consumer_group_describe::authorize,
+            ShareGroupDescribe => share_group_describe::authorize,
             TxnOffsetCommit => txn_offset_commit::authorize,
             DescribeProducers => describe_producers::authorize,
         ]
@@ -307,6 +334,7 @@ pub(crate) fn answer_refused(ctx: &Ctx, response: ResponseKind, refused: Refused
             Fetch => fetch::answer_refused,
             FindCoordinator => find_coordinator::answer_refused,
             ConsumerGroupDescribe => consumer_group_describe::answer_refused,
+            ShareGroupDescribe => share_group_describe::answer_refused,
             TxnOffsetCommit => txn_offset_commit::answer_refused,
             DescribeProducers => describe_producers::answer_refused,
             ListOffsets => list_offsets::answer_refused,
@@ -414,6 +442,19 @@ async fn dispatch(ctx: Ctx, request: RequestKind) -> Reply {
         RequestKind::ConsumerGroupDescribe(r) => ready(ResponseKind::ConsumerGroupDescribe(
             consumer_group_describe::handle(&ctx, r).await,
         )),
+        RequestKind::ShareGroupHeartbeat(r) => share_group_heartbeat::handle(ctx, r).await,
+        RequestKind::ShareGroupDescribe(r) => ready(ResponseKind::ShareGroupDescribe(
+            share_group_describe::handle(&ctx, r).await,
+        )),
+        RequestKind::ShareFetch(r) => share_fetch::handle(ctx, r),
+        RequestKind::ShareAcknowledge(r) => share_acknowledge::handle(ctx, r),
+        RequestKind::DescribeShareGroupOffsets(r) => ready(
+            ResponseKind::DescribeShareGroupOffsets(share_group_offsets::describe(&ctx, r).await),
+        ),
+        RequestKind::AlterShareGroupOffsets(r) => ready(share_group_offsets::alter(&ctx, r).await),
+        RequestKind::DeleteShareGroupOffsets(r) => {
+            ready(share_group_offsets::delete(&ctx, r).await)
+        }
         RequestKind::DescribeClientQuotas(r) => ready(ResponseKind::DescribeClientQuotas(
             client_quotas::describe(&ctx, r),
         )),

@@ -12,6 +12,7 @@ pub mod consumer;
 pub mod durable;
 pub mod lag;
 pub mod member;
+pub mod share;
 pub mod state;
 
 use catalog::GroupOp;
@@ -98,6 +99,8 @@ pub struct GroupCoordinator {
     metrics: BrokerMetrics,
     slots: Mutex<HashMap<String, Arc<Slot>>>,
     consumer_slots: Mutex<ConsumerSlots>,
+    /// Share groups (KIP-932), their partitions and sessions.
+    pub shares: share::Shares,
     closed: AtomicBool,
     holdings: Holdings,
 }
@@ -111,6 +114,7 @@ impl GroupCoordinator {
         holdings: Holdings,
     ) -> Self {
         Self {
+            shares: share::Shares::new(config.share.clone()),
             catalog,
             config,
             metrics,
@@ -136,7 +140,7 @@ impl GroupCoordinator {
     /// the groups of brokers it took over.
     pub async fn restore(self: &Arc<Self>) -> Result<usize, ResponseError> {
         let now = Instant::now();
-        let mut n = self.restore_consumers().await?;
+        let mut n = self.restore_consumers().await? + self.restore_shares().await?;
         for record in stored_groups(self.catalog.as_ref()).await? {
             if !self.holdings.coordinates(&record.name) {
                 continue;
@@ -176,7 +180,8 @@ impl GroupCoordinator {
             slot.lock().close();
             slot.wake.notify_one();
         }
-        let dropped = lost.len() + self.drop_unheld_consumer_groups();
+        let dropped =
+            lost.len() + self.drop_unheld_consumer_groups() + self.drop_unheld_share_groups();
         if dropped > 0 {
             tracing::info!(
                 groups = dropped,
@@ -225,10 +230,11 @@ impl GroupCoordinator {
         if let Some(s) = slots.get(name) {
             return Ok(Some(s.clone()));
         }
-        if self.consumer_group_in_use(name) {
+        if self.consumer_group_in_use(name) || self.share_group_in_memory(name) {
             return Err(ResponseError::InconsistentGroupProtocol);
         }
         let group = match record.map(|r| StoredKind::of(&r)).transpose()? {
+            Some(StoredKind::Share(_)) => return Err(ResponseError::InconsistentGroupProtocol),
             Some(StoredKind::Classic(stored)) => Group::restore(name, stored, Instant::now()),
             Some(StoredKind::Consumer(stored)) if !stored.members.is_empty() => {
                 return Err(ResponseError::InconsistentGroupProtocol);
@@ -570,7 +576,7 @@ impl GroupCoordinator {
         if let Some(slot) = self.slots().get(name).cloned() {
             return Ok(Some(view(&slot.lock())));
         }
-        if self.consumer_slots().contains_key(name) {
+        if self.consumer_slots().contains_key(name) || self.share_group_in_memory(name) {
             return Err(ResponseError::GroupIdNotFound);
         }
         match self
@@ -585,7 +591,9 @@ impl GroupCoordinator {
                     Ok(Some(view(&Group::restore(name, stored, Instant::now()))))
                 }
                 // Kafka's DescribeGroups answers only for classic groups.
-                StoredKind::Consumer(_) => Err(ResponseError::GroupIdNotFound),
+                StoredKind::Consumer(_) | StoredKind::Share(_) => {
+                    Err(ResponseError::GroupIdNotFound)
+                }
             },
             None => Ok(None),
         }
@@ -613,6 +621,13 @@ impl GroupCoordinator {
                         &self.config.consumer,
                     ))
                 }
+                StoredKind::Share(stored) => share_view(&share::state::ShareGroup::restore(
+                    &record.name,
+                    stored,
+                    &[],
+                    Instant::now(),
+                    &self.config.share,
+                )),
             };
             out.insert(record.name.clone(), v);
         }
@@ -626,6 +641,11 @@ impl GroupCoordinator {
         for g in self.consumer_groups_in_memory() {
             if coordinates(&g.name) {
                 out.insert(g.name.clone(), consumer_view(&g));
+            }
+        }
+        for g in self.share_groups_in_memory() {
+            if coordinates(&g.name) {
+                out.insert(g.name.clone(), share_view(&g));
             }
         }
         let mut groups: Vec<GroupView> = out.into_values().collect();
@@ -644,6 +664,7 @@ impl GroupCoordinator {
         let mut results = Vec::new();
         let mut killed = Vec::new();
         let mut killed_consumers = Vec::new();
+        let mut killed_shares = Vec::new();
         for name in names {
             let r = self.deletable(&name).await;
             if r.is_ok() {
@@ -653,6 +674,7 @@ impl GroupCoordinator {
                     killed.push(slot);
                 }
                 killed_consumers.extend(self.kill_consumer_group(&name));
+                killed_shares.extend(self.kill_share_group(&name));
             }
             results.push((name, r));
         }
@@ -678,6 +700,9 @@ impl GroupCoordinator {
             for slot in killed_consumers {
                 me.forget_consumer_slot(&slot);
             }
+            for slot in killed_shares {
+                me.forget_share_slot(&slot);
+            }
             results
                 .into_iter()
                 .map(|(n, r)| (n, crate::context::unless_failed(r, failed)))
@@ -686,6 +711,11 @@ impl GroupCoordinator {
     }
 
     async fn deletable(self: &Arc<Self>, name: &str) -> Result<(), ResponseError> {
+        match self.describe_share(name).await {
+            Ok(g) if g.members.is_empty() => return Ok(()),
+            Ok(_) => return Err(ResponseError::NonEmptyGroup),
+            Err(_) => {}
+        }
         if let Some(g) = self.consumer_group(name).await? {
             return if g.members.is_empty() {
                 Ok(())
@@ -772,12 +802,24 @@ impl GroupCoordinator {
             slot.wake.notify_one();
         }
         self.close_consumers();
+        self.close_shares();
     }
 }
 
 /// Every group the catalog holds (this node's and the others').
 async fn stored_groups(catalog: &dyn Catalog) -> Result<Vec<GroupRecord>, ResponseError> {
     catalog.groups().all().await.map_err(|e| from_catalog(&e))
+}
+
+fn share_view(g: &share::state::ShareGroup) -> GroupView {
+    GroupView {
+        name: g.name.clone(),
+        state: g.state_name(),
+        protocol_type: "share".into(),
+        protocol_name: String::new(),
+        members: Vec::new(),
+        group_type: "share",
+    }
 }
 
 fn consumer_view(g: &consumer::state::ConsumerGroup) -> GroupView {

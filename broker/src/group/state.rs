@@ -27,6 +27,8 @@ pub struct GroupConfig {
     pub max_metadata_bytes: usize,
     /// The consumer group protocol's (KIP-848) settings.
     pub consumer: crate::group::consumer::state::ConsumerConfig,
+    /// Share groups' (KIP-932) settings.
+    pub share: crate::group::share::state::ShareConfig,
 }
 
 impl Default for GroupConfig {
@@ -37,6 +39,7 @@ impl Default for GroupConfig {
             max_session_timeout: Duration::from_millis(1_800_000),
             max_metadata_bytes: 4096,
             consumer: Default::default(),
+            share: Default::default(),
         }
     }
 }

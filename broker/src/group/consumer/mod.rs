@@ -50,6 +50,8 @@ pub(crate) enum StoredKind {
     Classic(StoredGroup),
     /// A consumer-protocol group.
     Consumer(StoredConsumerGroup),
+    /// A share group (KIP-932).
+    Share(crate::group::share::state::StoredShareGroup),
 }
 
 impl StoredKind {
@@ -62,6 +64,9 @@ impl StoredKind {
         }
         if let Some(g) = StoredConsumerGroup::decode(&record.state) {
             return Ok(Self::Consumer(g));
+        }
+        if let Some(g) = crate::group::share::state::StoredShareGroup::decode(&record.state) {
+            return Ok(Self::Share(g));
         }
         tracing::error!(group = %record.name, "stored group state unreadable");
         Err(ResponseError::KafkaStorageError)
@@ -93,7 +98,7 @@ impl GroupCoordinator {
     }
 
     /// Every topic but the internal one, as the assignors see them.
-    async fn topic_metas(&self) -> Result<Vec<TopicMeta>, ResponseError> {
+    pub(crate) async fn topic_metas(&self) -> Result<Vec<TopicMeta>, ResponseError> {
         let topics = self.catalog.kafka().topics().await;
         Ok(topics
             .map_err(|e| from_catalog(&e))?
@@ -179,6 +184,9 @@ impl GroupCoordinator {
         if let Some(s) = slots.get(name) {
             return Ok(Some(s.clone()));
         }
+        if self.share_group_in_memory(name) {
+            return Err(not_consumer(name));
+        }
         if let Some(c) = classic.get(name).cloned() {
             let mut g = c.lock();
             if !g.members.is_empty() || g.persisting > 0 {
@@ -203,6 +211,7 @@ impl GroupCoordinator {
             Ok(Some(StoredKind::Classic(stored))) if !stored.members.is_empty() => {
                 return Err(not_consumer(name));
             }
+            Ok(Some(StoredKind::Share(_))) => return Err(not_consumer(name)),
             Ok(Some(StoredKind::Classic(_))) | Ok(None) if create => ConsumerGroup::new(name),
             Ok(_) => return Ok(None),
         };
@@ -398,7 +407,8 @@ impl GroupCoordinator {
                         Instant::now(),
                         &self.config.consumer,
                     )),
-                    StoredKind::Classic(_) => Lookup::Classic,
+                    // Not a consumer group either: refused as a classic one is.
+                    StoredKind::Classic(_) | StoredKind::Share(_) => Lookup::Classic,
                 },
             },
         )
