@@ -5,7 +5,9 @@ killed while holding records, whose records come back after their lock with deli
 count 2; a rejected record never delivered again and a poison record archived at the
 delivery limit; group configs set and read with Kafka's Admin client; and eddy killed
 with SIGKILL mid-stream, after which every one of 10,000 records is acknowledged, none
-twice, and none delivered again once acknowledged."""
+twice, and none delivered again once acknowledged. Kafka's kafka-share-groups tool
+lists, describes, resets and deletes a group's offsets and the group; policies refuse a
+denied group and a denied topic over SASL."""
 
 import shutil
 import subprocess
@@ -210,3 +212,89 @@ def test_every_record_acknowledged_once_across_a_kill_9(fresh_eddy):
     late = Consumer(eddy.bootstrap, group, topic, 3000)
     late.wait()
     assert late.records() == [], "nothing is left once every record is acknowledged"
+
+
+def share_groups_tool(eddy, *args):
+    """Kafka 4.4's kafka-share-groups (ShareGroupCommand): its output and exit code."""
+    out = subprocess.run(
+        ["java", "-cp", kafka_classpath(), "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+         "--bootstrap-server", eddy.bootstrap, *args],
+        capture_output=True, text=True, timeout=120)
+    return out.returncode, out.stdout + out.stderr
+
+
+def rows(text, group):
+    """The table rows of `group` in the tool's output, split on blanks."""
+    return [line.split() for line in text.splitlines() if line.startswith(group + " ")]
+
+
+def test_kafka_share_groups_tool_lists_describes_resets_and_deletes(eddy):
+    topic, group = name("share5"), name("g5")
+    create_topic(eddy.bootstrap, topic, 2)
+    configure(eddy.bootstrap, group, "share.auto.offset.reset=earliest")
+    produce(eddy.bootstrap, topic, [f"v{i}" for i in range(50)], partition=0)
+    c = Consumer(eddy.bootstrap, group, topic, 3000)
+    c.wait()
+    assert len(c.marked("acked")) == 50
+    code, out = share_groups_tool(eddy, "--list")
+    assert code == 0 and group in out.split(), out
+    code, out = share_groups_tool(eddy, "--describe", "--group", group)
+    assert code == 0, out
+    starts = {(r[1], r[2]): r[3] for r in rows(out, group)}
+    assert starts == {(topic, "0"): "50", (topic, "1"): "0"}, out
+    code, out = share_groups_tool(eddy, "--describe", "--group", group, "--state")
+    assert code == 0 and rows(out, group)[0][-2:] == ["Empty", "0"], out
+    code, out = share_groups_tool(eddy, "--reset-offsets", "--group", group, "--topic", topic,
+                                  "--to-earliest", "--execute")
+    assert code == 0, out
+    # The reset takes: the group reads partition 0 again from its start.
+    again = Consumer(eddy.bootstrap, group, topic, 3000)
+    again.wait()
+    assert sorted(o for _, o, _, _ in again.records()) == list(range(50))
+    code, out = share_groups_tool(eddy, "--delete-offsets", "--group", group, "--topic", topic)
+    assert code == 0 and "Successful" in out, out
+    code, out = share_groups_tool(eddy, "--describe", "--group", group)
+    assert code == 0 and not rows(out, group), out
+    code, out = share_groups_tool(eddy, "--delete", "--group", group)
+    assert code == 0 and "successful" in out, out
+    code, out = share_groups_tool(eddy, "--list")
+    assert group not in out.split(), out
+
+
+def test_policies_refuse_share_groups_and_topics(tmp_path):
+    """A SASL user whose policy denies KafkaRead on a group, or on a topic, is refused by
+    the share consumer's requests (GROUP_ / TOPIC_AUTHORIZATION_FAILED), and nothing of
+    the group is stored."""
+    from test_policies import ok, put_policy, start, statement
+
+    eddy = start(tmp_path)
+    try:
+        ok(eddy, "user", "put", "bob", "--s3-secret", "bob-s3-secret", "--kafka-password", "bob-pw")
+        topic, secret = name("open"), name("closed")
+        for t in (topic, secret):
+            create_topic(eddy.bootstrap, t, 1)
+            produce(eddy.bootstrap, t, ["x", "y"])
+        put_policy(eddy, tmp_path, "no-share", {"Version": "2012-10-17", "Statement": [
+            {"Sid": "g", "Effect": "Deny", "Action": "KafkaRead",
+             "Resource": "vast:kafka:group:default:denied-*"},
+            {"Sid": "t", "Effect": "Deny", "Action": "KafkaRead",
+             "Resource": f"vast:kafka:topic:default:{secret}"}]}, "bob")
+        sasl = [f"prop:{k}={v}" for k, v in {
+            "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule "
+                                'required username="bob" password="bob-pw";'}.items()]
+        bootstrap = f"127.0.0.1:{eddy.sasl_port}"
+        denied = Consumer(bootstrap, name("denied"), topic, 20000, *sasl)
+        assert denied.proc.wait(timeout=120) == 3
+        assert "error GroupAuthorizationException" in denied.lines, denied.lines + denied.err[-20:]
+        closed = Consumer(bootstrap, name("allowed"), secret, 20000, *sasl)
+        assert closed.proc.wait(timeout=120) == 3
+        assert "error TopicAuthorizationException" in closed.lines, closed.lines + closed.err[-20:]
+        assert closed.records() == []
+        code, out = share_groups_tool(eddy, "--list")
+        assert code == 0 and "denied-" not in out, out
+        # The same user reads an allowed topic in an allowed group.
+        fine = Consumer(bootstrap, name("allowed"), topic, 3000, *sasl)
+        fine.wait()
+    finally:
+        eddy.stop()

@@ -29,7 +29,9 @@ import org.apache.kafka.common.config.ConfigResource;
  * commit callback) and {@code failed PARTITION OFFSET} for those it did not. A RULE is
  * {@code reject:VALUE}, {@code release:VALUE} (that value is rejected or released, every
  * other accepted), {@code hold} (nothing is acknowledged and the process waits to be
- * killed), or {@code sleep:MS} (per record). It stops after IDLE_MS without a record.
+ * killed), {@code sleep:MS} (per record), or {@code prop:KEY=VALUE} (a client property,
+ * such as SASL settings). It stops after IDLE_MS without a record. An error the client
+ * throws is printed as {@code error CLASS} before the process exits with 3.
  */
 public class ShareConsume {
     public static void main(String[] args) throws Exception {
@@ -76,6 +78,10 @@ public class ShareConsume {
             else if (args[i].startsWith("release:")) release = args[i].substring(8);
             else if (args[i].equals("hold")) hold = true;
             else if (args[i].startsWith("sleep:")) sleepMs = Long.parseLong(args[i].substring(6));
+            else if (args[i].startsWith("prop:")) {
+                String[] kv = args[i].substring(5).split("=", 2);
+                p.put(kv[0], kv[1]);
+            }
             else throw new IllegalArgumentException(args[i]);
         }
         try (KafkaShareConsumer<String, String> consumer = new KafkaShareConsumer<>(p)) {
@@ -93,7 +99,15 @@ public class ShareConsume {
             consumer.subscribe(List.of(topic));
             long last = System.currentTimeMillis();
             while (System.currentTimeMillis() - last < idleMs) {
-                ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(500));
+                ConsumerRecords<String, String> records;
+                try {
+                    records = consumer.poll(Duration.ofMillis(500));
+                } catch (org.apache.kafka.common.errors.AuthorizationException e) {
+                    System.out.println("error " + e.getClass().getSimpleName());
+                    System.out.flush();
+                    System.exit(3);
+                    return;
+                }
                 if (records.isEmpty()) {
                     continue;
                 }
