@@ -400,8 +400,9 @@ impl Refused {
 }
 
 /// Whether a config resource may be described or changed: a topic's (type 2) by the
-/// topic action (`topic_action`), a broker's or the cluster's by the cluster action
-/// (Describe, or Alter for a change). A refused one is noted with its error.
+/// topic action (`topic_action`), a share group's (type 32) by the group's Describe, or
+/// Alter for a change, a broker's or the cluster's by the cluster's. A refused one is
+/// noted with its error.
 pub(crate) fn config_allowed(
     ctx: &Ctx,
     resource_type: i8,
@@ -411,22 +412,15 @@ pub(crate) fn config_allowed(
 ) -> bool {
     const TOPIC: i8 = 2;
     const GROUP: i8 = 32;
-    let (allowed, code) = if resource_type == TOPIC {
-        (ctx.may_topic(topic_action, name), TOPIC_DENIED)
-    } else if resource_type == GROUP {
-        let action = if topic_action == DESCRIBE {
-            DESCRIBE
-        } else {
-            ALTER
-        };
-        (ctx.may_group(action, name), GROUP_DENIED)
+    let action = if topic_action == DESCRIBE {
+        DESCRIBE
     } else {
-        let action = if topic_action == DESCRIBE {
-            DESCRIBE
-        } else {
-            ALTER
-        };
-        (ctx.may_cluster(action), CLUSTER_DENIED)
+        ALTER
+    };
+    let (allowed, code) = match resource_type {
+        TOPIC => (ctx.may_topic(topic_action, name), TOPIC_DENIED),
+        GROUP => (ctx.may_group(action, name), GROUP_DENIED),
+        _ => (ctx.may_cluster(action), CLUSTER_DENIED),
     };
     if !allowed {
         out.resources.push((resource_type, name.to_owned(), code));
