@@ -7,7 +7,8 @@ delivery limit; group configs set and read with Kafka's Admin client; and eddy k
 with SIGKILL mid-stream, after which every one of 10,000 records is acknowledged, none
 twice, and none delivered again once acknowledged. Kafka's kafka-share-groups tool
 lists, describes, resets and deletes a group's offsets and the group; policies refuse a
-denied group and a denied topic over SASL."""
+denied group and a denied topic over SASL; a record whose lock the consumer renews
+(ShareFetch/ShareAcknowledge v2) stays with it past three lock durations."""
 
 import shutil
 import subprocess
@@ -298,3 +299,24 @@ def test_policies_refuse_share_groups_and_topics(tmp_path):
         fine.wait()
     finally:
         eddy.stop()
+
+
+def test_a_renewed_record_stays_with_its_consumer_past_its_lock(eddy):
+    """ShareFetch/ShareAcknowledge v2 (KIP-1222): a consumer that renews a record's lock
+    every second keeps it for three lock durations; it is never acquired again (its
+    delivery count stays 1) and in the end accepted."""
+    topic, group = name("share6"), name("g6")
+    create_topic(eddy.bootstrap, topic, 1)
+    configure(eddy.bootstrap, group, "share.auto.offset.reset=earliest",
+              "share.record.lock.duration.ms=2000")
+    produce(eddy.bootstrap, topic, ["slow", "after"], one_per_batch=True)
+    first = Consumer(eddy.bootstrap, group, topic, 4000, "renew:slow:6")
+    wait_for(first.records, 60, "the first consumer to get the records")
+    # Another member, which would get the record once its lock ran out.
+    other = Consumer(eddy.bootstrap, group, topic, 12000)
+    first.wait()
+    other.wait()
+    assert len([line for line in first.lines if line.startswith("renewed ")]) == 6, first.lines
+    slow = [(c is first, d) for c in (first, other) for _, _, d, v in c.records() if v == "slow"]
+    assert slow and all(s == (True, 1) for s in slow), slow
+    assert (0, 0) in first.marked("acked") and not first.marked("failed")

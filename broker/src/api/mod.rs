@@ -118,12 +118,13 @@ pub fn supported(api: ApiKey) -> Option<(i16, i16)> {
         ApiKey::CreateAcls => (1, 3),
         ApiKey::DescribeAcls => (1, 3),
         ApiKey::DeleteAcls => (1, 3),
-        // Share groups (KIP-932) at their first stable versions (Kafka 4.1); v2 of
-        // ShareFetch and ShareAcknowledge (renewals, record-limit mode) is not served.
+        // Share groups (KIP-932) from their first stable versions (Kafka 4.1); v2 of
+        // ShareFetch and ShareAcknowledge is Kafka 4.2's renewals (KIP-1222) and
+        // acquire modes (KIP-1206).
         ApiKey::ShareGroupHeartbeat => (1, 1),
         ApiKey::ShareGroupDescribe => (1, 1),
-        ApiKey::ShareFetch => (1, 1),
-        ApiKey::ShareAcknowledge => (1, 1),
+        ApiKey::ShareFetch => (1, 2),
+        ApiKey::ShareAcknowledge => (1, 2),
         ApiKey::DescribeShareGroupOffsets => (0, 0),
         ApiKey::AlterShareGroupOffsets => (0, 0),
         ApiKey::DeleteShareGroupOffsets => (0, 0),

@@ -1,6 +1,8 @@
 //! ShareAcknowledge (KIP-932): acknowledgements without a fetch (a share consumer's
 //! explicit commit, and its last word at close with session epoch -1, after which what
 //! it still holds is given back). Acknowledged states are durable before the answer.
+//! v2 (KIP-1222) carries renewals, which extend the locks of records still held, and
+//! answers the lock duration.
 
 use crate::authz::*;
 use std::collections::{BTreeMap, HashMap};
@@ -125,16 +127,18 @@ pub fn handle(ctx: Ctx, req: ShareAcknowledgeRequest) -> Reply {
             );
         }
         Some(ResponseKind::ShareAcknowledge(
-            ShareAcknowledgeResponse::default().with_responses(
-                by_topic
-                    .into_iter()
-                    .map(|(t, partitions)| {
-                        ShareAcknowledgeTopicResponse::default()
-                            .with_topic_id(uuid(t))
-                            .with_partitions(partitions)
-                    })
-                    .collect(),
-            ),
+            ShareAcknowledgeResponse::default()
+                .with_acquisition_lock_timeout_ms(limits.lock_ms.min(i32::MAX as i64) as i32)
+                .with_responses(
+                    by_topic
+                        .into_iter()
+                        .map(|(t, partitions)| {
+                            ShareAcknowledgeTopicResponse::default()
+                                .with_topic_id(uuid(t))
+                                .with_partitions(partitions)
+                        })
+                        .collect(),
+                ),
         ))
     })
 }

@@ -5,6 +5,9 @@
 //! it holds with their delivery counts. Acquisitions and acknowledgements are durable
 //! before the answer. A fetch that acquires nothing parks until `MaxWaitMs`, woken by
 //! commits to its partitions, by records coming back, and by the next lock to run out.
+//! v2 (KIP-1206, KIP-1222): a fetch with renewals only acknowledges; either acquire
+//! mode gets at most `MaxRecords` (the record-limit mode's promise, which Eddy keeps in
+//! both).
 
 use crate::authz::*;
 use std::collections::{BTreeMap, HashMap};
@@ -218,7 +221,10 @@ pub fn handle(ctx: Ctx, req: ShareFetchRequest) -> Reply {
         };
         let limits = configs.limits(shares.config());
         let acks = acks_of(&req);
-        let resolved = resolve(&ctx, &parts, acks, !closing).await;
+        // A v2 fetch carrying renewals (KIP-1222) only acknowledges, and is answered at
+        // once, so the renewal lands before the locks it extends run out.
+        let renewing = req.is_renew_ack;
+        let resolved = resolve(&ctx, &parts, acks, !closing && !renewing).await;
         let settings = PassSettings {
             group: group.clone(),
             member: member.clone(),
@@ -278,7 +284,7 @@ pub fn handle(ctx: Ctx, req: ShareFetchRequest) -> Reply {
             for w in &mut work {
                 w.acks.clear();
             }
-            if closing || bytes >= min_bytes || errors || Instant::now() >= deadline {
+            if closing || renewing || bytes >= min_bytes || errors || Instant::now() >= deadline {
                 if closing {
                     ctx.broker
                         .groups

@@ -29,7 +29,9 @@ import org.apache.kafka.common.config.ConfigResource;
  * commit callback) and {@code failed PARTITION OFFSET} for those it did not. A RULE is
  * {@code reject:VALUE}, {@code release:VALUE} (that value is rejected or released, every
  * other accepted), {@code hold} (nothing is acknowledged and the process waits to be
- * killed), {@code sleep:MS} (per record), or {@code prop:KEY=VALUE} (a client property,
+ * killed), {@code sleep:MS} (per record), {@code renew:VALUE:N} (the first N times that
+ * record comes, a second passes and its lock is renewed; then it is accepted), or
+ * {@code prop:KEY=VALUE} (a client property,
  * such as SASL settings). It stops after IDLE_MS without a record. An error the client
  * throws is printed as {@code error CLASS} before the process exits with 3.
  */
@@ -73,11 +75,18 @@ public class ShareConsume {
         String reject = null, release = null;
         boolean hold = false;
         long sleepMs = 0;
+        String renew = null;
+        int renewals = 0;
         for (int i = 5; i < args.length; i++) {
             if (args[i].startsWith("reject:")) reject = args[i].substring(7);
             else if (args[i].startsWith("release:")) release = args[i].substring(8);
             else if (args[i].equals("hold")) hold = true;
             else if (args[i].startsWith("sleep:")) sleepMs = Long.parseLong(args[i].substring(6));
+            else if (args[i].startsWith("renew:")) {
+                String[] vm = args[i].substring(6).split(":", 2);
+                renew = vm[0];
+                renewals = Integer.parseInt(vm[1]);
+            }
             else if (args[i].startsWith("prop:")) {
                 String[] kv = args[i].substring(5).split("=", 2);
                 p.put(kv[0], kv[1]);
@@ -119,6 +128,13 @@ public class ShareConsume {
                         Thread.sleep(sleepMs);
                     }
                     if (hold) {
+                        continue;
+                    }
+                    if (r.value().equals(renew) && renewals > 0) {
+                        renewals--;
+                        Thread.sleep(1000);
+                        consumer.acknowledge(r, AcknowledgeType.RENEW);
+                        System.out.println("renewed " + r.offset());
                         continue;
                     }
                     AcknowledgeType t = r.value().equals(reject) ? AcknowledgeType.REJECT

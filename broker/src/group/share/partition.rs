@@ -78,16 +78,20 @@ pub enum AckType {
     Release,
     /// 3: unprocessable: never deliver again.
     Reject,
+    /// 4 (ShareFetch and ShareAcknowledge v2, KIP-1222): keep holding it, its lock
+    /// starting over.
+    Renew,
 }
 
 impl AckType {
-    /// The type of a wire value; `None` for one this build does not serve (Renew is v2).
+    /// The type of a wire value; `None` for an unknown one.
     pub fn of(v: i8) -> Option<Self> {
         match v {
             0 => Some(Self::Gap),
             1 => Some(Self::Accept),
             2 => Some(Self::Release),
             3 => Some(Self::Reject),
+            4 => Some(Self::Renew),
             _ => None,
         }
     }
@@ -336,15 +340,18 @@ impl SharePartition {
 
     /// Applies one acknowledgement batch of `member`: `types` holds one type for every
     /// offset of `first..=last`, or one for all. All or nothing: an offset this member
-    /// does not hold refuses the whole batch.
+    /// does not hold refuses the whole batch. A renewal at `now_ms` locks the record
+    /// for another lock duration. Returns how many offsets were acknowledged (renewals
+    /// are not).
     pub fn acknowledge(
         &mut self,
         member: &str,
         first: i64,
         last: i64,
         types: &[AckType],
+        now_ms: i64,
         limits: &Limits,
-    ) -> Result<(), AckError> {
+    ) -> Result<u64, AckError> {
         if first < 0 || last < first {
             return Err(AckError::Invalid(format!(
                 "acknowledgement range {first}..={last} is invalid"
@@ -364,6 +371,7 @@ impl SharePartition {
                 _ => return Err(AckError::NotHeld(o)),
             }
         }
+        let mut acknowledged = 0;
         for (k, o) in (first..=last).enumerate() {
             let t = if types.len() == 1 { types[0] } else { types[k] };
             let r = &mut self.recs[(o - self.start) as usize];
@@ -371,10 +379,17 @@ impl SharePartition {
                 AckType::Accept => r.state = State::Acknowledged,
                 AckType::Gap | AckType::Reject => r.state = State::Archived,
                 AckType::Release => Self::come_back(r, limits.delivery_limit),
+                AckType::Renew => {
+                    if let State::Acquired { deadline_ms, .. } = &mut r.state {
+                        *deadline_ms = now_ms + limits.lock_ms;
+                    }
+                    continue;
+                }
             }
+            acknowledged += 1;
         }
         self.advance();
-        Ok(())
+        Ok(acknowledged)
     }
 
     /// The durable form.
@@ -526,10 +541,10 @@ mod tests {
         assert_eq!(got.runs, vec![(3, 9, 1)]);
         assert_eq!(got.used, vec![true, true]);
         assert_eq!(
-            p.acknowledge("a", 5, 5, &[AckType::Accept], &L),
+            p.acknowledge("a", 5, 5, &[AckType::Accept], 0, &L),
             Err(AckError::NotHeld(5))
         );
-        p.acknowledge("a", 0, 2, &[AckType::Accept], &L).unwrap();
+        p.acknowledge("a", 0, 2, &[AckType::Accept], 0, &L).unwrap();
         assert_eq!(p.start(), 3);
         p.acknowledge(
             "b",
@@ -544,6 +559,7 @@ mod tests {
                 AckType::Accept,
                 AckType::Accept,
             ],
+            0,
             &L,
         )
         .unwrap();
@@ -572,9 +588,25 @@ mod tests {
         assert!(p.release_member("a", &L));
         assert_eq!(p.state(11), Some((&State::Available, 1)));
         assert_eq!(
-            p.acknowledge("a", 11, 12, &[AckType::Accept], &L),
+            p.acknowledge("a", 11, 12, &[AckType::Accept], 0, &L),
             Err(AckError::NotHeld(11))
         );
+    }
+
+    #[test]
+    fn a_renewal_keeps_the_lock_going() {
+        let mut p = SharePartition::new(0);
+        p.acquire("a", &[(0, 1)], 10, 0, &L);
+        assert_eq!(p.acknowledge("a", 0, 1, &[AckType::Renew], 900, &L), Ok(0));
+        assert_eq!(p.next_expiry(), Some(1_900));
+        assert!(!p.expire(1_500, &L));
+        assert_eq!(
+            p.acknowledge("a", 0, 1, &[AckType::Renew, AckType::Accept], 1_500, &L),
+            Ok(1)
+        );
+        assert!(p.expire(2_500, &L));
+        assert_eq!(p.state(0), Some((&State::Available, 1)));
+        assert_eq!(p.start(), 0);
     }
 
     #[test]
@@ -590,7 +622,7 @@ mod tests {
         };
         let Acquisition { runs, .. } = p.acquire("a", &[(7, 8)], 10, 0, &small);
         assert!(runs.is_empty());
-        p.acknowledge("a", 0, 2, &[AckType::Accept], &L).unwrap();
+        p.acknowledge("a", 0, 2, &[AckType::Accept], 0, &L).unwrap();
         let Acquisition { runs, .. } = p.acquire("a", &[(7, 8)], 10, 0, &small);
         assert_eq!(runs, vec![(7, 8, 1)]);
         assert!(p.truncate_to(6));
@@ -603,15 +635,15 @@ mod tests {
         p.acquire("a", &[(0, 3)], 10, 0, &L);
         let before = p.clone();
         assert!(matches!(
-            p.acknowledge("a", 2, 1, &[AckType::Accept], &L),
+            p.acknowledge("a", 2, 1, &[AckType::Accept], 0, &L),
             Err(AckError::Invalid(_))
         ));
         assert!(matches!(
-            p.acknowledge("a", 0, 3, &[AckType::Accept, AckType::Accept], &L),
+            p.acknowledge("a", 0, 3, &[AckType::Accept, AckType::Accept], 0, &L),
             Err(AckError::Invalid(_))
         ));
         assert_eq!(
-            p.acknowledge("a", 2, 4, &[AckType::Accept], &L),
+            p.acknowledge("a", 2, 4, &[AckType::Accept], 0, &L),
             Err(AckError::NotHeld(4))
         );
         assert_eq!(p, before);
@@ -621,8 +653,9 @@ mod tests {
     fn stored_state_round_trips_and_its_bytes_are_frozen() {
         let mut p = SharePartition::new(5);
         p.acquire("m", &[(5, 7)], 10, 100, &L);
-        p.acknowledge("m", 5, 5, &[AckType::Accept], &L).unwrap();
-        p.acknowledge("m", 7, 7, &[AckType::Release], &L).unwrap();
+        p.acknowledge("m", 5, 5, &[AckType::Accept], 0, &L).unwrap();
+        p.acknowledge("m", 7, 7, &[AckType::Release], 0, &L)
+            .unwrap();
         let stored = p.stored();
         let bytes = stored.encode();
         assert_eq!(

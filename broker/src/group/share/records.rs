@@ -266,13 +266,13 @@ impl PartSlots {
                 let types: Option<Vec<AckType>> = types.iter().map(|t| AckType::of(*t)).collect();
                 let result = match types {
                     None => Err(AckError::Invalid("unknown acknowledge type".into())),
-                    Some(types) => p.acknowledge(&s.member, *first, *last, &types, &s.limits),
+                    Some(types) => p.acknowledge(&s.member, *first, *last, &types, now, &s.limits),
                 };
                 match result {
-                    Ok(()) => {
+                    Ok(n) => {
                         dirty = true;
                         came_back = true;
-                        out.acknowledged += (*last - *first + 1) as u64;
+                        out.acknowledged += n;
                     }
                     Err(e) => {
                         if out.ack_error.is_none() {
