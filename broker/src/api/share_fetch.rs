@@ -220,6 +220,19 @@ pub fn handle(ctx: Ctx, req: ShareFetchRequest) -> Reply {
             Err((e, m)) => return refused(e, &m),
         };
         let limits = configs.limits(shares.config());
+        // Partitions the session forgets went to other members: what this member still
+        // holds there is given back at once, as Kafka does, instead of at lock expiry.
+        let gone: Vec<Tp> = forget
+            .iter()
+            .filter(|tp| !add.contains(tp))
+            .copied()
+            .collect();
+        if !gone.is_empty() {
+            ctx.broker
+                .groups
+                .release_forgotten(&group, &member, &gone, limits)
+                .await;
+        }
         let acks = acks_of(&req);
         // A v2 fetch carrying renewals (KIP-1222) only acknowledges, and is answered at
         // once, so the renewal lands before the locks it extends run out.

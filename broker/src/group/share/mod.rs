@@ -269,11 +269,38 @@ impl GroupCoordinator {
                 &self.holdings,
                 group,
                 member,
+                None,
                 &limits,
             )
             .await
         {
             tracing::warn!(group, member, error = %e, "giving back a leaving member's records failed; their locks run out instead");
+        }
+    }
+
+    /// Gives back what `member` holds in partitions its share session forgot (its
+    /// assignment moved them to other members, who would otherwise wait for the locks).
+    pub async fn release_forgotten(
+        self: &Arc<Self>,
+        group: &str,
+        member: &str,
+        forgotten: &[Tp],
+        limits: Limits,
+    ) {
+        let released = self
+            .shares
+            .partitions
+            .release_member(
+                self.catalog.as_ref(),
+                &self.holdings,
+                group,
+                member,
+                Some(forgotten),
+                &limits,
+            )
+            .await;
+        if let Err(e) = released {
+            tracing::warn!(group, member, error = %e, "giving back a forgotten partition's records failed; their locks run out instead");
         }
     }
 

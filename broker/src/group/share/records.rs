@@ -355,18 +355,22 @@ impl PartSlots {
         }
     }
 
-    /// Gives back everything `member` holds in the partitions of `group` in memory, in
-    /// one transaction under the leases of their leaders.
+    /// Gives back everything `member` holds in the partitions of `group` in memory (or
+    /// only in `only`), in one transaction under the leases of their leaders.
     pub async fn release_member(
         &self,
         catalog: &dyn Catalog,
         holdings: &crate::Holdings,
         group: &str,
         member: &str,
+        only: Option<&[Tp]>,
         limits: &Limits,
     ) -> Result<(), ResponseError> {
         let mut guards = Vec::new();
         for (tp, slot) in self.of_group(group) {
+            if only.is_some_and(|o| !o.contains(&tp)) {
+                continue;
+            }
             let guard = slot.state.clone().lock_owned().await;
             guards.push((tp, slot, guard));
         }
