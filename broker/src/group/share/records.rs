@@ -72,15 +72,23 @@ pub struct PartOutcome {
 }
 
 impl PartOutcome {
-    /// An outcome that is only an error.
-    pub fn failed(tp: Tp, e: ResponseError, message: impl Into<String>) -> Self {
+    /// Nothing happened yet.
+    fn new(tp: Tp) -> Self {
         Self {
             tp,
-            error: Some((e, message.into())),
+            error: None,
             ack_error: None,
             records: Bytes::new(),
             acquired: Vec::new(),
             acknowledged: 0,
+        }
+    }
+
+    /// An outcome that is only an error.
+    pub fn failed(tp: Tp, e: ResponseError, message: impl Into<String>) -> Self {
+        Self {
+            error: Some((e, message.into())),
+            ..Self::new(tp)
         }
     }
 }
@@ -232,8 +240,7 @@ impl PartSlots {
         let mut came_back = false;
         for (i, slot, guard) in &mut guards {
             let w = &work[*i];
-            let mut out = PartOutcome::failed(w.tp, ResponseError::UnknownServerError, "");
-            out.error = None;
+            let mut out = PartOutcome::new(w.tp);
             let mut dirty = match Self::load(catalog, &s.group, w.tp, &s.configs, guard).await {
                 Ok(new) => new,
                 Err((e, m)) => {
