@@ -72,7 +72,7 @@ pub fn handle(ctx: Ctx, req: ShareAcknowledgeRequest) -> Reply {
                 .sessions
                 .step(&group, &member, req.share_session_epoch, &[], &[], false)
             {
-                Ok(Step::Open(_)) => false,
+                Ok(Step::Open(..)) => false,
                 Ok(Step::Closed(_)) => true,
                 Err(e) => return refused(e, ""),
             };

@@ -203,7 +203,7 @@ pub fn handle(ctx: Ctx, req: ShareFetchRequest) -> Reply {
             Err(m) => return refused(ResponseError::InvalidRequest, m),
         };
         let shares = &ctx.broker.groups.shares;
-        let (parts, closing) = match shares.sessions.step(
+        let (parts, closing, gone) = match shares.sessions.step(
             &group,
             &member,
             req.share_session_epoch,
@@ -211,8 +211,8 @@ pub fn handle(ctx: Ctx, req: ShareFetchRequest) -> Reply {
             &forget,
             true,
         ) {
-            Ok(Step::Open(p)) => (p, false),
-            Ok(Step::Closed(p)) => (p, true),
+            Ok(Step::Open(p, gone)) => (p, false, gone),
+            Ok(Step::Closed(p)) => (p, true, Vec::new()),
             Err(e) => return refused(e, ""),
         };
         let configs = match ctx.broker.groups.share_configs(&group).await {
@@ -220,13 +220,9 @@ pub fn handle(ctx: Ctx, req: ShareFetchRequest) -> Reply {
             Err((e, m)) => return refused(e, &m),
         };
         let limits = configs.limits(shares.config());
-        // Partitions the session forgets went to other members: what this member still
-        // holds there is given back at once, as Kafka does, instead of at lock expiry.
-        let gone: Vec<Tp> = forget
-            .iter()
-            .filter(|tp| !add.contains(tp))
-            .copied()
-            .collect();
+        // Partitions the session no longer has went to other members: what this member
+        // still holds there is given back at once, as Kafka does, instead of at lock
+        // expiry.
         if !gone.is_empty() {
             ctx.broker
                 .groups

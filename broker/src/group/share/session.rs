@@ -15,8 +15,10 @@ pub type Tp = (u128, u32);
 /// What a request may do with its session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
-    /// Go on with these partitions.
-    Open(Vec<Tp>),
+    /// Go on with these partitions; the second list holds those the session had and no
+    /// longer has (forgotten, or left out of a session opened again), whose records the
+    /// member holds must be given back.
+    Open(Vec<Tp>, Vec<Tp>),
     /// The session closed; these were its partitions.
     Closed(Vec<Tp>),
 }
@@ -61,14 +63,18 @@ impl ShareSessions {
                 if !map.contains_key(&key) && map.len() >= self.max {
                     return Err(ResponseError::ShareSessionLimitReached);
                 }
-                map.insert(
-                    key,
-                    Session {
-                        next: 1,
-                        partitions: add.iter().copied().collect(),
-                    },
-                );
-                Ok(Step::Open(add.to_vec()))
+                let partitions: BTreeSet<Tp> = add.iter().copied().collect();
+                let dropped = map
+                    .insert(
+                        key,
+                        Session {
+                            next: 1,
+                            partitions: partitions.clone(),
+                        },
+                    )
+                    .map(|old| old.partitions.difference(&partitions).copied().collect())
+                    .unwrap_or_default();
+                Ok(Step::Open(add.to_vec(), dropped))
             }
             -1 => match map.remove(&key) {
                 Some(s) => Ok(Step::Closed(s.partitions.into_iter().collect())),
@@ -83,10 +89,13 @@ impl ShareSessions {
                 }
                 s.next = if e == i32::MAX { 1 } else { e + 1 };
                 s.partitions.extend(add.iter().copied());
+                let mut dropped = Vec::new();
                 for tp in forget {
-                    s.partitions.remove(tp);
+                    if s.partitions.remove(tp) {
+                        dropped.push(*tp);
+                    }
                 }
-                Ok(Step::Open(s.partitions.iter().copied().collect()))
+                Ok(Step::Open(s.partitions.iter().copied().collect(), dropped))
             }
             _ => Err(ResponseError::InvalidShareSessionEpoch),
         }
@@ -126,7 +135,7 @@ mod tests {
         );
         assert_eq!(
             s.step("g", "m", 0, &[(1, 0)], &[], true),
-            Ok(Step::Open(vec![(1, 0)]))
+            Ok(Step::Open(vec![(1, 0)], vec![]))
         );
         assert_eq!(
             s.step("g", "other", 0, &[], &[], true),
@@ -138,11 +147,16 @@ mod tests {
         );
         assert_eq!(
             s.step("g", "m", 1, &[(1, 1)], &[(1, 0)], true),
-            Ok(Step::Open(vec![(1, 1)]))
+            Ok(Step::Open(vec![(1, 1)], vec![(1, 0)]))
+        );
+        // Opened again without (1, 1): it is dropped too.
+        assert_eq!(
+            s.step("g", "m", 0, &[(1, 2)], &[], true),
+            Ok(Step::Open(vec![(1, 2)], vec![(1, 1)]))
         );
         assert_eq!(
             s.step("g", "m", -1, &[], &[], false),
-            Ok(Step::Closed(vec![(1, 1)]))
+            Ok(Step::Closed(vec![(1, 2)]))
         );
         assert!(s.is_empty());
     }
