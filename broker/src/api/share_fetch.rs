@@ -220,20 +220,21 @@ pub fn handle(ctx: Ctx, req: ShareFetchRequest) -> Reply {
             Err((e, m)) => return refused(e, &m),
         };
         let limits = configs.limits(shares.config());
-        // Partitions the session no longer has went to other members: what this member
-        // still holds there is given back at once, as Kafka does, instead of at lock
-        // expiry.
-        if !gone.is_empty() {
-            ctx.broker
-                .groups
-                .release_forgotten(&group, &member, &gone, limits)
-                .await;
-        }
-        let acks = acks_of(&req);
+        let mut acks = acks_of(&req);
+        // Acknowledgements of partitions outside the session (one it forgets in this
+        // request, as a client does when its assignment moves) are applied too, first.
+        let outside: Vec<Tp> = acks
+            .keys()
+            .filter(|tp| !parts.contains(tp))
+            .copied()
+            .collect();
+        let outside_acks: HashMap<Tp, Vec<AckBatch>> = outside
+            .iter()
+            .filter_map(|tp| acks.remove_entry(tp))
+            .collect();
         // A v2 fetch carrying renewals (KIP-1222) only acknowledges, and is answered at
         // once, so the renewal lands before the locks it extends run out.
         let renewing = req.is_renew_ack;
-        let resolved = resolve(&ctx, &parts, acks, !closing && !renewing).await;
         let settings = PassSettings {
             group: group.clone(),
             member: member.clone(),
@@ -247,14 +248,34 @@ pub fn handle(ctx: Ctx, req: ShareFetchRequest) -> Reply {
             max_bytes: req.max_bytes.max(1) as usize,
             leases: ctx.leases(),
         };
+        // The first pass's outcomes hold the acknowledgements' results; later passes
+        // only fetch.
+        let mut answered: HashMap<Tp, PartOutcome> = HashMap::new();
+        if !outside.is_empty() {
+            let early = resolve(&ctx, &outside, outside_acks, false).await;
+            let pass = shares
+                .partitions
+                .pass(ctx.broker.catalog.as_ref(), &early.work, &settings)
+                .await;
+            for o in early.refused.into_iter().chain(pass.outcomes) {
+                answered.insert(o.tp, o);
+            }
+        }
+        // Partitions the session no longer has went to other members: what this member
+        // still holds there is given back at once, as Kafka does, instead of at lock
+        // expiry.
+        if !gone.is_empty() {
+            ctx.broker
+                .groups
+                .release_forgotten(&group, &member, &gone, limits)
+                .await;
+        }
+        let resolved = resolve(&ctx, &parts, acks, !closing && !renewing).await;
         let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
         let min_bytes = req.min_bytes.max(1) as usize;
         let watched: Vec<catalog::wakeups::PartitionId> =
             resolved.work.iter().map(|w| w.tp).collect();
         let mut work = resolved.work;
-        // The first pass's outcomes hold the acknowledgements' results; later passes
-        // only fetch.
-        let mut answered: HashMap<Tp, PartOutcome> = HashMap::new();
         let mut waiter = None;
         loop {
             let released = shares.partitions.released.notified();
