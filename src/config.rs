@@ -144,6 +144,12 @@ pub struct ServeArgs {
     /// 10000).
     #[arg(long, env = "EDDY_KAFKA_TRANSACTION_ABORT_INTERVAL_MS")]
     pub kafka_transaction_abort_interval_ms: Option<u64>,
+    /// The transaction protocol offered to clients as the `transaction.version` feature
+    /// (KIP-890): 2 (default) lets Kafka 4 clients bump the epoch at every EndTxn and add
+    /// partitions and groups by producing; 1 keeps every client on the first protocol.
+    /// A cluster of nodes offers 1 whatever this says.
+    #[arg(long, env = "EDDY_KAFKA_TRANSACTION_VERSION", value_parser = clap::value_parser!(i16).range(1..=2))]
+    pub kafka_transaction_version: Option<i16>,
     /// A transactional id with no open transaction and no use for this long is forgotten,
     /// ms (Kafka's `transactional.id.expiration.ms`; default 604800000, 7 days).
     #[arg(long, env = "EDDY_KAFKA_TRANSACTIONAL_ID_EXPIRATION_MS")]
@@ -281,6 +287,7 @@ pub struct FileConfig {
     kafka_compaction_pass_mb: Option<usize>,
     kafka_transaction_max_timeout_ms: Option<u64>,
     kafka_transaction_abort_interval_ms: Option<u64>,
+    kafka_transaction_version: Option<i16>,
     kafka_transactional_id_expiration_ms: Option<u64>,
     kafka_fetch_session_cache_slots: Option<usize>,
     kafka_quota_window_num: Option<usize>,
@@ -438,6 +445,8 @@ pub struct ServeConfig {
     pub kafka_transaction_max_timeout_ms: u64,
     /// Interval between looks for timed-out transactions, ms.
     pub kafka_transaction_abort_interval_ms: u64,
+    /// The `transaction.version` feature level offered (1 or 2).
+    pub kafka_transaction_version: i16,
     /// Idle time after which a transactional id is forgotten, ms.
     pub kafka_transactional_id_expiration_ms: u64,
     /// Fetch sessions kept at once.
@@ -913,6 +922,14 @@ impl ServeArgs {
                 .or(file.kafka_transaction_abort_interval_ms)
                 .unwrap_or(10_000)
                 .max(1),
+            kafka_transaction_version: match self
+                .kafka_transaction_version
+                .or(file.kafka_transaction_version)
+                .unwrap_or(2)
+            {
+                v @ 1..=2 => v,
+                v => bail!("kafka_transaction_version {v}: expected 1 or 2"),
+            },
             kafka_transactional_id_expiration_ms: self
                 .kafka_transactional_id_expiration_ms
                 .or(file.kafka_transactional_id_expiration_ms)

@@ -594,6 +594,14 @@ async fn start_kafka(
         max_timeout: Duration::from_millis(config.kafka_transaction_max_timeout_ms),
         abort_interval: Duration::from_millis(config.kafka_transaction_abort_interval_ms),
         id_expiration: Duration::from_millis(config.kafka_transactional_id_expiration_ms),
+        // A produce on one node cannot add its partition to a transaction another node
+        // coordinates (there is no request between nodes), so a cluster keeps every
+        // client on the first protocol, which adds partitions at the coordinator.
+        version: if leases.is_some() {
+            1
+        } else {
+            config.kafka_transaction_version
+        },
     };
     // `__consumer_offsets` mirrors the default view's groups only.
     kafka_config.offsets_topic = config.kafka_offsets_topic && view == broker::authz::DEFAULT_VIEW;

@@ -1,5 +1,6 @@
-"""Kafka transactions (KIP-98; kafka-clients 4.3 uses the transaction version 1 flow, as
-eddy does not advertise version 2) with the Java client and with Kafka Connect.
+"""Kafka transactions with the Java client (kafka-clients 4.3, which speaks KIP-890's
+transaction version 2 as eddy offers it, and version 1 when a server offers only that)
+and with Kafka Connect.
 
 The Java scenarios are tests/e2e/java/TxnClient.java, compiled against the Connect
 classpath (scripts/connect-jars) and run one per test against a real eddy: commits and
@@ -98,6 +99,24 @@ def test_commit_and_abort_across_two_topics(eddy, java):
     committed values only, read_uncommitted all of them; each marker takes an offset, so
     the last stable offset and the high watermark are both 12 at the end."""
     java.run(eddy.bootstrap, "commit-abort", name("txn-ca"))
+
+
+@pytest.mark.parametrize("level", [2, 1])
+def test_the_transaction_version_offered_is_the_one_kafka_4_clients_speak(eddy, java, tmp_path, level):
+    """Kafka 4 clients read `transaction.version` from ApiVersions (describeFeatures shows
+    it: supported up to 2, finalized at the server's level). At 2 (the default) each
+    commit and abort moves the producer to the next epoch (KIP-890) and the partitions
+    and group come into the transaction by produce and TxnOffsetCommit alone; with
+    `--kafka-transaction-version 1` the same client keeps its epoch. Either way the
+    committed values and the group's offset are the committed transactions'."""
+    if level == 2:
+        java.run(eddy.bootstrap, "epochs", name("txn-v2"), level)
+        return
+    server = new_eddy(tmp_path, extra_args=["--kafka-transaction-version", "1"]).start()
+    try:
+        java.run(server.bootstrap, "epochs", name("txn-v1"), level)
+    finally:
+        server.stop()
 
 
 def test_zombie_is_fenced_by_a_new_producer(eddy, java):

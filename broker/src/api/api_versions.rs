@@ -1,15 +1,46 @@
-//! ApiVersions: the APIs and versions this broker serves. A request newer than we know is
-//! answered in v0 with UNSUPPORTED_VERSION and our ranges, so the client can retry lower.
+//! ApiVersions: the APIs and versions this broker serves, and its features (KIP-584):
+//! `transaction.version`, which tells Kafka 4 clients which transaction protocol to
+//! speak (KIP-890). A request newer than we know is answered in v0 with
+//! UNSUPPORTED_VERSION and our ranges, so the client can retry lower.
+
+use std::sync::LazyLock;
 
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::ApiKey;
+use kafka_protocol::messages::api_versions_response::{
+    ApiVersion, FinalizedFeatureKey, SupportedFeatureKey,
+};
 use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
+use kafka_protocol::protocol::StrBytes;
 
 use super::{SERVED, supported};
 use crate::context::Ctx;
 
+/// The feature that selects the transaction protocol.
+const TRANSACTION_VERSION: &str = "transaction.version";
+
+/// The epoch of the finalized features: when this process started, so a restart with
+/// another `transaction.version` is newer than what clients saw (a client keeps the
+/// features of the highest epoch it was given; Kafka uses its metadata offset).
+static FEATURES_EPOCH: LazyLock<i64> = LazyLock::new(crate::context::now_ms);
+
+/// The highest version offered of `api` at `transaction.version` level `level`: below
+/// 2, the versions that mean the second protocol to a client are held back, so a
+/// client that picks versions without reading features stays on the first.
+pub fn capped(api: ApiKey, max: i16, level: i16) -> i16 {
+    if level >= 2 {
+        return max;
+    }
+    match api {
+        ApiKey::Produce => max.min(11),
+        ApiKey::EndTxn | ApiKey::TxnOffsetCommit => max.min(4),
+        _ => max,
+    }
+}
+
 /// Answers ApiVersions.
 pub fn handle(ctx: &Ctx, _req: ApiVersionsRequest) -> ApiVersionsResponse {
+    let level = ctx.broker.txns.config().version;
     let api_keys = SERVED
         .iter()
         .filter_map(|k| {
@@ -17,12 +48,12 @@ pub fn handle(ctx: &Ctx, _req: ApiVersionsRequest) -> ApiVersionsResponse {
                 ApiVersion::default()
                     .with_api_key(*k as i16)
                     .with_min_version(min)
-                    .with_max_version(max)
+                    .with_max_version(capped(*k, max, level))
             })
         })
         .collect();
-    let too_new = supported(kafka_protocol::messages::ApiKey::ApiVersions)
-        .is_some_and(|(_, max)| ctx.version > max);
+    let too_new = supported(ApiKey::ApiVersions).is_some_and(|(_, max)| ctx.version > max);
+    let name = StrBytes::from_static_str(TRANSACTION_VERSION);
     ApiVersionsResponse::default()
         .with_error_code(if too_new {
             ResponseError::UnsupportedVersion.code()
@@ -30,4 +61,31 @@ pub fn handle(ctx: &Ctx, _req: ApiVersionsRequest) -> ApiVersionsResponse {
             0
         })
         .with_api_keys(api_keys)
+        .with_supported_features(vec![
+            SupportedFeatureKey::default()
+                .with_name(name.clone())
+                .with_min_version(0)
+                .with_max_version(2),
+        ])
+        .with_finalized_features_epoch(*FEATURES_EPOCH)
+        .with_finalized_features(vec![
+            FinalizedFeatureKey::default()
+                .with_name(name)
+                .with_min_version_level(level)
+                .with_max_version_level(level),
+        ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_second_protocol_s_versions_are_held_back_at_level_1() {
+        assert_eq!(capped(ApiKey::EndTxn, 5, 1), 4);
+        assert_eq!(capped(ApiKey::TxnOffsetCommit, 5, 1), 4);
+        assert_eq!(capped(ApiKey::Produce, 13, 1), 11);
+        assert_eq!(capped(ApiKey::Fetch, 17, 1), 17);
+        assert_eq!(capped(ApiKey::EndTxn, 5, 2), 5);
+    }
 }

@@ -99,13 +99,13 @@ pub fn supported(api: ApiKey) -> Option<(i16, i16)> {
         ApiKey::ElectLeaders => (0, 2),
         ApiKey::ListPartitionReassignments => (0, 0),
         ApiKey::AlterPartitionReassignments => (0, 1),
-        // Transaction version 1: v4+ of AddPartitionsToTxn is the brokers' batched
-        // verification, EndTxn v5 and TxnOffsetCommit v5 are transaction version 2,
-        // which is not advertised.
+        // v4+ of AddPartitionsToTxn is the brokers' batched verification. EndTxn v5,
+        // TxnOffsetCommit v5 and Produce v12 are transaction version 2's (ApiVersions
+        // offers them only where that is: `api_versions::capped`).
         ApiKey::AddPartitionsToTxn => (0, 3),
         ApiKey::AddOffsetsToTxn => (0, 4),
-        ApiKey::EndTxn => (0, 4),
-        ApiKey::TxnOffsetCommit => (0, 4),
+        ApiKey::EndTxn => (0, 5),
+        ApiKey::TxnOffsetCommit => (0, 5),
         ApiKey::DescribeProducers => (0, 0),
         ApiKey::DescribeTransactions => (0, 0),
         ApiKey::ListTransactions => (0, 1),

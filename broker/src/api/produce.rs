@@ -52,6 +52,8 @@ fn producer_fields(b: &Batch) -> Option<ProducerBatch> {
     })
 }
 
+/// The first Produce version of transaction version 2 (KIP-890).
+const IMPLICIT_ADD_FROM: i16 = 12;
 /// Checks one partition's batches and adds their appends to `ops`.
 async fn plan_partition(
     ctx: &Ctx,
@@ -96,9 +98,31 @@ async fn plan_partition(
         let Some(id) = txn else {
             return refuse("transactional batches without a transactional id");
         };
+        // From v12 the client follows transaction version 2 (KIP-890): its first
+        // produce to a partition adds the partition to the transaction, where the
+        // transaction is coordinated (in a cluster, which offers version 1 only, the
+        // producer adds it explicitly). The coordinator submits that change before this
+        // request's records, so they cannot be durable without it.
+        let implicit = ctx.version >= IMPLICIT_ADD_FROM && ctx.broker.txns.coordinates(id);
         for b in &batches {
             if !b.is_idempotent() {
                 return refuse("a transactional batch without a producer id and sequence");
+            }
+            if implicit {
+                let added = ctx
+                    .broker
+                    .txns
+                    .add_partitions(
+                        id,
+                        b.producer_id,
+                        b.producer_epoch,
+                        vec![(topic.name.clone(), index)],
+                    )
+                    .await
+                    .await;
+                if let Err(e) = added {
+                    return Plan::Refused(crate::error::fenced_for(e, false), None);
+                }
             }
             if let Err(e) = ctx
                 .broker

@@ -1,7 +1,8 @@
 //! TxnOffsetCommit: offsets a transaction holds for a group, committed with the
 //! transaction's markers (and dropped if it aborts). Checked against the transaction
 //! (open, this producer, the group added) and, from v3, against the group's generation
-//! and member, as OffsetCommit is.
+//! and member, as OffsetCommit is. From v5 (transaction version 2) the commit itself adds
+//! the group to the transaction, without AddOffsetsToTxn.
 
 use crate::authz::{
     Authorized, GROUP_DENIED, READ, Refused, TOPIC_DENIED, answer_refused_topics, refuse_whole,
@@ -18,6 +19,9 @@ use super::offset_commit::{creates_group, offset_record};
 use crate::context::{Ctx, Reply, now_ms, unless_failed};
 use crate::error::{fenced_for, from_catalog};
 
+/// The first version of transaction version 2 (KIP-890).
+const IMPLICIT_ADD_FROM: i16 = 5;
+
 /// Handles TxnOffsetCommit.
 pub async fn handle(ctx: Ctx, req: TxnOffsetCommitRequest) -> Reply {
     let id = req.transactional_id.to_string();
@@ -29,11 +33,26 @@ pub async fn handle(ctx: Ctx, req: TxnOffsetCommitRequest) -> Reply {
     } else if !ctx.coordinates(&group) {
         Err(ResponseError::NotCoordinator)
     } else {
-        match broker
-            .txns
-            .check_offset_commit(&id, producer_id, epoch, &group)
-            .await
-        {
+        // From v5 the client follows transaction version 2 (KIP-890): the commit adds
+        // the group to the transaction itself, where the transaction is coordinated.
+        let added = if ctx.version >= IMPLICIT_ADD_FROM && broker.txns.coordinates(&id) {
+            broker
+                .txns
+                .add_offsets(&id, producer_id, epoch, &group)
+                .await
+                .await
+        } else {
+            Ok(())
+        };
+        match match added {
+            Ok(()) => {
+                broker
+                    .txns
+                    .check_offset_commit(&id, producer_id, epoch, &group)
+                    .await
+            }
+            Err(e) => Err(e),
+        } {
             Err(e) => Err(e),
             Ok(()) => {
                 // Before v3 the request names no generation: nothing to fence.

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use catalog::{Catalog, Op, OpOutcome, TopicRecord, Transaction, TxnMarker, TxnPhase, TxnRecord};
 use kafka_protocol::error::ResponseError;
 
-use super::state::{Effect, Init, MAX_EPOCH, Phase, TopicPartition, TxnState};
+use super::state::{Effect, End, Flow, Init, MAX_EPOCH, Phase, TopicPartition, TxnState};
 use crate::error::from_catalog;
 use crate::{BrokerMetrics, Holdings};
 
@@ -33,6 +33,9 @@ pub struct TxnConfig {
     /// forgotten (Kafka's `transactional.id.expiration.ms`): what keeps the ids any
     /// client may make up from growing the coordinator without bound.
     pub id_expiration: Duration,
+    /// The `transaction.version` feature level offered in ApiVersions (1 or 2): at 2,
+    /// Kafka 4 clients use KIP-890's protocol ([`Flow::V2`]).
+    pub version: i16,
 }
 
 impl Default for TxnConfig {
@@ -41,6 +44,7 @@ impl Default for TxnConfig {
             max_timeout: Duration::from_secs(900),
             abort_interval: Duration::from_secs(10),
             id_expiration: Duration::from_secs(7 * 24 * 3600),
+            version: 2,
         }
     }
 }
@@ -120,6 +124,16 @@ fn is_open(s: &TxnState) -> bool {
 
 /// A commit the coordinator waits for, and what to do with the id's state after it.
 type Pending = Option<catalog::CommitFuture>;
+
+/// What an EndTxn waits for before it is answered.
+enum EndWait {
+    /// Its markers and offsets.
+    Markers(catalog::CommitFuture),
+    /// The state alone (a version-2 abort with nothing open).
+    State(catalog::CommitFuture),
+    /// Nothing (a retry).
+    Nothing,
+}
 
 /// Topic records by name, as [`Coordinator::topics_of`] read them (`None`: no such topic).
 type Topics = HashMap<String, Option<TopicRecord>>;
@@ -546,33 +560,49 @@ impl TxnCoordinator {
             .await?
     }
 
-    /// EndTxn.
-    /// Awaiting this submits the `EndTxn` (two phases, as [`Coordinator::add_partitions`]).
+    /// Whether `id`'s transaction is coordinated on this node: only here may a
+    /// version-2 produce or offset commit add to it.
+    pub fn coordinates(&self, id: &str) -> bool {
+        self.holdings.coordinates(id)
+    }
+
+    /// EndTxn: answers the producer id and epoch the producer goes on with (the bumped
+    /// ones in version 2). Awaiting this submits the `EndTxn` (two phases, as
+    /// [`Self::add_partitions`]).
     pub async fn end(
         self: &Arc<Self>,
         id: &str,
         producer_id: i64,
         epoch: i16,
         commit: bool,
-    ) -> impl Future<Output = Result<(), ResponseError>> + Send + use<> {
-        let submitted = self.submit_end_of(id, producer_id, epoch, commit).await;
+        flow: Flow,
+    ) -> impl Future<Output = Result<(i64, i16), ResponseError>> + Send + use<> {
+        let submitted = self
+            .submit_end_of(id, producer_id, epoch, commit, flow)
+            .await;
         let (this, id) = (self.clone(), id.to_owned());
         async move {
-            match submitted? {
-                Some(c) => this.finish_end(&id, commit, c).await,
-                None => Ok(()),
+            let (wait, after) = submitted?;
+            match wait {
+                EndWait::Markers(c) => this.finish_end(&id, commit, c).await?,
+                EndWait::State(c) => this.finish_put(&id, Some(c)).await?,
+                EndWait::Nothing => {}
             }
+            Ok(after)
         }
     }
 
-    /// EndTxn's state change and its commit, if it needs one.
+    /// EndTxn's state change and its commit, if it needs one, with the producer id and
+    /// epoch to answer.
     async fn submit_end_of(
         &self,
         id: &str,
         producer_id: i64,
         epoch: i16,
         commit: bool,
-    ) -> Result<Pending, ResponseError> {
+        flow: Flow,
+    ) -> Result<(EndWait, (i64, i16)), ResponseError> {
+        let mut fresh: Option<i64> = None;
         for _ in 0..8 {
             let topics = self.topics_of(Some(id)).await?;
             let step = self
@@ -580,14 +610,30 @@ impl TxnCoordinator {
                     if !covers(&topics, s) {
                         return Ok(None);
                     }
-                    Ok(Some(
-                        s.end(producer_id, epoch, commit, Instant::now())?
-                            .map(|effect| self.submit_end(id, s, &effect, &topics)),
-                    ))
+                    if flow == Flow::V2 && s.end_needs_id() && fresh.is_none() {
+                        return Ok(Some(None));
+                    }
+                    let fresh_id = || fresh.take().unwrap_or(-1);
+                    let wait =
+                        match s.end(producer_id, epoch, commit, flow, fresh_id, Instant::now())? {
+                            End::Effect(effect) => {
+                                EndWait::Markers(self.submit_end(id, s, &effect, &topics))
+                            }
+                            End::Store => EndWait::State(self.put(id, s)),
+                            End::Answered => EndWait::Nothing,
+                        };
+                    Ok(Some(Some((
+                        wait,
+                        s.next.unwrap_or((s.producer_id, s.epoch)),
+                    ))))
                 })
                 .await??;
-            if let Some(pending) = step {
-                return Ok(pending);
+            match step {
+                Some(Some(done)) => return Ok(done),
+                // Only at an exhausted epoch: the id is taken before the state is
+                // locked, as InitProducerId does.
+                Some(None) => fresh = Some(self.allocate().await?),
+                None => {}
             }
         }
         Err(ResponseError::ConcurrentTransactions)

@@ -1,6 +1,8 @@
-//! The transaction coordinator's state machine for one transactional id (KIP-98,
-//! transaction version 1): InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn and
-//! the transaction timeout, as Kafka's `TransactionMetadata` moves through its states. It
+//! The transaction coordinator's state machine for one transactional id (KIP-98, and
+//! KIP-890's transaction version 2): InitProducerId, AddPartitionsToTxn (explicit, or
+//! implied by a version-2 produce), AddOffsetsToTxn (or implied by a version-2
+//! TxnOffsetCommit), EndTxn (which in version 2 bumps the epoch) and the transaction
+//! timeout, as Kafka's `TransactionMetadata` moves through its states. It
 //! does no I/O and reads no clock: every call gets `now`, and a step that must write
 //! markers and offsets returns an [`Effect`] for the coordinator to commit, after which it
 //! calls [`TxnState::completed`]. Eddy writes one EndTxn's markers for all its partitions
@@ -49,6 +51,31 @@ impl Phase {
     fn completing(self) -> bool {
         matches!(self, Phase::PrepareCommit | Phase::PrepareAbort)
     }
+}
+
+/// Which of Kafka's transaction protocols a request follows. The request's version says
+/// it (EndTxn v5+, Produce v12+, TxnOffsetCommit v5+ come only from a client that took
+/// `transaction.version` 2 from ApiVersions), so clients of both are served at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// KIP-98: partitions and groups are added by their own requests; the epoch stays
+    /// from one transaction to the next.
+    V1,
+    /// KIP-890: every EndTxn bumps the epoch, so a late request of an ended transaction
+    /// is fenced instead of landing in the next one.
+    V2,
+}
+
+/// What EndTxn needs done before it is answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum End {
+    /// Commit the effect, then call [`TxnState::completed`].
+    Effect(Effect),
+    /// Store the state as it is now (a version-2 abort with nothing open: the epoch
+    /// moved on, no markers).
+    Store,
+    /// Nothing: a retry of the EndTxn that completed last.
+    Answered,
 }
 
 /// What the coordinator must make durable before the state machine goes on.
@@ -106,6 +133,14 @@ pub struct TxnState {
     pub started: Option<Instant>,
     /// Last change.
     pub updated: Instant,
+    /// The producer id and epoch a version-2 EndTxn moves to once its effect is
+    /// durable.
+    pub next: Option<(i64, i16)>,
+    /// The producer id before the last version-2 epoch overflow, so a retry of the
+    /// EndTxn that took a new id is recognised. Kept in memory only: after a restart
+    /// such a retry is refused with INVALID_PRODUCER_ID_MAPPING (once per 32,767
+    /// transactions of an id, and only if the answer was lost).
+    pub previous_producer_id: i64,
 }
 
 /// Epochs go up to here; past it a producer gets a new producer id (Kafka's rule).
@@ -123,14 +158,23 @@ impl TxnState {
             groups: BTreeSet::new(),
             started: None,
             updated: now,
+            next: None,
+            previous_producer_id: -1,
         }
     }
 
-    fn end_effect(&self, commit: bool) -> Effect {
+    /// Whether a version-2 EndTxn from here needs a fresh producer id (its epoch is
+    /// exhausted).
+    pub fn end_needs_id(&self) -> bool {
+        self.epoch >= MAX_EPOCH
+    }
+
+    /// The end of the open transaction, its markers at `epoch`.
+    fn end_effect(&self, commit: bool, epoch: i16) -> Effect {
         Effect::End {
             commit,
             producer_id: self.producer_id,
-            epoch: self.epoch,
+            epoch,
             partitions: self.partitions.clone(),
             groups: self.groups.clone(),
         }
@@ -152,7 +196,7 @@ impl TxnState {
             self.bump_for_abort();
             self.phase = Phase::PrepareAbort;
             self.updated = now;
-            return Ok(Init::AbortFirst(self.end_effect(false)));
+            return Ok(Init::AbortFirst(self.end_effect(false, self.epoch)));
         }
         self.timeout = timeout;
         self.bump(fresh_id);
@@ -274,32 +318,109 @@ impl TxnState {
         Ok(())
     }
 
-    /// EndTxn. `Ok(Some)`: commit the effect, then answer. `Ok(None)`: answer at once (a
-    /// retry of the EndTxn that completed last).
+    /// EndTxn. `fresh_id` is a newly allocated producer id, used by a version-2 end
+    /// whose epoch is exhausted ([`Self::end_needs_id`]).
     pub fn end(
         &mut self,
         producer_id: i64,
         epoch: i16,
         commit: bool,
+        flow: Flow,
+        fresh_id: impl FnOnce() -> i64,
         now: Instant,
-    ) -> Result<Option<Effect>, ResponseError> {
+    ) -> Result<End, ResponseError> {
+        if flow == Flow::V2 {
+            return self.end_v2(producer_id, epoch, commit, fresh_id, now);
+        }
         self.check_producer(producer_id, epoch)?;
         match (self.phase, commit) {
-            (Phase::Ongoing, _) => {
-                self.phase = if commit {
-                    Phase::PrepareCommit
-                } else {
-                    Phase::PrepareAbort
-                };
-                self.updated = now;
-                Ok(Some(self.end_effect(commit)))
-            }
-            (Phase::CompleteCommit, true) | (Phase::CompleteAbort, false) => Ok(None),
+            (Phase::Ongoing, _) => Ok(End::Effect(self.prepare_end(commit, epoch, now))),
+            (Phase::CompleteCommit, true) | (Phase::CompleteAbort, false) => Ok(End::Answered),
             (Phase::PrepareCommit, true) | (Phase::PrepareAbort, false) => {
                 Err(ResponseError::ConcurrentTransactions)
             }
             _ => Err(ResponseError::InvalidTxnState),
         }
+    }
+
+    fn prepare_end(&mut self, commit: bool, marker_epoch: i16, now: Instant) -> Effect {
+        self.phase = if commit {
+            Phase::PrepareCommit
+        } else {
+            Phase::PrepareAbort
+        };
+        self.updated = now;
+        self.end_effect(commit, marker_epoch)
+    }
+
+    /// The producer id and epoch after a version-2 end: the next epoch, or a fresh id
+    /// at epoch 0 when this one is exhausted (Kafka's rule).
+    fn bumped(&self, fresh_id: impl FnOnce() -> i64) -> (i64, i16) {
+        if self.end_needs_id() {
+            (fresh_id(), 0)
+        } else {
+            (self.producer_id, self.epoch + 1)
+        }
+    }
+
+    /// EndTxn of a version-2 client: the markers carry the next epoch and the producer
+    /// goes on with it (or with a fresh id), so nothing it sent under the ended
+    /// transaction's epoch can go in after it. The epoch a retry carries is the one
+    /// before the bump.
+    fn end_v2(
+        &mut self,
+        producer_id: i64,
+        epoch: i16,
+        commit: bool,
+        fresh_id: impl FnOnce() -> i64,
+        now: Instant,
+    ) -> Result<End, ResponseError> {
+        let same = |outcome: bool| {
+            if outcome == commit {
+                Ok(End::Answered)
+            } else {
+                Err(ResponseError::InvalidTxnState)
+            }
+        };
+        let retry = (producer_id == self.producer_id && epoch == self.epoch.wrapping_sub(1))
+            || (producer_id == self.previous_producer_id && epoch >= MAX_EPOCH && self.epoch == 0);
+        match self.phase {
+            // A commit of what the coordinator aborted (its timeout) is a fenced
+            // producer's, as in version 1.
+            Phase::CompleteAbort if retry && commit => return Err(ResponseError::ProducerFenced),
+            Phase::CompleteCommit | Phase::CompleteAbort if retry => {
+                return same(self.phase == Phase::CompleteCommit);
+            }
+            Phase::PrepareCommit | Phase::PrepareAbort => {
+                self.check_producer(producer_id, epoch)?;
+                return match same(self.phase == Phase::PrepareCommit) {
+                    Ok(_) => Err(ResponseError::ConcurrentTransactions),
+                    Err(e) => Err(e),
+                };
+            }
+            _ => {}
+        }
+        self.check_producer(producer_id, epoch)?;
+        if self.phase == Phase::Ongoing {
+            self.next = Some(self.bumped(fresh_id));
+            // The markers carry the epoch after this one even when the id is exhausted
+            // (32,767, one above MAX_EPOCH): they must fence this epoch's records.
+            return Ok(End::Effect(self.prepare_end(commit, epoch + 1, now)));
+        }
+        if commit {
+            return Err(ResponseError::InvalidTxnState);
+        }
+        // An abort with nothing open (every produce of it failed before reaching a
+        // partition): the epoch moves on all the same, which fences what is in flight.
+        let (id, next) = self.bumped(fresh_id);
+        if id != self.producer_id {
+            self.previous_producer_id = self.producer_id;
+        }
+        self.producer_id = id;
+        self.epoch = next;
+        self.phase = Phase::CompleteAbort;
+        self.updated = now;
+        Ok(End::Store)
     }
 
     /// The transaction timed out at `now`: it is aborted under a bumped epoch, which
@@ -312,11 +433,20 @@ impl TxnState {
         self.bump_for_abort();
         self.phase = Phase::PrepareAbort;
         self.updated = now;
-        Some(self.end_effect(false))
+        Some(self.end_effect(false, self.epoch))
     }
 
     /// The effect of a `Prepare*` state is durable.
     pub fn completed(&mut self, now: Instant) {
+        if self.phase.completing()
+            && let Some((id, epoch)) = self.next.take()
+        {
+            if id != self.producer_id {
+                self.previous_producer_id = self.producer_id;
+            }
+            self.producer_id = id;
+            self.epoch = epoch;
+        }
         self.phase = match self.phase {
             Phase::PrepareCommit => Phase::CompleteCommit,
             Phase::PrepareAbort => Phase::CompleteAbort,
@@ -333,6 +463,7 @@ impl TxnState {
     /// The effect of a `Prepare*` state failed to commit: the state is as before it, so
     /// the client's retry (or the next expiry check) tries again.
     pub fn failed(&mut self) {
+        self.next = None;
         if self.phase.completing() {
             self.phase = Phase::Ongoing;
         }
@@ -345,6 +476,13 @@ mod tests {
 
     fn tp(t: &str, p: i32) -> TopicPartition {
         (t.to_owned(), p)
+    }
+
+    fn end_effect(r: Result<End, ResponseError>) -> Effect {
+        match r {
+            Ok(End::Effect(e)) => e,
+            other => panic!("{other:?}"),
+        }
     }
 
     fn ready(s: &mut TxnState, now: Instant) -> (i64, i16) {
@@ -372,7 +510,7 @@ mod tests {
         );
         s.check_offset_commit(pid, e, "g").unwrap();
         assert!(s.check_offset_commit(pid, e, "other").is_err());
-        let effect = s.end(pid, e, true, t0).unwrap().unwrap();
+        let effect = end_effect(s.end(pid, e, true, Flow::V1, || -1, t0));
         assert_eq!(
             effect,
             Effect::End {
@@ -389,16 +527,16 @@ mod tests {
             Err(ResponseError::ConcurrentTransactions)
         );
         assert_eq!(
-            s.end(pid, e, true, t0),
+            s.end(pid, e, true, Flow::V1, || -1, t0),
             Err(ResponseError::ConcurrentTransactions)
         );
         s.completed(t0);
         assert_eq!(s.phase, Phase::CompleteCommit);
         assert!(s.partitions.is_empty() && s.groups.is_empty());
         // A retried EndTxn of the same outcome succeeds; the other is refused.
-        assert_eq!(s.end(pid, e, true, t0), Ok(None));
+        assert_eq!(s.end(pid, e, true, Flow::V1, || -1, t0), Ok(End::Answered));
         assert_eq!(
-            s.end(pid, e, false, t0),
+            s.end(pid, e, false, Flow::V1, || -1, t0),
             Err(ResponseError::InvalidTxnState)
         );
         // The next transaction starts afresh.
@@ -438,7 +576,7 @@ mod tests {
             Err(ResponseError::ProducerFenced)
         );
         assert_eq!(
-            s.end(pid, old, true, t0),
+            s.end(pid, old, true, Flow::V1, || -1, t0),
             Err(ResponseError::ProducerFenced)
         );
         assert_eq!(
@@ -474,7 +612,10 @@ mod tests {
         ));
         s.completed(t0);
         assert_eq!(s.phase, Phase::CompleteAbort);
-        assert_eq!(s.end(pid, e, true, t0), Err(ResponseError::ProducerFenced));
+        assert_eq!(
+            s.end(pid, e, true, Flow::V1, || -1, t0),
+            Err(ResponseError::ProducerFenced)
+        );
     }
 
     #[test]
@@ -489,17 +630,115 @@ mod tests {
         };
         assert_eq!((producer_id, epoch), (42, 0));
         s.add_partitions(42, 0, [tp("a", 0)], t0).unwrap();
-        s.end(42, 0, false, t0).unwrap().unwrap();
+        end_effect(s.end(42, 0, false, Flow::V1, || -1, t0));
         s.failed();
         assert_eq!(s.phase, Phase::Ongoing);
-        assert!(s.end(42, 0, false, t0).unwrap().is_some());
+        assert!(matches!(
+            s.end(42, 0, false, Flow::V1, || -1, t0),
+            Ok(End::Effect(_))
+        ));
         // Ending with nothing open is refused.
         s.completed(t0);
         let mut fresh = TxnState::new(t0);
         let (pid, e) = ready(&mut fresh, t0);
         assert_eq!(
-            fresh.end(pid, e, true, t0),
+            fresh.end(pid, e, true, Flow::V1, || -1, t0),
             Err(ResponseError::InvalidTxnState)
+        );
+    }
+
+    #[test]
+    fn a_version_2_end_bumps_the_epoch_and_fences_the_ended_transaction() {
+        let t0 = Instant::now();
+        let mut s = TxnState::new(t0);
+        let (pid, e) = ready(&mut s, t0);
+        s.add_partitions(pid, e, [tp("a", 0)], t0).unwrap();
+        let effect = end_effect(s.end(pid, e, true, Flow::V2, || -1, t0));
+        // The markers carry the next epoch, so they fence this epoch's records.
+        assert!(matches!(
+            effect,
+            Effect::End {
+                epoch: 1,
+                producer_id: 7,
+                ..
+            }
+        ));
+        // A retry while the markers are written waits.
+        assert_eq!(
+            s.end(pid, e, true, Flow::V2, || -1, t0),
+            Err(ResponseError::ConcurrentTransactions)
+        );
+        s.completed(t0);
+        assert_eq!((s.producer_id, s.epoch), (7, 1));
+        // A retry of the same end is answered; the other outcome is refused.
+        assert_eq!(s.end(pid, e, true, Flow::V2, || -1, t0), Ok(End::Answered));
+        assert_eq!(
+            s.end(pid, e, false, Flow::V2, || -1, t0),
+            Err(ResponseError::InvalidTxnState)
+        );
+        // A late produce of the ended transaction is fenced, not put in the next one.
+        assert_eq!(
+            s.add_partitions(pid, e, [tp("a", 0)], t0),
+            Err(ResponseError::ProducerFenced)
+        );
+        // The next transaction runs at the new epoch; an abort with nothing open moves
+        // the epoch on without markers.
+        assert_eq!(s.end(pid, 1, false, Flow::V2, || -1, t0), Ok(End::Store));
+        assert_eq!((s.epoch, s.phase), (2, Phase::CompleteAbort));
+        assert_eq!(
+            s.end(pid, 2, true, Flow::V2, || -1, t0),
+            Err(ResponseError::InvalidTxnState),
+            "nothing open to commit"
+        );
+        // A version-1 client of the same id keeps its epoch.
+        s.add_partitions(pid, 2, [tp("a", 0)], t0).unwrap();
+        end_effect(s.end(pid, 2, true, Flow::V1, || -1, t0));
+        s.completed(t0);
+        assert_eq!(s.epoch, 2);
+    }
+
+    #[test]
+    fn a_version_2_end_at_an_exhausted_epoch_takes_a_new_producer_id() {
+        let t0 = Instant::now();
+        let mut s = TxnState::new(t0);
+        ready(&mut s, t0);
+        s.epoch = MAX_EPOCH;
+        assert!(s.end_needs_id());
+        s.add_partitions(7, MAX_EPOCH, [tp("a", 0)], t0).unwrap();
+        let effect = end_effect(s.end(7, MAX_EPOCH, false, Flow::V2, || 42, t0));
+        assert!(matches!(
+            effect,
+            Effect::End {
+                producer_id: 7,
+                epoch: i16::MAX,
+                ..
+            }
+        ));
+        s.completed(t0);
+        assert_eq!((s.producer_id, s.epoch), (42, 0));
+        // The retry under the old id is recognised.
+        assert_eq!(
+            s.end(7, MAX_EPOCH, false, Flow::V2, || -1, t0),
+            Ok(End::Answered)
+        );
+        // A failed end leaves nothing of its bump behind.
+        s.add_partitions(42, 0, [tp("a", 0)], t0).unwrap();
+        end_effect(s.end(42, 0, true, Flow::V2, || -1, t0));
+        s.failed();
+        assert_eq!((s.producer_id, s.epoch, s.next), (42, 0, None));
+    }
+
+    #[test]
+    fn a_version_2_commit_after_the_coordinator_aborted_is_fenced() {
+        let t0 = Instant::now();
+        let mut s = TxnState::new(t0);
+        let (pid, e) = ready(&mut s, t0);
+        s.add_partitions(pid, e, [tp("a", 0)], t0).unwrap();
+        s.expire(t0 + Duration::from_secs(10)).unwrap();
+        s.completed(t0);
+        assert_eq!(
+            s.end(pid, e, true, Flow::V2, || -1, t0),
+            Err(ResponseError::ProducerFenced)
         );
     }
 }

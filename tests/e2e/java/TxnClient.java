@@ -314,6 +314,50 @@ public class TxnClient {
         eq(all, byPartition(readAll(tps, "read_uncommitted")), "read_uncommitted: every value, aborted ones too");
     }
 
+    /** The transaction protocol the broker offers (`transaction.version`, 1 or 2) is the
+     *  one the client speaks: at 2 every commit and abort moves the producer to the next
+     *  epoch (KIP-890; describeTransactions shows it), and a transaction's partitions and
+     *  group are added by its produce and offset commit alone; at 1 the epoch stays. */
+    static void epochs(String prefix, int level) throws Exception {
+        FeatureMetadata features = admin.describeFeatures().featureMetadata().get();
+        eq((short) 2, features.supportedFeatures().get("transaction.version").maxVersion(),
+                "transaction.version supported up to 2");
+        eq((short) level, features.finalizedFeatures().get("transaction.version").maxVersionLevel(),
+                "transaction.version finalized");
+        String topic = prefix, group = prefix + "-g", txnId = prefix + "-txn";
+        createTopic(topic, 2);
+        List<TopicPartition> tps = partitions(topic, 2);
+        List<String> committed = new ArrayList<>();
+        try (KafkaProducer<String, String> p = producer(txnId)) {
+            p.initTransactions();
+            int first = describe(txnId).producerEpoch();
+            int n = 0;
+            for (String tag : List.of("c1", "a1", "c2", "c3")) {
+                p.beginTransaction();
+                for (TopicPartition tp : tps) {
+                    for (String v : vals(tag, tp, 2)) {
+                        p.send(new ProducerRecord<>(tp.topic(), tp.partition(), v, v)).get();
+                        if (tag.startsWith("c")) committed.add(v);
+                    }
+                }
+                // The group's offsets go with the transaction (TxnOffsetCommit).
+                p.sendOffsetsToTransaction(Map.of(tps.get(0), new OffsetAndMetadata(++n * 10L)),
+                        new ConsumerGroupMetadata(group));
+                TransactionDescription open = describe(txnId);
+                eq(TransactionState.ONGOING, open.state(), tag + ": ongoing");
+                eq(new HashSet<>(tps), new HashSet<>(open.topicPartitions()), tag + ": partitions in the transaction");
+                if (tag.startsWith("c")) p.commitTransaction();
+                else p.abortTransaction();
+                TransactionDescription ended = describe(txnId);
+                eq(first + (level >= 2 ? n : 0), (int) ended.producerEpoch(), tag + ": producer epoch after the end");
+                eq(tag.startsWith("c") ? TransactionState.COMPLETE_COMMIT : TransactionState.COMPLETE_ABORT,
+                        ended.state(), tag + ": state after the end");
+            }
+        }
+        eq(sorted(committed), sorted(values(readAll(tps, "read_committed"))), "read_committed: the committed values");
+        eq(Map.of(tps.get(0), 40L), groupOffsets(group), "the group's offset: the last committed transaction's");
+    }
+
     /** A second producer with the same transactional.id aborts the first one's open
      *  transaction and fences it: its next produce and its commit fail. */
     static void zombie(String prefix) throws Exception {
@@ -721,6 +765,7 @@ public class TxnClient {
             switch (scenario) {
                 case "commit-abort": commitAbort(prefix); break;
                 case "zombie": zombie(prefix); break;
+                case "epochs": epochs(prefix, Integer.parseInt(args[3])); break;
                 case "ctp": ctp(prefix); break;
                 case "lso": lsoScenario(prefix); break;
                 case "admin": adminScenario(prefix); break;
