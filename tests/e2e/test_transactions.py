@@ -658,13 +658,18 @@ def test_transactions_survive_kill_9(tmp_path):
         eddy.stop()
 
 
-def test_jepsen_transactions_under_kill_9(tmp_path):
+@pytest.mark.parametrize("client", ["confluent", "java"])
+def test_jepsen_transactions_under_kill_9(tmp_path, client):
+    """The checker of txn_checker.py over three kills: with librdkafka's producers
+    (transaction version 1) and with the Java client's (version 2: an epoch bump at
+    every commit and abort, partitions added by produce)."""
     rounds = int(os.environ.get("TXN_KILL_ROUNDS", "3"))
     seed = int(os.environ["TXN_SEED"]) if os.environ.get("TXN_SEED") else None
     eddy = new_eddy(tmp_path, extra_args=ABORT_FAST).start()
     try:
         # Down for up to 4 s, past the transactions' timeout now and then.
-        w = Workload(eddy, producers=3, txn_timeout_ms=3000, seed=seed, log=print)
+        w = Workload(eddy, producers=3, txn_timeout_ms=3000, seed=seed, log=print,
+                     client=client)
         report = w.run(rounds, gap=(0.2, 1.5), down=(0.0, 4.0))
         print(f"seed {w.seed}\n{report.summary()}\nproducer errors: {report.errors}")
         assert report.ok, f"seed {w.seed}\n{report.summary()}"

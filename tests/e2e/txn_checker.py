@@ -16,6 +16,12 @@ knows it, is recorded:
 After a failure the producer is dropped and a new one with the same transactional.id
 runs init_transactions (which fences the old one and aborts its open transaction).
 
+The producers are confluent-kafka's (librdkafka, which speaks transaction version 1) or,
+with `client="java"`, Apache Kafka's Java client (tests/e2e/java/TxnWorker.java, one
+thread per transactional id in one process), which speaks KIP-890's transaction version
+2 where the broker offers it: every commit and abort bumps the epoch, and partitions
+and groups join a transaction by its produce.
+
 The checker then reads every partition from its start at read_committed (to the last
 stable offset) and at read_uncommitted (to the high watermark) and reports:
 
@@ -42,8 +48,10 @@ stable offset) and at read_uncommitted (to the high watermark) and reports:
 """
 
 import gc
+import json
 import random
 import re
+import subprocess
 import threading
 import time
 import uuid
@@ -378,7 +386,9 @@ class Workload:
 
     def __init__(self, eddy, producers=4, topics=None, commit_ratio=0.7, writes=(2, 8),
                  partitions_per_txn=(1, 4), txn_timeout_ms=10_000, seed=None, log=None,
-                 producer_conf=None):
+                 producer_conf=None, client="confluent"):
+        assert client in ("confluent", "java"), client
+        self.client = client
         self.eddy = eddy
         self.producer_conf = producer_conf or {}  # more librdkafka settings ("debug": "eos")
         self.seed = random.randrange(1 << 30) if seed is None else seed
@@ -537,8 +547,12 @@ class Workload:
         readers = [LiveReader(self.eddy.bootstrap, self.tps, c) for c in (True, False)]
         for r in readers:
             r.start()
-        threads = [threading.Thread(target=self._producer, args=(i,), daemon=True)
-                   for i in range(self.producers)]
+        if self.client == "java":
+            java = JavaProducers(self)
+            threads = [java]
+        else:
+            threads = [threading.Thread(target=self._producer, args=(i,), daemon=True)
+                       for i in range(self.producers)]
         start = time.time()
         for t in threads:
             t.start()
@@ -551,6 +565,8 @@ class Workload:
                         break
         finally:
             self.stopping.set()
+            if self.client == "java":
+                java.stop()
             for t in threads:
                 t.join(timeout=180)
             if any(t.is_alive() for t in threads):
@@ -594,3 +610,72 @@ class Workload:
         report.counts["producer errors"] = sum(self.producer_errors.values())
         report.errors = dict(self.producer_errors)
         return report
+
+
+class JavaProducers(threading.Thread):
+    """The workload's producers in one Java process (tests/e2e/java/TxnWorker.java):
+    this thread turns its JSON lines into the history as they come, in order (a value's
+    `write` comes before anything can read it)."""
+
+    def __init__(self, workload):
+        super().__init__(daemon=True)
+        from conftest import javac, kafka_classpath
+        from pathlib import Path
+        self.w = workload
+        cp = kafka_classpath()
+        classes = javac(Path(__file__).parent / "java" / "TxnWorker.java", cp)
+        topics = ",".join(f"{t}:{n}" for t, n in workload.topics.items())
+        self.proc = subprocess.Popen(
+            ["java", "-cp", f"{classes}:{cp}", "TxnWorker", workload.eddy.bootstrap,
+             workload.history.run, str(workload.producers), topics, str(workload.seed),
+             str(workload.commit_ratio), *map(str, workload.writes),
+             *map(str, workload.partitions_per_txn), str(workload.txn_timeout_ms)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.done = set()
+
+    def stop(self):
+        try:
+            self.proc.stdin.write("stop\n")
+            self.proc.stdin.close()
+        except (BrokenPipeError, ValueError):
+            pass
+
+    def run(self):
+        w, h = self.w, self.w.history
+        for line in self.proc.stdout:
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            ev, p = e["ev"], e.get("p")
+            if ev == "error":
+                with w._lock:
+                    w.producer_errors[f"{e['call']}: {e['name']}"] += 1
+                continue
+            if ev == "stuck":
+                w.anomalies["stuck" if w.stopping.is_set() else "no-progress"].append(
+                    f"producer {p}: {e['what']} ({dict(w.producer_errors)})")
+                continue
+            if ev == "done":
+                self.done.add(p)
+                continue
+            if ev == "begin":
+                h.new_txn(p, e["t"])
+                continue
+            txn = h.txns[(p, e["t"])]
+            if ev == "write":
+                txn.writes[e["v"].encode()] = (e["topic"], e["partition"])
+            elif ev == "delivered":
+                txn.delivered[e["v"].encode()] = (e["topic"], e["partition"], e["offset"])
+            elif ev == "commit-asked":
+                txn.commit_asked = True
+            elif ev in ("acked", "aborted", "failed"):
+                txn.outcome = "uncertain" if ev == "failed" else ev
+                if "error" in e:
+                    txn.errors.append(e["error"])
+                txn.ended = time.time()
+        self.proc.wait()
+        missing = set(range(w.producers)) - self.done
+        if missing and not any("stuck" in k for k in w.anomalies):
+            w.anomalies["stuck"].append(f"Java producers {sorted(missing)} did not finish "
+                                        f"(exit {self.proc.returncode})")
