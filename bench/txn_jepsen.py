@@ -6,7 +6,8 @@ the server killed with SIGKILL at random moments and restarted on the same data 
 then lost commits, aborted or dirty reads, duplicates, offset conflicts, partial
 transactions and stuck offsets are looked for).
 
-    .venv/bin/python bench/txn_jepsen.py [--bin BIN] [--rounds 20] [--producers 4] ...
+    .venv/bin/python bench/txn_jepsen.py [--bin BIN] [--rounds 20] [--producers 4]
+        [--client confluent|java] ...
 
 BIN is an `eddy` build (default $EDDY_BIN, else target/debug/eddy), run on a fresh data
 dir under $SCRATCH (default /tmp/eddy-bench) with the coordinator looking for timed-out
@@ -42,6 +43,9 @@ def main():
                     "down after a kill, drawn between min and max (past --txn-timeout-ms, "
                     "the open transactions time out)")
     ap.add_argument("--down-max", type=float, default=8.0)
+    ap.add_argument("--client", choices=["confluent", "java"], default="confluent",
+                    help="the producers: librdkafka's (transaction version 1) or Apache "
+                    "Kafka's Java client (version 2, KIP-890)")
     ap.add_argument("--debug", help="librdkafka debug contexts for the producers (eos,...)")
     ap.add_argument("--commit-ratio", type=float, default=0.7)
     ap.add_argument("--max-writes", type=int, default=12, help="values per transaction, "
@@ -62,7 +66,8 @@ def main():
                      writes=(2, max(2, args.max_writes)), txn_timeout_ms=args.txn_timeout_ms,
                      seed=args.seed, log=lambda m: print(f"[{time.time() - started:7.1f}s] {m}",
                                                          flush=True),
-                     producer_conf={"debug": args.debug} if args.debug else None)
+                     producer_conf={"debug": args.debug} if args.debug else None,
+                     client=args.client)
         print(f"seed {w.seed}, {args.rounds} kills, {args.producers} producers, "
               f"topics {w.topics}", flush=True)
         report = w.run(args.rounds, gap=(args.gap_min, args.gap_max),
