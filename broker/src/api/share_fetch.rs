@@ -265,6 +265,7 @@ pub fn handle(ctx: Ctx, req: ShareFetchRequest) -> Reply {
         // still holds there is given back at once, as Kafka does, instead of at lock
         // expiry.
         if !gone.is_empty() {
+            tracing::debug!(group, member, ?gone, acked_outside = ?outside, "share session forgets partitions");
             ctx.broker
                 .groups
                 .release_forgotten(&group, &member, &gone, limits)
@@ -328,6 +329,9 @@ pub fn handle(ctx: Ctx, req: ShareFetchRequest) -> Reply {
                         || o.ack_error.is_some()
                         || acks_sent(&req, o.tp)
                 }));
+                for o in outcomes.iter().filter(|o| !o.acquired.is_empty()) {
+                    tracing::debug!(group, member, epoch = req.share_session_epoch, partition = ?o.tp, acquired = ?o.acquired, "share records acquired");
+                }
                 let n: u64 = outcomes
                     .iter()
                     .flat_map(|o| o.acquired.iter().map(|(f, l, _)| l - f + 1))

@@ -54,7 +54,11 @@ pub async fn handle(ctx: Ctx, req: ShareGroupHeartbeatRequest) -> Reply {
     Box::pin(async move {
         Some(match answer.await {
             Err((e, message)) => refused(e, &message),
-            Ok((a, interval)) => ResponseKind::ShareGroupHeartbeat(
+            Ok((a, interval)) => {
+                if let Some(p) = &a.assignment {
+                    tracing::debug!(group, member = %a.member_id, epoch = a.epoch, assignment = ?p, "share member assigned");
+                }
+                ResponseKind::ShareGroupHeartbeat(
                 ShareGroupHeartbeatResponse::default()
                     .with_member_id(Some(sb(&a.member_id)))
                     .with_member_epoch(a.epoch)
@@ -70,7 +74,8 @@ pub async fn handle(ctx: Ctx, req: ShareGroupHeartbeatRequest) -> Reply {
                                 .collect(),
                         )
                     })),
-            ),
+                )
+            }
         })
     })
 }
