@@ -8,7 +8,8 @@ with SIGKILL mid-stream, after which every one of 10,000 records is acknowledged
 twice, and none delivered again once acknowledged. Kafka's kafka-share-groups tool
 lists, describes, resets and deletes a group's offsets and the group; policies refuse a
 denied group and a denied topic over SASL; a record whose lock the consumer renews
-(ShareFetch/ShareAcknowledge v2) stays with it past three lock durations."""
+(ShareFetch/ShareAcknowledge v2) stays with it past three lock durations. librdkafka's
+share consumer (confluent-kafka's ShareConsumer) accepts, releases and rejects too."""
 
 import shutil
 import subprocess
@@ -181,6 +182,72 @@ def test_rejected_is_not_redelivered_and_poison_is_archived(eddy):
     late = Consumer(eddy.bootstrap, group, topic, 3000)
     late.wait()
     assert late.records() == []
+
+
+def test_confluent_kafka_share_consumers(eddy):
+    """librdkafka's share consumer (confluent-kafka 2.16's ShareConsumer, explicit
+    acknowledgement): two consumers on one group over two partitions get every record
+    once between them; a record released comes back with delivery count 2, a rejected
+    one never; after commit_sync and close nothing is left for a later consumer."""
+    from confluent_kafka import AcknowledgeType, ShareConsumer
+    topic, group = name("share-rd"), name("g-rd")
+    create_topic(eddy.bootstrap, topic, 2)
+    configure(eddy.bootstrap, group, "share.auto.offset.reset=earliest")
+    values = [f"m-{i}" for i in range(40)] + ["release-me", "reject-me"]
+    for i, v in enumerate(values):
+        produce(eddy.bootstrap, topic, [v], partition=i % 2)
+    conf = {"bootstrap.servers": eddy.bootstrap, "group.id": group,
+            "share.acknowledgement.mode": "explicit"}
+    seen = defaultdict(list)
+    lock = threading.Lock()
+    released = threading.Event()
+
+    def consume():
+        c = ShareConsumer(conf)
+        c.subscribe([topic])
+        deadline = time.time() + 60
+        try:
+            while time.time() < deadline:
+                with lock:
+                    accepted = sum(1 for v, ds in seen.items() if v != "reject-me" and ds)
+                if accepted >= len(values) - 1 and released.is_set() and \
+                        len(seen["release-me"]) >= 2:
+                    break
+                for m in c.poll(0.5):
+                    if m.error():
+                        continue
+                    v = m.value().decode()
+                    with lock:
+                        seen[v].append(m.delivery_count())
+                    if v == "release-me" and not released.is_set():
+                        released.set()
+                        c.acknowledge(m, AcknowledgeType.RELEASE)
+                    elif v == "reject-me":
+                        c.acknowledge(m, AcknowledgeType.REJECT)
+                    else:
+                        c.acknowledge(m, AcknowledgeType.ACCEPT)
+                c.commit_sync(30)
+        finally:
+            c.close()
+
+    threads = [threading.Thread(target=consume) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert sorted(seen) == sorted(values)
+    assert seen["release-me"] == [1, 2], seen["release-me"]
+    assert seen["reject-me"] == [1]
+    assert all(ds == [1] for v, ds in seen.items() if v not in ("release-me",)), seen
+    late = ShareConsumer({**conf, "share.acknowledgement.mode": "implicit"})
+    late.subscribe([topic])
+    try:
+        deadline, got = time.time() + 5, []
+        while time.time() < deadline:
+            got += [m for m in late.poll(0.5) if not m.error()]
+        assert got == []
+    finally:
+        late.close()
 
 
 def test_every_record_acknowledged_once_across_a_kill_9(fresh_eddy):
