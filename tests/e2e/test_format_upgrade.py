@@ -25,6 +25,7 @@ import hashlib
 import json
 import shutil
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.parse
@@ -425,6 +426,29 @@ def cors_preflight(eddy, p):
             "error": raw.split("<Code>", 1)[1].split("</Code>", 1)[0] if "<Code>" in raw else None}
 
 
+def check_schemas(eddy, manifest):
+    """The schema registry of a fixture written with `--schemas` answers as it did: every
+    subject's versions with their ids and schemas, each id, the subject's level; and it
+    takes a new version, whose id is above them all."""
+    if "schemas" not in manifest:
+        return
+    sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+    from make_format_fixture import orders_schema, registry
+    want = manifest["schemas"]
+    subjects = {s: [registry(eddy, "GET", f"/subjects/{s}/versions/{v}")
+                    for v in registry(eddy, "GET", f"/subjects/{s}/versions")]
+                for s in sorted(registry(eddy, "GET", "/subjects"))}
+    assert subjects == want["subjects"]
+    for i, schema in want["ids"].items():
+        assert registry(eddy, "GET", f"/schemas/ids/{i}")["schema"] == schema
+    for s, level in want["config"].items():
+        assert registry(eddy, "GET", f"/config/{s}") == level
+    subject = next(iter(want["config"]))
+    new = registry(eddy, "POST", f"/subjects/{subject}/versions",
+                   {"schema": orders_schema("note", "channel", "upgraded")})
+    assert new["id"] > max(int(i) for i in want["ids"]), new
+
+
 def check_bucket_configs(eddy, manifest):
     """Lifecycle and CORS configurations the fixture's build kept (its `bucket_configs`
     section; put before its checkpoint, some replaced, deleted or added after it): each
@@ -716,6 +740,7 @@ def test_a_fixture_reads_back_and_takes_writes(tmp_path, manifest_path, drop_sto
         check_iam(eddy, manifest)
         check_bucket_configs(eddy, manifest)
         check_acls(eddy, manifest)
+        check_schemas(eddy, manifest)
         check_tables(eddy, manifest)
         check_expanded(eddy, manifest)
         if manifest["kind"] == "killed":

@@ -54,6 +54,7 @@ fn producer_fields(b: &Batch) -> Option<ProducerBatch> {
 
 /// The first Produce version of transaction version 2 (KIP-890).
 const IMPLICIT_ADD_FROM: i16 = 12;
+
 /// Checks one partition's batches and adds their appends to `ops`.
 async fn plan_partition(
     ctx: &Ctx,

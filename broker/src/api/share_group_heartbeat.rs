@@ -59,21 +59,23 @@ pub async fn handle(ctx: Ctx, req: ShareGroupHeartbeatRequest) -> Reply {
                     tracing::debug!(group, member = %a.member_id, epoch = a.epoch, assignment = ?p, "share member assigned");
                 }
                 ResponseKind::ShareGroupHeartbeat(
-                ShareGroupHeartbeatResponse::default()
-                    .with_member_id(Some(sb(&a.member_id)))
-                    .with_member_epoch(a.epoch)
-                    .with_heartbeat_interval_ms(interval.as_millis() as i32)
-                    .with_assignment(a.assignment.map(|p| {
-                        Assignment::default().with_topic_partitions(
-                            p.into_iter()
-                                .map(|(t, ps)| {
-                                    TopicPartitions::default()
-                                        .with_topic_id(uuid(t))
-                                        .with_partitions(ps.into_iter().map(|p| p as i32).collect())
-                                })
-                                .collect(),
-                        )
-                    })),
+                    ShareGroupHeartbeatResponse::default()
+                        .with_member_id(Some(sb(&a.member_id)))
+                        .with_member_epoch(a.epoch)
+                        .with_heartbeat_interval_ms(interval.as_millis() as i32)
+                        .with_assignment(a.assignment.map(|p| {
+                            Assignment::default().with_topic_partitions(
+                                p.into_iter()
+                                    .map(|(t, ps)| {
+                                        TopicPartitions::default()
+                                            .with_topic_id(uuid(t))
+                                            .with_partitions(
+                                                ps.into_iter().map(|p| p as i32).collect(),
+                                            )
+                                    })
+                                    .collect(),
+                            )
+                        })),
                 )
             }
         })

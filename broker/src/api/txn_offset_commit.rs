@@ -44,7 +44,7 @@ pub async fn handle(ctx: Ctx, req: TxnOffsetCommitRequest) -> Reply {
         } else {
             Ok(())
         };
-        match match added {
+        let in_txn = match added {
             Ok(()) => {
                 broker
                     .txns
@@ -52,7 +52,8 @@ pub async fn handle(ctx: Ctx, req: TxnOffsetCommitRequest) -> Reply {
                     .await
             }
             Err(e) => Err(e),
-        } {
+        };
+        match in_txn {
             Err(e) => Err(e),
             Ok(()) => {
                 // Before v3 the request names no generation: nothing to fence.

@@ -602,16 +602,22 @@ impl TxnCoordinator {
         commit: bool,
         flow: Flow,
     ) -> Result<(EndWait, (i64, i16)), ResponseError> {
+        enum Step {
+            Retry,
+            NeedId,
+            Done(EndWait, (i64, i16)),
+        }
         let mut fresh: Option<i64> = None;
+        // Each turn answers, or reads the topics again, or allocates an id (once).
         for _ in 0..8 {
             let topics = self.topics_of(Some(id)).await?;
             let step = self
                 .with(id, |s| {
                     if !covers(&topics, s) {
-                        return Ok(None);
+                        return Ok(Step::Retry);
                     }
                     if flow == Flow::V2 && s.end_needs_id() && fresh.is_none() {
-                        return Ok(Some(None));
+                        return Ok(Step::NeedId);
                     }
                     let fresh_id = || fresh.take().unwrap_or(-1);
                     let wait =
@@ -622,18 +628,15 @@ impl TxnCoordinator {
                             End::Store => EndWait::State(self.put(id, s)),
                             End::Answered => EndWait::Nothing,
                         };
-                    Ok(Some(Some((
-                        wait,
-                        s.next.unwrap_or((s.producer_id, s.epoch)),
-                    ))))
+                    Ok(Step::Done(wait, s.next.unwrap_or((s.producer_id, s.epoch))))
                 })
                 .await??;
             match step {
-                Some(Some(done)) => return Ok(done),
+                Step::Done(wait, after) => return Ok((wait, after)),
                 // Only at an exhausted epoch: the id is taken before the state is
                 // locked, as InitProducerId does.
-                Some(None) => fresh = Some(self.allocate().await?),
-                None => {}
+                Step::NeedId => fresh = Some(self.allocate().await?),
+                Step::Retry => {}
             }
         }
         Err(ResponseError::ConcurrentTransactions)
