@@ -13,7 +13,7 @@ use kafka_protocol::messages::share_acknowledge_response::{
 };
 use kafka_protocol::messages::{ResponseKind, ShareAcknowledgeRequest, ShareAcknowledgeResponse};
 
-use crate::api::share_fetch::resolve;
+use crate::api::share_fetch::{group_and_member, resolve};
 use crate::context::{Ctx, Reply, sb, uuid};
 use crate::group::share::records::{AckBatch, PassSettings, Tp};
 use crate::group::share::session::Step;
@@ -29,22 +29,14 @@ fn refused(e: ResponseError, message: &str) -> Option<ResponseKind> {
 /// Handles ShareAcknowledge.
 pub fn handle(ctx: Ctx, req: ShareAcknowledgeRequest) -> Reply {
     Box::pin(async move {
-        let group = req
-            .group_id
-            .as_ref()
-            .map(|g| g.to_string())
-            .unwrap_or_default();
-        let member = req
-            .member_id
-            .as_ref()
-            .map(|m| m.to_string())
-            .unwrap_or_default();
-        if group.is_empty() || member.is_empty() {
+        let Some((group, member)) =
+            group_and_member(req.group_id.as_deref(), req.member_id.as_ref())
+        else {
             return refused(
                 ResponseError::InvalidRequest,
                 "GroupId and MemberId must be set",
             );
-        }
+        };
         let mut acks: HashMap<Tp, Vec<AckBatch>> = HashMap::new();
         let mut parts: Vec<Tp> = Vec::new();
         for t in &req.topics {

@@ -18,6 +18,7 @@ use kafka_protocol::messages::share_fetch_response::{
     AcquiredRecords, LeaderIdAndEpoch, PartitionData, ShareFetchableTopicResponse,
 };
 use kafka_protocol::messages::{ResponseKind, ShareFetchRequest, ShareFetchResponse};
+use kafka_protocol::protocol::StrBytes;
 use tokio::time::Instant;
 
 use crate::context::{Ctx, Reply, sb, uuid};
@@ -137,6 +138,17 @@ fn refused(e: ResponseError, message: &str) -> Option<ResponseKind> {
     ))
 }
 
+/// A share request's group and member ids, both set (a request without them is
+/// refused with INVALID_REQUEST).
+pub(crate) fn group_and_member(
+    group: Option<&StrBytes>,
+    member: Option<&StrBytes>,
+) -> Option<(String, String)> {
+    let group = group.map(|g| g.to_string()).unwrap_or_default();
+    let member = member.map(|m| m.to_string()).unwrap_or_default();
+    (!group.is_empty() && !member.is_empty()).then_some((group, member))
+}
+
 /// The acknowledgement batches of a request's partitions.
 fn acks_of(req: &ShareFetchRequest) -> HashMap<Tp, Vec<AckBatch>> {
     let mut out: HashMap<Tp, Vec<AckBatch>> = HashMap::new();
@@ -182,22 +194,14 @@ fn session_changes(req: &ShareFetchRequest) -> Result<(Vec<Tp>, Vec<Tp>), &'stat
 /// Handles ShareFetch, long-polling when nothing is acquired.
 pub fn handle(ctx: Ctx, req: ShareFetchRequest) -> Reply {
     Box::pin(async move {
-        let group = req
-            .group_id
-            .as_ref()
-            .map(|g| g.to_string())
-            .unwrap_or_default();
-        let member = req
-            .member_id
-            .as_ref()
-            .map(|m| m.to_string())
-            .unwrap_or_default();
-        if group.is_empty() || member.is_empty() {
+        let Some((group, member)) =
+            group_and_member(req.group_id.as_deref(), req.member_id.as_ref())
+        else {
             return refused(
                 ResponseError::InvalidRequest,
                 "GroupId and MemberId must be set",
             );
-        }
+        };
         let (add, forget) = match session_changes(&req) {
             Ok(c) => c,
             Err(m) => return refused(ResponseError::InvalidRequest, m),
