@@ -24,6 +24,13 @@ fn refused(e: ResponseError, message: &str) -> ResponseKind {
     )
 }
 
+/// An assignment as heartbeat answers carry it (this one's and ShareGroupHeartbeat's):
+/// each topic's id with its partitions.
+pub(crate) fn assigned(p: Partitions) -> impl Iterator<Item = (uuid::Uuid, Vec<i32>)> {
+    p.into_iter()
+        .map(|(t, ps)| (uuid(t), ps.into_iter().map(|p| p as i32).collect()))
+}
+
 /// Handles ConsumerGroupHeartbeat.
 pub async fn handle(ctx: Ctx, req: ConsumerGroupHeartbeatRequest) -> Reply {
     let group = req.group_id.to_string();
@@ -76,11 +83,11 @@ pub async fn handle(ctx: Ctx, req: ConsumerGroupHeartbeatRequest) -> Reply {
                     .with_heartbeat_interval_ms(interval.as_millis() as i32)
                     .with_assignment(a.assignment.map(|p| {
                         Assignment::default().with_topic_partitions(
-                            p.into_iter()
-                                .map(|(t, ps)| {
+                            assigned(p)
+                                .map(|(id, ps)| {
                                     TopicPartitions::default()
-                                        .with_topic_id(uuid(t))
-                                        .with_partitions(ps.into_iter().map(|p| p as i32).collect())
+                                        .with_topic_id(id)
+                                        .with_partitions(ps)
                                 })
                                 .collect(),
                         )

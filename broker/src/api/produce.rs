@@ -103,39 +103,24 @@ async fn plan_partition(
         // produce to a partition adds the partition to the transaction, where the
         // transaction is coordinated (in a cluster, which offers version 1 only, the
         // producer adds it explicitly). The coordinator submits that change before this
-        // request's records, so they cannot be durable without it.
+        // request's records, so they cannot be durable without it; adding checks the
+        // producer as the check of an explicitly added partition does.
         let implicit = ctx.version >= IMPLICIT_ADD_FROM && ctx.broker.txns.coordinates(id);
+        let tp = (topic.name.clone(), index);
         for b in &batches {
             if !b.is_idempotent() {
                 return refuse("a transactional batch without a producer id and sequence");
             }
-            if implicit {
-                let added = ctx
-                    .broker
-                    .txns
-                    .add_partitions(
-                        id,
-                        b.producer_id,
-                        b.producer_epoch,
-                        vec![(topic.name.clone(), index)],
-                    )
+            let txns = &ctx.broker.txns;
+            let in_txn = if implicit {
+                txns.add_partitions(id, b.producer_id, b.producer_epoch, vec![tp.clone()])
                     .await
-                    .await;
-                if let Err(e) = added {
-                    return Plan::Refused(crate::error::fenced_for(e, false), None);
-                }
-            }
-            if let Err(e) = ctx
-                .broker
-                .txns
-                .check_produce(
-                    id,
-                    b.producer_id,
-                    b.producer_epoch,
-                    &(topic.name.clone(), index),
-                )
-                .await
-            {
+                    .await
+            } else {
+                txns.check_produce(id, b.producer_id, b.producer_epoch, &tp)
+                    .await
+            };
+            if let Err(e) = in_txn {
                 return Plan::Refused(crate::error::fenced_for(e, false), None);
             }
         }

@@ -10,7 +10,8 @@ use kafka_protocol::messages::{
     ResponseKind, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
 };
 
-use crate::context::{Ctx, Reply, ready, sb, uuid};
+use crate::api::consumer_group_heartbeat::assigned;
+use crate::context::{Ctx, Reply, ready, sb};
 use crate::group::share::state::ShareBeat;
 
 fn refused(e: ResponseError, message: &str) -> ResponseKind {
@@ -58,24 +59,23 @@ pub async fn handle(ctx: Ctx, req: ShareGroupHeartbeatRequest) -> Reply {
                 if let Some(p) = &a.assignment {
                     tracing::debug!(group, member = %a.member_id, epoch = a.epoch, assignment = ?p, "share member assigned");
                 }
+                let assignment = a.assignment.map(|p| {
+                    Assignment::default().with_topic_partitions(
+                        assigned(p)
+                            .map(|(id, ps)| {
+                                TopicPartitions::default()
+                                    .with_topic_id(id)
+                                    .with_partitions(ps)
+                            })
+                            .collect(),
+                    )
+                });
                 ResponseKind::ShareGroupHeartbeat(
                     ShareGroupHeartbeatResponse::default()
                         .with_member_id(Some(sb(&a.member_id)))
                         .with_member_epoch(a.epoch)
                         .with_heartbeat_interval_ms(interval.as_millis() as i32)
-                        .with_assignment(a.assignment.map(|p| {
-                            Assignment::default().with_topic_partitions(
-                                p.into_iter()
-                                    .map(|(t, ps)| {
-                                        TopicPartitions::default()
-                                            .with_topic_id(uuid(t))
-                                            .with_partitions(
-                                                ps.into_iter().map(|p| p as i32).collect(),
-                                            )
-                                    })
-                                    .collect(),
-                            )
-                        })),
+                        .with_assignment(assignment),
                 )
             }
         })

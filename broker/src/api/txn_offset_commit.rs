@@ -34,24 +34,19 @@ pub async fn handle(ctx: Ctx, req: TxnOffsetCommitRequest) -> Reply {
         Err(ResponseError::NotCoordinator)
     } else {
         // From v5 the client follows transaction version 2 (KIP-890): the commit adds
-        // the group to the transaction itself, where the transaction is coordinated.
-        let added = if ctx.version >= IMPLICIT_ADD_FROM && broker.txns.coordinates(&id) {
+        // the group to the transaction itself, where the transaction is coordinated
+        // (adding checks the producer as the check of an explicitly added group does).
+        let in_txn = if ctx.version >= IMPLICIT_ADD_FROM && broker.txns.coordinates(&id) {
             broker
                 .txns
                 .add_offsets(&id, producer_id, epoch, &group)
                 .await
                 .await
         } else {
-            Ok(())
-        };
-        let in_txn = match added {
-            Ok(()) => {
-                broker
-                    .txns
-                    .check_offset_commit(&id, producer_id, epoch, &group)
-                    .await
-            }
-            Err(e) => Err(e),
+            broker
+                .txns
+                .check_offset_commit(&id, producer_id, epoch, &group)
+                .await
         };
         match in_txn {
             Err(e) => Err(e),

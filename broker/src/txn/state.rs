@@ -393,10 +393,11 @@ impl TxnState {
             }
             Phase::PrepareCommit | Phase::PrepareAbort => {
                 self.check_producer(producer_id, epoch)?;
-                return match same(self.phase == Phase::PrepareCommit) {
-                    Ok(_) => Err(ResponseError::ConcurrentTransactions),
-                    Err(e) => Err(e),
-                };
+                return Err(if (self.phase == Phase::PrepareCommit) == commit {
+                    ResponseError::ConcurrentTransactions
+                } else {
+                    ResponseError::InvalidTxnState
+                });
             }
             _ => {}
         }

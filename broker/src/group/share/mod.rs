@@ -261,21 +261,7 @@ impl GroupCoordinator {
     /// group, and ends its share session.
     async fn release_member(self: &Arc<Self>, group: &str, member: &str, limits: Limits) {
         self.shares.sessions.forget_member(group, member);
-        if let Err(e) = self
-            .shares
-            .partitions
-            .release_member(
-                self.catalog.as_ref(),
-                &self.holdings,
-                group,
-                member,
-                None,
-                &limits,
-            )
-            .await
-        {
-            tracing::warn!(group, member, error = %e, "giving back a leaving member's records failed; their locks run out instead");
-        }
+        self.give_back(group, member, None, &limits).await;
     }
 
     /// Gives back what `member` holds in partitions its share session forgot (its
@@ -287,6 +273,14 @@ impl GroupCoordinator {
         forgotten: &[Tp],
         limits: Limits,
     ) {
+        self.give_back(group, member, Some(forgotten), &limits)
+            .await;
+    }
+
+    /// Gives back what `member` holds in this node's share partitions of `group` (in
+    /// `only` of them, if given); when that cannot be committed, the locks run out
+    /// instead.
+    async fn give_back(&self, group: &str, member: &str, only: Option<&[Tp]>, limits: &Limits) {
         let released = self
             .shares
             .partitions
@@ -295,12 +289,12 @@ impl GroupCoordinator {
                 &self.holdings,
                 group,
                 member,
-                Some(forgotten),
-                &limits,
+                only,
+                limits,
             )
             .await;
         if let Err(e) = released {
-            tracing::warn!(group, member, error = %e, "giving back a forgotten partition's records failed; their locks run out instead");
+            tracing::warn!(group, member, partitions = ?only, error = %e, "giving back a member's records failed; their locks run out instead");
         }
     }
 
