@@ -193,6 +193,22 @@ def read_to_end(bootstrap: str, topic: str, partitions=None, timeout=60, **conf)
         c.close()
 
 
+def log4j2_to_file(conf: Path, log: Path, root: str = "INFO", append: bool = False,
+                   **levels: str) -> Path:
+    """Writes a log4j2 properties file at `conf` sending a Java program's log to `log`
+    (the root at `root`; `levels` by logger name, dots as underscores) and returns its
+    path, for `-Dlog4j2.configurationFile`."""
+    lines = ["status = warn", "appender.file.type = File", "appender.file.name = FILE",
+             f"appender.file.fileName = {log}", f"appender.file.append = {str(append).lower()}",
+             "appender.file.layout.type = PatternLayout",
+             "appender.file.layout.pattern = [%d] %p %m (%c)%n",
+             f"rootLogger.level = {root}", "rootLogger.appenderRef.file.ref = FILE"]
+    for i, (name, level) in enumerate(levels.items()):
+        lines += [f"logger.l{i}.name = {name.replace('_', '.')}", f"logger.l{i}.level = {level}"]
+    conf.write_text("\n".join(lines) + "\n")
+    return conf
+
+
 def javac(src: Path, classpath: str) -> Path:
     """The directory of `src` compiled against `classpath`, cached under
     ~/.cache/eddy/javac by the source and classpath (javac takes 5-10 s a file here, and

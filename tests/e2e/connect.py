@@ -17,7 +17,7 @@ import urllib.request
 from pathlib import Path
 
 
-from conftest import ROOT, free_port, read_to_end
+from conftest import ROOT, free_port, log4j2_to_file, read_to_end
 
 JSON = "org.apache.kafka.connect.json.JsonConverter"
 
@@ -134,21 +134,9 @@ class Worker:
     def start(self, timeout: float = 120) -> "Worker":
         conf = self.dir / "worker.properties"
         conf.write_text("".join(f"{k}={v}\n" for k, v in self.settings().items()))
-        log4j = self.dir / "log4j2.properties"
-        log4j.write_text(
-            "status = warn\n"
-            "appender.file.type = File\n"
-            "appender.file.name = FILE\n"
-            f"appender.file.fileName = {self.log}\n"
-            "appender.file.append = true\n"
-            "appender.file.layout.type = PatternLayout\n"
-            "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
-            "rootLogger.level = INFO\n"
-            "rootLogger.appenderRef.file.ref = FILE\n"
-            # The reflections and Jersey chatter says nothing about the broker.
-            "logger.reflections.name = org.reflections\n"
-            "logger.reflections.level = ERROR\n"
-        )
+        # The reflections and Jersey chatter says nothing about the broker.
+        log4j = log4j2_to_file(self.dir / "log4j2.properties", self.log, append=True,
+                               org_reflections="ERROR")
         self.started_at = self.log.stat().st_size if self.log.exists() else 0
         out = open(self.dir / "stdout.log", "ab")
         self.proc = subprocess.Popen(

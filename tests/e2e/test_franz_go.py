@@ -16,9 +16,9 @@ import subprocess
 import uuid
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 
-from conftest import new_eddy
+from conftest import new_eddy, read_to_end
 from test_go_clients import go_build
 
 
@@ -45,23 +45,10 @@ def admin(franz, eddy, op, **kw):
     return run(franz, "admin", op, "-brokers", eddy.bootstrap, *args)[-1]
 
 
-def read_committed(eddy, topic, partitions):
-    c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": name("check"),
-                  "isolation.level": "read_committed", "enable.partition.eof": True,
-                  "enable.auto.commit": False})
-    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-    values, eof = [], set()
-    try:
-        while len(eof) < partitions:
-            m = c.poll(10)
-            assert m is not None, f"no end of {topic} in 10 s: {values}"
-            if m.error():
-                eof.add(m.partition())
-                continue
-            values.append(m.value().decode())
-    finally:
-        c.close()
-    return values
+def read_committed(eddy, topic):
+    """The values of `topic` at read_committed, from the start to the last stable offset."""
+    return [m.value().decode()
+            for m in read_to_end(eddy.bootstrap, topic, isolation_level="read_committed")]
 
 
 @pytest.mark.parametrize("level", [2, 1])
@@ -84,7 +71,7 @@ def test_kgo_transactions_follow_the_offered_transaction_version(eddy, franz, tm
         described = admin(franz, server, "describe-txn", txid=txid)
         assert (described["state"], described["epoch"]) == ("CompleteCommit", epochs[-1])
         want = sorted(f"t{i}-r{j}" for i in (0, 2, 3, 5) for j in range(3))
-        assert sorted(read_committed(server, topic, 2)) == want
+        assert sorted(read_committed(server, topic)) == want
     finally:
         if server is not eddy:
             server.stop()
@@ -101,7 +88,7 @@ def test_kgo_group_transact_session_copies_exactly_once(eddy, franz):
     events = run(franz, "ctp", "-brokers", eddy.bootstrap, "-in", src, "-out", dst,
                  "-group", group, "-txid", name("franz-ctp-tid"), "-n", 40)
     assert events[-1] == {"event": "done", "copied": 40}, events
-    assert sorted(read_committed(eddy, dst, 2)) == sorted(f"copy-v{i}" for i in range(40))
+    assert sorted(read_committed(eddy, dst)) == sorted(f"copy-v{i}" for i in range(40))
     c = Consumer({"bootstrap.servers": eddy.bootstrap, "group.id": group})
     try:
         committed = c.committed([TopicPartition(src, 0), TopicPartition(src, 1)], timeout=10)

@@ -25,7 +25,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from conftest import new_eddy
+from conftest import log4j2_to_file, new_eddy
 from connect import Worker, classpath, client_config, http, wait_for
 
 pytestmark = pytest.mark.skipif(shutil.which("javac") is None, reason="Java is not installed")
@@ -63,16 +63,8 @@ class Java:
     def run(self, bootstrap, scenario, prefix, *args, timeout=180):
         self.runs += 1
         log = self.out / f"{self.runs:02d}-{scenario}.log"
-        conf = self.out / f"{self.runs:02d}-{scenario}.log4j2.properties"
-        conf.write_text(
-            "status = warn\n"
-            "appender.file.type = File\n"
-            "appender.file.name = FILE\n"
-            f"appender.file.fileName = {log}\n"
-            "appender.file.layout.type = PatternLayout\n"
-            "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
-            f"rootLogger.level = {os.environ.get('EDDY_JAVA_LOG', 'INFO')}\n"
-            "rootLogger.appenderRef.file.ref = FILE\n")
+        conf = log4j2_to_file(self.out / f"{self.runs:02d}-{scenario}.log4j2.properties", log,
+                              root=os.environ.get("EDDY_JAVA_LOG", "INFO"))
         out = subprocess.run(
             ["java", f"-Dlog4j2.configurationFile={conf}", "-cp", f"{self.out}:{classpath()}",
              "TxnClient", bootstrap, scenario, prefix, *map(str, args)],

@@ -5,8 +5,7 @@ changelog, every new count written out). The application is killed with SIGKILL
 mid-stream and restarted on an empty state directory (its store restored from the
 changelog), then eddy itself is killed with SIGKILL and restarted under it. The output
 read at read_committed must be exact: each key's counts 1, 2, ..., 1000 once each, in
-order, and the application's group committed at the input's end. Streams' producers
-speak transaction version 2 here (each commit bumps their epoch)."""
+order, and the application's group committed at the input's end."""
 
 import signal
 import subprocess
@@ -14,12 +13,12 @@ import threading
 import time
 import uuid
 from collections import defaultdict
+from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from conftest import javac, kafka_classpath, new_eddy
-from pathlib import Path
+from conftest import javac, kafka_classpath, new_eddy, read_to_end
 
 JAVA = Path(__file__).parent / "java" / "StreamsEos.java"
 RECORDS = 4000
@@ -30,27 +29,12 @@ def name(prefix):
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-def read_committed(bootstrap, topic, partitions):
+def read_committed(bootstrap, topic):
     """Every record of `topic` at read_committed, from the start to the last stable
     offset: {key: [values in offset order]}."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": name("check"),
-                  "isolation.level": "read_committed", "enable.partition.eof": True,
-                  "enable.auto.commit": False})
-    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-    out, eof = defaultdict(list), set()
-    deadline = time.time() + 60
-    try:
-        while len(eof) < partitions:
-            assert time.time() < deadline, f"no end of {topic} in 60 s"
-            m = c.poll(1)
-            if m is None:
-                continue
-            if m.error():
-                eof.add(m.partition())
-                continue
-            out[m.key().decode()].append(int(m.value()))
-    finally:
-        c.close()
+    out = defaultdict(list)
+    for m in read_to_end(bootstrap, topic, isolation_level="read_committed"):
+        out[m.key().decode()].append(int(m.value()))
     return out
 
 
@@ -162,7 +146,7 @@ def test_exactly_once_v2_through_an_application_kill_and_a_broker_kill(tmp_path)
         per_key = RECORDS // KEYS
 
         def finished():
-            got = read_committed(eddy.bootstrap, dst, 2)
+            got = read_committed(eddy.bootstrap, dst)
             return got if all(len(got.get(f"g{k}", [])) >= per_key for k in range(KEYS)) else None
 
         watcher.stopping.set()

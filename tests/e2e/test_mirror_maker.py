@@ -22,7 +22,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import connect
-from conftest import free_port
+from conftest import free_port, log4j2_to_file, read_to_end
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDS = 100
@@ -147,11 +147,11 @@ def end_offsets(bootstrap, topic, partitions):
         c.close()
 
 
-def resume(bootstrap, group, topic, partitions, reset="error"):
-    """What a consumer of `group` reads on `topic` from the group's committed offsets (or
-    `reset`) to the end: {partition: [values]}."""
+def resume(bootstrap, group, topic, partitions):
+    """What a consumer of `group` reads on `topic` from the group's committed offsets to
+    the end: {partition: [values]}."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                  "auto.offset.reset": reset, "enable.partition.eof": True})
+                  "auto.offset.reset": "error", "enable.partition.eof": True})
     got, eof = {p: [] for p in range(partitions)}, set()
     try:
         c.assign([TopicPartition(topic, p) for p in range(partitions)])  # committed offsets
@@ -212,18 +212,8 @@ def test_mirror_maker_2_copies_topics_and_translates_group_offsets_both_ways(kaf
         "",
     ]))
     log = tmp_path / "mm2.log"
-    log4j = tmp_path / "log4j2.properties"
-    log4j.write_text(
-        "status = warn\n"
-        "appender.file.type = File\n"
-        "appender.file.name = FILE\n"
-        f"appender.file.fileName = {log}\n"
-        "appender.file.layout.type = PatternLayout\n"
-        "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
-        "rootLogger.level = WARN\n"
-        "rootLogger.appenderRef.file.ref = FILE\n"
-        "logger.mirror.name = org.apache.kafka.connect.mirror\n"
-        "logger.mirror.level = INFO\n")
+    log4j = log4j2_to_file(tmp_path / "log4j2.properties", log, root="WARN",
+                           org_apache_kafka_connect_mirror="INFO")
     mm2 = subprocess.Popen(["java", "-Xmx768m", f"-Dlog4j2.configurationFile={log4j}",
                             "-cp", mirror_classpath(),
                             "org.apache.kafka.connect.mirror.MirrorMaker", str(props)],
@@ -234,7 +224,7 @@ def test_mirror_maker_2_copies_topics_and_translates_group_offsets_both_ways(kaf
                  f"kafka.{up} on eddy", [log], mm2)
         wait_for(lambda: end_offsets(kafka, f"eddy.{down}", 2) == [50, 50], 180,
                  f"eddy.{down} on Kafka", [log], mm2)
-        assert sorted(sum(resume_all(eddy.bootstrap, f"kafka.{up}", 2).values(), [])) == \
+        assert sorted(m.value().decode() for m in read_to_end(eddy.bootstrap, f"kafka.{up}")) == \
             sorted(f"{up}:{i}" for i in range(RECORDS))
         # The groups' offsets, translated onto the copies.
         ends = {0: 50, 1: 50}
@@ -264,6 +254,3 @@ def test_mirror_maker_2_copies_topics_and_translates_group_offsets_both_ways(kaf
         assert got == {p: [f"{source}:{i}" for i in range(RECORDS + p, RECORDS + 20, 2)]
                        for p in range(2)}, got
 
-
-def resume_all(bootstrap, topic, partitions):
-    return resume(bootstrap, name("all"), topic, partitions, reset="earliest")
