@@ -553,6 +553,7 @@ async fn start_kafka(
         .collect();
     kafka_config.advertised_listeners = config.kafka_advertised.clone();
     kafka_config.view = view.to_owned();
+    kafka_config.cluster_id = broker::cluster::cluster_id(catalog.blobs().drives().set_id(), view);
     kafka_config.view_users = users;
     kafka_config.view_metrics = Some(shared.view_metrics.clone());
     kafka_config.sasl_mechanisms = config.sasl_mechanisms.clone();

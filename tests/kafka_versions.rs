@@ -357,3 +357,39 @@ fn every_advertised_version_of_every_api_answers() {
     assert_eq!(max(ApiKey::OffsetFetch), Some(9));
     assert_eq!(max(ApiKey::ListOffsets), Some(10));
 }
+
+/// ApiVersions v5 (KIP-1242): a client naming the cluster and node it means is answered
+/// normally when they are this broker's, and REBOOTSTRAP_REQUIRED (129) in v5 when
+/// either is another's.
+#[test]
+fn api_versions_v5_checks_the_cluster_and_node_a_client_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let _server = Server::start(dir.path(), port, &["127.0.0.1"], &[]);
+    let mut s = connect(port);
+    let metadata: MetadataResponse =
+        roundtrip(&mut s, ApiKey::Metadata, 12, &MetadataRequest::default());
+    let cluster = metadata.cluster_id.expect("a cluster id");
+    assert_eq!(cluster.len(), 22, "a Kafka-style id: {cluster}");
+    let node = metadata.brokers[0].node_id;
+    let ask = |s: &mut TcpStream, cluster: &StrBytes, node: i32| -> ApiVersionsResponse {
+        let req = ApiVersionsRequest::default()
+            .with_client_software_name(StrBytes::from_static_str("eddy-walk"))
+            .with_client_software_version(StrBytes::from_static_str("1"))
+            .with_cluster_id(Some(cluster.clone()))
+            .with_node_id(node.into());
+        roundtrip(s, ApiKey::ApiVersions, 5, &req)
+    };
+    let right = ask(&mut s, &cluster, *node);
+    assert_eq!(right.error_code, 0);
+    assert!(!right.api_keys.is_empty());
+    let other_node = ask(&mut s, &cluster, *node + 1);
+    assert_eq!(other_node.error_code, 129);
+    assert!(other_node.api_keys.is_empty());
+    let other_cluster = ask(
+        &mut s,
+        &StrBytes::from_static_str("AAAAAAAAAAAAAAAAAAAAAA"),
+        *node,
+    );
+    assert_eq!(other_cluster.error_code, 129);
+}

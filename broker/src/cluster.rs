@@ -9,8 +9,27 @@
 //! name of its own (`INTERNAL`, `EXTERNAL`: two plaintext classes, one for clients inside
 //! a container network and one for the host) and advertised addresses, Kafka's
 //! `advertised.listeners`: what clients of that listener are told to connect to.
+//!
+//! The cluster id comes from the drive set's id ([`cluster_id`]), so every node over the
+//! same drives reports the same one and another store at the same address does not.
 
 use std::net::{IpAddr, SocketAddr};
+
+/// The Kafka cluster id of a broker view over the drive set `set_id` (`""`: the default
+/// view): a name-based UUID of the set's id (of the view's name under it, for a named
+/// view, which is a cluster of its own to its clients), written as Kafka writes its own
+/// (URL-safe base64 of the 16 bytes, unpadded). Clients name it back in ApiVersions v5
+/// to find out whether an address still reaches the cluster they knew.
+pub fn cluster_id(set_id: &str, view: &str) -> String {
+    use base64::Engine;
+    let store = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, set_id.as_bytes());
+    let id = if view.is_empty() {
+        store
+    } else {
+        uuid::Uuid::new_v5(&store, view.as_bytes())
+    };
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id.as_bytes())
+}
 
 /// One security protocol's sorted broker addresses.
 #[derive(Debug, Clone)]
@@ -181,6 +200,24 @@ impl Cluster {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn cluster_ids_are_the_set_s_and_differ_per_view() {
+        let id = super::cluster_id("0123456789abcdef0123456789abcdef", "");
+        assert_eq!(id.len(), 22, "{id}");
+        assert_eq!(
+            id,
+            super::cluster_id("0123456789abcdef0123456789abcdef", "")
+        );
+        assert_ne!(
+            id,
+            super::cluster_id("fedcba9876543210fedcba9876543210", "")
+        );
+        assert_ne!(
+            id,
+            super::cluster_id("0123456789abcdef0123456789abcdef", "tenant")
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -566,9 +566,14 @@ fn encode(
 ) -> Result<Bytes, String> {
     let mut body = BytesMut::with_capacity(256);
     body.put_i32(0);
-    // An ApiVersions answer to an unsupported version is always v0.
+    // An ApiVersions answer to an unsupported version is always v0 (other errors, such
+    // as REBOOTSTRAP_REQUIRED, are in the request's version).
     let version = match response {
-        ResponseKind::ApiVersions(r) if r.error_code != 0 => 0,
+        ResponseKind::ApiVersions(r)
+            if r.error_code == kafka_protocol::error::ResponseError::UnsupportedVersion.code() =>
+        {
+            0
+        }
         _ => version,
     };
     let header = ResponseHeader::default().with_correlation_id(correlation_id);

@@ -204,6 +204,12 @@ impl DriveSet {
         Ok(formatted)
     }
 
+    /// The set's id: 128 random bits drawn when its drives were first formatted, written
+    /// on each of them, shared by every node over the set.
+    pub fn set_id(&self) -> &str {
+        &self.set_id
+    }
+
     /// Data shards per stripe.
     pub fn k(&self) -> usize {
         self.code.data_shards()

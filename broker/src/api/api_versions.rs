@@ -1,7 +1,11 @@
 //! ApiVersions: the APIs and versions this broker serves, and its features (KIP-584):
 //! `transaction.version`, which tells Kafka 4 clients which transaction protocol to
 //! speak (KIP-890). A request newer than we know is answered in v0 with
-//! UNSUPPORTED_VERSION and our ranges, so the client can retry lower.
+//! UNSUPPORTED_VERSION and our ranges, so the client can retry lower. From v5 a client
+//! names the cluster and node it means to reach (KIP-1242): another cluster, or another
+//! node at that address (the brokers renumbered), is answered REBOOTSTRAP_REQUIRED, as
+//! Kafka 4.4 does, and the client bootstraps again instead of sending its requests to
+//! the wrong broker.
 
 use std::sync::LazyLock;
 
@@ -38,8 +42,27 @@ pub fn capped(api: ApiKey, max: i16, level: i16) -> i16 {
     }
 }
 
+/// Whether the client meant another cluster or another node than the one it reached:
+/// Kafka's rule (a named cluster, and either it or the node differs).
+fn misrouted(req: &ApiVersionsRequest, cluster_id: &str, node: i32) -> bool {
+    req.cluster_id
+        .as_deref()
+        .is_some_and(|named| named != cluster_id || *req.node_id != node)
+}
+
 /// Answers ApiVersions.
-pub fn handle(ctx: &Ctx, _req: ApiVersionsRequest) -> ApiVersionsResponse {
+pub fn handle(ctx: &Ctx, req: ApiVersionsRequest) -> ApiVersionsResponse {
+    if misrouted(&req, &ctx.broker.config.cluster_id, ctx.node) {
+        tracing::debug!(
+            peer = %ctx.peer,
+            cluster = ?req.cluster_id,
+            node = *req.node_id,
+            "a client reached the wrong cluster or node: rebootstrap required"
+        );
+        // Kafka's error answer: the code alone, no API ranges.
+        return ApiVersionsResponse::default()
+            .with_error_code(ResponseError::RebootstrapRequired.code());
+    }
     let level = ctx.broker.txns.config().version;
     let api_keys = SERVED
         .iter()
@@ -79,6 +102,22 @@ pub fn handle(ctx: &Ctx, _req: ApiVersionsRequest) -> ApiVersionsResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_client_that_names_another_cluster_or_node_is_misrouted() {
+        let req = |cluster: Option<&'static str>, node: i32| {
+            ApiVersionsRequest::default()
+                .with_cluster_id(cluster.map(StrBytes::from_static_str))
+                .with_node_id(node.into())
+        };
+        // Clients before v5, and bootstrap connections, name nothing.
+        assert!(!misrouted(&req(None, -1), "abc", 1));
+        assert!(!misrouted(&req(None, 2), "abc", 1));
+        assert!(!misrouted(&req(Some("abc"), 1), "abc", 1));
+        assert!(misrouted(&req(Some("abc"), 2), "abc", 1));
+        assert!(misrouted(&req(Some("xyz"), 1), "abc", 1));
+        assert!(misrouted(&req(Some("abc"), -1), "abc", 1));
+    }
 
     #[test]
     fn the_second_protocol_s_versions_are_held_back_at_level_1() {

@@ -67,7 +67,7 @@ pub fn supported(api: ApiKey) -> Option<(i16, i16)> {
         ApiKey::Fetch => (0, 18),
         ApiKey::ListOffsets => (0, 10),
         ApiKey::Metadata => (0, 13),
-        ApiKey::ApiVersions => (0, 4),
+        ApiKey::ApiVersions => (0, 5),
         ApiKey::CreateTopics => (0, 7),
         ApiKey::DeleteTopics => (1, 6),
         ApiKey::DeleteRecords => (0, 2),

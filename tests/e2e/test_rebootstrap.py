@@ -1,0 +1,149 @@
+"""Rebootstrap (KIP-1102, KIP-1242) with Apache Kafka 4.4's Java client: a client that
+connects to a broker it knew names the cluster and node it means (ApiVersions v5), and
+eddy answers REBOOTSTRAP_REQUIRED when the address now reaches another node (the
+brokers renumbered) or another cluster (another store), so the client bootstraps again
+instead of sending requests to the wrong broker. The Java client logs the broker's
+request ("Rebootstrap requested by server"); that line is what these tests look for,
+with the records or answers the client went on to get.
+
+The clients reconnect without backoff: with Kafka's default backoff, a client that finds
+every known broker away at one moment rebootstraps on its own (KIP-1102), which would
+hide whether the broker asked."""
+
+import shutil
+import subprocess
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from conftest import Eddy, free_port, javac, kafka_classpath, log4j2_to_file, read_to_end
+from scale_out import wait_for
+
+pytestmark = pytest.mark.skipif(shutil.which("javac") is None, reason="Java is not installed")
+
+JAVA = Path(__file__).parent / "java" / "Rebootstrap.java"
+ASKED = "Rebootstrap requested by server due to cluster metadata mismatch"
+NO_BACKOFF = ["reconnect.backoff.ms=0", "reconnect.backoff.max.ms=0"]
+
+
+class Client:
+    """Rebootstrap.java running (`produce` or `describe`), its output lines in `lines`,
+    its log in `log`."""
+
+    def __init__(self, tmp: Path, *args):
+        cp = kafka_classpath()
+        self.log = tmp / "client.log"
+        conf = log4j2_to_file(tmp / "log4j2.properties", self.log, root="WARN",
+                              org_apache_kafka_clients_NetworkClient="INFO")
+        self.lines = []
+        self.proc = subprocess.Popen(
+            ["java", f"-Dlog4j2.configurationFile={conf}", "-cp", f"{javac(JAVA, cp)}:{cp}",
+             "Rebootstrap", *args, *NO_BACKOFF],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self._reader = threading.Thread(target=self._read)
+        self._reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append(line.split())
+
+    def count(self, kind: str) -> int:
+        return sum(1 for w in list(self.lines) if w[0] == kind)
+
+    def asked_to_rebootstrap(self) -> int:
+        return self.log.read_text().count(ASKED) if self.log.exists() else 0
+
+    def finish(self):
+        self.proc.stdin.close()
+        assert self.proc.wait(timeout=60) == 0
+        self._reader.join()
+
+
+def node(data: Path, port: int, hosts: list) -> Eddy:
+    return Eddy(data_dir=data, s3_port=free_port(), kafka_ports=[port] * len(hosts),
+                kafka_hosts=hosts, http_port=free_port())
+
+
+def test_a_producer_whose_brokers_were_renumbered_rebootstraps_and_loses_nothing(tmp_path):
+    # Two brokers at 127.0.0.1 and .2 are nodes 0 and 1; restarted at .2 and .3 they are
+    # nodes 0 and 1 again, so .2, which the producer knew as node 1, is now node 0.
+    port = free_port()
+    data = tmp_path / "data"
+    server = node(data, port, ["127.0.0.1", "127.0.0.2"]).start()
+    client = None
+    try:
+        topic = "renumbered"
+        admin = AdminClient({"bootstrap.servers": server.bootstrap})
+        admin.create_topics([NewTopic(topic, num_partitions=4)])[topic].result(30)
+        bootstrap = ",".join(f"127.0.0.{i}:{port}" for i in (1, 2, 3))
+        client = Client(tmp_path, "produce", bootstrap, topic)
+        wait_for(lambda: client.count("acked") >= 100, 120, "acks before the renumbering")
+        server.stop()
+        server = node(data, port, ["127.0.0.2", "127.0.0.3"]).start()
+        before = client.count("acked")
+        wait_for(lambda: client.count("acked") >= before + 100, 120, "acks after the renumbering")
+        client.finish()
+        assert client.asked_to_rebootstrap() >= 1, client.log.read_text()[-3000:]
+        assert client.count("failed") == 0, [w for w in client.lines if w[0] == "failed"]
+        acked = [w[1] for w in client.lines if w[0] == "acked"]
+        stored = Counter(m.value().decode() for m in read_to_end(server.bootstrap, topic))
+        # Every acknowledged record is there once, and nothing else.
+        assert stored == Counter(acked)
+    finally:
+        if client and client.proc.poll() is None:
+            client.proc.kill()
+        server.stop()
+
+
+def test_a_client_reaching_another_store_at_its_address_rebootstraps(tmp_path):
+    port = free_port()
+    hosts = ["127.0.0.1"]
+    first = node(tmp_path / "first", port, hosts).start()
+    client = None
+
+    def create(server, topic):
+        admin = AdminClient({"bootstrap.servers": server.bootstrap})
+        admin.create_topics([NewTopic(topic, num_partitions=1)])[topic].result(30)
+
+    def users(line):
+        """The topics of one list, without eddy's own (`__eddy_audit`)."""
+        return ",".join(t for t in (line[1] if len(line) > 1 else "").split(",") if not t.startswith("__"))
+
+    def listed():
+        return {users(w) for w in list(client.lines)}
+
+    def cluster_id(server):
+        return AdminClient({"bootstrap.servers": server.bootstrap}).list_topics(timeout=30).cluster_id
+
+    try:
+        create(first, "on-first")
+        first_id = cluster_id(first)
+        client = Client(tmp_path, "topics", first.bootstrap)
+        wait_for(lambda: client.count("topics") >= 5, 60, "topic lists")
+        assert listed() == {"on-first"}
+        # The same store restarted at the same address is the same cluster and node: no
+        # rebootstrap.
+        first.restart()
+        assert cluster_id(first) == first_id
+        seen = client.count("topics")
+        wait_for(lambda: client.count("topics") >= seen + 5, 60, "lists after the restart")
+        assert listed() == {"on-first"}
+        assert client.asked_to_rebootstrap() == 0, client.log.read_text()[-3000:]
+        # Another store at that address is another cluster.
+        first.stop()
+        second = node(tmp_path / "second", port, hosts).start()
+        try:
+            create(second, "on-second")
+            assert cluster_id(second) != first_id
+            wait_for(lambda: users(client.lines[-1]) == "on-second", 60, "the second store's topics")
+            client.finish()
+            assert client.asked_to_rebootstrap() >= 1, client.log.read_text()[-3000:]
+        finally:
+            second.stop()
+    finally:
+        if client and client.proc.poll() is None:
+            client.proc.kill()
+        first.stop()
