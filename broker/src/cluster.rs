@@ -200,25 +200,16 @@ impl Cluster {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn cluster_ids_are_the_set_s_and_differ_per_view() {
-        let id = super::cluster_id("0123456789abcdef0123456789abcdef", "");
+        let id = cluster_id("0123456789abcdef0123456789abcdef", "");
         assert_eq!(id.len(), 22, "{id}");
-        assert_eq!(
-            id,
-            super::cluster_id("0123456789abcdef0123456789abcdef", "")
-        );
-        assert_ne!(
-            id,
-            super::cluster_id("fedcba9876543210fedcba9876543210", "")
-        );
-        assert_ne!(
-            id,
-            super::cluster_id("0123456789abcdef0123456789abcdef", "tenant")
-        );
+        assert_eq!(id, cluster_id("0123456789abcdef0123456789abcdef", ""));
+        assert_ne!(id, cluster_id("fedcba9876543210fedcba9876543210", ""));
+        assert_ne!(id, cluster_id("0123456789abcdef0123456789abcdef", "tenant"));
     }
-
-    use super::*;
 
     #[test]
     fn leaders_are_stable_and_spread() {
