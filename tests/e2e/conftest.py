@@ -2,6 +2,8 @@
 on free loopback ports with a fresh data dir, stopped with SIGTERM afterwards (and its
 clean exit checked)."""
 
+import contextlib
+import fcntl
 import functools
 import os
 import random
@@ -209,6 +211,21 @@ def log4j2_to_file(conf: Path, log: Path, root: str = "INFO", append: bool = Fal
     return conf
 
 
+@contextlib.contextmanager
+def cache_lock(name: str):
+    """Holds an exclusive lock on ~/.cache/eddy/locks/`name` for the block: the suite runs
+    on two workers (pytest-xdist), and two of them filling one cache entry at once (npm
+    ci into one directory, a Go build replacing another's) would break it."""
+    locks = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "eddy" / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / f"{name}.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def javac(src: Path, classpath: str) -> Path:
     """The directory of `src` compiled against `classpath`, cached under
     ~/.cache/eddy/javac by the source and classpath (javac takes 5-10 s a file here, and
@@ -253,6 +270,14 @@ def npm_ci(marker: str, where: Path = None) -> None:
     and builds) and node_modules is a link to them."""
     where = where or NODE_DIR
     here = where / "node_modules"
+    if (here / marker).exists():
+        return
+    with cache_lock(f"npm-{where.name}"):
+        _npm_ci(marker, where, here)
+
+
+def _npm_ci(marker: str, where: Path, here: Path) -> None:
+    """npm_ci's work, under its lock."""
     if (here / marker).exists():
         return
     import hashlib

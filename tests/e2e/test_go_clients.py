@@ -56,7 +56,7 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
-from conftest import metric, new_eddy
+from conftest import cache_lock, metric, new_eddy
 
 GO_DIR = Path(__file__).resolve().parents[1] / "go"
 # The Go of the machines the tests run on: /usr/local/go, also when it is not on PATH.
@@ -105,6 +105,14 @@ def go_build(program: str) -> Path:
     sources = [GO_DIR / program / "main.go", GO_DIR / "go.mod", GO_DIR / "go.sum"]
     key = hashlib.sha256(b"".join(f.read_bytes() for f in sources) + version.encode()).hexdigest()[:16]
     out = CACHE / f"{program}-{key}" / program
+    if out.exists():
+        return out
+    with cache_lock(f"go-{program}"):
+        return _go_build(go, program, out)
+
+
+def _go_build(go: str, program: str, out: Path) -> Path:
+    """go_build's work, under its lock."""
     if out.exists():
         return out
     for old in CACHE.glob(f"{program}-*"):
