@@ -196,15 +196,20 @@ def read_to_end(bootstrap: str, topic: str, partitions=None, timeout=60, **conf)
 
 
 def log4j2_to_file(conf: Path, log: Path, root: str = "INFO", append: bool = False,
-                   **levels: str) -> Path:
+                   only: str = None, **levels: str) -> Path:
     """Writes a log4j2 properties file at `conf` sending a Java program's log to `log`
-    (the root at `root`; `levels` by logger name, dots as underscores) and returns its
-    path, for `-Dlog4j2.configurationFile`."""
+    (the root at `root`; `levels` by logger name, dots as underscores; `only`: just the
+    messages matching that regex) and returns its path, for `-Dlog4j2.configurationFile`."""
     lines = ["status = warn", "appender.file.type = File", "appender.file.name = FILE",
              f"appender.file.fileName = {log}", f"appender.file.append = {str(append).lower()}",
              "appender.file.layout.type = PatternLayout",
              "appender.file.layout.pattern = [%d] %p %m (%c)%n",
              f"rootLogger.level = {root}", "rootLogger.appenderRef.file.ref = FILE"]
+    if only:
+        lines += ["appender.file.filter.only.type = RegexFilter",
+                  f"appender.file.filter.only.regex = {only}",
+                  "appender.file.filter.only.onMatch = ACCEPT",
+                  "appender.file.filter.only.onMismatch = DENY"]
     for i, (name, level) in enumerate(levels.items()):
         lines += [f"logger.l{i}.name = {name.replace('_', '.')}", f"logger.l{i}.level = {level}"]
     conf.write_text("\n".join(lines) + "\n")

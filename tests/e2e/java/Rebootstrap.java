@@ -1,5 +1,5 @@
 // A long-lived Java client for the rebootstrap tests (KIP-1102, KIP-1242), until its stdin
-// closes. `produce BOOTSTRAP TOPIC`: an idempotent producer sending "v0", "v1", ... one at
+// closes. `produce BOOTSTRAP TOPIC`: an idempotent producer sending "v0", "v1", ... 20 at
 // a time, printing "acked VALUE PARTITION OFFSET" or "failed VALUE EXCEPTION". `topics
 // BOOTSTRAP`: a consumer listing the topics every 100 ms, printing "topics A,B,..." for
 // each answer (a consumer: the admin client names no cluster in ApiVersions). Extra
@@ -49,13 +49,22 @@ public class Rebootstrap {
         p.put("key.serializer", StringSerializer.class.getName());
         p.put("value.serializer", StringSerializer.class.getName());
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
-            for (int i = 0; open.get(); i++) {
-                String value = "v" + i;
-                try {
-                    RecordMetadata m = producer.send(new ProducerRecord<>(topic, value, value)).get();
-                    System.out.println("acked " + value + " " + m.partition() + " " + m.offset());
-                } catch (ExecutionException e) {
-                    System.out.println("failed " + value + " " + e.getCause());
+            // Windows of 20 records in flight at once, so they go to every partition's
+            // leader (one at a time, a client only ever needs one broker).
+            for (int i = 0; open.get(); i += 20) {
+                List<Future<RecordMetadata>> sent = new ArrayList<>();
+                for (int j = i; j < i + 20; j++) {
+                    String value = "v" + j;
+                    sent.add(producer.send(new ProducerRecord<>(topic, value, value)));
+                }
+                for (int j = 0; j < sent.size(); j++) {
+                    String value = "v" + (i + j);
+                    try {
+                        RecordMetadata m = sent.get(j).get();
+                        System.out.println("acked " + value + " " + m.partition() + " " + m.offset());
+                    } catch (ExecutionException e) {
+                        System.out.println("failed " + value + " " + e.getCause());
+                    }
                 }
                 System.out.flush();
             }
