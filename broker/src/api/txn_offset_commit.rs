@@ -28,47 +28,45 @@ pub async fn handle(ctx: Ctx, req: TxnOffsetCommitRequest) -> Reply {
     let group = req.group_id.to_string();
     let broker = &ctx.broker;
     let (producer_id, epoch) = (req.producer_id.0, req.producer_epoch);
-    let checked = if group.is_empty() {
-        Err(ResponseError::InvalidGroupId)
-    } else if !ctx.coordinates(&group) {
-        Err(ResponseError::NotCoordinator)
-    } else {
+    let checked = async {
+        if group.is_empty() {
+            return Err(ResponseError::InvalidGroupId);
+        }
+        if !ctx.coordinates(&group) {
+            return Err(ResponseError::NotCoordinator);
+        }
         // From v5 the client follows transaction version 2 (KIP-890): the commit adds
         // the group to the transaction itself, where the transaction is coordinated
         // (adding checks the producer as the check of an explicitly added group does).
-        let in_txn = if ctx.version >= IMPLICIT_ADD_FROM && broker.txns.coordinates(&id) {
+        if ctx.version >= IMPLICIT_ADD_FROM && broker.txns.coordinates(&id) {
             broker
                 .txns
                 .add_offsets(&id, producer_id, epoch, &group)
                 .await
-                .await
+                .await?;
         } else {
             broker
                 .txns
                 .check_offset_commit(&id, producer_id, epoch, &group)
-                .await
-        };
-        match in_txn {
-            Err(e) => Err(e),
-            Ok(()) => {
-                // Before v3 the request names no generation: nothing to fence.
-                let generation = if ctx.version < 3 {
-                    -1
-                } else {
-                    req.generation_id
-                };
-                broker
-                    .groups
-                    .check_commit(
-                        &group,
-                        generation,
-                        &req.member_id,
-                        req.group_instance_id.as_deref(),
-                    )
-                    .await
-            }
+                .await?;
         }
-    };
+        // Before v3 the request names no generation: nothing to fence.
+        let generation = if ctx.version < 3 {
+            -1
+        } else {
+            req.generation_id
+        };
+        broker
+            .groups
+            .check_commit(
+                &group,
+                generation,
+                &req.member_id,
+                req.group_instance_id.as_deref(),
+            )
+            .await
+    }
+    .await;
     let mut ops: Vec<Op> = creates_group(&checked, &group).into_iter().collect();
     let max_metadata = broker.groups.config().max_metadata_bytes;
     let now = now_ms();
