@@ -25,6 +25,9 @@ Notifications: warp put of 4 KiB objects into a bucket whose every ObjectCreated
   goes to a Kafka topic: Eddy (the event row commits in the object's transaction) vs MinIO
   publishing to Apache Kafka; PUT/s, and the topic must then hold one record per PUT.
 
+With EDDY_BASE_BIN set, that build runs too, as "eddy-base", one more peer of every part:
+a before/after of a change in the same run as the peers.
+
 Systems alternate within a pass (the order reverses on odd passes); each starts on a fresh
 data directory under the scratch directory and is stopped before the next. Raw outputs
 and the table (results.md) stay in SCRATCH/results-<time>/. Clients share the two cores
@@ -139,9 +142,19 @@ class Server:
             self.proc.wait()
 
 
-def start_eddy(data, out, env=None):
-    server = new_eddy(data, env=env or {}).start()
-    return Server("eddy", server.proc, server.proc.pid, bootstrap=server.bootstrap,
+def start_eddy(data, out, env=None, name="eddy"):
+    """Eddy from $EDDY_BIN, or as "eddy-base" from $EDDY_BASE_BIN (an earlier build run
+    beside it as one more peer, for a before/after in the same run)."""
+    binary = os.environ["EDDY_BASE_BIN"] if name == "eddy-base" else os.environ.get("EDDY_BIN")
+    saved = os.environ.get("EDDY_BIN")
+    if binary:
+        os.environ["EDDY_BIN"] = binary
+    try:
+        server = new_eddy(data, env=env or {}).start()
+    finally:
+        if saved is not None:
+            os.environ["EDDY_BIN"] = saved
+    return Server(name, server.proc, server.proc.pid, bootstrap=server.bootstrap,
                   s3=server.s3_url, eddy=server)
 
 
@@ -525,6 +538,8 @@ def s3_workloads(args, server, out, rows):
     sampler = CpuSampler(server.pid)
     try:
         for op, size, conc, objects in S3_CASES:
+            if args.s3_cases and f"{op}-{size}" not in args.s3_cases:
+                continue
             extra = ["--obj.size", size, "--concurrent", conc, "--duration", f"{args.warp_s}s"]
             if objects:
                 extra += ["--objects", objects]
@@ -544,6 +559,8 @@ def s3_workloads(args, server, out, rows):
                 rows.append((f"warp {case}: server CPU s/GiB", server.name, t["cpu_s_per_gib"]))
             log(f"  warp {case}: {t['ops_s']:.0f} ops/s, {t['mib_s']:.1f} MiB/s, "
                 f"CPU {t.get('cpu_s_per_gib', float('nan')):.1f} s/GiB")
+        if not args.list_objects:
+            return
         data = out / f"{server.name}.warp-list.txt"
         r = warp(args, server, sampler, "list", data,
                  "--objects", args.list_objects, "--obj.size", "1KiB", "--concurrent", 8,
@@ -566,7 +583,7 @@ def notify_workload(args, server, bootstrap, out, rows):
     s3 = s3_client(server)
     topic = "bucket-events"
     s3.create_bucket(Bucket="notified")
-    if server.name == "eddy":
+    if server.name.startswith("eddy"):
         s3.put_bucket_notification_configuration(Bucket="notified", NotificationConfiguration={
             "TopicConfigurations": [{"TopicArn": f"arn:aws:sns:us-east-1:eddy:{topic}",
                                      "Events": ["s3:ObjectCreated:*"]}]})
@@ -655,11 +672,15 @@ def main():
     ap.add_argument("--fixed-mb", type=int, default=5, help="the rate of the common latency run, MiB/s (0: none)")
     ap.add_argument("--e2e-records", type=int, default=2000)
     ap.add_argument("--warp-s", type=int, default=15)
-    ap.add_argument("--list-objects", type=int, default=100_000)
+    ap.add_argument("--list-objects", type=int, default=100_000, help="0: no list run")
+    ap.add_argument("--s3-cases", default="",
+                    help="warp cases to run, as op-size (put-64MiB,mixed-4KiB); default all")
     ap.add_argument("--warp", default=os.environ.get("WARP"))
     ap.add_argument("--rdkafka-perf", default=os.environ.get("RDKAFKA_PERF"))
     args = ap.parse_args()
     args.clients = args.clients.split(",")
+    args.s3_cases = [c for c in args.s3_cases.split(",") if c]
+    base = ["eddy-base"] if os.environ.get("EDDY_BASE_BIN") else []
     only = args.only.split(",")
     if ("s3" in only or "notify" in only) and not (args.warp and os.access(args.warp, os.X_OK)):
         sys.exit("no warp binary (--warp or WARP): the S3 comparisons need MinIO's warp")
@@ -676,7 +697,7 @@ def main():
     for pass_no in range(args.passes):
         for part in groups:
             rows.part = part
-            systems = ["eddy", *PEERS[part]]
+            systems = ["eddy", *base, *PEERS[part]]
             if pass_no % 2:
                 systems.reverse()
             for name in systems:
@@ -686,7 +707,7 @@ def main():
                 log(f"pass {pass_no + 1}, {part}: {name} (load {os.getloadavg()[0]:.1f})")
                 kafka_for_events = None
                 if part in ("kafka", "idle"):
-                    server = (start_eddy(data, out) if name == "eddy"
+                    server = (start_eddy(data, out, name=name) if name.startswith("eddy")
                               else start_kafka(name, data, out))
                     try:
                         if part == "kafka":
@@ -696,14 +717,15 @@ def main():
                     finally:
                         server.stop()
                 elif part == "s3":
-                    server = start_eddy(data, out) if name == "eddy" else start_minio(data, out)
+                    server = (start_eddy(data, out, name=name) if name.startswith("eddy")
+                              else start_minio(data, out))
                     try:
                         s3_workloads(args, server, out, rows)
                     finally:
                         server.stop()
                 else:
-                    if name == "eddy":
-                        server = start_eddy(data, out)
+                    if name.startswith("eddy"):
+                        server = start_eddy(data, out, name=name)
                         create_topic(server.bootstrap, "bucket-events", 1)
                         bootstrap = server.bootstrap
                     else:
@@ -725,7 +747,7 @@ def main():
     md = [f"Machine: {header}", ""]
     for part in groups:
         part_rows = [r[1:] for r in rows if r[0] == part]
-        md += [f"### {part}", "", table(part_rows, ["eddy", *PEERS[part]]), ""]
+        md += [f"### {part}", "", table(part_rows, ["eddy", *base, *PEERS[part]]), ""]
     (out / "results.md").write_text("\n".join(md))
     print("\n".join(md))
     log(f"raw outputs in {out}")

@@ -105,7 +105,7 @@ pub async fn receive(
             }
             None => break,
         };
-        hasher.update(&chunk);
+        hasher.update_checksums(&chunk);
         size += chunk.len() as u64;
         if size > MAX_BODY {
             return Err(too_large());
@@ -120,8 +120,12 @@ pub async fn receive(
             if writer.is_none() {
                 writer = Some(spawn_writer(store, seal)?);
             }
+            let out = buf.split().freeze();
+            // Hashed (on the shared lanes) while the next bytes arrive and this chunk is
+            // written.
+            hasher.update_md5(out.clone()).await;
             if let Some((tx, _)) = &writer
-                && tx.send(Chunk::Data(buf.split().freeze())).await.is_err()
+                && tx.send(Chunk::Data(out)).await.is_err()
             {
                 // The writer stopped: its error is reported below.
                 break;
@@ -136,7 +140,9 @@ pub async fn receive(
             "You did not provide the number of bytes specified by the Content-Length HTTP header"
         ));
     }
-    let (md5, computed) = hasher.finish();
+    let rest = buf.freeze();
+    hasher.update_md5(rest.clone()).await;
+    let (md5, computed) = hasher.finish().await;
     // A blob being written is unfinished until the checks pass: without `Finish` its
     // writer drops it, which removes its shards (awaited, so a refused body leaves
     // nothing behind).
@@ -151,9 +157,9 @@ pub async fn receive(
         }
     };
     let (tx, h) = match writer {
-        None if allow_inline && buf.len() <= crate::INLINE_MAX => {
+        None if allow_inline && rest.len() <= crate::INLINE_MAX => {
             return Ok(Received {
-                data: ObjectData::Inline(buf.to_vec()),
+                data: ObjectData::Inline(rest.to_vec()),
                 size,
                 md5_hex: crate::hex(&md5),
                 md5,
@@ -163,7 +169,7 @@ pub async fn receive(
         None => spawn_writer(store, seal)?,
         Some(w) => w,
     };
-    let meta = finish_stream(tx, h, buf).await?;
+    let meta = finish_stream(tx, h, rest).await?;
     Ok(Received {
         data: ObjectData::Blobs(vec![meta]),
         size,
@@ -219,10 +225,10 @@ fn spawn_writer(store: &BlobStore, seal: Option<&DataKey>) -> S3Result<WriterTas
 async fn finish_stream(
     tx: mpsc::Sender<Chunk>,
     h: tokio::task::JoinHandle<StorageResult<Option<BlobMeta>>>,
-    rest: BytesMut,
+    rest: Bytes,
 ) -> S3Result<BlobMeta> {
     if !rest.is_empty() {
-        let _ = tx.send(Chunk::Data(rest.freeze())).await;
+        let _ = tx.send(Chunk::Data(rest)).await;
     }
     // A failed send means the writer stopped: its error comes from the join below.
     let _ = tx.send(Chunk::Finish).await;

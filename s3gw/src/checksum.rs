@@ -1,14 +1,16 @@
 //! S3 checksums (CRC32, CRC32C, CRC64NVME, SHA1, SHA256): which ones a request asks for,
-//! computing them while the body streams, and checking them against the values the
-//! client sent in headers or in aws-chunked trailers.
+//! computing them (and the ETag's MD5) while the body streams, and checking them against
+//! the values the client sent in headers or in aws-chunked trailers.
 
 use std::collections::BTreeMap;
 
-use md5_asm::Digest as _;
+use bytes::Bytes;
 use s3s::checksum::ChecksumHasher;
 use s3s::crypto::{Checksum as _, Crc32, Crc32c, Crc64Nvme, Sha1, Sha256};
 use s3s::dto::Checksum;
 use s3s::{S3Error, S3ErrorCode, S3Result, TrailingHeaders, s3_error};
+
+use crate::md5_lanes::Md5Stream;
 
 /// The algorithms, as S3 names them.
 pub const ALGORITHMS: [&str; 5] = ["CRC32", "CRC32C", "CRC64NVME", "SHA1", "SHA256"];
@@ -107,7 +109,7 @@ impl Wanted {
         }
         Hasher {
             sums: h,
-            md5: md5_asm::Md5::new(),
+            md5: Md5Stream::new(),
         }
     }
 
@@ -158,19 +160,36 @@ impl Wanted {
 /// Running MD5 and S3 checksums over a body.
 pub struct Hasher {
     sums: ChecksumHasher,
-    md5: md5_asm::Md5,
+    md5: Md5Stream,
 }
 
 impl Hasher {
-    /// Adds bytes.
+    /// Adds bytes to the checksums and the MD5, here: for callers off the async threads.
     pub fn update(&mut self, data: &[u8]) {
         self.sums.update(data);
-        self.md5.update(data);
+        self.md5.update_blocking(data);
+    }
+
+    /// Adds bytes to the checksums only. The same bytes go to the MD5, in order, with
+    /// [`Hasher::update_md5`]: larger chunks hash there on lanes shared by uploads.
+    pub fn update_checksums(&mut self, data: &[u8]) {
+        self.sums.update(data);
+    }
+
+    /// Adds a chunk to the MD5; see [`Md5Stream::push`].
+    pub async fn update_md5(&mut self, chunk: Bytes) {
+        self.md5.push(chunk).await;
     }
 
     /// The MD5 and the checksums by algorithm (base64).
-    pub fn finish(self) -> ([u8; 16], BTreeMap<String, String>) {
-        let md5 = self.md5.finalize().into();
+    pub async fn finish(self) -> ([u8; 16], BTreeMap<String, String>) {
+        let md5 = self.md5.finish().await;
+        (md5, to_map(self.sums.finalize()))
+    }
+
+    /// [`Hasher::finish`] for callers that only used [`Hasher::update`].
+    pub fn finish_blocking(self) -> ([u8; 16], BTreeMap<String, String>) {
+        let md5 = self.md5.finish_blocking();
         (md5, to_map(self.sums.finalize()))
     }
 }

@@ -76,7 +76,7 @@ pub async fn copy_data(
             }
             ObjectData::Blobs(vec![w.finish()?])
         };
-        let (md5, checksums) = hasher.finish();
+        let (md5, checksums) = hasher.finish_blocking();
         Ok(Received {
             data: out,
             size,

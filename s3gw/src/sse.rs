@@ -19,7 +19,6 @@ use aes_gcm::aead::{Aead, KeyInit as _, Payload};
 use catalog::Encryption;
 use ctr::cipher::{KeyIvInit, StreamCipher, StreamCipherSeek};
 use hmac::{KeyInit, Mac};
-use md5_asm::Digest as _;
 use s3s::dto::*;
 use s3s::{S3Request, S3Response, S3Result, s3_error};
 use sha2::{Digest as _, Sha256};
@@ -292,7 +291,7 @@ impl CustomerKey<'_> {
                     "The secret key was invalid for the specified algorithm."
                 )
             })?;
-        let actual = base64_simd::STANDARD.encode_to_string(md5_asm::Md5::digest(bytes));
+        let actual = base64_simd::STANDARD.encode_to_string(md5_many::md5(&bytes));
         if actual != md5 {
             return Err(s3_error!(
                 InvalidArgument,
@@ -633,7 +632,7 @@ mod tests {
     fn customer_keys_are_checked_as_aws_checks_them() {
         let key = [9u8; 32];
         let b64 = base64_simd::STANDARD.encode_to_string(key);
-        let md5 = base64_simd::STANDARD.encode_to_string(md5_asm::Md5::digest(key));
+        let md5 = base64_simd::STANDARD.encode_to_string(md5_many::md5(&key));
         let ck = |alg, k, m| CustomerKey {
             algorithm: alg,
             key: k,
