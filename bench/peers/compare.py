@@ -152,7 +152,9 @@ def start_eddy(data, out, env=None, name="eddy"):
     try:
         server = new_eddy(data, env=env or {}).start()
     finally:
-        if saved is not None:
+        if saved is None:
+            os.environ.pop("EDDY_BIN", None)
+        else:
             os.environ["EDDY_BIN"] = saved
     return Server(name, server.proc, server.proc.pid, bootstrap=server.bootstrap,
                   s3=server.s3_url, eddy=server)
