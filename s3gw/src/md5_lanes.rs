@@ -163,12 +163,6 @@ impl Md5Stream {
         }
     }
 
-    /// Hashes `data` here and now (waiting for a chunk still on the lanes first).
-    pub async fn update(&mut self, data: &[u8]) {
-        self.settle().await;
-        self.state.update(data);
-    }
-
     /// Hashes `data` here and now; for callers off the async threads. Never called
     /// after [`Md5Stream::push`] (which only async callers use).
     pub fn update_blocking(&mut self, data: &[u8]) {
@@ -316,12 +310,12 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn inline_and_pushed_chunks_mix() {
+    async fn small_chunks_in_place_and_large_on_the_lanes_mix() {
         let data = body(7, (2 << 20) + 300);
         let mut s = Md5Stream::new();
-        s.update(&data[..100]).await;
+        s.push(data.slice(..100)).await;
         s.push(data.slice(100..(1 << 20) + 100)).await;
-        s.update(&data[(1 << 20) + 100..(1 << 20) + 200]).await;
+        s.push(data.slice((1 << 20) + 100..(1 << 20) + 200)).await;
         s.push(data.slice((1 << 20) + 200..)).await;
         assert_eq!(s.finish().await, reference(&data));
     }
