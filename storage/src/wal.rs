@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -23,6 +23,7 @@ use crate::checksum;
 use crate::drives::{DriveSet, fsync_dir, start_writeback};
 use crate::erasure::{shard_len, split};
 use crate::error::{StorageError, StorageResult};
+use crate::wal_zeroed::{self, ZeroedSegments};
 
 const FRAME_MAGIC: &[u8; 4] = b"EWAL";
 const FRAME_HEADER: usize = 32;
@@ -219,12 +220,19 @@ impl EncodedRecord {
         }
     }
 
-    /// Writes drive `i`'s frame and starts its writeback (see [`Wal::append`]).
-    fn write_frame(&self, i: usize, mut f: &File) -> std::io::Result<()> {
+    /// Writes drive `i`'s frame at `offset` and starts its writeback (see
+    /// [`Wal::append`]). Frames go at their offsets, not at the file's end: a segment may
+    /// be a file of zeros made ahead ([`crate::wal_zeroed`]).
+    fn write_frame(&self, i: usize, f: &File, offset: u64) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt;
         let shard = self.shard(i);
-        f.write_all(&frame_header(i, self.lsn, self.payload_len, self.format))?;
-        f.write_all(shard)?;
-        f.write_all(&shard_checksums(i, self.lsn, shard))?;
+        let header = frame_header(i, self.lsn, self.payload_len, self.format);
+        f.write_all_at(&header, offset)?;
+        f.write_all_at(shard, offset + FRAME_HEADER as u64)?;
+        f.write_all_at(
+            &shard_checksums(i, self.lsn, shard),
+            offset + (FRAME_HEADER + shard.len()) as u64,
+        )?;
         start_writeback(f);
         Ok(())
     }
@@ -299,10 +307,20 @@ fn scan_frames(bytes: &[u8], shard_index: usize, k: usize) -> SegmentScan {
     scan
 }
 
-fn open_segment(path: &Path) -> std::io::Result<File> {
+/// Opens a new segment file at `path`: the zero-filled file `zeroed` renamed, or else an
+/// empty one (anything already there is no record of this segment: recovery removed the
+/// segments it did not keep). Its name is durable on return.
+fn open_segment(path: &Path, zeroed: Option<&Path>) -> std::io::Result<File> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir)?;
-    let f = OpenOptions::new().create(true).append(true).open(path)?;
+    let f = match zeroed {
+        Some(z) => wal_zeroed::adopt(z, path)?,
+        None => OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(path)?,
+    };
     File::open(dir)?.sync_all()?;
     Ok(f)
 }
@@ -322,6 +340,8 @@ pub struct Wal {
     segment_offset: u64,
     next_lsn: u64,
     poisoned: bool,
+    /// The next segment's files, zero-filled ahead.
+    zeroed: ZeroedSegments,
 }
 
 /// A record read back during recovery.
@@ -425,6 +445,8 @@ impl Wal {
             tracing::warn!(lsn = t, "dropped a torn log tail");
         }
         truncate_tail(&set, &dir, &scanned, next, &keep)?;
+        let dirs: Vec<PathBuf> = set.drives().iter().map(|d| wal_dir(&d.path, &dir)).collect();
+        wal_zeroed::remove_leftovers(dirs.iter().map(PathBuf::as_path));
         let mut segments: Vec<u64> = segments.into_iter().filter(|s| *s < next).collect();
         segments.push(next);
         let files = set.drives().iter().map(|_| None).collect();
@@ -438,6 +460,7 @@ impl Wal {
             segment_offset: 0,
             next_lsn: next,
             poisoned: false,
+            zeroed: ZeroedSegments::new(),
         };
         wal.open_segment(next)?;
         Ok(wal)
@@ -456,11 +479,19 @@ impl Wal {
     fn open_segment(&mut self, start: u64) -> StorageResult<()> {
         // A drive left out here (offline) has no file in this segment, so it cannot be
         // written at the old segment's offsets should it come back.
-        self.files.iter_mut().for_each(|f| *f = None);
+        for f in self.files.iter_mut().filter_map(Option::take) {
+            // The sealed segment's unused zeros go; they read as its end either way, so
+            // this needs no sync.
+            if f.metadata().is_ok_and(|m| m.len() > self.segment_offset) {
+                let _ = f.set_len(self.segment_offset);
+            }
+        }
+        let zeroed: BTreeMap<usize, PathBuf> =
+            self.zeroed.take().unwrap_or_default().into_iter().collect();
         let mut results = Vec::new();
         for i in self.online_drives() {
             let path = wal_dir(&self.set.drives()[i].path, &self.dir).join(segment_name(start));
-            match open_segment(&path) {
+            match open_segment(&path, zeroed.get(&i).map(PathBuf::as_path)) {
                 Ok(f) => {
                     self.files[i] = Some(f);
                     results.push((i, Ok(())));
@@ -580,7 +611,7 @@ impl Wal {
                 results.push((i, Err(std::io::Error::other("no open segment"))));
                 continue;
             };
-            match record.write_frame(i, f) {
+            match record.write_frame(i, f, position.offset) {
                 Ok(()) => written.push((i, f)),
                 Err(e) => results.push((i, Err(e))),
             }
@@ -590,7 +621,26 @@ impl Wal {
         self.next_lsn += 1;
         self.segment_written += payload_len as u64;
         self.segment_offset += frame_len(payload_len as u64, k);
+        if self.segment_written >= self.config.segment_bytes / 4 {
+            self.zero_fill_next();
+        }
         Ok(position)
+    }
+
+    /// Starts making the next segment's zero-filled files (see [`crate::wal_zeroed`]),
+    /// sized for a full segment of frames plus an eighth for framing and padding.
+    fn zero_fill_next(&mut self) {
+        let k = self.set.k();
+        let bytes = frame_len(self.config.segment_bytes, k).saturating_mul(9) / 8;
+        let paths = self
+            .online_drives()
+            .into_iter()
+            .map(|i| {
+                let dir = wal_dir(&self.set.drives()[i].path, &self.dir);
+                (i, dir.join(wal_zeroed::FILE_NAME))
+            })
+            .collect();
+        self.zeroed.request(paths, bytes);
     }
 
     /// Deletes the sealed segments whose every record is below `lsn` (covered by a
@@ -1001,6 +1051,121 @@ mod tests {
         let (_, got) = open(dir.path(), 30);
         assert_eq!(got.first().map(|r| r.0), Some(30));
         assert_eq!(got.last().map(|r| r.1.clone()), Some(b"next".to_vec()));
+    }
+
+    fn copy_tree(from: &Path, to: &Path) {
+        fs::create_dir_all(to).unwrap();
+        for e in fs::read_dir(from).unwrap().flatten() {
+            let target = to.join(e.file_name());
+            if e.file_type().unwrap().is_dir() {
+                copy_tree(&e.path(), &target);
+            } else {
+                fs::copy(e.path(), target).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn zero_filled_segments_are_written_and_a_crash_in_one_recovers_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = Arc::new(DriveSet::open(&DriveSetConfig::under(dir.path(), 4, 2)).unwrap());
+        let config = WalConfig {
+            segment_bytes: 4096,
+            ..WalConfig::default()
+        };
+        let mut wal = Wal::open(set, config, 1, |_| Ok(())).unwrap();
+        let seg_file = |drive: usize, start: u64| {
+            dir.path()
+                .join(format!("drive-{drive}/wal/{}", segment_name(start)))
+        };
+        let mut appended = Vec::new();
+        let mut append = |wal: &mut Wal, i: u64| {
+            let pos = wal.append(payload(i)).unwrap();
+            appended.push((pos.lsn, payload(i)));
+            pos
+        };
+        // A quarter of the first segment asks for the next one's zeros.
+        let mut i = 1;
+        while wal.segment_written < 1024 {
+            append(&mut wal, i);
+            i += 1;
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !wal.zeroed.is_ready() {
+            assert!(std::time::Instant::now() < deadline, "no zero-filled segment");
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        let first = wal.segments()[0];
+        while wal.segments().len() == 1 {
+            append(&mut wal, i);
+            i += 1;
+        }
+        let second = *wal.segments().last().unwrap();
+        let second_pos = append(&mut wal, i);
+        i += 1;
+        assert_eq!(second_pos.segment, second);
+        assert!(
+            fs::metadata(seg_file(0, second)).unwrap().len() > wal.segment_offset,
+            "the new segment is the zero-filled file, longer than its frames"
+        );
+        let sealed_len = fs::metadata(seg_file(0, first)).unwrap().len();
+        assert!(sealed_len > 0);
+        // What a crash leaves: every appended record synced, zeros after them, maybe a
+        // next segment half made. Tear one more record on fewer than k drives.
+        let crashed = tempfile::tempdir().unwrap();
+        copy_tree(dir.path(), crashed.path());
+        let torn_at = wal.segment_offset;
+        for d in 0..3 {
+            let path = crashed
+                .path()
+                .join(format!("drive-{d}/wal/{}", segment_name(second)));
+            let f = OpenOptions::new().write(true).open(&path).unwrap();
+            let torn = EncodedRecord {
+                lsn: i,
+                payload_len: 3,
+                format: 1,
+                data: vec![7, 7, 7, 0],
+                shard_len: 1,
+                parity: vec![vec![1], vec![2]],
+            };
+            torn.write_frame(d, &f, torn_at).unwrap();
+        }
+        let crashed_set =
+            Arc::new(DriveSet::open(&DriveSetConfig::under(crashed.path(), 4, 2)).unwrap());
+        let mut got = Vec::new();
+        let mut reopened = Wal::open(crashed_set.clone(), config, 1, |r| {
+            got.push((r.lsn, r.payload));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(got, appended, "exactly the acknowledged records, in order");
+        for d in 0..6 {
+            let wal_dir = crashed.path().join(format!("drive-{d}/wal"));
+            assert!(!wal_dir.join(wal_zeroed::FILE_NAME).exists());
+            let len = fs::metadata(wal_dir.join(segment_name(second))).unwrap().len();
+            assert_eq!(len, torn_at, "drive {d}: the torn frame and the zeros are cut");
+        }
+        assert_eq!(reopened.append(b"after".to_vec()).unwrap().lsn, i);
+        drop(reopened);
+        let mut again = Vec::new();
+        Wal::open(crashed_set, config, 1, |r| {
+            again.push((r.lsn, r.payload));
+            Ok(())
+        })
+        .unwrap();
+        appended.push((i, b"after".to_vec()));
+        assert_eq!(again, appended);
+        // The writer that was not crashed seals the zero-filled segment at its frames.
+        while wal.segments().len() == 2 {
+            i += 1;
+            wal.append(payload(i)).unwrap();
+        }
+        let sealed = fs::metadata(seg_file(0, second)).unwrap().len();
+        let frames: u64 = read_segment_frames(&wal.set, &wal.dir, second).unwrap()[0]
+            .last()
+            .unwrap()
+            .end;
+        assert_eq!(sealed, frames, "a sealed segment keeps no zeros");
     }
 
     #[test]
