@@ -321,6 +321,8 @@ def kafka_workloads(args, server, out, rows):
             for parts in (1, 16):
                 n += 1
                 case = f"{client} {size // KIB} KiB x{parts}"
+                if args.kafka_cases and f"{client}-{size // KIB}KiB-x{parts}" not in args.kafka_cases:
+                    continue
                 records = max(1000, args.produce_mb * MIB // size)
                 topic = f"t{n}-{client}-{size}-{parts}"
                 create_topic(server.bootstrap, topic, parts, topic_config)
@@ -677,11 +679,14 @@ def main():
     ap.add_argument("--list-objects", type=int, default=100_000, help="0: no list run")
     ap.add_argument("--s3-cases", default="",
                     help="warp cases to run, as op-size (put-64MiB,mixed-4KiB); default all")
+    ap.add_argument("--kafka-cases", default="",
+                    help="produce cases to run, as client-sizeKiB-xpartitions (java-16KiB-x1,rdkafka-1KiB-x16); default all")
     ap.add_argument("--warp", default=os.environ.get("WARP"))
     ap.add_argument("--rdkafka-perf", default=os.environ.get("RDKAFKA_PERF"))
     args = ap.parse_args()
     args.clients = args.clients.split(",")
     args.s3_cases = [c for c in args.s3_cases.split(",") if c]
+    args.kafka_cases = [c for c in args.kafka_cases.split(",") if c]
     base = ["eddy-base"] if os.environ.get("EDDY_BASE_BIN") else []
     only = args.only.split(",")
     if ("s3" in only or "notify" in only) and not (args.warp and os.access(args.warp, os.X_OK)):

@@ -8,8 +8,10 @@
 //! One background thread per log writes a file of zeros on each online drive, fsyncs it
 //! and hands it over; [`crate::wal::Wal`] renames it to the next segment's name when it
 //! rotates, and makes a new file as before when none is ready. The zeros cost disk
-//! bandwidth, so they are written at a bounded rate and only for a log that has filled a
-//! quarter of its current segment: an idle log (and every short test) never makes one.
+//! bandwidth, so they are written at a bounded rate, only for a log that has filled a
+//! quarter of its current segment (an idle log, and every short test, never makes one),
+//! and only while its records are small (`ZERO_FILL_BELOW_RECORD_BYTES` in `wal.rs`):
+//! large records mean few commits per segment, and little for the zeros to save.
 //!
 //! Crash safety: the files are named [`FILE_NAME`], which is never a segment's name, so
 //! recovery does not read them; [`remove_leftovers`] deletes any an earlier process left.
