@@ -272,6 +272,7 @@ pub struct FileConfig {
     node_id: Option<String>,
     lease_timeout_ms: Option<u64>,
     checkpoint_mb: Option<u64>,
+    wal_zero_fill: Option<bool>,
     scrub_interval_secs: Option<u64>,
     kafka_auto_create_topics: Option<bool>,
     kafka_deny_unless_allowed: Option<bool>,
@@ -365,6 +366,8 @@ pub struct StorageConfig {
     pub meta_dir: Option<PathBuf>,
     /// Log megabytes between checkpoints.
     pub checkpoint_mb: u64,
+    /// Whether the log's next segment is zero-filled ahead (while its records are small).
+    pub wal_zero_fill: bool,
     /// Seconds between background scrubs.
     pub scrub_interval_secs: u64,
 }
@@ -632,6 +635,7 @@ fn resolve_storage(args: &StorageArgs, file: &FileConfig) -> anyhow::Result<Stor
         m,
         meta_dir: file.meta_dir.clone(),
         checkpoint_mb: file.checkpoint_mb.unwrap_or(1024),
+        wal_zero_fill: file.wal_zero_fill.unwrap_or(true),
         scrub_interval_secs: file.scrub_interval_secs.unwrap_or(24 * 3600),
     })
 }

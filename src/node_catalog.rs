@@ -113,5 +113,8 @@ pub fn catalog_config(s: &StorageConfig) -> CatalogConfig {
     });
     c.meta_dir = s.meta_dir.clone();
     c.checkpoint_bytes = s.checkpoint_mb << 20;
+    if !s.wal_zero_fill {
+        c.wal.zero_fill_below_record_bytes = 0;
+    }
     c
 }

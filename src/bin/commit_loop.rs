@@ -47,10 +47,11 @@ async fn main() {
         .nth(1)
         .expect("usage: eddy-commit-loop <data-dir>");
     let mut config = CatalogConfig::new(DriveSetConfig::under(std::path::Path::new(&dir), 4, 2));
-    // Small segments and frequent checkpoints, so kills also land in rotations and
-    // checkpoints.
+    // Small segments, each zero-filled ahead whatever its records' size, and frequent
+    // checkpoints, so kills also land in rotations, zero fills and checkpoints.
     config.wal = WalConfig {
         segment_bytes: 1 << 20,
+        zero_fill_below_record_bytes: u64::MAX,
         ..config.wal
     };
     config.checkpoint_bytes = 2 << 20;

@@ -35,13 +35,12 @@ const FRAME_V1: u16 = 1;
 const FRAME_V2: u16 = 2;
 /// The newest frame layout this build reads, and the one it writes.
 pub const FRAME_VERSION: u16 = FRAME_V2;
-/// The average record size under which the next segment is zero-filled
-/// ([`crate::wal_zeroed`]). Zeros save each commit about 1.2 ms of `fdatasync`s (2.2 ms
+/// The default of [`WalConfig::zero_fill_below_record_bytes`]. Zeros save each commit about 1.2 ms of `fdatasync`s (2.2 ms
 /// growing, 1.0 overwriting: `bench/wal_fsync.py` on the 2-core VM of 2026-12-06) and cost
 /// the disk a segment's worth of writes, about 0.1 s there: worth it below some 800 KiB a
 /// record. Above it, a log written at hundreds of MB/s by librdkafka (6-8 MiB records)
 /// ran 0.87x as fast with the zeros written beside it.
-const ZERO_FILL_BELOW_RECORD_BYTES: u64 = 512 << 10;
+pub const ZERO_FILL_BELOW_RECORD_BYTES: u64 = 512 << 10;
 /// Bytes of shard covered by one checksum.
 const CHUNK: usize = 64 * 1024;
 
@@ -77,6 +76,10 @@ pub struct WalConfig {
     /// back with each [`Record`]; what it means is the log user's business (the catalog's
     /// record formats). Frames of layout 1 carry none and read back as format 1.
     pub payload_format: u16,
+    /// The next segment is zero-filled ahead ([`crate::wal_zeroed`]) while the current
+    /// one's records average fewer bytes than this; 0 never zero-fills (for filesystems
+    /// that allocate on every overwrite, btrfs or ZFS, where the zeros save nothing).
+    pub zero_fill_below_record_bytes: u64,
 }
 
 impl Default for WalConfig {
@@ -84,6 +87,7 @@ impl Default for WalConfig {
         Self {
             segment_bytes: 64 << 20,
             payload_format: 1,
+            zero_fill_below_record_bytes: ZERO_FILL_BELOW_RECORD_BYTES,
         }
     }
 }
@@ -454,7 +458,11 @@ impl Wal {
             tracing::warn!(lsn = t, "dropped a torn log tail");
         }
         truncate_tail(&set, &dir, &scanned, next, &keep)?;
-        let dirs: Vec<PathBuf> = set.drives().iter().map(|d| wal_dir(&d.path, &dir)).collect();
+        let dirs: Vec<PathBuf> = set
+            .drives()
+            .iter()
+            .map(|d| wal_dir(&d.path, &dir))
+            .collect();
         wal_zeroed::remove_leftovers(dirs.iter().map(PathBuf::as_path));
         let mut segments: Vec<u64> = segments.into_iter().filter(|s| *s < next).collect();
         segments.push(next);
@@ -634,7 +642,8 @@ impl Wal {
         self.segment_records += 1;
         self.segment_offset += frame_len(payload_len as u64, k);
         if self.segment_written >= self.config.segment_bytes / 4
-            && self.segment_written / self.segment_records < ZERO_FILL_BELOW_RECORD_BYTES
+            && self.segment_written / self.segment_records
+                < self.config.zero_fill_below_record_bytes
         {
             self.zero_fill_next();
         }
@@ -644,16 +653,15 @@ impl Wal {
     /// Starts making the next segment's zero-filled files (see [`crate::wal_zeroed`]),
     /// sized for a full segment of frames plus an eighth for framing and padding.
     fn zero_fill_next(&mut self) {
-        let k = self.set.k();
-        let bytes = frame_len(self.config.segment_bytes, k).saturating_mul(9) / 8;
-        let paths = self
-            .online_drives()
-            .into_iter()
-            .map(|i| {
-                let dir = wal_dir(&self.set.drives()[i].path, &self.dir);
-                (i, dir.join(wal_zeroed::FILE_NAME))
-            })
-            .collect();
+        let bytes = frame_len(self.config.segment_bytes, self.set.k()).saturating_mul(9) / 8;
+        let (set, dir) = (&self.set, &self.dir);
+        let paths = || {
+            set.drives()
+                .iter()
+                .filter(|d| d.is_online())
+                .map(|d| (d.index, wal_dir(&d.path, dir).join(wal_zeroed::FILE_NAME)))
+                .collect()
+        };
         self.zeroed.request(paths, bytes);
     }
 
@@ -1106,7 +1114,10 @@ mod tests {
         }
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         while !wal.zeroed.is_ready() {
-            assert!(std::time::Instant::now() < deadline, "no zero-filled segment");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no zero-filled segment"
+            );
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
         let first = wal.segments()[0];
@@ -1156,8 +1167,13 @@ mod tests {
         for d in 0..6 {
             let wal_dir = crashed.path().join(format!("drive-{d}/wal"));
             assert!(!wal_dir.join(wal_zeroed::FILE_NAME).exists());
-            let len = fs::metadata(wal_dir.join(segment_name(second))).unwrap().len();
-            assert_eq!(len, torn_at, "drive {d}: the torn frame and the zeros are cut");
+            let len = fs::metadata(wal_dir.join(segment_name(second)))
+                .unwrap()
+                .len();
+            assert_eq!(
+                len, torn_at,
+                "drive {d}: the torn frame and the zeros are cut"
+            );
         }
         assert_eq!(reopened.append(b"after".to_vec()).unwrap().lsn, i);
         drop(reopened);
@@ -1180,6 +1196,27 @@ mod tests {
             .unwrap()
             .end;
         assert_eq!(sealed, frames, "a sealed segment keeps no zeros");
+    }
+
+    #[test]
+    fn zero_fill_turned_off_or_for_large_records_makes_no_files() {
+        for (threshold, size) in [(0, 100), (1000, 2000)] {
+            let dir = tempfile::tempdir().unwrap();
+            let set = Arc::new(DriveSet::open(&DriveSetConfig::under(dir.path(), 4, 2)).unwrap());
+            let config = WalConfig {
+                segment_bytes: 4096,
+                zero_fill_below_record_bytes: threshold,
+                ..WalConfig::default()
+            };
+            let mut wal = Wal::open(set, config, 1, |_| Ok(())).unwrap();
+            while wal.segments().len() < 3 {
+                wal.append(vec![1; size]).unwrap();
+            }
+            assert!(
+                !wal.zeroed.requested(),
+                "threshold {threshold}, records of {size}"
+            );
+        }
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! rotates, and makes a new file as before when none is ready. The zeros cost disk
 //! bandwidth, so they are written at a bounded rate, only for a log that has filled a
 //! quarter of its current segment (an idle log, and every short test, never makes one),
-//! and only while its records are small (`ZERO_FILL_BELOW_RECORD_BYTES` in `wal.rs`):
+//! and only while its records are small (`WalConfig::zero_fill_below_record_bytes`):
 //! large records mean few commits per segment, and little for the zeros to save.
 //!
 //! Crash safety: the files are named [`FILE_NAME`], which is never a segment's name, so
@@ -62,9 +62,10 @@ impl ZeroedSegments {
         }
     }
 
-    /// Starts making a file of `bytes` zeros at each of `paths` (by drive), unless files
-    /// are being made or are ready.
-    pub(crate) fn request(&mut self, paths: Vec<(usize, PathBuf)>, bytes: u64) {
+    /// Starts making a file of `bytes` zeros at each of `paths()` (by drive), unless files
+    /// are being made or are ready (then `paths` is not called: the log asks on every
+    /// append).
+    pub(crate) fn request(&mut self, paths: impl FnOnce() -> Vec<(usize, PathBuf)>, bytes: u64) {
         {
             let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
             if !matches!(*state, State::Idle) {
@@ -75,6 +76,7 @@ impl ZeroedSegments {
         if let Some(done) = self.worker.take() {
             let _ = done.join();
         }
+        let paths = paths();
         let state = self.state.clone();
         let cancel = self.cancel.clone();
         let spawned = std::thread::Builder::new()
@@ -111,6 +113,12 @@ impl ZeroedSegments {
             *self.state.lock().unwrap_or_else(|p| p.into_inner()),
             State::Ready(_)
         )
+    }
+
+    /// Whether files were ever asked for.
+    #[cfg(test)]
+    pub(crate) fn requested(&self) -> bool {
+        self.worker.is_some()
     }
 
     /// The ready files by drive, handed over (the next request makes new ones).
@@ -173,9 +181,13 @@ pub(crate) fn remove_leftovers<'a>(dirs: impl IntoIterator<Item = &'a Path>) {
     for dir in dirs {
         let path = dir.join(FILE_NAME);
         match fs::remove_file(&path) {
-            Ok(()) => tracing::debug!(path = %path.display(), "removed a zero-filled segment left by an earlier process"),
+            Ok(()) => {
+                tracing::debug!(path = %path.display(), "removed a zero-filled segment left by an earlier process")
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => tracing::warn!(path = %path.display(), error = %e, "could not remove a leftover zero-filled segment"),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "could not remove a leftover zero-filled segment")
+            }
         }
     }
 }
