@@ -175,8 +175,8 @@ fn make(paths: &[(usize, PathBuf)], bytes: u64, cancel: &AtomicBool) -> std::io:
     Ok(())
 }
 
-/// Deletes the zero-filled files an earlier process left in the log's directory `dir`
-/// of each drive root.
+/// Deletes the zero-filled files an earlier process left in the log's directories `dirs`
+/// (one per drive).
 pub(crate) fn remove_leftovers<'a>(dirs: impl IntoIterator<Item = &'a Path>) {
     for dir in dirs {
         let path = dir.join(FILE_NAME);
