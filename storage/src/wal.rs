@@ -35,10 +35,11 @@ const FRAME_V1: u16 = 1;
 const FRAME_V2: u16 = 2;
 /// The newest frame layout this build reads, and the one it writes.
 pub const FRAME_VERSION: u16 = FRAME_V2;
-/// The default of [`WalConfig::zero_fill_below_record_bytes`]. Zeros save each commit about 1.2 ms of `fdatasync`s (2.2 ms
-/// growing, 1.0 overwriting: `bench/wal_fsync.py` on the 2-core VM of 2026-12-06) and cost
-/// the disk a segment's worth of writes, about 0.1 s there: worth it below some 800 KiB a
-/// record. Above it, a log written at hundreds of MB/s by librdkafka (6-8 MiB records)
+/// The default of [`WalConfig::zero_fill_below_record_bytes`]. Zeros save each commit
+/// about 1.1 ms of `fdatasync`s (2.3 ms growing, 1.2 overwriting: `bench/wal_fsync.py` on
+/// the 2-core VM of 2026-12-06) and cost the disk a segment's worth of writes, about 0.1 s
+/// there: worth it when a 64 MiB segment holds over about 90 commits, records under some
+/// 700 KiB. Above it, a log written at hundreds of MB/s by librdkafka (6-8 MiB records)
 /// ran 0.87x as fast with the zeros written beside it.
 pub const ZERO_FILL_BELOW_RECORD_BYTES: u64 = 512 << 10;
 /// Bytes of shard covered by one checksum.

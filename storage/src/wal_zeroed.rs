@@ -1,9 +1,9 @@
 //! The log's next segment, written full of zeros ahead of need. A commit `fdatasync`s a
 //! frame on every drive; when the frame makes the file grow, each of those syncs must
 //! also commit the file's new size and blocks (on ext4, a journal commit). Overwriting
-//! zeros already on disk needs none: on the 2-core VM of 2026-12-06, six files took
-//! 1,011 commits/s overwritten against 456 appended and 653 over `fallocate`d space,
-//! whose unwritten extents still need converting (`bench/wal_fsync.py`).
+//! zeros already on disk needs none: on the 2-core VM of 2026-12-06, six files took 858
+//! commits/s overwritten against 440 appended and 564 over `fallocate`d space, whose
+//! unwritten extents still need converting (`bench/wal_fsync.py`, docs/benchmarks.md).
 //!
 //! One background thread per log writes a file of zeros on each online drive, fsyncs it
 //! and hands it over; [`crate::wal::Wal`] renames it to the next segment's name when it
