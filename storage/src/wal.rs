@@ -3,12 +3,17 @@
 //! [`Wal::append`] returns.
 //!
 //! Segments are named by their first LSN and rotated for every drive at once, so a
-//! segment's frames on different drives cover the same LSNs at the same offsets. A frame
-//! is a checksummed header (layout version, LSN, payload length, the payload's format as
-//! the log's user names it), the shard, and one checksum per 64 KiB chunk of the shard, so a small range of a record can be read and verified without
-//! reading its whole shard ([`WalReader`]). Recovery decodes each LSN from any `k` good
-//! frames and stops at the first LSN that has fewer (a torn tail: that record was never
-//! acknowledged).
+//! segment's frames on different drives cover the same LSNs at the same offsets. Frames
+//! are written at their offsets, into files that may have been made full of zeros ahead
+//! (`wal_zeroed`), so a commit's syncs need not grow the files.
+//!
+//! A frame is a checksummed header (layout version, LSN, payload length, the payload's
+//! format as the log's user names it), the shard, and one checksum per 64 KiB chunk of the
+//! shard, so a small range of a record can be read and verified without reading its whole
+//! shard ([`WalReader`]). Recovery decodes each LSN from any `k` good frames and stops at
+//! the first LSN that has fewer (a torn tail: that record was never acknowledged); a
+//! header of zeros is no frame, so a zero-filled segment's frames end where its zeros
+//! start.
 //!
 //! The log is also where Kafka record batches live (the catalog indexes them by
 //! [`LogPosition`]), so segments are kept until nothing references them.
