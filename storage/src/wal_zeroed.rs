@@ -9,7 +9,7 @@
 //! and hands it over; [`crate::wal::Wal`] renames it to the next segment's name when it
 //! rotates, and makes a new file as before when none is ready. The zeros cost disk
 //! bandwidth, so they are written at a bounded rate, only for a log that has filled a
-//! quarter of its current segment (an idle log, and every short test, never makes one),
+//! quarter of its current segment (an idle log never makes one),
 //! and only while its records are small (`WalConfig::zero_fill_below_record_bytes`):
 //! large records mean few commits per segment, and little for the zeros to save.
 //!
