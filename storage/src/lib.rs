@@ -12,6 +12,7 @@ pub mod heal;
 pub mod replicated;
 mod spare;
 pub mod wal;
+mod wal_sync;
 mod wal_zeroed;
 
 pub use blob::{BlobId, BlobMeta, BlobReader, BlobStore, BlobWriter};

@@ -28,6 +28,7 @@ use crate::checksum;
 use crate::drives::{DriveSet, fsync_dir, start_writeback};
 use crate::erasure::{shard_len, split};
 use crate::error::{StorageError, StorageResult};
+use crate::wal_sync::SyncThreads;
 use crate::wal_zeroed::{self, ZeroedSegments};
 
 const FRAME_MAGIC: &[u8; 4] = b"EWAL";
@@ -348,8 +349,9 @@ pub struct Wal {
     /// Its directory under every drive.
     dir: Arc<Path>,
     config: WalConfig,
-    /// The current segment's file on each drive (`None` where it could not be opened).
-    files: Vec<Option<File>>,
+    /// The current segment's file on each drive (`None` where it could not be opened),
+    /// shared with the sync threads.
+    files: Vec<Option<Arc<File>>>,
     /// Segment starts, oldest first; the last is being written.
     segments: Vec<u64>,
     segment_written: u64,
@@ -361,6 +363,8 @@ pub struct Wal {
     poisoned: bool,
     /// The next segment's files, zero-filled ahead.
     zeroed: ZeroedSegments,
+    /// Threads that sync a commit's frames at once.
+    sync: SyncThreads,
 }
 
 /// A record read back during recovery.
@@ -485,6 +489,7 @@ impl Wal {
             next_lsn: next,
             poisoned: false,
             zeroed: ZeroedSegments::new(),
+            sync: SyncThreads::default(),
         };
         wal.open_segment(next)?;
         Ok(wal)
@@ -517,7 +522,7 @@ impl Wal {
             let path = wal_dir(&self.set.drives()[i].path, &self.dir).join(segment_name(start));
             match open_segment(&path, zeroed.get(&i).map(PathBuf::as_path)) {
                 Ok(f) => {
-                    self.files[i] = Some(f);
+                    self.files[i] = Some(Arc::new(f));
                     results.push((i, Ok(())));
                 }
                 Err(e) => results.push((i, Err(e))),
@@ -624,11 +629,8 @@ impl Wal {
             shard_len,
             parity,
         };
-        // Every frame is written and its writeback started before the first fdatasync,
-        // so the drives write all six at once while the syncs follow one another from
-        // this thread. Measured alone on this VM's disk that beat one thread per drive
-        // (each writing and syncing its own frame) in the median and the tail
-        // (docs/benchmarks-history.md), and a commit has no threads to wake and wait for.
+        // Every frame is written and its writeback started from this thread, then all are
+        // synced at once (`wal_sync` has what that saves over syncing them in turn).
         let mut results = Vec::new();
         let mut written = Vec::new();
         for i in self.online_drives() {
@@ -637,11 +639,11 @@ impl Wal {
                 continue;
             };
             match record.write_frame(i, f, position.offset) {
-                Ok(()) => written.push((i, f)),
+                Ok(()) => written.push((i, f.clone())),
                 Err(e) => results.push((i, Err(e))),
             }
         }
-        results.extend(written.into_iter().map(|(i, f)| (i, f.sync_data())));
+        results.extend(self.sync.sync_data(written));
         self.collect(results, "append")?;
         self.next_lsn += 1;
         self.segment_written += payload_len as u64;
