@@ -6,7 +6,8 @@ until 2026-12-06, and with `--parallel` also all six at once, as the log does si
 (storage/src/wal_sync.rs). Runs before `--parallel` was added did not start the writeback
 first, so their numbers are lower. The files are measured three ways, alternating:
 
-  - append: the files grow with every frame, as the log's segments do now, so every
+  - append: the files grow with every frame, as the log's segments do when they are not
+    zero-filled (records over 512 KiB, or `wal_zero_fill = false`), so every
     `fdatasync` also has to commit the file's new size (on ext4, a journal commit);
   - overwrite: the same writes into files written full of zeros beforehand, so the
     size never changes and `fdatasync` only flushes data (what the log does since its
