@@ -9,8 +9,7 @@
 //! into zero-filled ones (`bench/wal_fsync.py --parallel`, whose helpers are processes
 //! woken through pipes); a C probe with threads, as here, gave 1.25-1.5x into zero-filled
 //! files. In the server, the log stage of a one-partition produce fell from 1.36 to 1.13 ms
-//! (`bench/peers/commit_stages.py`, docs/benchmarks.md). The kernel can merge concurrent
-//! flushes of one device into one; on separate devices they overlap outright.
+//! (`bench/peers/commit_stages.py`, docs/benchmarks.md).
 
 use std::fs::File;
 use std::sync::Arc;
