@@ -13,6 +13,14 @@ latency is each record's produce() to its delivery report, so it includes the cl
 own queue. Setups alternate within one run, ROUNDS times (default 2), so a noisy machine
 weighs on every setup alike.
 
+RDKAFKA_PERF=<rdkafka_performance> makes the saturated load librdkafka's C tool
+(RDKAFKA_MB megabytes, default 600, the same settings, bootstrapped on every node's
+address) instead of the Python producer, which takes a core of its own at full load.
+
+Reported with the saturated run, to say where the time goes: the cores used by the Eddy
+nodes, by PostgreSQL and by the client (this process), and the group commits per second
+with their mean time and the share run again after a serialization failure.
+
 Latency at a fixed rate: the same producer paced at RATE records/s (default 2000, well
 under what any setup takes), linger.ms=1, so p50/p99 are the commit path's and not the
 client queue's.
@@ -28,12 +36,16 @@ mostly librdkafka's reconnect backoff to the moved address (`reconnect.backoff.m
 """
 
 import os
+import re
+import resource
 import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "e2e"))
@@ -45,6 +57,11 @@ from conftest import Eddy, free_port  # noqa: E402
 
 HOSTS = ["127.0.0.1", "127.0.0.2", "127.0.0.3"]
 RATE = int(os.environ.get("RATE", "2000"))
+# With RDKAFKA_PERF (librdkafka's rdkafka_performance, as bench/peers/run builds it), the
+# saturated load is that C tool sending RDKAFKA_MB megabytes, bootstrapped on every
+# node's address; the paced runs stay the Python producer.
+RDKAFKA_PERF = os.environ.get("RDKAFKA_PERF")
+RDKAFKA_MB = int(os.environ.get("RDKAFKA_MB", "600"))
 
 
 def start(tmp: Path, nodes: int, url: str | None, lease_ms: int = 6000) -> list:
@@ -80,7 +97,11 @@ def load(bootstrap: str, seconds: float, rate: float | None = None, **conf) -> t
         if rate is not None:
             ahead = began + n / rate - time.monotonic()
             if ahead > 0:
-                p.poll(ahead)
+                # Not p.poll(ahead): librdkafka takes whole milliseconds, so a wait under
+                # one became poll(0) and the pacing loop spun a core (7.5 s of CPU in an
+                # 8.5 s run at 2000/s, measured 2026-12-06) that the servers needed.
+                time.sleep(ahead)
+                p.poll(0)
                 continue
         sent = time.monotonic()
 
@@ -100,6 +121,24 @@ def load(bootstrap: str, seconds: float, rate: float | None = None, **conf) -> t
     return mb, lat, acks
 
 
+def load_rdkafka(bootstrap: str, megabytes: int) -> tuple:
+    """The saturated load from librdkafka's own C tool instead: `megabytes` of 1 KiB
+    values with the same settings. (MB/s, its CPU seconds, wall seconds)."""
+    records = megabytes * 1_000_000 // 1024
+    cmd = ["nice", "-n", "19", RDKAFKA_PERF, "-P", "-t", "bench", "-b", bootstrap, "-s", "1024", "-a", "-1",
+           "-c", str(records), "-u", "-X", "linger.ms=5", "-X", "enable.idempotence=true",
+           "-X", "sticky.partitioning.linger.ms=0"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    began = time.monotonic()
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900).stdout
+    wall = time.monotonic() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    rows = [r.replace("|", " ").split() for r in out.splitlines() if re.match(r"^\|\s+\d", r)]
+    # Its last row: elapsed ms, msgs, bytes, rtt, dr, dr_m/s, dr_MB/s (10^6 bytes), ...
+    return (float(rows[-1][6]) if rows else 0.0), cpu, wall
+
+
 def percentiles(lat: list) -> tuple:
     lat = sorted(lat)
     return lat[len(lat) // 2], lat[int(len(lat) * 0.99)]
@@ -111,6 +150,53 @@ def busy_seconds() -> float:
     return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
+def process_seconds(pid) -> float:
+    """CPU seconds (user and system) of one process, or a thread as "pid/task/tid"."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_split(servers: list) -> tuple:
+    """CPU seconds so far of the Eddy nodes, of PostgreSQL's processes, and of this
+    process (the client: confluent-kafka's threads run in it)."""
+    postgres_s = 0.0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if open(f"/proc/{pid}/comm").read().strip() == "postgres":
+                postgres_s += process_seconds(pid)
+        except OSError:
+            pass  # gone meanwhile
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    return (sum(process_seconds(s.proc.pid) for s in servers), postgres_s,
+            me.ru_utime + me.ru_stime)
+
+
+def catalog_counts(servers: list) -> tuple:
+    """Group commits, groups run again after a serialization failure, and seconds spent
+    in group commits, summed over the nodes' /metrics."""
+    total = [0.0, 0.0, 0.0]
+    for s in servers:
+        text = urllib.request.urlopen(s.http_url + "/metrics", timeout=10).read().decode()
+        for i, name in enumerate(("group_commits_total", "conflicts_total", "commit_seconds_sum")):
+            m = re.search(rf"^eddy_catalog_{name} (\S+)$", text, re.M)
+            total[i] += float(m.group(1)) if m else 0.0
+    return tuple(total)
+
+
+def spread(pg, nodes: int, timeout: float = 60):
+    """Waits until each node holds one address. The first node to start takes them all
+    and gives them back a lease round at a time as the others join; a load started
+    before that measured clients reconnecting to moved addresses."""
+    deadline = time.monotonic() + timeout
+    while True:
+        rows = pg.psql("SELECT count(*) FROM eddy_leases WHERE expires_at > now() GROUP BY node")
+        if len(rows) == nodes and all(int(n) == 1 for (n,) in rows):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"addresses not spread over {nodes} nodes: {rows}")
+        time.sleep(0.1)
+
+
 def run_setup(name: str, nodes: int, pg_needed: bool, seconds: float) -> dict:
     with tempfile.TemporaryDirectory(prefix="eddy-bench-") as tmp:
         pg = postgres.Postgres(fsync=True).start() if pg_needed else None
@@ -119,20 +205,36 @@ def run_setup(name: str, nodes: int, pg_needed: bool, seconds: float) -> dict:
         servers = start(Path(tmp), nodes, url)
         try:
             boot = servers[0].bootstrap
+            if nodes > 1:
+                spread(pg, nodes)
             time.sleep(0.1)
             admin = AdminClient({"bootstrap.servers": boot})
             for f in admin.create_topics([NewTopic("bench", 6)]).values():
                 f.result(60)
             load(boot, 2)  # warm-up
-            busy0 = busy_seconds()
-            mb, lat, _ = load(boot, seconds)
+            busy0, counts0, cpu0 = busy_seconds(), catalog_counts(servers), cpu_split(servers)
+            began = time.monotonic()
+            if RDKAFKA_PERF:
+                every = ",".join(f"{h}:{servers[0].kafka_ports[0]}" for h in HOSTS[:nodes])
+                mb, tool_s, _ = load_rdkafka(every, RDKAFKA_MB)
+                lat = [0.0]  # it reports no per-record latency at full load
+            else:
+                mb, lat, _ = load(boot, seconds)
+            wall = time.monotonic() - began
             # How much of the machine the saturated run used: where it is all of it,
-            # more nodes on the same cores cannot add throughput.
-            busy = (busy_seconds() - busy0) / seconds / os.cpu_count()
+            # more nodes on the same cores cannot add throughput. And who used it.
+            busy = (busy_seconds() - busy0) / wall / os.cpu_count()
+            eddy_s, postgres_s, client_s = (b - a for a, b in zip(cpu0, cpu_split(servers)))
+            if RDKAFKA_PERF:
+                client_s = tool_s
+            groups, conflicts, commit_s = (b - a for a, b in zip(counts0, catalog_counts(servers)))
             p50, p99 = percentiles(lat)
             _, paced, _ = load(boot, seconds, rate=RATE, linger_ms=1)
             fixed50, fixed99 = percentiles(paced)
             return {"setup": name, "MB/s": mb, "p50": p50, "p99": p99, "busy": busy,
+                    "groups/s": groups / wall, "conflicts": conflicts / max(groups, 1),
+                    "commit ms": 1000 * commit_s / max(groups, 1),
+                    "cpu": (eddy_s / wall, postgres_s / wall, client_s / wall),
                     "fixed p50": fixed50, "fixed p99": fixed99}
         finally:
             for s in servers:
@@ -209,7 +311,9 @@ def throughput(seconds: float, rounds: int):
         rows.append(run_setup("postgresql, 3 nodes", 3, True, seconds))
         for r in rows[-3:]:
             print(f"{r['setup']:22} {r['MB/s']:7.1f} MB/s  p50 {r['p50']:7.1f} ms  p99 {r['p99']:7.1f} ms"
-                  f"  machine {100 * r['busy']:3.0f}% busy"
+                  f"  machine {100 * r['busy']:3.0f}% busy (cores: eddy {r['cpu'][0]:.2f}, "
+                  f"postgresql {r['cpu'][1]:.2f}, client {r['cpu'][2]:.2f})"
+                  f"  {r['groups/s']:5.0f} groups/s of {r['commit ms']:.2f} ms, {r['conflicts']:.3f} run again"
                   f"  | {RATE}/s: p50 {r['fixed p50']:6.1f} ms  p99 {r['fixed p99']:6.1f} ms")
     base = statistics.median(r["MB/s"] for r in rows if r["setup"].startswith("embedded"))
     for name in ("postgresql, 1 node", "postgresql, 3 nodes"):

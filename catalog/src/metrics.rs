@@ -24,7 +24,9 @@ pub struct CatalogMetrics {
     /// encoding), `log` (erasure coding, writes and fsyncs on every drive), `store`
     /// (making the store transaction visible); `flush` is the fsync'd store commit before
     /// a checkpoint, which holds up the commits behind it. Tells a slow disk from a slow
-    /// apply.
+    /// apply. With the PostgreSQL catalog, `apply` runs from `BEGIN` to the group's
+    /// writes sent (each read a round trip), `log` is the record's encoding and the node
+    /// log's append, and `store` the wake-up for other nodes and PostgreSQL's `COMMIT`.
     pub commit_stage_seconds: Family<StageLabel, Histogram>,
     /// The four series of `commit_stage_seconds`, resolved once: the committer records
     /// them on every commit.

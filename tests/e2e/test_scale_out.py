@@ -101,6 +101,17 @@ def test_what_one_node_commits_every_node_reads(cluster):
     rows = pg.psql("SELECT count(*) FROM eddy_kv WHERE t = 'topics'")
     assert int(rows[0][0]) >= 1
 
+    # What an operator reads to tell a slow PostgreSQL from a slow disk: every group
+    # commit timed in each of its stages (a stage is recorded before the group is
+    # counted, so the two agree once no commit is in flight).
+    def stages_agree(node):
+        commits = metric(node, "eddy_catalog_group_commits")
+        counts = [metric(node, rf'eddy_catalog_commit_stage_seconds_count\{{stage="{s}"\}}')
+                  for s in ("apply", "log", "store")]
+        return commits > 0 and counts[2] == commits and min(counts) >= commits
+    for node in (a, b):
+        wait_for(lambda node=node: stages_agree(node), 10, "commit stages on every group commit")
+
 
 def test_a_killed_nodes_addresses_move_and_its_clients_carry_on(cluster):
     (a, b), pg = cluster

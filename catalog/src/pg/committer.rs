@@ -23,6 +23,7 @@ use super::statements::Statements;
 use super::write::PgWrite;
 use crate::apply::{Effects, LogCursor, Tables};
 use crate::error::{CatalogError, CatalogResult};
+use crate::metrics::observe_since;
 use crate::txn::{CommitOutcome, OpOutcome, Transaction};
 use crate::wakeups::Changed;
 
@@ -171,6 +172,7 @@ impl PgCommitter {
         let mut log = LogCursor::new(position_of(self.node, position), true);
         let mut effects = Effects::default();
         let mut decided: Decided = Vec::with_capacity(txns.len());
+        let started = Instant::now();
         let pg = self.rt.block_on(
             self.client
                 .build_transaction()
@@ -214,6 +216,9 @@ impl PgCommitter {
             .filter(|(_, d)| d.is_ok())
             .map(|(t, _)| *t)
             .collect();
+        let stages = &self.shared.metrics.stages;
+        observe_since(&stages.apply, started);
+        let logging = Instant::now();
         if !log.data.is_empty() {
             // The record carries the group's transactions too, as the embedded log's
             // do: the node's log is a readable history of what it committed.
@@ -225,6 +230,8 @@ impl PgCommitter {
                 )));
             }
         }
+        observe_since(&stages.log, logging);
+        let storing = Instant::now();
         // Other nodes' fetches parked on these partitions wake once this commits.
         let changed = crate::wakeups::changed(
             txns.iter()
@@ -240,6 +247,7 @@ impl PgCommitter {
             ))?;
         }
         self.rt.block_on(pg.commit())?;
+        observe_since(&stages.store, storing);
         Ok((decided, position.lsn, effects, changed))
     }
 
