@@ -55,6 +55,8 @@ from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from conftest import Eddy, free_port  # noqa: E402
 
+from cdc import cpu_seconds, tree_cpu  # noqa: E402  (bench/cdc.py)
+
 HOSTS = ["127.0.0.1", "127.0.0.2", "127.0.0.3"]
 RATE = int(os.environ.get("RATE", "2000"))
 # With RDKAFKA_PERF (librdkafka's rdkafka_performance, as bench/peers/run builds it), the
@@ -150,24 +152,13 @@ def busy_seconds() -> float:
     return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
-def process_seconds(pid) -> float:
-    """CPU seconds (user and system) of one process."""
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def cpu_split(servers: list) -> tuple:
-    """CPU seconds so far of the Eddy nodes, of PostgreSQL's processes, and of this
-    process (the client: confluent-kafka's threads run in it)."""
-    postgres_s = 0.0
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if open(f"/proc/{pid}/comm").read().strip() == "postgres":
-                postgres_s += process_seconds(pid)
-        except OSError:
-            pass  # gone meanwhile
+def cpu_split(servers: list, pg) -> tuple:
+    """CPU seconds so far of the Eddy nodes, of PostgreSQL (its postmaster, backends
+    and the backends it reaped), and of this process (the client: confluent-kafka's
+    threads run in it)."""
+    postgres_s = tree_cpu(pg.proc.pid) if pg else 0.0
     me = resource.getrusage(resource.RUSAGE_SELF)
-    return (sum(process_seconds(s.proc.pid) for s in servers), postgres_s,
+    return (sum(cpu_seconds(s.proc.pid) for s in servers), postgres_s,
             me.ru_utime + me.ru_stime)
 
 
@@ -212,7 +203,7 @@ def run_setup(name: str, nodes: int, pg_needed: bool, seconds: float) -> dict:
             for f in admin.create_topics([NewTopic("bench", 6)]).values():
                 f.result(60)
             load(boot, 2)  # warm-up
-            busy0, counts0, cpu0 = busy_seconds(), catalog_counts(servers), cpu_split(servers)
+            busy0, counts0, cpu0 = busy_seconds(), catalog_counts(servers), cpu_split(servers, pg)
             began = time.monotonic()
             if RDKAFKA_PERF:
                 every = ",".join(f"{h}:{servers[0].kafka_ports[0]}" for h in HOSTS[:nodes])
@@ -224,7 +215,7 @@ def run_setup(name: str, nodes: int, pg_needed: bool, seconds: float) -> dict:
             # How much of the machine the saturated run used: where it is all of it,
             # more nodes on the same cores cannot add throughput. And who used it.
             busy = (busy_seconds() - busy0) / wall / os.cpu_count()
-            eddy_s, postgres_s, client_s = (b - a for a, b in zip(cpu0, cpu_split(servers)))
+            eddy_s, postgres_s, client_s = (b - a for a, b in zip(cpu0, cpu_split(servers, pg)))
             if RDKAFKA_PERF:
                 client_s = tool_s
             groups, conflicts, commit_s = (b - a for a, b in zip(counts0, catalog_counts(servers)))
