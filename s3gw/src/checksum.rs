@@ -10,7 +10,7 @@ use s3s::crypto::{Checksum as _, Crc32, Crc32c, Crc64Nvme, Sha1, Sha256};
 use s3s::dto::Checksum;
 use s3s::{S3Error, S3ErrorCode, S3Result, TrailingHeaders, s3_error};
 
-use crate::md5_lanes::Md5Stream;
+use md5_lanes::Md5Stream;
 
 /// The algorithms, as S3 names them.
 pub const ALGORITHMS: [&str; 5] = ["CRC32", "CRC32C", "CRC64NVME", "SHA1", "SHA256"];

@@ -52,7 +52,6 @@ pub mod grants;
 pub mod lifecycle;
 pub mod list;
 pub mod managed;
-pub mod md5_lanes;
 pub mod metadata;
 pub mod multipart;
 pub mod notification;

@@ -3,25 +3,28 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    ArrayRef, Int32Builder, Int64Builder, LargeBinaryBuilder, ListBuilder, RecordBatch,
-    StringBuilder, StructBuilder, TimestampMicrosecondBuilder,
+    ArrayBuilder, ArrayRef, Int32Builder, Int64Builder, LargeBinaryBuilder, ListBuilder,
+    RecordBatch, StringBuilder, StructBuilder, TimestampMicrosecondBuilder,
 };
 use arrow::datatypes::{DataType, FieldRef, Fields, SchemaRef};
 use catalog::StoredBatch;
-use kafka_protocol::records::{RecordBatchDecoder, TimestampType};
+use kafka_protocol::records::{Record, RecordBatchDecoder, TimestampType};
 
 use crate::{TableError, TableResult};
 
-/// Rows of one partition, accumulated column by column.
+/// Rows of one partition, built a chunk at a time: each [`RowBuilder::add_batches`] call
+/// decodes its batches first and then allocates every column at its exact size. Growing
+/// one builder per column instead reallocated and copied the values buffer at each
+/// doubling and faulted in twice the pages: 45 % of a seal's CPU went to it (perf, 256
+/// MiB of 1 KiB records into 16 partitions, docs/benchmarks.md).
 pub struct RowBuilder {
     schema: SchemaRef,
     partition: i32,
-    offset: Int64Builder,
-    timestamp: TimestampMicrosecondBuilder,
-    timestamp_broker: TimestampMicrosecondBuilder,
-    key: LargeBinaryBuilder,
-    value: LargeBinaryBuilder,
-    headers: ListBuilder<StructBuilder>,
+    /// The headers column's list element and struct fields, from `schema`.
+    header: (FieldRef, Fields),
+    /// Timestamp columns' types, from `schema` (their time zone).
+    timestamp_types: (DataType, DataType),
+    chunks: Vec<RecordBatch>,
     rows: usize,
     /// Bytes of keys, values and headers added, to bound a file's size.
     pub bytes: usize,
@@ -37,29 +40,59 @@ fn list_element(schema: &SchemaRef, name: &str) -> TableResult<(FieldRef, Fields
             "column {name} is not a list of structs"
         )));
     };
+    // Each chunk builds the struct's two columns as these types.
+    let types: Vec<&DataType> = fields.iter().map(|f| f.data_type()).collect();
+    if types != [&DataType::Utf8, &DataType::LargeBinary] {
+        return Err(TableError::Task(format!(
+            "column {name} is not a list of (string, large binary) structs"
+        )));
+    }
     Ok((element.clone(), fields.clone()))
 }
 
-fn timestamp_builder(schema: &SchemaRef, name: &str) -> TableResult<TimestampMicrosecondBuilder> {
-    let field = schema.field_with_name(name)?;
-    Ok(TimestampMicrosecondBuilder::new().with_data_type(field.data_type().clone()))
+fn timestamp_type(schema: &SchemaRef, name: &str) -> TableResult<DataType> {
+    Ok(schema.field_with_name(name)?.data_type().clone())
+}
+
+/// Sizes of one chunk's variable-length columns, so each is allocated once.
+#[derive(Default)]
+struct Sizes {
+    keys: usize,
+    values: usize,
+    headers: usize,
+    header_keys: usize,
+    header_values: usize,
+}
+
+impl Sizes {
+    fn of(records: &[Record]) -> Self {
+        let mut s = Self::default();
+        for r in records {
+            s.keys += r.key.as_ref().map_or(0, |k| k.len());
+            s.values += r.value.as_ref().map_or(0, |v| v.len());
+            s.headers += r.headers.len();
+            for (k, v) in &r.headers {
+                s.header_keys += k.len();
+                s.header_values += v.as_ref().map_or(0, |v| v.len());
+            }
+        }
+        s
+    }
 }
 
 impl RowBuilder {
     /// An empty builder for `partition`'s rows in `schema` (the Arrow form of the
     /// table's current Iceberg schema, field ids included).
     pub fn new(schema: SchemaRef, partition: u32) -> TableResult<Self> {
-        let (element, fields) = list_element(&schema, crate::schema::HEADERS)?;
-        let header = StructBuilder::from_fields(fields, 0);
         Ok(Self {
             partition: partition as i32,
-            offset: Int64Builder::new(),
-            timestamp: timestamp_builder(&schema, crate::schema::TIMESTAMP)?,
-            timestamp_broker: timestamp_builder(&schema, crate::schema::TIMESTAMP_BROKER)?,
-            key: LargeBinaryBuilder::new(),
-            value: LargeBinaryBuilder::new(),
-            headers: ListBuilder::new(header).with_field(element),
+            header: list_element(&schema, crate::schema::HEADERS)?,
+            timestamp_types: (
+                timestamp_type(&schema, crate::schema::TIMESTAMP)?,
+                timestamp_type(&schema, crate::schema::TIMESTAMP_BROKER)?,
+            ),
             schema,
+            chunks: Vec::new(),
             rows: 0,
             bytes: 0,
         })
@@ -75,46 +108,85 @@ impl RowBuilder {
         self.rows == 0
     }
 
-    /// Adds the records of a stored batch whose offsets are in `from..to` (control
-    /// records are not data and are left out), passing each to `each` too.
-    pub fn add_batch(
+    /// Adds, as one chunk, the records of stored batches whose offsets are in
+    /// `from..to` (control records are not data and are left out), passing each to
+    /// `each` too.
+    pub fn add_batches<'a>(
         &mut self,
         topic: &str,
         partition: u32,
-        batch: &StoredBatch,
-        from: u64,
-        to: u64,
-        each: &mut dyn FnMut(&kafka_protocol::records::Record),
+        batches: impl IntoIterator<Item = &'a StoredBatch>,
+        (from, to): (u64, u64),
+        each: &mut dyn FnMut(&Record),
     ) -> TableResult<()> {
-        let mut buf = batch.bytes.clone();
-        let set = RecordBatchDecoder::decode(&mut buf).map_err(|e| TableError::CorruptBatch {
-            topic: topic.to_owned(),
-            partition,
-            offset: batch.base_offset,
-            reason: e.to_string(),
-        })?;
-        for r in set.records {
-            let Ok(offset) = u64::try_from(r.offset) else {
-                continue;
-            };
-            if r.control || offset < from || offset >= to {
-                continue;
-            }
-            self.offset.append_value(r.offset);
+        let mut records = Vec::new();
+        for batch in batches {
+            let mut buf = batch.bytes.clone();
+            let set =
+                RecordBatchDecoder::decode(&mut buf).map_err(|e| TableError::CorruptBatch {
+                    topic: topic.to_owned(),
+                    partition,
+                    offset: batch.base_offset,
+                    reason: e.to_string(),
+                })?;
+            records.extend(set.records.into_iter().filter(|r| {
+                u64::try_from(r.offset).is_ok_and(|o| !r.control && from <= o && o < to)
+            }));
+        }
+        if records.is_empty() {
+            return Ok(());
+        }
+        let chunk = self.chunk(&records)?;
+        for r in &records {
+            each(r);
+        }
+        self.rows += records.len();
+        self.chunks.push(chunk);
+        Ok(())
+    }
+
+    /// One chunk of rows, every column allocated at its size.
+    fn chunk(&mut self, records: &[Record]) -> TableResult<RecordBatch> {
+        let n = records.len();
+        let sizes = Sizes::of(records);
+        self.bytes += sizes.keys + sizes.values + sizes.header_keys + sizes.header_values;
+        let mut partition = Int32Builder::with_capacity(n);
+        partition.append_value_n(self.partition, n);
+        let mut offset = Int64Builder::with_capacity(n);
+        let mut timestamp = TimestampMicrosecondBuilder::with_capacity(n)
+            .with_data_type(self.timestamp_types.0.clone());
+        let mut timestamp_broker = TimestampMicrosecondBuilder::with_capacity(n)
+            .with_data_type(self.timestamp_types.1.clone());
+        let mut key = LargeBinaryBuilder::with_capacity(n, sizes.keys);
+        let mut value = LargeBinaryBuilder::with_capacity(n, sizes.values);
+        let (element, fields) = self.header.clone();
+        let header = StructBuilder::new(
+            fields,
+            vec![
+                Box::new(StringBuilder::with_capacity(
+                    sizes.headers,
+                    sizes.header_keys,
+                )) as Box<dyn ArrayBuilder>,
+                Box::new(LargeBinaryBuilder::with_capacity(
+                    sizes.headers,
+                    sizes.header_values,
+                )),
+            ],
+        );
+        let mut headers = ListBuilder::with_capacity(header, n).with_field(element);
+        for r in records {
+            offset.append_value(r.offset);
             let micros = r.timestamp.saturating_mul(1000);
-            self.timestamp.append_value(micros);
+            timestamp.append_value(micros);
             if r.timestamp_type == TimestampType::LogAppend {
-                self.timestamp_broker.append_value(micros);
+                timestamp_broker.append_value(micros);
             } else {
-                self.timestamp_broker.append_null();
+                timestamp_broker.append_null();
             }
-            self.key.append_option(r.key.as_deref());
-            self.value.append_option(r.value.as_deref());
-            self.bytes +=
-                r.key.as_ref().map_or(0, |k| k.len()) + r.value.as_ref().map_or(0, |v| v.len());
-            let header = self.headers.values();
+            key.append_option(r.key.as_deref());
+            value.append_option(r.value.as_deref());
+            let header = headers.values();
             for (k, v) in &r.headers {
-                self.bytes += k.len() + v.as_ref().map_or(0, |v| v.len());
                 header
                     .field_builder::<StringBuilder>(0)
                     .ok_or_else(|| TableError::Task("header key builder".into()))?
@@ -125,29 +197,22 @@ impl RowBuilder {
                     .append_option(v.as_deref());
                 header.append(true);
             }
-            self.headers.append(true);
-            self.rows += 1;
-            each(&r);
+            headers.append(true);
         }
-        Ok(())
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(partition.finish()),
+            Arc::new(offset.finish()),
+            Arc::new(timestamp.finish()),
+            Arc::new(timestamp_broker.finish()),
+            Arc::new(key.finish()),
+            Arc::new(value.finish()),
+            Arc::new(headers.finish()),
+        ];
+        Ok(RecordBatch::try_new(self.schema.clone(), columns)?)
     }
 
-    /// The rows as one Arrow record batch.
-    pub fn finish(mut self) -> TableResult<RecordBatch> {
-        let partition = {
-            let mut b = Int32Builder::with_capacity(self.rows);
-            b.append_value_n(self.partition, self.rows);
-            b.finish()
-        };
-        let columns: Vec<ArrayRef> = vec![
-            Arc::new(partition),
-            Arc::new(self.offset.finish()),
-            Arc::new(self.timestamp.finish()),
-            Arc::new(self.timestamp_broker.finish()),
-            Arc::new(self.key.finish()),
-            Arc::new(self.value.finish()),
-            Arc::new(self.headers.finish()),
-        ];
-        Ok(RecordBatch::try_new(self.schema, columns)?)
+    /// The rows, a record batch per chunk, in offset order.
+    pub fn finish(self) -> Vec<RecordBatch> {
+        self.chunks
     }
 }

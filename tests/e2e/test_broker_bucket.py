@@ -5,6 +5,7 @@ that rule (a data dir from such a build, tests/fixtures/damaged-table-*) is foun
 `eddy tables check` and rebuilt from the log by `eddy tables repair`, its expansion's rows
 left exactly as they were."""
 
+import hashlib
 import json
 import os
 import shutil
@@ -108,6 +109,29 @@ def eddy_cli(server, *args):
     env = dict(os.environ, EDDY_HTTP_URL=server.http_url, EDDY_ACCESS_KEY=server.access_key,
                EDDY_SECRET_KEY=server.secret_key)
     return subprocess.run([eddy_bin(), *args], capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_table_files_carry_the_md5_of_their_bytes_as_etag(eddy):
+    """Clients check a download against its ETag (s3cmd, rclone): a seal's data files, one
+    per partition and large enough to be hashed side by side, each carry their own MD5."""
+    topic, parts = "etags", 3
+    a = AdminClient({"bootstrap.servers": eddy.bootstrap})
+    a.create_topics([NewTopic(topic, parts, 1, config={"retention.ms": "-1"})])[topic].result(timeout=30)
+    p = Producer({"bootstrap.servers": eddy.bootstrap, "linger.ms": 5})
+    for i in range(parts * 300):
+        p.produce(topic, value=os.urandom(1024), partition=i % parts)
+    assert p.flush(30) == 0
+    assert len(catalog(eddy).load_table(f"kafka_topics.{topic}").scan().to_arrow()) == parts * 300
+    c = s3(eddy)
+    keys = [o["Key"] for o in c.list_objects_v2(Bucket="kafka", Prefix=f"kafka_topics/{topic}/")["Contents"]]
+    data = [k for k in keys if k.endswith(".parquet")]
+    assert len(data) == parts, keys
+    for key in keys:
+        got = c.get_object(Bucket="kafka", Key=key)
+        body = got["Body"].read()
+        assert got["ETag"].strip('"') == hashlib.md5(body).hexdigest(), key
+    # Random values do not compress: each data file is well past the size hashed inline.
+    assert all(len(c.get_object(Bucket="kafka", Key=k)["Body"].read()) > 256 * 1024 for k in data)
 
 
 @pytest.mark.parametrize("manifest", FIXTURES, ids=lambda p: p.parent.name)

@@ -257,7 +257,7 @@ impl StepExpansions {
                     partition,
                     first,
                     next,
-                    rows,
+                    rows: vec![rows],
                 });
             }
         }
@@ -330,7 +330,7 @@ impl StepExpansions {
                                 partition: p as u32,
                                 first: from,
                                 next: pos,
-                                rows,
+                                rows: vec![rows],
                             });
                         }
                     }

@@ -9,7 +9,8 @@ pub(super) struct PartitionRows {
     pub(super) partition: u32,
     pub(super) first: u64,
     pub(super) next: u64,
-    pub(super) rows: RecordBatch,
+    /// In offset order, in as many record batches as they were built in.
+    pub(super) rows: Vec<RecordBatch>,
 }
 
 /// What one pass over a topic's partitions collected.
@@ -83,7 +84,7 @@ pub(super) fn log_rows(
         usize::MAX,
         &mut |_| {},
     )?;
-    Ok(vec![rows.finish()?])
+    Ok(rows.finish())
 }
 
 /// Adds the log's records of offsets `from..to` of one partition to `rows` (and passes
@@ -104,19 +105,17 @@ pub(super) fn add_log_range(
     let aborted = wait(txns.aborted_txns(topic.id, partition, from, to))?;
     while pos < to && rows.bytes < budget {
         let batches = wait(kafka.read_batches(topic.id, partition, pos, 4 << 20))?;
-        if batches.is_empty() {
+        let Some(last) = batches.last() else {
             return Ok(to);
-        }
-        for b in &batches {
-            if b.base_offset >= to {
-                return Ok(to);
-            }
-            if b.is_aborted(&aborted) {
-                pos = pos.max(b.last_offset + 1).min(to);
-                continue;
-            }
-            rows.add_batch(&topic.name, partition, b, pos, to, each)?;
-            pos = pos.max(b.last_offset + 1).min(to);
+        };
+        let next = (last.last_offset + 1).clamp(pos, to);
+        let kept = batches
+            .iter()
+            .filter(|b| b.base_offset < to && !b.is_aborted(&aborted));
+        rows.add_batches(&topic.name, partition, kept, (pos, to), each)?;
+        pos = next;
+        if batches.iter().any(|b| b.base_offset >= to) {
+            return Ok(to);
         }
     }
     Ok(pos)
@@ -193,7 +192,7 @@ pub(super) fn collect(
                 partition: p,
                 first,
                 next: pos,
-                rows: rows.finish()?,
+                rows: rows.finish(),
             });
         }
     }

@@ -51,18 +51,24 @@ impl Tabler {
             let key = objects::key_of(&self.bucket, &location)
                 .ok_or_else(|| TableError::MissingFile(location.clone()))?
                 .to_owned();
-            files.push((key, bytes.to_vec(), content_type));
+            files.push((key, bytes, content_type));
         }
+        let md5s = objects::md5s(files.iter().map(|(_, bytes, _)| bytes.clone())).await;
         let new_objects = {
             let catalog = self.catalog.clone();
             let bucket = self.bucket.clone();
             blocking(move || {
                 let mut objs = NewObjects::default();
                 let now = now_ms();
-                for (key, bytes, content_type) in files {
-                    if let Err(e) =
-                        objs.add(catalog.as_ref(), &bucket, key, bytes, content_type, now)
-                    {
+                for ((key, bytes, content_type), md5) in files.into_iter().zip(md5s) {
+                    if let Err(e) = objs.add_hashed(
+                        catalog.as_ref(),
+                        &bucket,
+                        key,
+                        (bytes, md5),
+                        content_type,
+                        now,
+                    ) {
                         objs.discard(&catalog);
                         return Err(e);
                     }
@@ -162,7 +168,7 @@ impl Tabler {
                 table_location,
                 part.partition,
                 (part.first, part.next),
-                std::slice::from_ref(&part.rows),
+                &part.rows,
                 spec_id,
             )
             .await?;

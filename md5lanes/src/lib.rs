@@ -1,5 +1,6 @@
-//! The MD5 of request bodies (the ETag), hashed on SIMD lanes that concurrent uploads
-//! share.
+//! The MD5 of request bodies and of table files (their ETags), hashed on SIMD lanes that
+//! concurrent streams share: uploads to the S3 gateway, and the data files one table
+//! seal writes together.
 //!
 //! One MD5 stream is serial: each 64-byte block needs the result of the one before, so
 //! a lone upload hashes at one core's scalar speed. Blocks of several uploads hashed
@@ -226,6 +227,14 @@ impl Md5Stream {
         debug_assert!(self.pending.is_none());
         self.state.finalize()
     }
+}
+
+/// The MD5 of `data`, on the lanes when it is large enough: callers that hash several
+/// bodies at once await these together, so the bodies share passes.
+pub async fn digest(data: Bytes) -> [u8; 16] {
+    let mut s = Md5Stream::new();
+    s.push(data).await;
+    s.finish().await
 }
 
 #[cfg(test)]
