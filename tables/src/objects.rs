@@ -55,10 +55,10 @@ pub async fn read(catalog: &dyn Catalog, bucket: &str, key: &str) -> TableResult
     }
 }
 
-/// The MD5s of files written together, hashed side by side on the shared SIMD lanes:
-/// one seal's data files, one per partition, cost about what one file's would. MD5 was
-/// 13-14 % of a seal's CPU when each was hashed alone (perf, 128 MiB of 1 KiB random
-/// text into 16 partitions, docs/benchmarks.md).
+/// The MD5s of files written together, hashed side by side on the shared SIMD lanes
+/// (one seal's data files, one per partition). Each hashed alone, MD5 was 13-14 % of a
+/// seal's CPU, and 2.4 % together (perf, 128 MiB of 1 KiB random text in 16 partitions,
+/// docs/benchmarks.md).
 pub async fn md5s(files: impl IntoIterator<Item = Bytes>) -> Vec<[u8; 16]> {
     futures::future::join_all(files.into_iter().map(md5_lanes::digest)).await
 }

@@ -13,10 +13,10 @@ use kafka_protocol::records::{Record, RecordBatchDecoder, TimestampType};
 use crate::{TableError, TableResult};
 
 /// Rows of one partition, built a chunk at a time: each [`RowBuilder::add_batches`] call
-/// decodes its batches first and then allocates every column at its exact size. Growing
-/// one builder per column instead reallocated and copied the values buffer at each
-/// doubling and faulted in twice the pages: 45 % of a seal's CPU went to it (perf, 256
-/// MiB of 1 KiB records into 16 partitions, docs/benchmarks.md).
+/// decodes its batches first and then allocates every column at its exact size. With
+/// one growing builder per column instead, building rows took 45 % of a seal's CPU, most
+/// of it reallocating and copying the values buffer at each doubling and faulting in the
+/// new pages (perf, 256 MiB of 1 KiB records in 16 partitions, docs/benchmarks.md).
 pub struct RowBuilder {
     schema: SchemaRef,
     partition: i32,
