@@ -40,9 +40,6 @@ pub struct CatalogMetrics {
     /// Group commits run again because another node's transaction touched the same
     /// records (PostgreSQL catalog only).
     pub conflicts: Counter,
-    /// Address lease rounds run again because another node's round touched the same
-    /// leases at once (PostgreSQL catalog only).
-    pub lease_conflicts: Counter,
     /// Transactions refused because their node no longer held the address lease they
     /// were made under (PostgreSQL catalog only).
     pub fenced: Counter,
@@ -101,7 +98,6 @@ impl Default for CatalogMetrics {
             checkpoints: Counter::default(),
             orphan_blobs_removed: Counter::default(),
             conflicts: Counter::default(),
-            lease_conflicts: Counter::default(),
             fenced: Counter::default(),
             blob_deletes_pending: Gauge::default(),
             commit_queue_bytes: Gauge::default(),
@@ -169,11 +165,6 @@ impl CatalogMetrics {
             "conflicts",
             "Group commits run again after a serialization failure (PostgreSQL catalog)",
             self.conflicts.clone(),
-        );
-        registry.register(
-            "lease_conflicts",
-            "Address lease rounds run again after a serialization failure (PostgreSQL catalog)",
-            self.lease_conflicts.clone(),
         );
         registry.register(
             "fenced",

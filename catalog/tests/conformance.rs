@@ -646,39 +646,6 @@ async fn postgres_address_leases_spread_and_move_from_a_silent_node() {
     }
 }
 
-/// Nodes that hold their share renew at the same moments without conflicting: their
-/// rounds touch only their own rows, so on a loaded machine no round is run again, no
-/// lease runs out unrenewed and no address moves for nothing.
-#[tokio::test(flavor = "multi_thread")]
-async fn postgres_steady_lease_rounds_at_once_do_not_conflict() {
-    let Some(nodes) = two_nodes().await else {
-        return;
-    };
-    let (a, b) = (&nodes.a, &nodes.b);
-    let addresses: Vec<String> = (1..=2).map(|i| format!("127.0.0.{i}:9092")).collect();
-    let timeout = std::time::Duration::from_secs(2);
-    a.lease_round(&addresses, timeout).await.unwrap();
-    b.lease_round(&addresses, timeout).await.unwrap();
-    let a_held = a.lease_round(&addresses, timeout).await.unwrap();
-    let b_held = b.lease_round(&addresses, timeout).await.unwrap();
-    assert_eq!(
-        (a_held.len(), b_held.len()),
-        (1, 1),
-        "{a_held:?} {b_held:?}"
-    );
-    let conflicts = || a.metrics().lease_conflicts.get() + b.metrics().lease_conflicts.get();
-    let before = conflicts();
-    for _ in 0..50 {
-        let (x, y) = tokio::join!(
-            a.lease_round(&addresses, timeout),
-            b.lease_round(&addresses, timeout)
-        );
-        assert_eq!(x.unwrap(), a_held, "a's lease, at its epoch");
-        assert_eq!(y.unwrap(), b_held, "b's lease, at its epoch");
-    }
-    assert_eq!(conflicts(), before, "steady rounds were run again");
-}
-
 /// Fencing: a write made under an address lease commits while its node holds the address
 /// at that epoch, and is refused whole (nothing applied) once another node took it over.
 #[tokio::test(flavor = "multi_thread")]

@@ -15,9 +15,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use prometheus_client::metrics::counter::Counter;
-
-use tokio_postgres::{Client, GenericClient, IsolationLevel, Transaction};
+use tokio_postgres::{Client, IsolationLevel};
 
 use crate::error::{CatalogError, CatalogResult};
 
@@ -46,22 +44,6 @@ fn dead_nodes_sql() -> String {
     )
 }
 
-/// The dead nodes other than `me`, when `trust_locks` (else none).
-async fn dead_nodes(
-    c: &impl GenericClient,
-    me: &str,
-    trust_locks: bool,
-) -> CatalogResult<Vec<String>> {
-    if !trust_locks {
-        return Ok(Vec::new());
-    }
-    Ok(c.query(&dead_nodes_sql(), &[&me])
-        .await?
-        .iter()
-        .map(|r| r.get(0))
-        .collect())
-}
-
 /// Whether any of `addresses` is there for the taking now: unleased, expired, given
 /// back, or held by a dead node (only with `trust_locks`: see `super::liveness`). Cheap
 /// enough to ask several times a second, so a dead node's addresses move at once
@@ -72,7 +54,16 @@ pub async fn vacant(
     addresses: &[String],
     trust_locks: bool,
 ) -> CatalogResult<bool> {
-    let dead = dead_nodes(client, me, trust_locks).await?;
+    let dead: Vec<String> = if trust_locks {
+        client
+            .query(&dead_nodes_sql(), &[&me])
+            .await?
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let row = client
         .query_one(
             "SELECT EXISTS (SELECT 1 FROM eddy_leases WHERE address = ANY($1) \
@@ -100,41 +91,107 @@ pub fn fair_share(addresses: usize, live: &[String], me: &str) -> usize {
 /// up to its fair share and give back what it holds beyond it (the highest first).
 /// With `trust_locks`, dead nodes (`super::liveness`) count as neither live nor holding.
 /// Returns what it holds afterwards.
-///
-/// The heartbeat and the renewal run first, at `READ COMMITTED`: they only touch this
-/// node's own rows, and a renewal only extends a lease that has not run out, which no
-/// other node can take meanwhile. Only moving addresses (taking, giving back) needs
-/// `SERIALIZABLE`. When every round was one serializable transaction, each read every
-/// node's heartbeat and lease and wrote its own, so any two rounds at once conflicted;
-/// on a loaded machine three nodes' rounds kept conflicting eight times in a row, the
-/// leases ran out unrenewed and the addresses moved for nothing (seen in
-/// `tests/e2e/test_cluster_faults.py` with both cores busy). In a steady cluster no
-/// round is serializable now.
 pub async fn round(
     client: &mut Client,
     me: &str,
     addresses: &[String],
     timeout: Duration,
     trust_locks: bool,
-    conflicts: &Counter,
 ) -> CatalogResult<Held> {
     let secs = timeout.as_secs_f64();
-    let (held, share) = renew(client, me, addresses, secs, trust_locks).await?;
-    if held.len() == share {
-        return Ok(held);
-    }
-    for attempt in 0..8u32 {
-        if attempt > 0 {
-            conflicts.inc();
-            // Apart from the other nodes' retries, which conflicted with this one.
-            tokio::time::sleep(jitter(attempt)).await;
-        }
+    for _ in 0..8 {
         let t = client
             .build_transaction()
             .isolation_level(IsolationLevel::Serializable)
             .start()
             .await?;
-        let outcome = move_addresses(&t, me, addresses, secs, trust_locks).await;
+        let outcome: CatalogResult<Held> = async {
+            t.execute(
+                "INSERT INTO eddy_leases (address) SELECT * FROM UNNEST($1::text[]) \
+                 ON CONFLICT (address) DO NOTHING",
+                &[&addresses],
+            )
+            .await?;
+            t.execute(
+                "UPDATE eddy_nodes SET seen_at = now() WHERE name = $1",
+                &[&me],
+            )
+            .await?;
+            let dead: Vec<String> = if trust_locks {
+                t.query(&dead_nodes_sql(), &[&me])
+                    .await?
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let live: Vec<String> = t
+                .query(
+                    "SELECT name FROM eddy_nodes \
+                     WHERE seen_at > now() - make_interval(secs => $1) \
+                     AND name <> ALL($2) ORDER BY name",
+                    &[&secs, &dead],
+                )
+                .await?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            let mut held: Held = t
+                .query(
+                    "UPDATE eddy_leases SET expires_at = now() + make_interval(secs => $2) \
+                     WHERE node = $1 AND expires_at > now() AND address = ANY($3) \
+                     RETURNING address, epoch",
+                    &[&me, &secs, &addresses],
+                )
+                .await?
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect();
+            let share = fair_share(addresses.len(), &live, me);
+            if held.len() < share {
+                let free: Vec<String> = t
+                    .query(
+                        "SELECT address FROM eddy_leases \
+                         WHERE (expires_at <= now() OR node = ANY($3)) AND address = ANY($1) \
+                         ORDER BY address LIMIT $2",
+                        &[&addresses, &((share - held.len()) as i64), &dead],
+                    )
+                    .await?
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect();
+                for r in t
+                    .query(
+                        "UPDATE eddy_leases SET node = $1, epoch = epoch + 1, \
+                         expires_at = now() + make_interval(secs => $2) \
+                         WHERE address = ANY($3) RETURNING address, epoch",
+                        &[&me, &secs, &free],
+                    )
+                    .await?
+                {
+                    held.insert(r.get(0), r.get(1));
+                }
+            } else if held.len() > share {
+                let surplus: Vec<String> = held
+                    .keys()
+                    .rev()
+                    .take(held.len() - share)
+                    .cloned()
+                    .collect();
+                t.execute(
+                    "UPDATE eddy_leases SET expires_at = '-infinity' \
+                     WHERE node = $1 AND address = ANY($2)",
+                    &[&me, &surplus],
+                )
+                .await?;
+                for a in surplus {
+                    held.remove(&a);
+                }
+            }
+            Ok(held)
+        }
+        .await;
         match outcome {
             Ok(held) => match t.commit().await {
                 Ok(()) => return Ok(held),
@@ -150,147 +207,6 @@ pub async fn round(
     Err(CatalogError::Conflict(
         "lease round kept conflicting".into(),
     ))
-}
-
-/// The live nodes in name order, and the dead ones (only with `trust_locks`).
-async fn nodes(
-    t: &Transaction<'_>,
-    me: &str,
-    secs: f64,
-    trust_locks: bool,
-) -> CatalogResult<(Vec<String>, Vec<String>)> {
-    let dead = dead_nodes(t, me, trust_locks).await?;
-    let live = t
-        .query(
-            "SELECT name FROM eddy_nodes \
-             WHERE seen_at > now() - make_interval(secs => $1) \
-             AND name <> ALL($2) ORDER BY name",
-            &[&secs, &dead],
-        )
-        .await?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    Ok((live, dead))
-}
-
-/// The heartbeat and the renewal of what this node holds, in one `READ COMMITTED`
-/// transaction: what it holds afterwards and its fair share of the addresses.
-async fn renew(
-    client: &mut Client,
-    me: &str,
-    addresses: &[String],
-    secs: f64,
-    trust_locks: bool,
-) -> CatalogResult<(Held, usize)> {
-    let t = client
-        .build_transaction()
-        .isolation_level(IsolationLevel::ReadCommitted)
-        .start()
-        .await?;
-    t.execute(
-        "INSERT INTO eddy_leases (address) SELECT * FROM UNNEST($1::text[]) \
-         ON CONFLICT (address) DO NOTHING",
-        &[&addresses],
-    )
-    .await?;
-    t.execute(
-        "UPDATE eddy_nodes SET seen_at = now() WHERE name = $1",
-        &[&me],
-    )
-    .await?;
-    let (live, _) = nodes(&t, me, secs, trust_locks).await?;
-    // Row locks make this safe without serializability: a lease another node takes
-    // meanwhile is checked again once that taking commits, and no longer matches.
-    let held: Held = t
-        .query(
-            "UPDATE eddy_leases SET expires_at = now() + make_interval(secs => $2) \
-             WHERE node = $1 AND expires_at > now() AND address = ANY($3) \
-             RETURNING address, epoch",
-            &[&me, &secs, &addresses],
-        )
-        .await?
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect();
-    t.commit().await?;
-    Ok((held, fair_share(addresses.len(), &live, me)))
-}
-
-/// Takes free addresses up to this node's fair share, or gives back what it holds beyond
-/// it, in `t` (serializable: two nodes must not both take an address); returns what it
-/// holds then.
-async fn move_addresses(
-    t: &Transaction<'_>,
-    me: &str,
-    addresses: &[String],
-    secs: f64,
-    trust_locks: bool,
-) -> CatalogResult<Held> {
-    let (live, dead) = nodes(t, me, secs, trust_locks).await?;
-    let mut held: Held = t
-        .query(
-            "SELECT address, epoch FROM eddy_leases \
-             WHERE node = $1 AND expires_at > now() AND address = ANY($2)",
-            &[&me, &addresses],
-        )
-        .await?
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect();
-    let share = fair_share(addresses.len(), &live, me);
-    if held.len() < share {
-        let free: Vec<String> = t
-            .query(
-                "SELECT address FROM eddy_leases \
-                 WHERE (expires_at <= now() OR node = ANY($3)) AND address = ANY($1) \
-                 ORDER BY address LIMIT $2",
-                &[&addresses, &((share - held.len()) as i64), &dead],
-            )
-            .await?
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
-        for r in t
-            .query(
-                "UPDATE eddy_leases SET node = $1, epoch = epoch + 1, \
-                 expires_at = now() + make_interval(secs => $2) \
-                 WHERE address = ANY($3) RETURNING address, epoch",
-                &[&me, &secs, &free],
-            )
-            .await?
-        {
-            held.insert(r.get(0), r.get(1));
-        }
-    } else if held.len() > share {
-        let surplus: Vec<String> = held
-            .keys()
-            .rev()
-            .take(held.len() - share)
-            .cloned()
-            .collect();
-        t.execute(
-            "UPDATE eddy_leases SET expires_at = '-infinity' \
-             WHERE node = $1 AND address = ANY($2)",
-            &[&me, &surplus],
-        )
-        .await?;
-        for a in surplus {
-            held.remove(&a);
-        }
-    }
-    Ok(held)
-}
-
-/// A wait before a lease round's `attempt`-th retry: growing, and random within its
-/// range so that nodes which conflicted do not retry in step.
-fn jitter(attempt: u32) -> Duration {
-    use std::hash::{BuildHasher, Hasher};
-    let random = std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish();
-    let range_ms = 5u64 << attempt.min(5);
-    Duration::from_millis(range_ms / 2 + random % range_ms)
 }
 
 #[cfg(test)]

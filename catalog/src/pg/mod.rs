@@ -356,16 +356,7 @@ impl PgCatalog {
     ) -> CatalogResult<leases::Held> {
         let mut client = self.read.client().await?;
         let trust = self.liveness.trusted(timeout);
-        let conflicts = &self.shared.metrics.lease_conflicts;
-        leases::round(
-            &mut client,
-            &self.name,
-            addresses,
-            timeout,
-            trust,
-            conflicts,
-        )
-        .await
+        leases::round(&mut client, &self.name, addresses, timeout, trust).await
     }
 
     /// Whether any of `addresses` can be taken now ([`leases::vacant`]): a lease round
