@@ -37,7 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cdc import cpu_seconds  # noqa: E402
 from iceberg import start  # noqa: E402
 
-HELD_BACK = {"EDDY_TABLE_SEAL_MB": "100000", "EDDY_TABLE_SEAL_AGE_SECS": "100000"}
+sys.path.insert(0, str(Path(__file__).resolve().parent / "peers"))
+import compare  # noqa: E402
+
 
 
 def produce_repeated(args, bootstrap, records):
@@ -64,7 +66,7 @@ def produce_text(args, bootstrap, records):
 
 def one(args, binary, payload):
     """(wall seconds, CPU seconds, Parquet MB) of one seal of a fresh server's backlog."""
-    os.environ.update(HELD_BACK)
+    os.environ.update(compare.SEALS_HELD_BACK)
     with tempfile.TemporaryDirectory(dir=args.scratch) as data:
         proc, ports = start(binary, data)
         try:
@@ -96,12 +98,7 @@ def main():
     ap.add_argument("--payloads", default="repeated,text")
     ap.add_argument("--scratch", default="/work/scratch-peers")
     args = ap.parse_args()
-    binary = os.environ.get("EDDY_BIN")
-    if not binary:
-        sys.exit("set EDDY_BIN to the eddy build to measure")
-    args.rdkafka_perf = os.environ.get("RDKAFKA_PERF",
-                                       f"{args.scratch}/librdkafka/examples/rdkafka_performance")
-    Path(args.scratch).mkdir(parents=True, exist_ok=True)
+    binary = compare.eddy_under_test(args)
     builds = [("this build", binary)] + ([("before", args.before)] if args.before else [])
     runs = {}
     for r in range(args.rounds):

@@ -142,6 +142,22 @@ class Server:
             self.proc.wait()
 
 
+# The background tabler held back past a run: no seal starts on its own.
+SEALS_HELD_BACK = {"EDDY_TABLE_SEAL_MB": "100000", "EDDY_TABLE_SEAL_AGE_SECS": "100000"}
+
+
+def eddy_under_test(args):
+    """$EDDY_BIN (exits without it); sets args.rdkafka_perf ($RDKAFKA_PERF, or where
+    bench/peers/run builds it under --scratch) and makes the scratch directory."""
+    binary = os.environ.get("EDDY_BIN")
+    if not binary:
+        sys.exit("set EDDY_BIN to the eddy build to measure")
+    args.rdkafka_perf = os.environ.get("RDKAFKA_PERF",
+                                       f"{args.scratch}/librdkafka/examples/rdkafka_performance")
+    Path(args.scratch).mkdir(parents=True, exist_ok=True)
+    return binary
+
+
 def start_eddy(data, out, env=None, name="eddy"):
     """Eddy from $EDDY_BIN, or as "eddy-base" from $EDDY_BASE_BIN (an earlier build run
     beside it as one more peer, for a before/after in the same run)."""

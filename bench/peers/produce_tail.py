@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import compare  # noqa: E402
 
-DEFER = {"EDDY_TABLE_SEAL_MB": "100000", "EDDY_TABLE_SEAL_AGE_SECS": "100000"}
+DEFER = compare.SEALS_HELD_BACK
 
 
 def commits(server):
@@ -69,13 +69,8 @@ def main():
     ap.add_argument("--scratch", default="/work/scratch-peers")
     ap.add_argument("--before", help="another eddy build, run with seals as by default")
     args = ap.parse_args()
-    binary = os.environ.get("EDDY_BIN")
-    if not binary:
-        sys.exit("set EDDY_BIN to the eddy build to measure")
-    args.rdkafka_perf = os.environ.get("RDKAFKA_PERF",
-                                       f"{args.scratch}/librdkafka/examples/rdkafka_performance")
+    binary = compare.eddy_under_test(args)
     args.half_s = 10
-    Path(args.scratch).mkdir(parents=True, exist_ok=True)
     variants = [("as by default", {}, binary), ("deferred", DEFER, binary)]
     if args.before:
         variants.append(("before: as by default", {}, args.before))

@@ -110,7 +110,7 @@ impl NewObjects {
         let etag = md5.iter().map(|b| format!("{b:02x}")).collect::<String>();
         let size = data.len() as u64;
         let data = if data.len() <= INLINE_MAX {
-            ObjectData::Inline(data.to_vec())
+            ObjectData::Inline(Vec::from(data))
         } else {
             let blob = catalog.blobs().put(&data)?;
             self.blobs.push(blob);
