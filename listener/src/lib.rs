@@ -2,8 +2,9 @@
 //! listener holds open (a connection over the cap is accepted and closed at once, counted,
 //! and logged at most once per interval, so a flood neither grows the process nor fills
 //! the log), backs off when accepting fails for want of resources (EMFILE and friends,
-//! which would otherwise spin), and on shutdown stops accepting and waits for the
-//! connections it started, each of which watches the same shutdown signal. [`tls`] holds
+//! which would otherwise spin), and on shutdown stops accepting, closes its socket and
+//! waits for the connections it started, each of which watches the same shutdown
+//! signal. [`tls`] holds
 //! the TLS configuration of listeners given a certificate.
 
 pub mod principal;
@@ -125,8 +126,8 @@ fn is_resource_error(e: &std::io::Error) -> bool {
 }
 
 /// Accepts connections on `listener` until `shutdown` flips, handing each one under the
-/// cap to `serve` (whose future should finish soon after `shutdown` flips); then calls
-/// `on_stop` and waits for every connection's future.
+/// cap to `serve` (whose future should finish soon after `shutdown` flips); then closes
+/// the listening socket, calls `on_stop` and waits for every connection's future.
 pub async fn serve<F, Fut>(
     name: &'static str,
     listener: TcpListener,
@@ -193,6 +194,12 @@ pub async fn serve<F, Fut>(
             _ = shutdown.changed() => break,
         }
     }
+    // Closed before the connections finish, which can take as long as their slowest
+    // request: a cluster node that lost an address kept it bound meanwhile, so the node
+    // that took it over could not bind it, and new clients sat unanswered in a backlog
+    // nobody accepted from (a three-node cluster stopped answering for ~30 s after a
+    // PostgreSQL restart under load, 2026-12-07), then were all reset at once.
+    drop(listener);
     on_stop();
     while connections.join_next().await.is_some() {}
 }
@@ -291,6 +298,56 @@ mod tests {
         d.read_exact(&mut got).await.unwrap();
         assert_eq!(&got, b"y");
         stop_tx.send(true).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), server)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_stopped_listener_frees_its_address_while_its_connections_finish() {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let (stop_tx, stop) = watch::channel(false);
+        let (finish_tx, finish) = watch::channel(false);
+        // A connection busy with a request that outlives the shutdown: it ends only
+        // when told.
+        let server = tokio::spawn(serve(
+            "test",
+            l,
+            Limits::default(),
+            ListenerMetrics::default(),
+            stop,
+            move |mut s, _| {
+                let mut finish = finish.clone();
+                async move {
+                    let _ = s.write_all(b"h").await;
+                    let _ = finish.wait_for(|f| *f).await;
+                }
+            },
+            || {},
+        ));
+        let mut c = TcpStream::connect(addr).await.unwrap();
+        let mut got = [0u8; 1];
+        c.read_exact(&mut got).await.unwrap();
+        stop_tx.send(true).unwrap();
+        // The address can be bound again (by the node taking it over) while the old
+        // connection is still being served.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let again = loop {
+            match TcpListener::bind(addr).await {
+                Ok(again) => break again,
+                Err(e) => {
+                    assert!(Instant::now() < deadline, "still bound: {e}");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            }
+        };
+        assert!(!server.is_finished(), "the busy connection was cut short");
+        let fresh = TcpStream::connect(addr).await.unwrap();
+        let (_accepted, peer) = again.accept().await.unwrap();
+        assert_eq!(peer, fresh.local_addr().unwrap());
+        finish_tx.send(true).unwrap();
         tokio::time::timeout(Duration::from_secs(5), server)
             .await
             .unwrap()
