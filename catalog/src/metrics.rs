@@ -40,6 +40,9 @@ pub struct CatalogMetrics {
     /// Group commits run again because another node's transaction touched the same
     /// records (PostgreSQL catalog only).
     pub conflicts: Counter,
+    /// Address lease rounds that failed because another node's round touched the same
+    /// rows at once (PostgreSQL catalog only).
+    pub lease_conflicts: Counter,
     /// Transactions refused because their node no longer held the address lease they
     /// were made under (PostgreSQL catalog only).
     pub fenced: Counter,
@@ -98,6 +101,7 @@ impl Default for CatalogMetrics {
             checkpoints: Counter::default(),
             orphan_blobs_removed: Counter::default(),
             conflicts: Counter::default(),
+            lease_conflicts: Counter::default(),
             fenced: Counter::default(),
             blob_deletes_pending: Gauge::default(),
             commit_queue_bytes: Gauge::default(),
@@ -165,6 +169,11 @@ impl CatalogMetrics {
             "conflicts",
             "Group commits run again after a serialization failure (PostgreSQL catalog)",
             self.conflicts.clone(),
+        );
+        registry.register(
+            "lease_conflicts",
+            "Serialization failures of address lease rounds, each run again until a third of the lease timeout has passed (PostgreSQL catalog)",
+            self.lease_conflicts.clone(),
         );
         registry.register(
             "fenced",

@@ -646,6 +646,44 @@ async fn postgres_address_leases_spread_and_move_from_a_silent_node() {
     }
 }
 
+/// Lease rounds that fail to serialize (every round reads the rows the others write)
+/// run again until they go through: sixteen at once, as rounds overlap on a loaded
+/// machine where each is slow, none fails and no node loses or re-takes its address.
+/// (Run again at once and at most eight times, as before, rounds failed here.)
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_lease_rounds_at_once_all_go_through() {
+    let Some(nodes) = two_nodes().await else {
+        return;
+    };
+    let (a, b) = (&nodes.a, &nodes.b);
+    let addresses: Vec<String> = (1..=2).map(|i| format!("127.0.0.{i}:9092")).collect();
+    // A round runs again for up to a third of the lease timeout: a long one, so a
+    // loaded test machine cannot make this test fail by the clock.
+    let timeout = std::time::Duration::from_secs(30);
+    a.lease_round(&addresses, timeout).await.unwrap();
+    b.lease_round(&addresses, timeout).await.unwrap();
+    let a_held = a.lease_round(&addresses, timeout).await.unwrap();
+    let b_held = b.lease_round(&addresses, timeout).await.unwrap();
+    assert_eq!(
+        (a_held.len(), b_held.len()),
+        (1, 1),
+        "{a_held:?} {b_held:?}"
+    );
+    for _ in 0..20 {
+        let rounds = futures::future::join_all(
+            [a, b]
+                .repeat(8)
+                .into_iter()
+                .map(|n| n.lease_round(&addresses, timeout)),
+        )
+        .await;
+        for (i, held) in rounds.into_iter().enumerate() {
+            let want = if i % 2 == 0 { &a_held } else { &b_held };
+            assert_eq!(&held.unwrap(), want, "round {i}: the address, at its epoch");
+        }
+    }
+}
+
 /// Fencing: a write made under an address lease commits while its node holds the address
 /// at that epoch, and is refused whole (nothing applied) once another node took it over.
 #[tokio::test(flavor = "multi_thread")]

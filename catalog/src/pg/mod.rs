@@ -356,7 +356,16 @@ impl PgCatalog {
     ) -> CatalogResult<leases::Held> {
         let mut client = self.read.client().await?;
         let trust = self.liveness.trusted(timeout);
-        leases::round(&mut client, &self.name, addresses, timeout, trust).await
+        let conflicts = &self.shared.metrics.lease_conflicts;
+        leases::round(
+            &mut client,
+            &self.name,
+            addresses,
+            timeout,
+            trust,
+            conflicts,
+        )
+        .await
     }
 
     /// Whether any of `addresses` can be taken now ([`leases::vacant`]): a lease round
