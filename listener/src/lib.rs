@@ -4,8 +4,7 @@
 //! the log), backs off when accepting fails for want of resources (EMFILE and friends,
 //! which would otherwise spin), and on shutdown stops accepting, closes its socket and
 //! waits for the connections it started, each of which watches the same shutdown
-//! signal. [`tls`] holds
-//! the TLS configuration of listeners given a certificate.
+//! signal. [`tls`] holds the TLS configuration of listeners given a certificate.
 
 pub mod principal;
 pub mod tls;
