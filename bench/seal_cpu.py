@@ -41,7 +41,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "peers"))
 import compare  # noqa: E402
 
 
-
 def produce_repeated(args, bootstrap, records):
     subprocess.run([args.rdkafka_perf, "-P", "-t", "backlog", "-b", bootstrap, "-s", "1024",
                     "-a", "-1", "-c", str(records), "-X", "linger.ms=5",

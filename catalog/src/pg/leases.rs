@@ -120,13 +120,9 @@ pub async fn round(
 ) -> CatalogResult<Held> {
     let secs = timeout.as_secs_f64();
     let give_up = Instant::now() + timeout / RETRY_SHARE;
-    for attempt in 1.. {
-        if attempt > 1 {
-            if Instant::now() >= give_up {
-                break;
-            }
-            tokio::time::sleep(jitter(attempt - 1)).await;
-        }
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
         let t = client
             .build_transaction()
             .isolation_level(IsolationLevel::Serializable)
@@ -219,25 +215,22 @@ pub async fn round(
             Ok(held)
         }
         .await;
-        match outcome {
-            Ok(held) => match t.commit().await {
-                Ok(()) => return Ok(held),
-                Err(e) => match CatalogError::from(e) {
-                    CatalogError::Conflict(_) => {
-                        conflicts.inc();
-                    }
-                    e => return Err(e),
-                },
-            },
-            Err(CatalogError::Conflict(_)) => {
-                conflicts.inc();
-            }
+        let committed = match outcome {
+            Ok(held) => t.commit().await.map(|()| held).map_err(CatalogError::from),
+            Err(e) => Err(e),
+        };
+        match committed {
+            Ok(held) => return Ok(held),
+            Err(CatalogError::Conflict(_)) => conflicts.inc(),
             Err(e) => return Err(e),
+        };
+        if Instant::now() >= give_up {
+            return Err(CatalogError::Conflict(
+                "lease round kept conflicting".into(),
+            ));
         }
+        tokio::time::sleep(jitter(attempt)).await;
     }
-    Err(CatalogError::Conflict(
-        "lease round kept conflicting".into(),
-    ))
 }
 
 #[cfg(test)]
