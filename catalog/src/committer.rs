@@ -36,9 +36,12 @@ pub(crate) enum Msg {
     },
     /// Make the store durable (an fsync'd commit) and report the applied LSN.
     Flush(std::sync::mpsc::Sender<CatalogResult<u64>>),
-    /// Delete log segments below this LSN (covered by a checkpoint); replies with how
-    /// many went.
-    TrimLog(u64, std::sync::mpsc::Sender<CatalogResult<usize>>),
+    /// Take the log segments below this LSN (covered by a checkpoint) out of the log;
+    /// replies with them, for the caller to delete off this thread.
+    TrimLog(
+        u64,
+        std::sync::mpsc::Sender<CatalogResult<storage::wal::DetachedSegments>>,
+    ),
     /// Finish what is queued, flush, and stop.
     Shutdown,
 }
@@ -152,8 +155,8 @@ impl Committer {
         }
     }
 
-    /// Deletes segments below `lsn` that no stored batch points into.
-    fn trim_log(&mut self, lsn: u64) -> CatalogResult<usize> {
+    /// Detaches the segments below `lsn` that no stored batch points into.
+    fn trim_log(&mut self, lsn: u64) -> CatalogResult<storage::wal::DetachedSegments> {
         use redb::{ReadableDatabase, ReadableTable};
         let r = self.db.begin_read()?;
         let referenced: std::collections::BTreeSet<u64> = match r.open_table(SEGMENT_REFS) {
@@ -167,7 +170,7 @@ impl Committer {
         };
         Ok(self
             .wal
-            .remove_before(lsn, |segment| !referenced.contains(&segment))?)
+            .detach_before(lsn, |segment| !referenced.contains(&segment)))
     }
 
     /// An fsync'd empty commit: everything applied so far survives without the log.

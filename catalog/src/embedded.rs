@@ -243,7 +243,13 @@ impl EmbeddedCatalog {
         let ptr = checkpoint::write(&self.db, &self.blobs)?;
         let (reply, rx) = mpsc::channel();
         self.send(Msg::TrimLog(durable.min(ptr.lsn) + 1, reply))?;
-        match rx.recv().map_err(|_| CatalogError::Closed)? {
+        // The files are deleted here, on the checkpointer's thread: deleting them on the
+        // committer held up every commit (`Wal::detach_before`).
+        match rx
+            .recv()
+            .map_err(|_| CatalogError::Closed)?
+            .and_then(|detached| Ok(detached.remove()?))
+        {
             Ok(n) if n > 0 => tracing::debug!(segments = n, "trimmed log"),
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "log trim failed"),

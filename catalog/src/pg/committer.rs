@@ -251,7 +251,8 @@ impl PgCommitter {
         Ok((decided, position.lsn, effects, changed))
     }
 
-    /// Deletes this node's sealed log segments that no batch references any more. Only
+    /// Takes this node's sealed log segments that no batch references any more out of its
+    /// log and has their files deleted on another thread. Only
     /// this thread adds references to this node's segments (every batch it commits goes
     /// into its own log's current segment), so one with none now never gets one again.
     fn trim(&mut self) -> CatalogResult<usize> {
@@ -297,9 +298,14 @@ impl PgCommitter {
             })
             .collect();
         let next = self.log.next_lsn();
-        Ok(self
+        // The files go on another thread: deleting them here would hold up the commits
+        // queued behind (`Wal::detach_before`).
+        let detached = self
             .log
-            .remove_before(next, |segment| !referenced.contains(&segment))?)
+            .detach_before(next, |segment| !referenced.contains(&segment));
+        let n = detached.segments();
+        detached.remove_in_background();
+        Ok(n)
     }
 }
 
