@@ -720,7 +720,7 @@ impl Wal {
 }
 
 /// Sealed segments taken out of the log, whose files are still to be deleted.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 #[must_use = "the segments' files stay on the drives until `remove` is called"]
 pub struct DetachedSegments {
     segments: usize,
@@ -739,18 +739,20 @@ impl DetachedSegments {
         if self.files.is_empty() {
             return;
         }
-        // Shared so that the files are still here if the thread cannot be started.
-        let mine = Arc::new(std::sync::Mutex::new(Some(self)));
-        let theirs = mine.clone();
-        let take = |slot: &std::sync::Mutex<Option<Self>>| {
-            slot.lock().unwrap_or_else(|p| p.into_inner()).take()
-        };
+        // A copy of the paths, for when the thread cannot be started and takes them with it.
+        let here = self.clone();
         let spawned = std::thread::Builder::new()
             .name("log-remove".into())
-            .spawn(move || remove_logged(take(&theirs)));
+            .spawn(move || self.remove_or_warn());
         if let Err(e) = spawned {
             tracing::warn!(error = %e, "cannot start a thread to delete old log segments; deleting them here");
-            remove_logged(take(&mine));
+            here.remove_or_warn();
+        }
+    }
+
+    fn remove_or_warn(self) {
+        if let Err(e) = self.remove() {
+            tracing::warn!(error = %e, "deleting the log's old segments failed");
         }
     }
 
@@ -765,12 +767,6 @@ impl DetachedSegments {
             }
         }
         Ok(self.segments)
-    }
-}
-
-fn remove_logged(detached: Option<DetachedSegments>) {
-    if let Some(Err(e)) = detached.map(DetachedSegments::remove) {
-        tracing::warn!(error = %e, "deleting the log's old segments failed");
     }
 }
 
@@ -1126,6 +1122,16 @@ mod tests {
         (wal, got)
     }
 
+    /// A log opened in the empty `dir` holding records 1 to 40 over several segments.
+    fn forty_records(dir: &Path) -> Wal {
+        let (mut wal, got) = open(dir, 1);
+        assert!(got.is_empty());
+        for i in 1..=40 {
+            assert_eq!(wal.append(payload(i)).unwrap().lsn, i);
+        }
+        wal
+    }
+
     fn payload(i: u64) -> Vec<u8> {
         (0..(i * 37 % 300)).map(|b| (b ^ i) as u8).collect()
     }
@@ -1133,11 +1139,7 @@ mod tests {
     #[test]
     fn records_survive_reopen_across_segments() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut wal, got) = open(dir.path(), 1);
-        assert!(got.is_empty());
-        for i in 1..=40 {
-            assert_eq!(wal.append(payload(i)).unwrap().lsn, i);
-        }
+        let wal = forty_records(dir.path());
         assert!(wal.segments().len() > 3);
         drop(wal);
         let (mut wal, got) = open(dir.path(), 1);
@@ -1157,10 +1159,7 @@ mod tests {
     #[test]
     fn detached_segments_stay_until_removed_and_a_crash_first_leaves_them_to_the_next_trim() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut wal, _) = open(dir.path(), 1);
-        for i in 1..=40 {
-            wal.append(payload(i)).unwrap();
-        }
+        let mut wal = forty_records(dir.path());
         let on_drives = |wal: &Wal| list_segments(&wal.set, &wal.dir).len();
         let before = on_drives(&wal);
         let detached = wal.detach_before(30, |_| true);
@@ -1342,11 +1341,7 @@ mod tests {
     #[test]
     fn opening_from_a_later_lsn_keeps_earlier_segments() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut wal, _) = open(dir.path(), 1);
-        for i in 1..=40 {
-            wal.append(payload(i)).unwrap();
-        }
-        drop(wal);
+        drop(forty_records(dir.path()));
         let (_, got) = open(dir.path(), 35);
         assert_eq!(got.first().map(|r| r.0), Some(35));
         let (_, got) = open(dir.path(), 1);
