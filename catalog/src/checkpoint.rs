@@ -10,7 +10,7 @@
 use std::path::Path;
 
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableError};
-use storage::{BlobStore, replicated};
+use storage::{BlobStore, Urgency, replicated};
 
 use crate::apply::{dec, enc};
 use crate::error::{CatalogError, CatalogResult};
@@ -65,7 +65,8 @@ pub fn write(db: &Database, blobs: &BlobStore) -> CatalogResult<CheckpointPointe
             .and_then(|v| v.value().try_into().ok().map(u64::from_be_bytes))
             .unwrap_or(0)
     };
-    let mut w = blobs.create()?;
+    // Commits go on while it is written, and their log syncs share the drives.
+    let mut w = blobs.create_with(Urgency::Background)?;
     let mut buf = Vec::with_capacity(1 << 20);
     buf.extend_from_slice(MAGIC);
     for (tag, def) in ALL {

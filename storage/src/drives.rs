@@ -346,6 +346,22 @@ pub(crate) fn start_writeback(f: &fs::File) {
     }
 }
 
+/// Waits until the file's bytes before `end` are written to the drive, starting the
+/// writeback of any not yet started. Not durability (no cache flush, no metadata): it
+/// keeps a writer from queueing more at the drive than it has waited for. Advisory:
+/// failure changes nothing.
+pub(crate) fn await_writeback(f: &fs::File, end: u64) {
+    use std::os::fd::AsRawFd;
+    let flags = libc::SYNC_FILE_RANGE_WAIT_BEFORE
+        | libc::SYNC_FILE_RANGE_WRITE
+        | libc::SYNC_FILE_RANGE_WAIT_AFTER;
+    let end = libc::off64_t::try_from(end).unwrap_or(libc::off64_t::MAX);
+    // SAFETY: a valid open descriptor; the range starts at 0 and is `end` bytes long.
+    unsafe {
+        libc::sync_file_range(f.as_raw_fd(), 0, end, flags);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,7 @@ pub mod wal;
 mod wal_sync;
 mod wal_zeroed;
 
-pub use blob::{BlobId, BlobMeta, BlobReader, BlobStore, BlobWriter};
+pub use blob::{BlobId, BlobMeta, BlobReader, BlobStore, BlobWriter, Urgency};
 pub use drives::{DriveHealth, DriveSet, DriveSetConfig};
 pub use erasure::{ErasureCode, ReedSolomon};
 pub use error::{StorageError, StorageResult};

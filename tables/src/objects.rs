@@ -9,7 +9,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use catalog::{Catalog, ObjectData, ObjectVersion, Op};
 use md5::{Digest, Md5};
-use storage::BlobMeta;
+use storage::{BlobMeta, Urgency};
 
 use crate::{TableError, TableResult};
 
@@ -72,9 +72,21 @@ pub struct NewObjects {
     pub blobs: Vec<BlobMeta>,
     /// Bytes written.
     pub bytes: u64,
+    /// Whether a client waits on the files' blobs.
+    urgency: Urgency,
 }
 
 impl NewObjects {
+    /// New files that no client waits on (the tabler's: seals, expansions, inventories):
+    /// their blobs keep little queued at the drives, ahead of the log commits of produce
+    /// requests (see [`Urgency`]).
+    pub fn background() -> Self {
+        Self {
+            urgency: Urgency::Background,
+            ..Self::default()
+        }
+    }
+
     /// Writes `data` (into a blob unless small) and adds the operation publishing it as
     /// `bucket/key`; its ETag is the MD5 of `data`, hashed here.
     pub fn add(
@@ -112,7 +124,7 @@ impl NewObjects {
         let data = if data.len() <= INLINE_MAX {
             ObjectData::Inline(Vec::from(data))
         } else {
-            let blob = catalog.blobs().put(&data)?;
+            let blob = catalog.blobs().put_with(&data, self.urgency)?;
             self.blobs.push(blob);
             ObjectData::Blobs(vec![blob])
         };

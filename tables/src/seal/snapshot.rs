@@ -58,7 +58,7 @@ impl Tabler {
             let catalog = self.catalog.clone();
             let bucket = self.bucket.clone();
             blocking(move || {
-                let mut objs = NewObjects::default();
+                let mut objs = NewObjects::background();
                 let now = now_ms();
                 for ((key, bytes, content_type), md5) in files.into_iter().zip(md5s) {
                     if let Err(e) = objs.add_hashed(
