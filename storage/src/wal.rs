@@ -708,15 +708,6 @@ impl Wal {
             files,
         }
     }
-
-    /// [`Wal::detach_before`] and the files' deletion, on the calling thread.
-    pub fn remove_before(
-        &mut self,
-        lsn: u64,
-        removable: impl Fn(u64) -> bool,
-    ) -> StorageResult<usize> {
-        self.detach_before(lsn, removable).remove()
-    }
 }
 
 /// Sealed segments taken out of the log, whose files are still to be deleted.
@@ -1148,7 +1139,7 @@ mod tests {
             assert_eq!(p, &payload(*lsn));
         }
         assert_eq!(wal.append(b"next".to_vec()).unwrap().lsn, 41);
-        let removed = wal.remove_before(30, |_| true).unwrap();
+        let removed = wal.detach_before(30, |_| true).remove().unwrap();
         assert!(removed > 0);
         drop(wal);
         let (_, got) = open(dir.path(), 30);
