@@ -12,6 +12,11 @@
 //! measured 2026-12-05). Linux lets a woken serving thread preempt a `SCHED_IDLE` one at
 //! once, where a niced thread keeps the core to the end of its slice, and each produce
 //! request wakes several threads (connection, committer, reply).
+//!
+//! Nothing that serving shares may be driven here: a socket or task made on this runtime
+//! runs only when its one idle-priority thread does. A PostgreSQL pool connection a seal
+//! opened here stalled the lease rounds that took it next for up to 18 s on a busy node,
+//! so the pool now opens every connection on the main runtime (`catalog/src/pg/pool.rs`).
 
 use std::future::Future;
 

@@ -9,6 +9,11 @@
 //!
 //! When rounds fail (PostgreSQL unreachable) past the lease timeout, the node stops
 //! serving every address itself: the others will take them over.
+//!
+//! Operators see the rounds' times and the addresses held, taken and lost in the
+//! catalog's metrics (`eddy_catalog_lease_round_seconds`, `eddy_catalog_addresses_*`).
+//! Apart from addresses given back to a node that joined, an address a living node lost
+//! is a takeover that rounds a whole lease timeout late let happen.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -114,7 +119,12 @@ pub async fn run(leases: Leases, serving: KafkaServing, mut stop: watch::Receive
     let every = leases.timeout / 3;
     loop {
         let started = Instant::now();
-        match leases.catalog.lease_round(&names, leases.timeout).await {
+        let round = leases.catalog.lease_round(&names, leases.timeout).await;
+        let metrics = leases.catalog.metrics();
+        metrics
+            .lease_round_seconds
+            .observe(started.elapsed().as_secs_f64());
+        match round {
             Ok(held) => {
                 last_ok = Instant::now();
                 // Fencing first: commits from now on are made under what is held now.
@@ -133,6 +143,7 @@ pub async fn run(leases: Leases, serving: KafkaServing, mut stop: watch::Receive
                 let changed = lost.len() + held.keys().filter(|a| !bound.contains_key(*a)).count();
                 for a in lost {
                     tracing::info!(address = %a, "address lease lost or given back; no longer serving it");
+                    metrics.addresses_lost.inc();
                     if let Some(s) = bound.remove(&a) {
                         let _ = s.stop.send(true);
                         drop(s.task);
@@ -149,6 +160,7 @@ pub async fn run(leases: Leases, serving: KafkaServing, mut stop: watch::Receive
                     match TcpListener::bind(listen.addr).await {
                         Ok(l) => {
                             tracing::info!(address = %a, epoch = held[a], "address lease taken; serving it");
+                            metrics.addresses_taken.inc();
                             let (tx, rx) = watch::channel(false);
                             let task = tokio::spawn(serving.serve(l, listen.clone(), rx, false));
                             bound.insert(a.clone(), Serving { stop: tx, task });
@@ -174,6 +186,7 @@ pub async fn run(leases: Leases, serving: KafkaServing, mut stop: watch::Receive
                         .write()
                         .unwrap_or_else(|p| p.into_inner())
                         .clear();
+                    metrics.addresses_lost.inc_by(bound.len() as u64);
                     for (_, s) in bound.drain() {
                         let _ = s.stop.send(true);
                     }
@@ -181,11 +194,13 @@ pub async fn run(leases: Leases, serving: KafkaServing, mut stop: watch::Receive
                 }
             }
         }
+        metrics.addresses_held.set(bound.len() as i64);
         if !wait_for_round(&leases, &names, started + every, &mut stop).await {
             break;
         }
     }
     serving.close_groups();
+    leases.catalog.metrics().addresses_held.set(0);
     for (_, s) in bound.drain() {
         let _ = s.stop.send(true);
         let _ = s.task.await;

@@ -1,6 +1,7 @@
 //! The HTTP/1 accept loop the S3 and HTTP ports share (HTTPS when given a certificate):
 //! the listener crate's connection cap, backoff and shutdown around hyper's connection
-//! driver, with a graceful shutdown of each connection.
+//! driver, with a graceful shutdown of each connection, and refused `Expect:
+//! 100-continue` requests answered with the connection's close (`expect_continue`).
 
 use std::sync::Arc;
 
@@ -11,6 +12,7 @@ use listener::tls::Tls;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::expect_continue::CloseOnRefusal;
 use crate::metrics::Metrics;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -66,7 +68,7 @@ pub async fn serve_hyper<S, B>(
             name,
             stream,
             tls.clone(),
-            service(peer),
+            CloseOnRefusal(service(peer)),
             limits.idle_timeout,
             stop.clone(),
         )

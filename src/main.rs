@@ -6,6 +6,7 @@ mod cluster;
 mod config;
 mod console_parts;
 mod expansion_cli;
+mod expect_continue;
 mod heal;
 mod http;
 mod hyper_serve;

@@ -32,6 +32,7 @@ impl NodeCatalog {
             Some(url) => {
                 let mut pg = PgConfig::new(url, &config.node_id, embedded.drives);
                 pg.wal = embedded.wal;
+                pg.stalled_transaction_timeout = config.lease_timeout;
                 Self::Postgres(
                     PgCatalog::open(pg)
                         .await

@@ -26,6 +26,9 @@ pub fn from_catalog(e: &CatalogError) -> ResponseError {
         | CatalogError::Closed
         // Retriable for the client, as a storage error is in Kafka.
         | CatalogError::Conflict(_) => ResponseError::KafkaStorageError,
+        // Retriable and possibly persisted, as librdkafka files it; a storage error
+        // says "not persisted", untrue of a commit whose outcome was lost.
+        CatalogError::Unsettled(_) => ResponseError::NotEnoughReplicasAfterAppend,
         // The address moved to another node: the client refreshes its metadata.
         CatalogError::Fenced(_) => ResponseError::NotLeaderOrFollower,
         // S3-side and table-side refusals: no Kafka request makes them.
@@ -49,5 +52,30 @@ pub fn fenced_for(e: ResponseError, knows_fenced: bool) -> ResponseError {
     match e {
         ResponseError::ProducerFenced if !knows_fenced => ResponseError::InvalidProducerEpoch,
         e => e,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// librdkafka files KAFKA_STORAGE_ERROR as "retry, not persisted" and
+    /// NOT_ENOUGH_REPLICAS_AFTER_APPEND as "retry, possibly persisted"
+    /// (`rd_kafka_handle_Produce_error`); only the second is true of a commit whose
+    /// outcome was lost, and it is the status a delivery report carries if the
+    /// retries run out.
+    #[test]
+    fn a_lost_commit_outcome_is_possibly_persisted_and_a_refused_commit_is_not() {
+        assert_eq!(
+            from_catalog(&CatalogError::Unsettled("connection closed".into())),
+            ResponseError::NotEnoughReplicasAfterAppend
+        );
+        for refused in [
+            CatalogError::Closed,
+            CatalogError::Store("postgresql: connection refused".into()),
+            CatalogError::Conflict("serialization failure".into()),
+        ] {
+            assert_eq!(from_catalog(&refused), ResponseError::KafkaStorageError);
+        }
     }
 }

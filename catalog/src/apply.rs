@@ -1,14 +1,17 @@
 //! Checking and applying operations inside one write transaction of either backend's
 //! store: [`Tables`] sends each [`Op`] to its domain's check and apply
 //! (`crate::domain`), and holds what every domain shares (the write transaction, the
-//! log record's data section, side effects, typed table access). `check` runs for every
-//! operation of a transaction before any is applied, so a transaction either applies
-//! whole or not at all; `apply` is deterministic, which is what lets recovery replay the
-//! log into the same state.
+//! log record's data section, side effects, typed table access).
+//! `check_transaction` runs for every operation of a transaction before any is applied,
+//! so a transaction either applies whole or not at all (an idempotent batch already
+//! appended is left out, and the log records the transaction without it); `apply` is
+//! deterministic, which is what lets recovery replay the log into the same state.
 
 use storage::BlobMeta;
 use storage::wal::LogPosition;
 
+use crate::domain::KafkaOp;
+use crate::domain::kafka::Sequences;
 use crate::error::CatalogResult;
 use crate::format::Stored;
 use crate::kv::{KvWrite, Range};
@@ -26,6 +29,26 @@ pub fn enc<T: Stored>(v: &T) -> CatalogResult<Vec<u8>> {
 /// Decodes a record of the store's format.
 pub fn dec<T: Stored>(b: &[u8]) -> CatalogResult<T> {
     T::decode(b)
+}
+
+/// What checking a transaction found.
+#[derive(Debug)]
+pub struct Checked {
+    /// Per operation: the base offset of a duplicate idempotent batch, left out.
+    left_out: Vec<Option<u64>>,
+}
+
+impl Checked {
+    /// Whether any operation is left out: the log then records the transaction
+    /// [`without`](crate::txn::Transaction::without) what [`Checked::left_out`] marks.
+    pub fn leaves_out(&self) -> bool {
+        self.left_out.iter().any(Option::is_some)
+    }
+
+    /// Per operation, whether it is left out.
+    pub fn left_out(&self) -> Vec<bool> {
+        self.left_out.iter().map(Option::is_some).collect()
+    }
 }
 
 /// The catalog's rules, applied through one backend's write transaction for the length of
@@ -135,8 +158,53 @@ impl<'s> Tables<'s> {
         Ok(())
     }
 
-    /// Checks that `op` can apply to the current state.
-    pub fn check(&mut self, op: &Op) -> CatalogResult<()> {
+    /// Checks every operation of a transaction against the current state, in order,
+    /// before any is applied: what [`Tables::apply_checked`] then applies, or the error
+    /// that refuses the whole transaction. An idempotent batch that repeats one already
+    /// appended is no error: it is marked to be left out, and the rest commits (failing
+    /// the transaction for it answered the request's other partitions with the
+    /// duplicate's error, which clients take for success).
+    pub fn check_transaction(&mut self, ops: &[Op]) -> CatalogResult<Checked> {
+        let mut sequences = Sequences::default();
+        let mut left_out = Vec::with_capacity(ops.len());
+        for op in ops {
+            self.check(op)?;
+            left_out.push(match op {
+                Op::Kafka(KafkaOp::Append {
+                    topic_id,
+                    partition,
+                    producer: Some(p),
+                    ..
+                }) => sequences.check(self, p, *topic_id, *partition)?,
+                _ => None,
+            });
+        }
+        Ok(Checked { left_out })
+    }
+
+    /// Applies a transaction that passed [`Tables::check_transaction`]: one outcome per
+    /// operation, [`OpOutcome::Duplicate`] for those left out.
+    pub fn apply_checked(
+        &mut self,
+        ops: &[Op],
+        checked: &Checked,
+        effects: &mut Effects,
+        log: &mut LogCursor,
+    ) -> CatalogResult<Vec<OpOutcome>> {
+        ops.iter()
+            .zip(&checked.left_out)
+            .map(|(op, dup)| match dup {
+                Some(base_offset) => Ok(OpOutcome::Duplicate {
+                    base_offset: *base_offset,
+                }),
+                None => self.apply(op, effects, log),
+            })
+            .collect()
+    }
+
+    /// Checks that `op` can apply to the current state (an idempotent batch's sequence
+    /// aside: [`Tables::check_transaction`] checks those across the transaction).
+    fn check(&mut self, op: &Op) -> CatalogResult<()> {
         match op {
             Op::S3(op) => self.check_s3(op),
             Op::Kafka(op) => self.check_kafka(op),

@@ -183,27 +183,46 @@ impl Committer {
         Ok(*self.shared.applied.borrow())
     }
 
-    /// Aborts the store transaction (if not already consumed) and fails what it held.
+    /// Aborts the store transaction (if not already consumed) and fails what it held:
+    /// refused before its log record was written, `unsettled` once the record may be on
+    /// the drives (the append failed part way, or the store after it), where a restart
+    /// may apply it, so its writers hear the outcome is unknown.
     fn fail_accepted(
         &self,
         w: Option<redb::WriteTransaction>,
         accepted: Vec<(Pending, Vec<crate::txn::OpOutcome>)>,
         why: &str,
+        unsettled: bool,
     ) {
         if let Some(w) = w {
             let _ = w.abort();
         }
-        self.fail_all(accepted.into_iter().map(|(p, _)| p), why);
+        self.fail_with(accepted.into_iter().map(|(p, _)| p), why, || {
+            if unsettled {
+                CatalogError::Unsettled(format!("the catalog's log: {why}"))
+            } else {
+                CatalogError::Closed
+            }
+        });
     }
 
     fn fail_all(&self, group: impl IntoIterator<Item = Pending>, why: &str) {
+        self.fail_with(group, why, || CatalogError::Closed);
+    }
+
+    fn fail_with(
+        &self,
+        group: impl IntoIterator<Item = Pending>,
+        why: &str,
+        error: impl Fn() -> CatalogError,
+    ) {
         self.shared.failed.store(true, Ordering::SeqCst);
         tracing::error!(
             why,
             "group commit failed; the catalog refuses writes until restart"
         );
         for (_, reply, _) in group {
-            let _ = reply.send(Err(CatalogError::Closed));
+            let _ = reply.send(Err(error()));
         }
     }
 
@@ -234,20 +253,26 @@ impl Committer {
             let mut kv = crate::kv::RedbWrite::new(&w);
             let mut t = Tables::new(&mut kv);
             for (txn, reply, queued) in group {
-                if let Err(e) = txn.ops.iter().try_for_each(|op| t.check(op)) {
-                    let _ = reply.send(Err(e));
-                    continue;
-                }
-                let mut outcomes = Vec::with_capacity(txn.ops.len());
-                for op in &txn.ops {
-                    outcomes.push(t.apply(op, &mut effects, &mut log)?);
-                }
+                let checked = match t.check_transaction(&txn.ops) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
+                        continue;
+                    }
+                };
+                let outcomes = t.apply_checked(&txn.ops, &checked, &mut effects, &mut log)?;
+                // Recovery replays the log without checks: it holds only what applied.
+                let txn = if checked.leaves_out() {
+                    txn.without(&checked.left_out())
+                } else {
+                    txn
+                };
                 accepted.push(((txn, reply, queued), outcomes));
             }
             t.set_counter(APPLIED_LSN, lsn)
         })();
         if let Err(e) = applied {
-            return self.fail_accepted(Some(w), accepted, &e.to_string());
+            return self.fail_accepted(Some(w), accepted, &e.to_string(), false);
         }
         if accepted.is_empty() {
             let _ = w.abort();
@@ -256,7 +281,7 @@ impl Committer {
         let txns: Vec<&Transaction> = accepted.iter().map(|((t, _, _), _)| t).collect();
         let payload = match crate::record::encode(std::mem::take(&mut log.data), &txns) {
             Ok(p) => p,
-            Err(e) => return self.fail_accepted(Some(w), accepted, &e.to_string()),
+            Err(e) => return self.fail_accepted(Some(w), accepted, &e.to_string(), false),
         };
         let payload_len = payload.len() as u64;
         observe_since(&self.shared.metrics.stages.apply, started);
@@ -268,14 +293,14 @@ impl Committer {
                     Err(e) => e.to_string(),
                     Ok(p) => format!("log record landed at {p:?}, not {position:?}"),
                 };
-                return self.fail_accepted(Some(w), accepted, &why);
+                return self.fail_accepted(Some(w), accepted, &why, true);
             }
         }
         observe_since(&self.shared.metrics.stages.log, logging);
         let storing = Instant::now();
         if let Err(e) = w.commit() {
             // Durable in the log but not applied here: a restart replays it.
-            return self.fail_accepted(None, accepted, &e.to_string());
+            return self.fail_accepted(None, accepted, &e.to_string(), true);
         }
         observe_since(&self.shared.metrics.stages.store, storing);
         self.shared.applied.send_replace(lsn);

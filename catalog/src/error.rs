@@ -115,6 +115,13 @@ pub enum CatalogError {
     /// The catalog is shutting down or its log failed; the process must restart.
     #[error("catalog is closed")]
     Closed,
+    /// The commit may have gone through: its outcome was lost on the way back
+    /// (PostgreSQL's connection ended during COMMIT, or the log record was written and
+    /// the store failed after it, so a restart applies it). A client must not take the
+    /// write for refused: a retry of an idempotent write finds it, any other may repeat
+    /// it.
+    #[error("the commit's outcome is unknown: {0}")]
+    Unsettled(String),
 }
 
 macro_rules! store_error {

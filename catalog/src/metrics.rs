@@ -43,6 +43,18 @@ pub struct CatalogMetrics {
     /// Address lease rounds that failed because another node's round touched the same
     /// rows at once (PostgreSQL catalog only).
     pub lease_conflicts: Counter,
+    /// Seconds per address lease round, failed ones too (PostgreSQL catalog only). A
+    /// round slower than a third of the lease timeout renews late; one slower than the
+    /// timeout lets the node's addresses go to others.
+    pub lease_round_seconds: Histogram,
+    /// Kafka addresses this node holds a lease on and serves (PostgreSQL catalog only).
+    pub addresses_held: Gauge,
+    /// Addresses this node took and began serving: its share at start, a dead or silent
+    /// node's, or one given back (PostgreSQL catalog only).
+    pub addresses_taken: Counter,
+    /// Addresses this node stopped serving: taken by another node after its lease ran
+    /// out, or given back to a node that joined (PostgreSQL catalog only).
+    pub addresses_lost: Counter,
     /// Transactions refused because their node no longer held the address lease they
     /// were made under (PostgreSQL catalog only).
     pub fenced: Counter,
@@ -102,6 +114,10 @@ impl Default for CatalogMetrics {
             orphan_blobs_removed: Counter::default(),
             conflicts: Counter::default(),
             lease_conflicts: Counter::default(),
+            lease_round_seconds: Histogram::new(exponential_buckets(0.001, 2.0, 14)),
+            addresses_held: Gauge::default(),
+            addresses_taken: Counter::default(),
+            addresses_lost: Counter::default(),
             fenced: Counter::default(),
             blob_deletes_pending: Gauge::default(),
             commit_queue_bytes: Gauge::default(),
@@ -174,6 +190,26 @@ impl CatalogMetrics {
             "lease_conflicts",
             "Serialization failures of address lease rounds, each run again until a third of the lease timeout has passed (PostgreSQL catalog)",
             self.lease_conflicts.clone(),
+        );
+        registry.register(
+            "lease_round_seconds",
+            "Seconds per address lease round, failed ones too (PostgreSQL catalog)",
+            self.lease_round_seconds.clone(),
+        );
+        registry.register(
+            "addresses_held",
+            "Kafka addresses this node holds a lease on and serves (PostgreSQL catalog)",
+            self.addresses_held.clone(),
+        );
+        registry.register(
+            "addresses_taken",
+            "Kafka addresses this node took a lease on and began serving (PostgreSQL catalog)",
+            self.addresses_taken.clone(),
+        );
+        registry.register(
+            "addresses_lost",
+            "Kafka addresses this node stopped serving, lost to another node or given back (PostgreSQL catalog)",
+            self.addresses_lost.clone(),
         );
         registry.register(
             "fenced",

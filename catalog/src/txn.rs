@@ -150,6 +150,22 @@ impl Transaction {
         Self { leases, ..self }
     }
 
+    /// The same transaction without the operations `left_out` marks (one flag per
+    /// operation): what the log records of it, so recovery replays only what was
+    /// applied.
+    pub fn without(&self, left_out: &[bool]) -> Self {
+        Self {
+            ops: self
+                .ops
+                .iter()
+                .zip(left_out)
+                .filter(|(_, out)| !**out)
+                .map(|(op, _)| op.clone())
+                .collect(),
+            leases: self.leases.clone(),
+        }
+    }
+
     /// Approximate size, for batching.
     pub fn approx_bytes(&self) -> usize {
         self.ops
@@ -191,6 +207,13 @@ pub enum OpOutcome {
     },
     /// A producer id was allocated.
     ProducerId(i64),
+    /// An idempotent batch that was appended before (a retry of one of its producer's
+    /// last batches on the partition): left out of the transaction, whose other
+    /// operations commit; it was appended at this base offset.
+    Duplicate {
+        /// Offset of its first record, where it was first appended.
+        base_offset: u64,
+    },
 }
 
 /// What a committed transaction produced, one outcome per operation.

@@ -116,8 +116,52 @@ async fn restart_replays_the_log_and_checkpoints_rebuild_a_lost_store() {
     check_state(&c, 90).await;
 }
 
+/// A transaction whose duplicate idempotent batch was left out is logged without it, so
+/// recovery (which replays the log unchecked) appends it no more than the commit did.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_left_out_duplicate_stays_out_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = open(dir.path());
+    commit(&c, vec![topic("t", 7, 2)]).await.unwrap();
+    commit(&c, vec![idempotent(7, 0, 2, 1, 0)]).await.unwrap();
+    let out = commit(
+        &c,
+        vec![idempotent(7, 0, 2, 1, 0), idempotent(7, 1, 3, 1, 0)],
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.ops[0], catalog::OpOutcome::Duplicate { base_offset: 0 });
+    c.shutdown();
+    drop(c);
+    let c = open(dir.path());
+    for (p, next) in [(0, 2), (1, 3)] {
+        let st = c.kafka().partition(7, p).await.unwrap().unwrap();
+        assert_eq!(st.next_offset, next, "partition {p}");
+    }
+    assert_eq!(
+        c.kafka()
+            .read_batches(7, 0, 0, 1 << 20)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    // Still recognised as a retry.
+    let out = commit(&c, vec![idempotent(7, 0, 2, 1, 0)]).await.unwrap();
+    assert_eq!(out.ops[0], catalog::OpOutcome::Duplicate { base_offset: 0 });
+}
+
+/// The log's segment files on one drive. The next segment's zero-filled file, made by
+/// a thread of its own at a moment the test does not choose, is no segment: counting it
+/// made this test fail once in CI (9 files against 8).
 fn segment_files(dir: &Path) -> usize {
-    std::fs::read_dir(dir.join("drive-1/wal")).unwrap().count()
+    std::fs::read_dir(dir.join("drive-1/wal"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "wal"))
+        })
+        .count()
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -89,6 +89,7 @@ macro_rules! conformance {
 
 conformance!(
     transactions_commit_whole_or_not_at_all,
+    a_retried_idempotent_batch_is_left_out_and_the_rest_commits,
     concurrent_transactions_share_group_commits,
     listing_pages_in_byte_order,
     topic_tables_follow_their_topic,
@@ -189,6 +190,71 @@ async fn transactions_commit_whole_or_not_at_all(u: &Under) {
         commit(c, vec![bucket("b")]).await,
         Err(CatalogError::BucketExists(_))
     ));
+}
+
+/// A produce request retried while its first send was still in the commit queue is
+/// planned against a state without it, and meets it only in the commit. The duplicate
+/// batch is left out and the request's other batches commit: failing the whole
+/// transaction answered them all as duplicates, which clients count as delivered.
+async fn a_retried_idempotent_batch_is_left_out_and_the_rest_commits(u: &Under) {
+    let c = u.catalog.as_ref();
+    commit(c, vec![topic("t", 7, 3)]).await.unwrap();
+    let appended = |base_offset| OpOutcome::Appended {
+        base_offset,
+        log_start_offset: 0,
+    };
+    let out = commit(c, vec![idempotent(7, 0, 2, 1, 0)]).await.unwrap();
+    assert_eq!(out.ops, vec![appended(0)]);
+    let out = commit(
+        c,
+        vec![idempotent(7, 0, 2, 1, 0), idempotent(7, 1, 3, 1, 0)],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        out.ops,
+        vec![OpOutcome::Duplicate { base_offset: 0 }, appended(0)]
+    );
+    let next = |p| async move {
+        c.kafka()
+            .partition(7, p)
+            .await
+            .unwrap()
+            .unwrap()
+            .next_offset
+    };
+    assert_eq!(next(0).await, 2, "the duplicate appended nothing");
+    assert_eq!(next(1).await, 3, "its neighbour in the request committed");
+
+    // Two batches of one producer for one partition in one request: the second is
+    // checked after the first, not against the stored state alone.
+    let out = commit(
+        c,
+        vec![idempotent(7, 2, 1, 1, 0), idempotent(7, 2, 2, 1, 1)],
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.ops, vec![appended(0), appended(1)]);
+    // A request that carries one batch twice is refused whole.
+    let err = commit(
+        c,
+        vec![idempotent(7, 2, 1, 1, 3), idempotent(7, 2, 1, 1, 3)],
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, CatalogError::Invalid(_)), "{err}");
+    assert_eq!(next(2).await, 3);
+    // A gap still fails the transaction, duplicates or not.
+    let err = commit(
+        c,
+        vec![idempotent(7, 0, 2, 1, 0), idempotent(7, 2, 1, 1, 9)],
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, CatalogError::OutOfOrderSequence), "{err}");
+    // The sequence goes on after the duplicates.
+    let out = commit(c, vec![idempotent(7, 0, 1, 1, 2)]).await.unwrap();
+    assert_eq!(out.ops, vec![appended(2)]);
 }
 
 async fn concurrent_transactions_share_group_commits(u: &Under) {
@@ -688,6 +754,57 @@ async fn postgres_lease_rounds_at_once_all_go_through() {
             assert_eq!(&held.unwrap(), want, "round {i}: the address, at its epoch");
         }
     }
+}
+
+/// A pooled connection first used on another runtime still answers once that runtime
+/// stops running: the table seals run on a runtime of their own, on a thread at
+/// `SCHED_IDLE`, and a connection they opened was driven by it, so on a busy node the
+/// lease rounds and reads that took it next waited seconds for the seal to yield, and
+/// the node lost its addresses (docs/benchmarks.md, "Failover pause").
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_pool_connections_answer_when_the_runtime_that_opened_them_is_idle() {
+    let Some(nodes) = two_nodes().await else {
+        return;
+    };
+    let a = nodes.a.clone();
+    let addresses = vec!["127.0.0.1:9092".to_string()];
+    let timeout = std::time::Duration::from_secs(30);
+    // Another runtime takes a pooled connection (the pool has none idle yet, so it opens
+    // one) and gives it back; then that runtime is kept but no longer run.
+    let (opened_tx, opened_rx) = std::sync::mpsc::channel();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let other = std::thread::spawn({
+        let (a, addresses) = (a.clone(), addresses.clone());
+        move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let held = rt.block_on(a.lease_round(&addresses, timeout)).unwrap();
+            opened_tx.send(held).unwrap();
+            let _ = done_rx.recv();
+            drop(rt);
+        }
+    });
+    let held = tokio::task::spawn_blocking(move || opened_rx.recv().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(held.len(), 1, "{held:?}");
+    // This runtime's rounds take that idle connection.
+    for _ in 0..3 {
+        let again = tokio::time::timeout(
+            std::time::Duration::from_secs(20),
+            a.lease_round(&addresses, timeout),
+        )
+        .await
+        .expect("a lease round answered while the runtime that opened its connection is idle")
+        .unwrap();
+        assert_eq!(again, held, "the same address at the same epoch");
+    }
+    done_tx.send(()).unwrap();
+    tokio::task::spawn_blocking(move || other.join().unwrap())
+        .await
+        .unwrap();
 }
 
 /// Fencing: a write made under an address lease commits while its node holds the address

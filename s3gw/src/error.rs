@@ -47,6 +47,12 @@ pub fn catalog_error(e: CatalogError) -> S3Error {
             S3ErrorCode::ServiceUnavailable,
             format!("a concurrent update of the same records; retry ({m})"),
         ),
+        // A 500 clients retry; the write may be there already, which a retry of a PUT
+        // or DELETE makes no worse.
+        CatalogError::Unsettled(m) => S3Error::with_message(
+            S3ErrorCode::InternalError,
+            format!("the write's outcome is unknown; read it back or retry ({m})"),
+        ),
         // Kafka-side refusals reach S3 only through a notification append: the server's
         // fault, not the request's.
         e @ (CatalogError::UnknownTopic(_)

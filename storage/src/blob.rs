@@ -81,11 +81,13 @@ pub enum Urgency {
     Foreground,
     /// No client waits on it (a table seal, a catalog checkpoint): after each stripe the
     /// writer waits until the stripe before it is on the drives, so it has at most two
-    /// stripes queued there and a log commit's `fdatasync` does not wait behind megabytes
-    /// of it. Beside a process writing 64 MiB files at full speed with their writeback
-    /// started, a 16 KiB write and `fdatasync` took 4.8-5.4 ms at p50 and 34-38 ms at p99
-    /// (0.2 and 0.3 alone); with at most 2 MiB of the writer's in flight, 0.7 and 11 ms,
-    /// for 12 % less of the writer's MB/s (`bench/wal_beside_bulk.py`, 2026-12-07).
+    /// stripes queued there (with the default 256 KiB shards, half a MiB per shard file)
+    /// and a log commit's `fdatasync` does not wait behind megabytes of it. Beside a
+    /// process writing 64 MiB files at full speed with their writeback started, a 16 KiB
+    /// write and `fdatasync` took 4.8-5.4 ms at p50 and 34-38 ms at p99 (0.2 and 0.3
+    /// alone); with that writer holding at most 2 MiB in flight, 0.7 and 11 ms, for 8-12 %
+    /// less of its MB/s (`bench/wal_beside_bulk.py --behind 2`, 2026-12-07, one file on
+    /// one disk; Eddy's own bound was not measured there).
     Background,
 }
 

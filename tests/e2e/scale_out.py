@@ -92,9 +92,18 @@ class Producing:
         assert not self.failed, self.failed[:5]
 
 
-def assert_each_acked_once(bootstrap: str, topic: str, acked: set):
-    """Every acknowledged record of `topic` is there, and no record twice."""
-    values = [m.value().decode() for m in read_to_end(bootstrap, topic)]
-    assert len(values) == len(set(values)), "a record was stored twice"
+def assert_each_acked_once(bootstrap: str, topic: str, acked: set, acked_at: dict | None = None):
+    """Every acknowledged record of `topic` is there, and no record twice. A record stored
+    twice is named with where each copy is and, from `acked_at` (value: monotonic time),
+    when it was acknowledged, so the fault it came from can be told."""
+    messages = read_to_end(bootstrap, topic)
+    values = [m.value().decode() for m in messages]
+    if len(values) != len(set(values)):
+        where = {}
+        for m in messages:
+            where.setdefault(m.value().decode(), []).append((m.partition(), m.offset()))
+        twice = [(v, at, (acked_at or {}).get(v)) for v, at in where.items() if len(at) > 1]
+        raise AssertionError(f"{len(twice)} records stored twice; the first (value, "
+                             f"[(partition, offset)], acknowledged at): {twice[:5]}")
     missing = acked - set(values)
     assert not missing, f"{len(missing)} acknowledged records lost"

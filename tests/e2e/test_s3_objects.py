@@ -592,6 +592,70 @@ def signed(eddy, method, path, body=b"", headers=None, chunked=False):
     return r.status, r.read(), {k.lower(): v for k, v in r.getheaders()}
 
 
+def signed_head(eddy, method, path, body=b"", headers=None, sign=True) -> bytes:
+    """The head of a request (SigV4-signed unless `sign` is false) as it goes on the
+    wire, without its body."""
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+    headers = {**(headers or {}), "Content-Length": str(len(body))} if body else headers or {}
+    req = AWSRequest(method=method, url=f"{eddy.s3_url}{path}", data=body, headers=headers)
+    if sign:
+        S3SigV4Auth(Credentials(eddy.access_key, eddy.secret_key), "s3", "us-east-1").add_auth(req)
+    head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{eddy.s3_port}\r\n"
+    head += "".join(f"{k}: {v}\r\n" for k, v in req.headers.items() if k.lower() != "host")
+    return head.encode() + b"\r\n"
+
+
+def answer(sock, method):
+    """The next final response on `sock`: (status, headers, body)."""
+    import http.client
+    r = http.client.HTTPResponse(sock, method=method)
+    r.begin()
+    body = r.read()
+    return r.status, {k.lower(): v for k, v in r.getheaders()}, body
+
+
+def interim(sock) -> bytes:
+    """The next interim response's head on `sock` (http.client skips them)."""
+    head = b""
+    while not head.endswith(b"\r\n\r\n"):
+        got = sock.recv(1)
+        assert got, "the connection closed before an interim response"
+        head += got
+    return head
+
+
+def test_a_refused_expect_continue_request_closes_its_connection(eddy, s3, bucket):
+    """A PUT sent with `Expect: 100-continue` and refused before its body is sent (412
+    for a precondition, 403 unsigned) says `Connection: close` and ends the
+    connection, so the client's next request on it cannot be read as the withheld
+    body (it was: botocore's next PUT arrived as method `T`, failing its signature).
+    An accepted one keeps its connection."""
+    import socket
+    s3.put_object(Bucket=bucket, Key="expect", Body=b"v1")
+    path = f"/{bucket}/expect"
+    for asked, sign, code in [({"If-None-Match": "*"}, True, 412), ({}, False, 403)]:
+        with socket.create_connection(("127.0.0.1", eddy.s3_port), timeout=10) as sock:
+            # The body is withheld, as botocore withholds it after a final answer.
+            sock.sendall(signed_head(eddy, "PUT", path, b"v2",
+                                     {"Expect": "100-continue", **asked}, sign))
+            status, headers, _ = answer(sock, "PUT")
+            assert status == code
+            assert headers.get("connection") == "close"
+            assert sock.recv(16) == b"", "the server kept a connection whose body it never read"
+    assert s3.get_object(Bucket=bucket, Key="expect")["Body"].read() == b"v1"
+
+    with socket.create_connection(("127.0.0.1", eddy.s3_port), timeout=10) as sock:
+        sock.sendall(signed_head(eddy, "PUT", path, b"v3", {"Expect": "100-continue"}))
+        assert interim(sock).startswith(b"HTTP/1.1 100 ")
+        sock.sendall(b"v3")
+        status, headers, _ = answer(sock, "PUT")
+        assert status == 200 and "connection" not in headers
+        sock.sendall(signed_head(eddy, "GET", path))
+        assert answer(sock, "GET")[::2] == (200, b"v3")
+
+
 def test_request_validation_as_aws_answers(eddy, s3, bucket):
     """A PUT without Content-Length (plain chunked transfer) is 411
     MissingContentLength; an empty or wrong-length Content-MD5 is InvalidDigest, a

@@ -123,6 +123,11 @@ def test_a_killed_nodes_addresses_move_and_its_clients_carry_on(cluster):
         f.result(30)
     load = Producing(b.bootstrap, "orders", timeout_ms=60000)
     wait_for(lambda: len(load.acked) > 200, 30, "records acknowledged before the kill")
+    # What an operator watches: the survivor serves one address, and how many it took
+    # and lost so far.
+    wait_for(lambda: metric(b, "eddy_catalog_addresses_held") == 1, 10, "one address held")
+    taken, lost = metric(b, "eddy_catalog_addresses_taken"), metric(b, "eddy_catalog_addresses_lost")
+    assert taken >= 1
     killed_at = time.monotonic()
     a.stop(kill=True)
     # Its address is served again, by the survivor, within a few lease timeouts.
@@ -132,6 +137,11 @@ def test_a_killed_nodes_addresses_move_and_its_clients_carry_on(cluster):
              "the killed node's address served again")
     wait_for(lambda: any(at > killed_at + 1 for at, _ in load.acked), 60, "acks after the kill")
     load.finish()
+    # The survivor's metrics say so: one more address taken, none of its own lost.
+    assert metric(b, "eddy_catalog_addresses_held") == 2
+    assert metric(b, "eddy_catalog_addresses_taken") == taken + 1
+    assert metric(b, "eddy_catalog_addresses_lost") == lost
+    assert metric(b, "eddy_catalog_lease_round_seconds_count") > 0
     # Read through the survivor.
     assert_each_acked_once(b.bootstrap, "orders", load.values())
     acked = load.acked

@@ -1,11 +1,13 @@
 //! Produce: the whole request is one catalog transaction across all its partitions.
 //! Problems found checking one partition's batches (unknown partition, wrong leader,
-//! size, CRC, bad records, a duplicate or fenced idempotent batch, a transactional batch
-//! outside its producer's open transaction) fail only that partition; an out-of-order
-//! sequence is found only when the commit is applied (the stored state lags requests in
-//! flight), and fails the request's transaction; everything
-//! else commits together or not at all. The response goes out only once the
-//! transaction is durable; acks=0 gets none.
+//! size, CRC, bad records, a fenced idempotent batch, a transactional batch outside its
+//! producer's open transaction) fail only that partition; a retry of an idempotent batch
+//! already appended is answered with its first offset, as Kafka answers it, and appends
+//! nothing, whether it is found here or in the commit (where the catalog leaves it out
+//! of the transaction); an out-of-order sequence is found only when the commit is
+//! applied (the stored state lags requests in flight), and fails the request's
+//! transaction; everything else commits together or not at all. The response goes out
+//! only once the transaction is durable; acks=0 gets none.
 
 use crate::authz::*;
 use catalog::KafkaOp;
@@ -174,6 +176,9 @@ async fn plan_partition(
             Err(catalog::CatalogError::DuplicateSequence { base_offset }) if batches.len() == 1 => {
                 return Plan::Duplicate(base_offset);
             }
+            // Among several batches, the commit leaves out those appended before and
+            // appends the rest.
+            Err(catalog::CatalogError::DuplicateSequence { .. }) => {}
             Err(e) => {
                 return Plan::Refused(from_catalog(&e), Some(e.to_string()));
             }
@@ -311,11 +316,9 @@ pub async fn handle(ctx: Ctx, req: ProduceRequest) -> Reply {
                                                 })
                                                 .collect(),
                                         ),
-                                    Plan::Duplicate(base) => r
-                                        .with_error_code(
-                                            ResponseError::DuplicateSequenceNumber.code(),
-                                        )
-                                        .with_base_offset(base as i64),
+                                    // As Kafka answers a retry it still remembers: a
+                                    // success at the offset it was first given.
+                                    Plan::Duplicate(base) => r.with_base_offset(base as i64),
                                     Plan::Appending {
                                         first,
                                         log_append_time,
@@ -328,6 +331,11 @@ pub async fn handle(ctx: Ctx, req: ProduceRequest) -> Reply {
                                                 }) => {
                                                     (*base_offset as i64, *log_start_offset as i64)
                                                 }
+                                                // Appended by a request still in the commit
+                                                // queue when this one was planned.
+                                                Some(catalog::OpOutcome::Duplicate {
+                                                    base_offset,
+                                                }) => (*base_offset as i64, -1),
                                                 _ => (-1, -1),
                                             };
                                             r.with_base_offset(base)

@@ -83,6 +83,50 @@ pub enum KafkaOp {
     },
 }
 
+/// Idempotent producers' states on their partitions as a transaction's earlier appends
+/// leave them: a request may carry several batches of one producer for one partition,
+/// and each is checked after the one before it, not against the stored state alone.
+#[derive(Default)]
+pub(crate) struct Sequences(std::collections::HashMap<[u8; 28], ProducerState>);
+
+/// The base offset recorded for a batch of the transaction being checked (its real one
+/// is known only when it is applied).
+const IN_THIS_TRANSACTION: u64 = u64::MAX;
+
+impl Sequences {
+    /// Checks an idempotent batch for `partition` of `topic_id` after the transaction's
+    /// earlier ones: `Some(base offset)` for a retry of a batch already appended, to be
+    /// left out.
+    pub(crate) fn check(
+        &mut self,
+        t: &mut Tables<'_>,
+        p: &ProducerBatch,
+        topic_id: u128,
+        partition: u32,
+    ) -> CatalogResult<Option<u64>> {
+        let key = producer_key(p.producer_id, topic_id, partition);
+        let state = match self.0.get(&key) {
+            Some(s) => Some(s.clone()),
+            None => get::<ProducerState>(t.s, PRODUCERS, &key)?,
+        };
+        match ProducerState::check(state.as_ref(), p) {
+            Ok(()) => {
+                let mut state = state.unwrap_or_default();
+                state.record(p, IN_THIS_TRANSACTION);
+                self.0.insert(key, state);
+                Ok(None)
+            }
+            Err(CatalogError::DuplicateSequence {
+                base_offset: IN_THIS_TRANSACTION,
+            }) => Err(CatalogError::Invalid(
+                "a transaction carries one idempotent batch twice".into(),
+            )),
+            Err(CatalogError::DuplicateSequence { base_offset }) => Ok(Some(base_offset)),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 impl Tables<'_> {
     /// Checks that `op` can apply to the current state.
     pub(crate) fn check_kafka(&mut self, op: &KafkaOp) -> CatalogResult<()> {
@@ -140,11 +184,7 @@ impl Tables<'_> {
                 if batch.len() < 8 || *offset_count == 0 {
                     return Err(CatalogError::Invalid("empty record batch".into()));
                 }
-                if let Some(p) = producer {
-                    let key = producer_key(p.producer_id, *topic_id, *partition);
-                    let state: Option<ProducerState> = get(self.s, PRODUCERS, &key)?;
-                    ProducerState::check(state.as_ref(), p)?;
-                }
+                // The producer's sequence: `Sequences::check`, across the transaction.
                 if let Some(id) = transactional_id {
                     self.require_in_txn(id, producer.as_ref(), *topic_id, *partition)?;
                 }

@@ -65,6 +65,27 @@ pub(crate) struct PgCommitter {
     pub trimmed: Instant,
     /// Shortest time between two trims.
     pub trim_every: Duration,
+    /// How long PostgreSQL lets this committer's transaction sit idle
+    /// (`PgConfig::stalled_transaction_timeout`).
+    pub stalled: Duration,
+}
+
+/// The committer's connection: one whose transaction PostgreSQL ends once it has sat
+/// idle for `stalled` (the node stopped mid-commit), releasing what it holds. It is
+/// named `eddy committer <node>` in `pg_stat_activity`.
+pub(crate) async fn connect(url: &str, node: &str, stalled: Duration) -> CatalogResult<Client> {
+    let client = super::connect(url).await?;
+    client
+        .execute(
+            "SELECT set_config('application_name', $1, false), \
+             set_config('idle_in_transaction_session_timeout', $2, false)",
+            &[
+                &format!("eddy committer {node}"),
+                &stalled.as_millis().max(1).to_string(),
+            ],
+        )
+        .await?;
+    Ok(client)
 }
 
 /// Whether an error is the backend's (the group is not decided) rather than a refusal
@@ -76,6 +97,7 @@ fn infrastructure(e: &CatalogError) -> bool {
             | CatalogError::Storage(_)
             | CatalogError::Conflict(_)
             | CatalogError::Closed
+            | CatalogError::Unsettled(_)
     )
 }
 
@@ -164,7 +186,9 @@ impl PgCommitter {
         if self.client.is_closed() {
             // PostgreSQL restarted or the connection dropped: a new one, whose
             // statements are prepared anew.
-            self.client = self.rt.block_on(super::connect(&self.url))?;
+            self.client = self
+                .rt
+                .block_on(connect(&self.url, &self.name, self.stalled))?;
             self.statements = Statements::default();
             tracing::info!("catalog committer reconnected to postgresql");
         }
@@ -172,6 +196,9 @@ impl PgCommitter {
         let mut log = LogCursor::new(position_of(self.node, position), true);
         let mut effects = Effects::default();
         let mut decided: Decided = Vec::with_capacity(txns.len());
+        // Transactions with duplicate batches left out, as the log records them (by
+        // their index in `txns`).
+        let mut trimmed: Vec<(usize, Transaction)> = Vec::new();
         let started = Instant::now();
         let pg = self.rt.block_on(
             self.client
@@ -196,13 +223,14 @@ impl PgCommitter {
                     ))));
                     continue;
                 }
-                match txn.ops.iter().try_for_each(|op| t.check(op)) {
+                match t.check_transaction(&txn.ops) {
                     Err(e) if infrastructure(&e) => return Err(e),
                     Err(e) => decided.push(Err(e)),
-                    Ok(()) => {
-                        let mut outcomes = Vec::with_capacity(txn.ops.len());
-                        for op in &txn.ops {
-                            outcomes.push(t.apply(op, &mut effects, &mut log)?);
+                    Ok(checked) => {
+                        let outcomes =
+                            t.apply_checked(&txn.ops, &checked, &mut effects, &mut log)?;
+                        if checked.leaves_out() {
+                            trimmed.push((decided.len(), txn.without(&checked.left_out())));
                         }
                         decided.push(Ok(outcomes));
                     }
@@ -212,9 +240,15 @@ impl PgCommitter {
         kv.flush()?;
         let accepted: Vec<&Transaction> = txns
             .iter()
+            .enumerate()
             .zip(&decided)
             .filter(|(_, d)| d.is_ok())
-            .map(|(t, _)| *t)
+            .map(|((i, t), _)| {
+                trimmed
+                    .iter()
+                    .find(|(at, _)| *at == i)
+                    .map_or(*t, |(_, trimmed)| trimmed)
+            })
             .collect();
         let stages = &self.shared.metrics.stages;
         observe_since(&stages.apply, started);
@@ -246,7 +280,7 @@ impl PgCommitter {
                 &[&super::notify::CHANNEL, &payload],
             ))?;
         }
-        self.rt.block_on(pg.commit())?;
+        self.rt.block_on(pg.commit()).map_err(commit_failed)?;
         observe_since(&stages.store, storing);
         Ok((decided, position.lsn, effects, changed))
     }
@@ -335,10 +369,21 @@ fn leases_held(
     Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
 }
 
+/// A failed COMMIT: PostgreSQL's own error refused it, but a connection that ended
+/// before the answer leaves its outcome unknown (the server may have committed).
+fn commit_failed(e: tokio_postgres::Error) -> CatalogError {
+    if e.as_db_error().is_some() {
+        e.into()
+    } else {
+        CatalogError::Unsettled(format!("postgresql: {e}"))
+    }
+}
+
 /// The same error for every transaction of a failed group.
 fn clone_error(e: &CatalogError) -> CatalogError {
     match e {
         CatalogError::Conflict(m) => CatalogError::Conflict(m.clone()),
+        CatalogError::Unsettled(m) => CatalogError::Unsettled(m.clone()),
         CatalogError::Fenced(m) => CatalogError::Fenced(m.clone()),
         CatalogError::Closed => CatalogError::Closed,
         e => CatalogError::Store(e.to_string()),

@@ -1,7 +1,7 @@
 //! [`KvRead`] over a pool of PostgreSQL connections. A snapshot is one `REPEATABLE READ`
 //! read-only transaction on a pooled connection, so the reads of one snapshot agree; it
 //! is rolled back when the snapshot is dropped (in the background: the connection goes
-//! back to the pool once the rollback is through).
+//! back to the pool once the rollback is through, on the runtime that drives the pool).
 //!
 //! The `BEGIN` goes out in one pipeline with the snapshot's first query, not a round
 //! trip ahead of it: most snapshots make one query, and a produce request's reads were
@@ -12,6 +12,7 @@ use std::ops::Bound;
 
 use deadpool_postgres::{Object, Pool};
 use redb::TableHandle;
+use tokio::runtime::Handle;
 use tokio_postgres::types::ToSql;
 
 use super::statements::range_sql;
@@ -22,12 +23,15 @@ use crate::tables::Table;
 /// Snapshots from a pool.
 pub struct PgRead {
     pool: Pool,
+    /// Where a dropped snapshot's `ROLLBACK` runs: the runtime that drives the pool's
+    /// connections, not the one that dropped it, which may be a seal's at `SCHED_IDLE`.
+    runtime: Handle,
 }
 
 impl PgRead {
-    /// Reads through `pool`.
-    pub fn new(pool: Pool) -> Self {
-        Self { pool }
+    /// Reads through `pool`, whose connections run on `runtime`.
+    pub fn new(pool: Pool, runtime: Handle) -> Self {
+        Self { pool, runtime }
     }
 
     /// A connection of the pool, for work of its own (lease rounds).
@@ -44,6 +48,8 @@ struct PgSnapshot {
     /// Whether `BEGIN` was sent (or tried). Locked through the first query, so no
     /// query of the snapshot can reach the connection ahead of it.
     begun: tokio::sync::Mutex<bool>,
+    /// Where its `ROLLBACK` runs ([`PgRead::runtime`]).
+    runtime: Handle,
 }
 
 impl PgSnapshot {
@@ -82,16 +88,14 @@ impl Drop for PgSnapshot {
         if let Some(client) = self.client.take()
             && begun
         {
-            // Outside a runtime (a test's end) the connection is simply dropped, which
-            // ends its transaction with it.
-            if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                rt.spawn(async move {
-                    if client.batch_execute("ROLLBACK").await.is_err() {
-                        // A connection that cannot roll back is not handed out again.
-                        let _ = Object::take(client);
-                    }
-                });
-            }
+            // Once that runtime has shut down, the task is dropped unrun, and with it the
+            // connection, whose driver ended with the runtime.
+            drop(self.runtime.spawn(async move {
+                if client.batch_execute("ROLLBACK").await.is_err() {
+                    // A connection that cannot roll back is not handed out again.
+                    let _ = Object::take(client);
+                }
+            }));
         }
     }
 }
@@ -137,6 +141,7 @@ impl KvRead for PgRead {
         Ok(Box::new(PgSnapshot {
             client: Some(client),
             begun: tokio::sync::Mutex::new(false),
+            runtime: self.runtime.clone(),
         }))
     }
 }

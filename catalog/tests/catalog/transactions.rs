@@ -34,31 +34,17 @@ pub(super) fn txn_append(
     epoch: i16,
     seq: i32,
 ) -> Op {
-    let Op::Kafka(KafkaOp::Append {
-        topic_id,
-        partition,
-        offset_count,
-        max_timestamp,
-        batch,
+    let mut op = idempotent(id, partition, 2, producer_id, seq);
+    if let Op::Kafka(KafkaOp::Append {
+        producer: Some(p),
+        transactional_id,
         ..
-    }) = append(id, partition, 2, 9)
-    else {
-        unreachable!()
-    };
-    Op::Kafka(KafkaOp::Append {
-        topic_id,
-        partition,
-        offset_count,
-        max_timestamp,
-        batch,
-        producer: Some(catalog::ProducerBatch {
-            producer_id,
-            epoch,
-            first_sequence: seq,
-            last_sequence: seq + 1,
-        }),
-        transactional_id: Some(txn.into()),
-    })
+    }) = &mut op
+    {
+        p.epoch = epoch;
+        *transactional_id = Some(txn.into());
+    }
+    op
 }
 
 pub(super) fn end_txn(

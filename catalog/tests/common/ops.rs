@@ -58,6 +58,20 @@ pub fn append(id: u128, partition: u32, count: u32, tag: u8) -> Op {
     })
 }
 
+/// An idempotent producer's batch of `count` records from sequence `first` (epoch 0).
+pub fn idempotent(id: u128, partition: u32, count: u32, producer: i64, first: i32) -> Op {
+    let mut op = append(id, partition, count, first as u8);
+    if let Op::Kafka(KafkaOp::Append { producer: p, .. }) = &mut op {
+        *p = Some(catalog::ProducerBatch {
+            producer_id: producer,
+            epoch: 0,
+            first_sequence: first,
+            last_sequence: first + count as i32 - 1,
+        });
+    }
+    op
+}
+
 pub fn topic_table(id: u128, generation: u64, tabled: Vec<u64>) -> catalog::TopicTable {
     catalog::TopicTable {
         topic_id: id,
