@@ -39,15 +39,14 @@ pub struct Checked {
 }
 
 impl Checked {
-    /// Whether any operation is left out: the log then records the transaction
-    /// [`without`](crate::txn::Transaction::without) what [`Checked::left_out`] marks.
-    pub fn leaves_out(&self) -> bool {
-        self.left_out.iter().any(Option::is_some)
-    }
-
-    /// Per operation, whether it is left out.
-    pub fn left_out(&self) -> Vec<bool> {
-        self.left_out.iter().map(Option::is_some).collect()
+    /// What the log records of `txn` when some of its operations are left out: the
+    /// transaction [`without`](crate::txn::Transaction::without) them (`None`: all apply,
+    /// and the log records `txn` as it is).
+    pub fn recorded(&self, txn: &crate::txn::Transaction) -> Option<crate::txn::Transaction> {
+        self.left_out.iter().any(Option::is_some).then(|| {
+            let out: Vec<bool> = self.left_out.iter().map(Option::is_some).collect();
+            txn.without(&out)
+        })
     }
 }
 

@@ -262,11 +262,7 @@ impl Committer {
                 };
                 let outcomes = t.apply_checked(&txn.ops, &checked, &mut effects, &mut log)?;
                 // Recovery replays the log without checks: it holds only what applied.
-                let txn = if checked.leaves_out() {
-                    txn.without(&checked.left_out())
-                } else {
-                    txn
-                };
+                let txn = checked.recorded(&txn).unwrap_or(txn);
                 accepted.push(((txn, reply, queued), outcomes));
             }
             t.set_counter(APPLIED_LSN, lsn)

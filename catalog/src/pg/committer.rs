@@ -229,8 +229,8 @@ impl PgCommitter {
                     Ok(checked) => {
                         let outcomes =
                             t.apply_checked(&txn.ops, &checked, &mut effects, &mut log)?;
-                        if checked.leaves_out() {
-                            trimmed.push((decided.len(), txn.without(&checked.left_out())));
+                        if let Some(recorded) = checked.recorded(txn) {
+                            trimmed.push((decided.len(), recorded));
                         }
                         decided.push(Ok(outcomes));
                     }
